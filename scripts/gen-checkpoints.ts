@@ -1,0 +1,29 @@
+/**
+ * Regenerates the embedded checkpoint ladder under `checkpoints/` from `corpora/`.
+ * Usage: npm run gen:checkpoints [-- --out DIR]
+ */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { buildRung, EXPECTED_ORDER, LADDER, loadCorpora } from './checkpoints/ladder.ts';
+
+const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const outFlag = process.argv.indexOf('--out');
+const out = outFlag >= 0 ? resolve(process.argv[outFlag + 1]!) : join(repo, 'checkpoints');
+
+const corpora = loadCorpora(join(repo, 'corpora'));
+for (const spec of LADDER) {
+  const started = Date.now();
+  const files = buildRung(spec, corpora);
+  for (const [rel, data] of files) {
+    const path = join(out, spec.name, rel);
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, data);
+  }
+  const size = [...files.values()].reduce((a, d) => a + (typeof d === 'string' ? Buffer.byteLength(d) : d.byteLength), 0);
+  console.error(`${spec.name}: ${(size / 1024).toFixed(0)} KiB in ${Date.now() - started} ms`);
+}
+writeFileSync(join(out, 'ladder.json'), `${JSON.stringify({
+  rungs: LADDER.map(({ name, family, corpora: c, description }) => ({ name, family, corpora: c, description })),
+  expected_order: EXPECTED_ORDER,
+}, null, 2)}\n`);

@@ -1,0 +1,66 @@
+/** Row-wise operations on logits, in float64, without materialising more than one row. */
+import type { Rng } from '../util/rng.ts';
+
+/** log p(target) under softmax(row), plus whether target is the row's argmax (first max wins). */
+export function logSoftmaxAt(logits: Float32Array, offset: number, vocab: number, target: number): { logprob: number; isArgmax: boolean } {
+  let max = -Infinity;
+  let argmax = 0;
+  for (let i = 0; i < vocab; i++) {
+    const v = logits[offset + i]!;
+    if (v > max) { max = v; argmax = i; }
+  }
+  let sum = 0;
+  for (let i = 0; i < vocab; i++) sum += Math.exp(logits[offset + i]! - max);
+  return { logprob: logits[offset + target]! - max - Math.log(sum), isArgmax: argmax === target };
+}
+
+export interface SamplingParams { temperature: number; topP: number; topK?: number }
+
+/**
+ * Draws one token from a logits row: temperature, then top-k, then top-p (nucleus: the
+ * smallest set of most likely tokens whose mass reaches topP), then one uniform draw.
+ * Temperature 0 is greedy. Ties are broken by the lower token id, so results depend
+ * only on the logits and the random stream.
+ */
+export function chooseToken(row: Float32Array, params: SamplingParams, rng: Rng): number {
+  const vocab = row.length;
+  if (params.temperature <= 0) {
+    let best = 0;
+    for (let i = 1; i < vocab; i++) if (row[i]! > row[best]!) best = i;
+    return best;
+  }
+  let max = -Infinity;
+  for (let i = 0; i < vocab; i++) if (row[i]! > max) max = row[i]!;
+  const probs = new Float64Array(vocab);
+  let total = 0;
+  for (let i = 0; i < vocab; i++) { probs[i] = Math.exp((row[i]! - max) / params.temperature); total += probs[i]!; }
+  const topK = params.topK && params.topK > 0 && params.topK < vocab ? params.topK : vocab;
+  if (topK === vocab && params.topP >= 1) return drawFrom(probs, total, rng);
+
+  const order = Array.from({ length: vocab }, (_, i) => i).sort((a, b) => probs[b]! - probs[a]! || a - b);
+  let kept = 0;
+  let mass = 0;
+  for (const id of order) {
+    if (kept >= topK || (kept > 0 && mass >= params.topP * total)) break;
+    mass += probs[id]!;
+    kept++;
+  }
+  let u = rng.next() * mass;
+  for (let i = 0; i < kept; i++) {
+    const id = order[i]!;
+    u -= probs[id]!;
+    if (u < 0) return id;
+  }
+  return order[kept - 1]!;
+}
+
+function drawFrom(probs: Float64Array, total: number, rng: Rng): number {
+  let u = rng.next() * total;
+  for (let i = 0; i < probs.length; i++) {
+    u -= probs[i]!;
+    if (u < 0) return i;
+  }
+  let last = probs.length - 1;
+  while (last > 0 && probs[last] === 0) last--;
+  return last;
+}

@@ -1,0 +1,217 @@
+/**
+ * The in-process ONNX completion backend: exact scoring and an owned sampling loop over
+ * one checkpoint directory.
+ *
+ * Scoring feeds a shared context once (in chunks through the key/value cache when the
+ * graph has one) and reuses that cache for every continuation, so only continuation
+ * positions are turned into log-probabilities and memory stays bounded by
+ * chunk × vocabulary rather than context × vocabulary.
+ */
+import { realpathSync } from 'node:fs';
+import { ProbeError } from '../../errors.ts';
+import { createRng } from '../../util/rng.ts';
+import { splitPair } from '../boundary.ts';
+import { chooseToken, logSoftmaxAt } from '../logits.ts';
+import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
+import { readCheckpointDir } from './checkpoint.ts';
+import { OnnxGraph, type KvCache } from './graph.ts';
+import { CheckpointTokenizer } from './tokenizer.ts';
+
+export interface OnnxBackendOptions {
+  /** Tokens per forward pass when feeding a context through the cache. */
+  chunkSize?: number;
+  /** Override the checkpoint's window (max_position_embeddings), e.g. to test truncation. */
+  window?: number;
+}
+
+const utf8 = new TextEncoder();
+
+export class OnnxBackend implements CompletionBackend {
+  readonly id: string;
+  readonly window: number;
+  private readonly chunkSize: number;
+
+  private constructor(readonly dir: string, private readonly tokenizer: CheckpointTokenizer, private readonly graph: OnnxGraph, options: OnnxBackendOptions) {
+    this.id = `onnx:${dir}`;
+    this.window = options.window ?? graph.window;
+    this.chunkSize = options.chunkSize ?? 512;
+  }
+
+  static async open(dirArg: string, options: OnnxBackendOptions = {}): Promise<OnnxBackend> {
+    const files = readCheckpointDir(dirArg);
+    const tokenizer = new CheckpointTokenizer(files);
+    const graph = await OnnxGraph.load(files, tokenizer.vocabSize);
+    return new OnnxBackend(realpathSync(files.dir), tokenizer, graph, options);
+  }
+
+  get hasCache(): boolean {
+    return this.graph.hasCache;
+  }
+
+  encode(text: string): number[] {
+    return this.tokenizer.encode(text);
+  }
+
+  async score(requests: ScoreRequest[]): Promise<ScoreResult[][]> {
+    const results: ScoreResult[][] = [];
+    for (const request of requests) results.push(await this.scoreOne(request));
+    return results;
+  }
+
+  private async scoreOne(request: ScoreRequest): Promise<ScoreResult[]> {
+    const encode = (text: string) => this.tokenizer.encode(text);
+    const pairs = request.continuations.map((c) => splitPair(request.context, c, encode));
+    if (pairs.length === 0) return [];
+    let context = pairs[0]!.contextTokens;
+    if (context.length === 0) context = [this.tokenizer.prefixId];
+    // Every option sees the same context: cut it so the longest continuation still fits.
+    const longest = Math.max(...pairs.map((p) => p.continuationTokens.length));
+    const room = this.window - Math.max(0, longest - 1);
+    if (room < 1) {
+      throw new ProbeError(`a continuation of ${longest} tokens does not fit the ${this.window}-token window of ${this.dir}`);
+    }
+    const truncated = context.length > room;
+    if (truncated) context = context.slice(context.length - room);
+
+    const results: ScoreResult[] = [];
+    if (this.graph.hasCache) {
+      const prefix = await this.feed(context, undefined);
+      for (const pair of pairs) {
+        results.push(await this.scoreAfterCache(pair.continuationTokens, prefix.cache!, prefix.lastRow, pair.continuation, truncated));
+      }
+    } else {
+      for (const pair of pairs) {
+        const tokens = pair.continuationTokens;
+        const { logits } = tokens.length === 0 ? { logits: new Float32Array(0) } : await this.graph.forward([...context, ...tokens.slice(0, -1)], undefined);
+        results.push(this.collect(tokens, (i) => ({ data: logits, offset: (context.length - 1 + i) * this.graph.vocab }), pair.continuation, truncated));
+      }
+    }
+    return results;
+  }
+
+  /** Feeds `ids` after `cache` in chunks; returns the new cache and the logits row of the last position. */
+  private async feed(ids: number[], cache: KvCache | undefined): Promise<{ cache: KvCache | undefined; lastRow: Float32Array }> {
+    const vocab = this.graph.vocab;
+    let lastRow = new Float32Array(0);
+    for (let start = 0; start < ids.length; start += this.chunkSize) {
+      const chunk = ids.slice(start, start + this.chunkSize);
+      const out = await this.graph.forward(chunk, cache);
+      cache = out.cache;
+      lastRow = out.logits.slice((chunk.length - 1) * vocab, chunk.length * vocab);
+    }
+    return { cache, lastRow };
+  }
+
+  private async scoreAfterCache(tokens: number[], cache: KvCache, firstRow: Float32Array, text: string, truncated: boolean): Promise<ScoreResult> {
+    const vocab = this.graph.vocab;
+    const rows: Array<{ data: Float32Array; offset: number }> = [{ data: firstRow, offset: 0 }];
+    let current: KvCache | undefined = cache;
+    const inputs = tokens.slice(0, -1);
+    for (let start = 0; start < inputs.length; start += this.chunkSize) {
+      const chunk = inputs.slice(start, start + this.chunkSize);
+      const out = await this.graph.forward(chunk, current);
+      current = out.cache;
+      for (let i = 0; i < chunk.length; i++) rows.push({ data: out.logits, offset: i * vocab });
+    }
+    return this.collect(tokens, (i) => rows[i]!, text, truncated);
+  }
+
+  private collect(tokens: number[], rowOf: (i: number) => { data: Float32Array; offset: number }, text: string, truncated: boolean): ScoreResult {
+    const tokenLogprobs: number[] = [];
+    let greedy = true;
+    tokens.forEach((token, i) => {
+      const { data, offset } = rowOf(i);
+      const { logprob, isArgmax } = logSoftmaxAt(data, offset, this.graph.vocab, token);
+      tokenLogprobs.push(logprob);
+      greedy &&= isArgmax;
+    });
+    return { tokenLogprobs, tokens, bytes: utf8.encode(text).length, greedy, truncated };
+  }
+
+  async sample(requests: SampleRequest[]): Promise<Sample[][]> {
+    const results: Sample[][] = [];
+    for (const request of requests) results.push(await this.sampleOne(request));
+    return results;
+  }
+
+  private async sampleOne(request: SampleRequest): Promise<Sample[]> {
+    let prompt = this.tokenizer.encode(request.prompt);
+    if (prompt.length === 0) prompt = [this.tokenizer.prefixId];
+    const room = this.window - request.maxTokens;
+    if (room < 1) throw new ProbeError(`maxTokens ${request.maxTokens} leaves no room for a prompt in the ${this.window}-token window of ${this.dir}`);
+    const truncated = prompt.length > room;
+    if (truncated) prompt = prompt.slice(prompt.length - room);
+    // The prompt is fed once; every sample continues from the same cache.
+    const prefix = this.graph.hasCache ? await this.feed(prompt, undefined) : undefined;
+    const samples: Sample[] = [];
+    for (let index = 0; index < request.n; index++) {
+      samples.push(await this.generate(prompt, prefix, request, index, truncated));
+    }
+    return samples;
+  }
+
+  private async generate(prompt: number[], prefix: { cache: KvCache | undefined; lastRow: Float32Array } | undefined, request: SampleRequest, index: number, truncated: boolean): Promise<Sample> {
+    const rng = createRng('sample', request.seed, index);
+    const params = { temperature: request.temperature, topP: request.topP, topK: request.topK };
+    const text = new IncrementalText(this.tokenizer, request.stop);
+    const tokens: number[] = [];
+    let logprob = 0;
+    let cache = prefix?.cache;
+    let row = prefix?.lastRow ?? (await this.lastRowWithoutCache(prompt));
+    for (;;) {
+      const token = chooseToken(row, params, rng);
+      logprob += logSoftmaxAt(row, 0, row.length, token).logprob;
+      tokens.push(token);
+      if (this.tokenizer.eosIds.has(token)) return { text: text.value, tokens, logprob, finishReason: 'eos', truncated };
+      const stop = text.push(token, tokens);
+      if (stop !== undefined) return { text: text.value, tokens, logprob, finishReason: 'stop', stop, truncated };
+      if (tokens.length >= request.maxTokens) return { text: text.value, tokens, logprob, finishReason: 'length', truncated };
+      if (this.graph.hasCache) {
+        const out = await this.graph.forward([token], cache);
+        cache = out.cache;
+        row = out.logits;
+      } else {
+        row = await this.lastRowWithoutCache([...prompt, ...tokens]);
+      }
+    }
+  }
+
+  private async lastRowWithoutCache(ids: number[]): Promise<Float32Array> {
+    const window = ids.length > this.window ? ids.slice(ids.length - this.window) : ids;
+    const { logits } = await this.graph.forward(window, undefined);
+    return logits.slice((window.length - 1) * this.graph.vocab);
+  }
+
+  async close(): Promise<void> {
+    await this.graph.close();
+  }
+}
+
+/** Generated text so far, decoded incrementally, with stop-string detection. */
+class IncrementalText {
+  value = '';
+  private readonly decoder = new TextDecoder('utf-8');
+  private readonly longestStop: number;
+
+  constructor(private readonly tokenizer: CheckpointTokenizer, private readonly stops: string[]) {
+    this.longestStop = Math.max(0, ...stops.map((s) => s.length));
+  }
+
+  /** Appends a token; returns the stop string if one now occurs (the text is cut before it). */
+  push(token: number, all: number[]): string | undefined {
+    const before = this.value.length;
+    const bytes = this.tokenizer.bytesOf(token);
+    this.value = bytes ? this.value + this.decoder.decode(bytes, { stream: true }) : this.tokenizer.decode(all);
+    if (this.stops.length === 0) return undefined;
+    const from = Math.max(0, before - this.longestStop + 1);
+    let earliest = -1;
+    let matched: string | undefined;
+    for (const stop of this.stops) {
+      if (stop === '') continue;
+      const at = this.value.indexOf(stop, from);
+      if (at >= 0 && (earliest < 0 || at < earliest)) { earliest = at; matched = stop; }
+    }
+    if (matched !== undefined) this.value = this.value.slice(0, earliest);
+    return matched;
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Reads a checkpoint directory in transformers.js layout strictly from disk
+ * (`config.json`, `tokenizer.json`, `tokenizer_config.json`, `onnx/model.onnx`).
+ * Every missing or malformed file is an `InputError` naming that file.
+ */
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { z } from 'zod';
+import { describeCause, InputError } from '../../errors.ts';
+
+export const ModelConfig = z.looseObject({
+  vocab_size: z.number().int().positive().optional(),
+  max_position_embeddings: z.number().int().positive().optional(),
+  n_positions: z.number().int().positive().optional(),
+  num_hidden_layers: z.number().int().positive().optional(),
+  num_attention_heads: z.number().int().positive().optional(),
+  num_key_value_heads: z.number().int().positive().optional(),
+  hidden_size: z.number().int().positive().optional(),
+  head_dim: z.number().int().positive().optional(),
+  bos_token_id: z.number().int().nonnegative().nullable().optional(),
+  eos_token_id: z.union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())]).nullable().optional(),
+});
+export type ModelConfig = z.infer<typeof ModelConfig>;
+
+const TokenizerJson = z.looseObject({
+  model: z.looseObject({ type: z.string().optional(), vocab: z.unknown() }),
+  added_tokens: z.array(z.looseObject({ id: z.number(), content: z.string() })).optional(),
+  decoder: z.unknown().optional(),
+});
+export type TokenizerJson = z.infer<typeof TokenizerJson>;
+
+export interface CheckpointFiles {
+  dir: string;
+  config: ModelConfig;
+  tokenizerJson: TokenizerJson;
+  tokenizerConfig: Record<string, unknown>;
+  modelPath: string;
+}
+
+function readJson(file: string, required: boolean): unknown {
+  if (!existsSync(file)) {
+    if (!required) return undefined;
+    throw new InputError({ file }, 'file is missing (a checkpoint directory needs config.json, tokenizer.json and onnx/model.onnx)');
+  }
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new InputError({ file }, `not valid JSON: ${describeCause(error)}`, { cause: error });
+  }
+}
+
+function validate<T>(schema: z.ZodType<T>, value: unknown, file: string): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  throw new InputError({ file, field: issue.path.join('.') || undefined }, issue.message);
+}
+
+export function readCheckpointDir(dirArg: string, modelFile = 'onnx/model.onnx'): CheckpointFiles {
+  const dir = resolve(dirArg);
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) {
+    throw new InputError({ file: dirArg }, 'not a checkpoint directory (expected config.json, tokenizer.json, onnx/model.onnx)');
+  }
+  const config = validate(ModelConfig, readJson(join(dir, 'config.json'), true), join(dir, 'config.json'));
+  const tokenizerJson = validate(TokenizerJson, readJson(join(dir, 'tokenizer.json'), true), join(dir, 'tokenizer.json'));
+  const tokenizerConfigRaw = readJson(join(dir, 'tokenizer_config.json'), false) ?? {};
+  const tokenizerConfig = validate(z.record(z.string(), z.unknown()), tokenizerConfigRaw, join(dir, 'tokenizer_config.json'));
+  const modelPath = join(dir, modelFile);
+  if (!existsSync(modelPath)) throw new InputError({ file: modelPath }, 'file is missing (the ONNX graph of the checkpoint)');
+  return { dir, config, tokenizerJson, tokenizerConfig, modelPath };
+}

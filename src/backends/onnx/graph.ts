@@ -1,0 +1,117 @@
+/**
+ * One ONNX causal-LM graph: what it takes (with or without a key/value cache) and a
+ * single forward step. Input and output names follow Hugging Face Optimum's exports
+ * (`input_ids`, `attention_mask`, `position_ids`, `past_key_values.{i}.key|value` →
+ * `logits`, `present.{i}.key|value`).
+ */
+import * as ort from 'onnxruntime-node';
+import { describeCause, InputError } from '../../errors.ts';
+import type { CheckpointFiles } from './checkpoint.ts';
+
+/** The key/value cache after some tokens: opaque tensors plus its length in tokens. */
+export interface KvCache {
+  tensors: Record<string, ort.Tensor>;
+  length: number;
+}
+
+export interface ForwardResult {
+  /** [tokens × vocab], row-major. */
+  logits: Float32Array;
+  cache: KvCache | undefined;
+}
+
+export class OnnxGraph {
+  readonly hasCache: boolean;
+  readonly vocab: number;
+  readonly window: number;
+  private readonly layers: number;
+  private readonly kvHeads: number;
+  private readonly headDim: number;
+  private readonly wantsPositions: boolean;
+  private readonly wantsMask: boolean;
+  private readonly configFile: string;
+
+  private constructor(private readonly session: ort.InferenceSession, files: CheckpointFiles, vocab: number) {
+    const inputs = session.inputNames;
+    const configFile = `${files.dir}/config.json`;
+    this.configFile = configFile;
+    this.vocab = vocab;
+    this.wantsPositions = inputs.includes('position_ids');
+    this.wantsMask = inputs.includes('attention_mask');
+    if (!inputs.includes('input_ids') || !session.outputNames.includes('logits')) {
+      throw new InputError({ file: files.modelPath }, `graph must take "input_ids" and produce "logits" (has inputs ${inputs.join(', ')}; outputs ${session.outputNames.join(', ')})`);
+    }
+    const pastKeys = inputs.filter((n) => /^past_key_values\.\d+\.key$/.test(n));
+    this.hasCache = pastKeys.length > 0;
+    this.layers = pastKeys.length;
+    const c = files.config;
+    this.window = c.max_position_embeddings ?? c.n_positions ?? 2048;
+    const heads = c.num_attention_heads;
+    this.kvHeads = c.num_key_value_heads ?? heads ?? 0;
+    this.headDim = c.head_dim ?? (c.hidden_size && heads ? c.hidden_size / heads : 0);
+    if (this.hasCache) {
+      if (!this.kvHeads || !Number.isInteger(this.headDim) || !this.headDim) {
+        throw new InputError({ file: configFile, field: 'num_key_value_heads' }, 'a graph with past_key_values needs num_attention_heads (or num_key_value_heads) and hidden_size or head_dim');
+      }
+      if (c.num_hidden_layers !== undefined && c.num_hidden_layers !== this.layers) {
+        throw new InputError({ file: configFile, field: 'num_hidden_layers' }, `is ${c.num_hidden_layers} but the graph has ${this.layers} past_key_values layers`);
+      }
+    }
+  }
+
+  static async load(files: CheckpointFiles, vocab: number): Promise<OnnxGraph> {
+    let session: ort.InferenceSession;
+    try {
+      session = await ort.InferenceSession.create(files.modelPath, { logSeverityLevel: 3, graphOptimizationLevel: 'all' });
+    } catch (error) {
+      throw new InputError({ file: files.modelPath }, `not a loadable ONNX model: ${describeCause(error)}`, { cause: error });
+    }
+    return new OnnxGraph(session, files, files.config.vocab_size ?? vocab);
+  }
+
+  emptyCache(): KvCache {
+    const tensors: Record<string, ort.Tensor> = {};
+    for (let l = 0; l < this.layers; l++) {
+      for (const kind of ['key', 'value']) {
+        tensors[`past_key_values.${l}.${kind}`] = new ort.Tensor('float32', new Float32Array(0), [1, this.kvHeads, 0, this.headDim]);
+      }
+    }
+    return { tensors, length: 0 };
+  }
+
+  /**
+   * Runs `ids` (batch of one) after `cache` (graphs with a cache) or as the whole
+   * sequence (graphs without). Returns logits for every position of `ids`.
+   */
+  async forward(ids: ArrayLike<number>, cache: KvCache | undefined): Promise<ForwardResult> {
+    const past = this.hasCache ? cache ?? this.emptyCache() : undefined;
+    const offset = past?.length ?? 0;
+    const n = ids.length;
+    const feeds: Record<string, ort.Tensor> = {
+      input_ids: new ort.Tensor('int64', BigInt64Array.from(Array.from(ids, BigInt)), [1, n]),
+    };
+    if (this.wantsMask) feeds.attention_mask = new ort.Tensor('int64', new BigInt64Array(offset + n).fill(1n), [1, offset + n]);
+    if (this.wantsPositions) {
+      feeds.position_ids = new ort.Tensor('int64', BigInt64Array.from({ length: n }, (_, i) => BigInt(offset + i)), [1, n]);
+    }
+    if (past) Object.assign(feeds, past.tensors);
+    const out = await this.session.run(feeds);
+    const logits = out.logits!;
+    const vocab = logits.dims[2]!;
+    if (vocab !== this.vocab) throw new InputError({ file: this.configFile, field: 'vocab_size' }, `is ${this.vocab} but the graph produces ${vocab} logits`);
+    let next: KvCache | undefined;
+    if (past) {
+      const tensors: Record<string, ort.Tensor> = {};
+      for (let l = 0; l < this.layers; l++) {
+        tensors[`past_key_values.${l}.key`] = out[`present.${l}.key`]!;
+        tensors[`past_key_values.${l}.value`] = out[`present.${l}.value`]!;
+      }
+      next = { tensors, length: offset + n };
+    }
+    return { logits: logits.data as Float32Array, cache: next };
+  }
+
+  async close(): Promise<void> {
+    await this.session.release();
+  }
+}

@@ -1,0 +1,93 @@
+/**
+ * The checkpoint's own tokenizer (transformers.js), plus a token → bytes table so that
+ * sampling can decode incrementally without re-decoding the whole generation per token.
+ */
+import { PreTrainedTokenizer } from '@huggingface/transformers';
+import { describeCause, InputError } from '../../errors.ts';
+import type { CheckpointFiles } from './checkpoint.ts';
+
+function gpt2ByteDecoder(): Map<string, number> {
+  const map = new Map<string, number>();
+  let extra = 0;
+  for (let b = 0; b < 256; b++) {
+    const printable = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+    map.set(String.fromCharCode(printable ? b : 256 + extra++), b);
+  }
+  return map;
+}
+
+function decoderTypes(decoder: unknown): string[] {
+  if (!decoder || typeof decoder !== 'object') return [];
+  const d = decoder as { type?: string; decoders?: unknown[] };
+  return [d.type ?? '', ...(d.decoders ?? []).flatMap(decoderTypes)];
+}
+
+export class CheckpointTokenizer {
+  private readonly inner: PreTrainedTokenizer;
+  private readonly bytesById: Array<Uint8Array | undefined>;
+  readonly eosIds: ReadonlySet<number>;
+  /** Token used as the context when a context is empty (lm-evaluation-harness uses EOT). */
+  readonly prefixId: number;
+  readonly vocabSize: number;
+
+  constructor(files: CheckpointFiles) {
+    const file = `${files.dir}/tokenizer.json`;
+    try {
+      this.inner = new PreTrainedTokenizer(files.tokenizerJson, files.tokenizerConfig);
+    } catch (error) {
+      throw new InputError({ file }, `cannot build a tokenizer: ${describeCause(error)}`, { cause: error });
+    }
+    const vocab = files.tokenizerJson.model.vocab;
+    const entries: Array<[string, number]> = Array.isArray(vocab)
+      ? (vocab as Array<[string, number]>).map(([piece], id) => [piece, id])
+      : Object.entries((vocab ?? {}) as Record<string, number>);
+    for (const t of files.tokenizerJson.added_tokens ?? []) entries.push([t.content, t.id]);
+    this.vocabSize = entries.reduce((max, [, id]) => Math.max(max, id + 1), 0);
+    this.bytesById = buildByteTable(entries, decoderTypes(files.tokenizerJson.decoder), new Set((files.tokenizerJson.added_tokens ?? []).map((t) => t.id)));
+
+    const eos = files.config.eos_token_id ?? this.inner.eos_token_id;
+    this.eosIds = new Set((Array.isArray(eos) ? eos : eos == null ? [] : [eos]).filter((id): id is number => typeof id === 'number'));
+    const prefix = this.inner.bos_token_id ?? files.config.bos_token_id ?? [...this.eosIds][0];
+    if (prefix === undefined || prefix === null) {
+      throw new InputError({ file, field: 'added_tokens' }, 'no BOS or EOS token to stand for an empty context');
+    }
+    this.prefixId = prefix;
+  }
+
+  encode(text: string): number[] {
+    return this.inner.encode(text, { add_special_tokens: false });
+  }
+
+  decode(ids: number[]): string {
+    return this.inner.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false });
+  }
+
+  /** The exact bytes of a token, where the tokenizer's decoder makes that well defined. */
+  bytesOf(id: number): Uint8Array | undefined {
+    return this.bytesById[id];
+  }
+}
+
+function buildByteTable(entries: Array<[string, number]>, decoders: string[], special: Set<number>): Array<Uint8Array | undefined> {
+  const table: Array<Uint8Array | undefined> = [];
+  const utf8 = new TextEncoder();
+  if (decoders.includes('ByteLevel')) {
+    const byteOf = gpt2ByteDecoder();
+    for (const [piece, id] of entries) {
+      if (special.has(id)) { table[id] = utf8.encode(piece); continue; }
+      const bytes = [...piece].map((ch) => byteOf.get(ch));
+      table[id] = bytes.every((b) => b !== undefined) ? Uint8Array.from(bytes as number[]) : undefined;
+    }
+    return table;
+  }
+  if (decoders.includes('ByteFallback')) {
+    // SentencePiece-style (Llama, Mistral): `<0xNN>` is a raw byte, `▁` a space. Generated
+    // tokens always continue a prompt, so the decoder's strip of a leading space does not apply.
+    for (const [piece, id] of entries) {
+      const byte = /^<0x([0-9A-Fa-f]{2})>$/.exec(piece);
+      table[id] = byte ? Uint8Array.of(parseInt(byte[1]!, 16)) : utf8.encode(piece.replace(/\u2581/g, ' '));
+    }
+    return table;
+  }
+  return table;
+}

@@ -1,0 +1,52 @@
+/** The one completion interface every probe talks to (design.md). */
+
+export interface ScoreRequest {
+  context: string;
+  continuations: string[];
+}
+
+export interface ScoreResult {
+  /** Natural-log probability of each continuation token. */
+  tokenLogprobs: number[];
+  /** Token ids scored (after the context/continuation boundary rule). */
+  tokens: number[];
+  /** UTF-8 bytes of the scored continuation (including whitespace moved from the context). */
+  bytes: number;
+  /** Every continuation token was the argmax at its position. */
+  greedy: boolean;
+  /** The context was cut on the left to fit the checkpoint's window. */
+  truncated: boolean;
+}
+
+export interface SampleRequest {
+  prompt: string;
+  n: number;
+  /** 0 means greedy. */
+  temperature: number;
+  topP: number;
+  topK?: number;
+  maxTokens: number;
+  /** Generation ends before the first occurrence of any of these; the text excludes it. */
+  stop: string[];
+  seed: number;
+}
+
+export interface Sample {
+  text: string;
+  tokens: number[];
+  /** Sum of the sampled tokens' log-probabilities under the sampling distribution's logits (before temperature). */
+  logprob: number;
+  finishReason: 'stop' | 'length' | 'eos';
+  /** The stop string that ended generation, when `finishReason` is `stop`. */
+  stop?: string;
+  truncated: boolean;
+}
+
+export interface CompletionBackend {
+  /** Stable; goes into cache keys and reports. */
+  readonly id: string;
+  encode(text: string): number[];
+  score(requests: ScoreRequest[]): Promise<ScoreResult[][]>;
+  sample(requests: SampleRequest[]): Promise<Sample[][]>;
+  close(): Promise<void>;
+}

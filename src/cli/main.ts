@@ -1,0 +1,32 @@
+/** The `probe` command line: one file per verb, this file only wires them and maps errors to exit codes. */
+import { Command, CommanderError } from 'commander';
+import { InputError } from '../errors.ts';
+import { bpbCommand } from './bpb.ts';
+
+export function buildProgram(): Command {
+  const program = new Command('probe')
+    .description('Screen base LLM checkpoints for agentic post-training potential.')
+    .version(process.env.npm_package_version ?? '0.1.0')
+    .exitOverride()
+    .showHelpAfterError();
+  program.addCommand(bpbCommand());
+  return program;
+}
+
+/** Runs the CLI; resolves to the process exit code (0 ok, 1 failed run, 2 bad usage or input). */
+export async function main(argv: string[]): Promise<number> {
+  try {
+    await buildProgram().parseAsync(argv);
+    return process.exitCode === undefined ? 0 : Number(process.exitCode);
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      return error.exitCode === 0 ? 0 : 2;
+    }
+    if (error instanceof InputError) {
+      process.stderr.write(`probe: ${error.message}\n`);
+      return 2;
+    }
+    process.stderr.write(`probe: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    return 1;
+  }
+}

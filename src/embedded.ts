@@ -1,0 +1,23 @@
+/** What ships inside the repository: the checkpoint ladder and the demo probe set. */
+import { readFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+export const EMBEDDED_CHECKPOINTS = join(REPO_ROOT, 'checkpoints');
+export const EMBEDDED_PROBES = join(REPO_ROOT, 'probes');
+
+export interface LadderManifest {
+  rungs: Array<{ name: string; family: string; corpora: string[]; description: string }>;
+  /** Groups, best (lowest BPB) first; rungs in one group are not ordered against each other. */
+  expected_order: string[][];
+}
+
+export function readLadder(): LadderManifest {
+  return JSON.parse(readFileSync(join(EMBEDDED_CHECKPOINTS, 'ladder.json'), 'utf8')) as LadderManifest;
+}
+
+/** Directories of the embedded checkpoints, in ladder order. */
+export function embeddedCheckpointDirs(): string[] {
+  return readLadder().rungs.map((r) => join(EMBEDDED_CHECKPOINTS, r.name));
+}

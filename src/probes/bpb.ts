@@ -1,0 +1,53 @@
+/**
+ * Decisive-Action BPB: bits per UTF-8 byte of the gold action given its context.
+ * Per item `nats / (ln 2 · bytes)`; per checkpoint corpus-style `Σ nats / (ln 2 · Σ bytes)`.
+ */
+import type { CompletionBackend } from '../backends/types.ts';
+import { ProbeError } from '../errors.ts';
+import type { ProbeItem } from '../schema/probe-item.ts';
+
+export interface BpbItem {
+  id: string;
+  task: string;
+  bpb: number;
+  nats: number;
+  bytes: number;
+  tokens: number;
+  truncated: boolean;
+  greedy: boolean;
+}
+
+export interface BpbResult {
+  checkpoint: string;
+  backend: string;
+  bpb: number;
+  nats: number;
+  bytes: number;
+  tokens: number;
+  items: BpbItem[];
+}
+
+export function bitsPerByte(nats: number, bytes: number): number {
+  return bytes === 0 ? NaN : nats / (Math.LN2 * bytes);
+}
+
+export async function scoreBpb(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], onItem?: () => void): Promise<BpbResult> {
+  const scored: BpbItem[] = [];
+  for (const item of items) {
+    const [results] = await backend.score([{ context: item.context, continuations: [item.gold] }]);
+    const r = results?.[0];
+    if (!r) throw new ProbeError(`${backend.id} returned no score for probe item ${item.id}`);
+    const nats = -r.tokenLogprobs.reduce((a, b) => a + b, 0);
+    scored.push({ id: item.id, task: item.task, bpb: bitsPerByte(nats, r.bytes), nats, bytes: r.bytes, tokens: r.tokens.length, truncated: r.truncated, greedy: r.greedy });
+    onItem?.();
+  }
+  const nats = scored.reduce((a, i) => a + i.nats, 0);
+  const bytes = scored.reduce((a, i) => a + i.bytes, 0);
+  const tokens = scored.reduce((a, i) => a + i.tokens, 0);
+  return { checkpoint, backend: backend.id, bpb: bitsPerByte(nats, bytes), nats, bytes, tokens, items: scored };
+}
+
+/** Checkpoint names, lowest (best) BPB first. */
+export function rankByBpb(results: BpbResult[]): string[] {
+  return [...results].sort((a, b) => a.bpb - b.bpb).map((r) => r.checkpoint);
+}
