@@ -1,0 +1,129 @@
+/**
+ * Scoring on the attention checkpoint (a real decoder graph with a KV cache): the
+ * boundary rule, cache reuse, chunking and window truncation.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { splitPair } from '../src/backends/boundary.ts';
+import { logSoftmaxAt } from '../src/backends/logits.ts';
+import { OnnxBackend } from '../src/backends/onnx/backend.ts';
+import { readCheckpointDir } from '../src/backends/onnx/checkpoint.ts';
+import { OnnxGraph } from '../src/backends/onnx/graph.ts';
+import { CheckpointTokenizer } from '../src/backends/onnx/tokenizer.ts';
+import { loadProbeItems } from '../src/probes/load.ts';
+import { CKPT, DEMO_PROBES } from './helpers/paths.ts';
+
+const items = loadProbeItems(DEMO_PROBES);
+const context = items[0]!.context;
+const options = [items[0]!.gold, items[1]!.gold, items[3]!.gold, '<submit/>'];
+
+/** Log-probs with no cache reuse at all: one forward pass over context + continuation. */
+async function uncached(graph: OnnxGraph, ctx: number[], cont: number[]): Promise<number[]> {
+  const { logits } = await graph.forward([...ctx, ...cont.slice(0, -1)], graph.emptyCache());
+  return cont.map((t, i) => logSoftmaxAt(logits, (ctx.length - 1 + i) * graph.vocab, graph.vocab, t).logprob);
+}
+
+describe('the context/continuation boundary (lm-evaluation-harness rule)', () => {
+  const files = readCheckpointDir(CKPT.attention);
+  const tokenizer = new CheckpointTokenizer(files);
+  const encode = (t: string) => tokenizer.encode(t);
+
+  it('moves trailing context whitespace into the continuation', () => {
+    const pair = splitPair('Answer:  \n', 'yes', encode);
+    expect(pair.context).toBe('Answer:');
+    expect(pair.continuation).toBe('  \nyes');
+    expect(pair.contextTokens).toEqual(encode('Answer:'));
+    expect(pair.continuationTokens).toEqual(encode('Answer:  \nyes').slice(pair.contextTokens.length));
+  });
+
+  it('splits at the context token count when a merge crosses the boundary', () => {
+    // "sel" + "f" is one BPE token ("Ġself") in this tokenizer: the merge spans the boundary.
+    const pair = splitPair('return sel', 'f.value', encode);
+    const whole = encode('return self.value');
+    expect(whole.slice(0, pair.contextTokens.length)).not.toEqual(pair.contextTokens);
+    expect(pair.continuationTokens).toEqual(whole.slice(pair.contextTokens.length));
+    expect(tokenizer.decode(pair.continuationTokens)).not.toBe('f.value');
+  });
+
+  it('the backend scores exactly the split tokens', async () => {
+    const backend = await OnnxBackend.open(CKPT.attention);
+    const [[r]] = await backend.score([{ context: 'return sel', continuations: ['f.value'] }]);
+    expect(r!.tokens).toEqual(splitPair('return sel', 'f.value', encode).continuationTokens);
+    expect(r!.bytes).toBe(Buffer.byteLength('f.value'));
+    await backend.close();
+  });
+});
+
+describe('attention checkpoint scoring', () => {
+  let graph: OnnxGraph;
+  let tokenizer: CheckpointTokenizer;
+  beforeAll(async () => {
+    const files = readCheckpointDir(CKPT.attention);
+    tokenizer = new CheckpointTokenizer(files);
+    graph = await OnnxGraph.load(files, tokenizer.vocabSize);
+  });
+  afterAll(async () => { await graph.close(); });
+
+  it('is a real decoder graph named as Optimum exports it', () => {
+    expect(graph.hasCache).toBe(true);
+  });
+
+  it('cached, uncached and chunked log-probs agree within 1e-4', async () => {
+    const ctxTokens = tokenizer.encode(context.replace(/\s+$/u, ''));
+    expect(ctxTokens.length).toBeGreaterThan(150);
+    const reference = await Promise.all(options.map((o) => uncached(graph, ctxTokens, splitPair(context, o, (t) => tokenizer.encode(t)).continuationTokens)));
+    for (const chunkSize of [1, 7, 64, 4096]) {
+      const backend = await OnnxBackend.open(CKPT.attention, { chunkSize });
+      const [results] = await backend.score([{ context, continuations: options }]);
+      results!.forEach((r, i) => {
+        expect(r.tokenLogprobs).toHaveLength(reference[i]!.length);
+        r.tokenLogprobs.forEach((lp, t) => expect(Math.abs(lp - reference[i]![t]!)).toBeLessThan(1e-4));
+      });
+      await backend.close();
+    }
+  });
+
+  it('the attention term matters: the same token scores differently after a different history', async () => {
+    const backend = await OnnxBackend.open(CKPT.attention);
+    const [[a], [b]] = await backend.score([
+      { context: 'cat cart/pricing.py\nreturn', continuations: [' total'] },
+      { context: 'GNU General Public License\nreturn', continuations: [' total'] },
+    ]);
+    expect(a!.tokens).toEqual(b!.tokens);
+    expect(Math.abs(a!.tokenLogprobs[0]! - b!.tokenLogprobs[0]!)).toBeGreaterThan(1e-4);
+    await backend.close();
+  });
+
+  it('options sharing a context score as they do one by one', async () => {
+    const backend = await OnnxBackend.open(CKPT.attention, { chunkSize: 32 });
+    const [together] = await backend.score([{ context, continuations: options }]);
+    const alone = await backend.score(options.map((o) => ({ context, continuations: [o] })));
+    together!.forEach((r, i) => expect(r.tokenLogprobs).toEqual(alone[i]![0]!.tokenLogprobs));
+    await backend.close();
+  });
+
+  it('left-truncates contexts longer than the window and flags them', async () => {
+    const gold = items[0]!.gold;
+    const pair = splitPair(context, gold, (t) => tokenizer.encode(t));
+    const window = pair.continuationTokens.length + 50;
+    const backend = await OnnxBackend.open(CKPT.attention, { window, chunkSize: 16 });
+    const [[r]] = await backend.score([{ context, continuations: [gold] }]);
+    expect(r!.truncated).toBe(true);
+    const kept = pair.contextTokens.slice(-(window - (pair.continuationTokens.length - 1)));
+    const expected = await uncached(graph, kept, pair.continuationTokens);
+    r!.tokenLogprobs.forEach((lp, t) => expect(Math.abs(lp - expected[t]!)).toBeLessThan(1e-4));
+    const [[short]] = await backend.score([{ context: 'ls', continuations: [' -la'] }]);
+    expect(short!.truncated).toBe(false);
+    await backend.close();
+  });
+
+  it('ngram checkpoints (no cache) agree with and without truncation when the window keeps their order', async () => {
+    const full = await OnnxBackend.open(CKPT.code);
+    const cut = await OnnxBackend.open(CKPT.code, { window: 400 });
+    const [[a]] = await full.score([{ context, continuations: [items[0]!.gold] }]);
+    const [[b]] = await cut.score([{ context, continuations: [items[0]!.gold] }]);
+    expect(a!.truncated).toBe(false);
+    expect(b!.truncated).toBe(true);
+    expect(b!.tokenLogprobs).toEqual(a!.tokenLogprobs); // a class-trigram only sees two tokens back
+    await Promise.all([full.close(), cut.close()]);
+  });
+});

@@ -1,0 +1,80 @@
+/** The embedded ladder: reproducible byte for byte, small, shaped as documented, ranked as constructed. */
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { describe, expect, it } from 'vitest';
+import { buildRung, EXPECTED_ORDER, LADDER, loadCorpora } from '../scripts/checkpoints/ladder.ts';
+import { demoProbeLines } from '../scripts/make-demo-probes.ts';
+import { OnnxBackend } from '../src/backends/onnx/backend.ts';
+import { EMBEDDED_CHECKPOINTS, readLadder, REPO_ROOT } from '../src/embedded.ts';
+import { rankByBpb, scoreBpb } from '../src/probes/bpb.ts';
+import { loadProbeItems } from '../src/probes/load.ts';
+import { CKPT, DEMO_PROBES } from './helpers/paths.ts';
+
+function filesUnder(dir: string, prefix = ''): string[] {
+  return readdirSync(join(dir, prefix)).flatMap((name) => {
+    const rel = prefix ? `${prefix}/${name}` : name;
+    return statSync(join(dir, rel)).isDirectory() ? filesUnder(dir, rel) : [rel];
+  }).sort();
+}
+
+describe('embedded checkpoint ladder', () => {
+  const corpora = loadCorpora(join(REPO_ROOT, 'corpora'));
+
+  it.each(LADDER.map((r) => [r.name, r] as const))('%s is reproduced byte for byte by the generator', (name, spec) => {
+    const dir = join(EMBEDDED_CHECKPOINTS, name);
+    const built = buildRung(spec, corpora);
+    expect(filesUnder(dir)).toEqual([...built.keys()].sort());
+    for (const [rel, data] of built) {
+      const expected = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data);
+      expect(readFileSync(join(dir, rel)).equals(expected), `${name}/${rel} differs from the generator's output`).toBe(true);
+    }
+    const total = filesUnder(dir).reduce((a, rel) => a + statSync(join(dir, rel)).size, 0);
+    expect(total).toBeLessThanOrEqual(2 * 1024 * 1024);
+  });
+
+  it('the manifest matches the generator', () => {
+    const ladder = readLadder();
+    expect(ladder.rungs.map((r) => r.name)).toEqual(LADDER.map((r) => r.name));
+    expect(ladder.expected_order).toEqual(EXPECTED_ORDER);
+  });
+
+  it('the agent corpus never contains the demo probes\' gold actions or tasks', () => {
+    const agent = corpora.agent.join('\n');
+    for (const item of loadProbeItems(DEMO_PROBES)) {
+      expect(agent.includes(item.gold)).toBe(false);
+      expect(agent.includes(item.task)).toBe(false);
+    }
+  });
+
+  it('the shipped demo probes are what the fixture script writes', () => {
+    expect(readFileSync(DEMO_PROBES, 'utf8')).toBe(`${demoProbeLines().join('\n')}\n`);
+  });
+
+  it('the attention checkpoint has the inputs and outputs of an Optimum Llama/Qwen2 export', async () => {
+    const session = await ort.InferenceSession.create(join(CKPT.attention, 'onnx', 'model.onnx'), { logSeverityLevel: 3 });
+    const config = JSON.parse(readFileSync(join(CKPT.attention, 'config.json'), 'utf8')) as { num_hidden_layers: number };
+    const layers = Array.from({ length: config.num_hidden_layers }, (_, i) => i);
+    expect(session.inputNames).toEqual(['input_ids', 'attention_mask', 'position_ids',
+      ...layers.flatMap((i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`])]);
+    expect(session.outputNames).toEqual(['logits', ...layers.flatMap((i) => [`present.${i}.key`, `present.${i}.value`])]);
+    await session.release();
+  });
+
+  it('ranks as constructed on the shipped probes', async () => {
+    const items = loadProbeItems(DEMO_PROBES);
+    const results = [];
+    for (const rung of LADDER) {
+      const backend = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, rung.name));
+      results.push(await scoreBpb(rung.name, backend, items));
+      await backend.close();
+    }
+    const ranking = rankByBpb(results);
+    // Groups in order: every member of an earlier group ranks above every member of a later one.
+    let position = 0;
+    for (const group of EXPECTED_ORDER) {
+      expect(new Set(ranking.slice(position, position + group.length))).toEqual(new Set(group));
+      position += group.length;
+    }
+  });
+});

@@ -1,0 +1,115 @@
+/** The owned sampling loop: seeds, stop strings, top-p / top-k on a real checkpoint and on a tiny vocabulary. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chooseToken } from '../src/backends/logits.ts';
+import { OnnxBackend } from '../src/backends/onnx/backend.ts';
+import type { SampleRequest } from '../src/backends/types.ts';
+import { createRng } from '../src/util/rng.ts';
+import { CKPT } from './helpers/paths.ts';
+
+const base: SampleRequest = { prompt: '## Thinking\nList the files.\n<bash>\n', n: 4, temperature: 0.7, topP: 0.95, maxTokens: 40, stop: [], seed: 7 };
+
+describe('sampling on the embedded checkpoints', () => {
+  let attention: OnnxBackend;
+  let ngram: OnnxBackend;
+  beforeAll(async () => {
+    attention = await OnnxBackend.open(CKPT.attention);
+    ngram = await OnnxBackend.open(CKPT.agent);
+  });
+  afterAll(async () => { await Promise.all([attention.close(), ngram.close()]); });
+
+  it('is reproducible from the seed, and samples are independent of n', async () => {
+    for (const backend of [attention, ngram]) {
+      const [a] = await backend.sample([base]);
+      const [b] = await backend.sample([base]);
+      expect(a).toEqual(b);
+      const [one] = await backend.sample([{ ...base, n: 1 }]);
+      expect(one![0]).toEqual(a![0]);
+      const [other] = await backend.sample([{ ...base, seed: 8 }]);
+      expect(other!.map((s) => s.text)).not.toEqual(a!.map((s) => s.text));
+      expect(new Set(a!.map((s) => s.text)).size).toBeGreaterThan(1);
+    }
+  });
+
+  it('decodes exactly the sampled tokens and stops before a stop string', async () => {
+    const stop = ['</bash>', '\n\n'];
+    const [samples] = await attention.sample([{ ...base, n: 16, maxTokens: 120, temperature: 1, topP: 1, stop }]);
+    let stopped = 0;
+    for (const s of samples!) {
+      const full = attention['tokenizer'].decode(s.tokens);
+      for (const t of stop) expect(s.text.includes(t)).toBe(false);
+      if (s.finishReason === 'stop') {
+        stopped++;
+        expect(stop).toContain(s.stop);
+        expect(full.startsWith(s.text + s.stop!)).toBe(true);
+      } else if (s.finishReason === 'length') {
+        expect(s.tokens).toHaveLength(120);
+        expect(s.text).toBe(full);
+      }
+    }
+    expect(stopped).toBeGreaterThan(0);
+  });
+
+  it('temperature 0 is greedy: the score of the sampled text says every token was the argmax', async () => {
+    for (const backend of [attention, ngram]) {
+      const [[s]] = await backend.sample([{ ...base, n: 1, temperature: 0, maxTokens: 12 }]);
+      const [[score]] = await backend.score([{ context: base.prompt, continuations: [s!.text] }]);
+      expect(score!.greedy).toBe(true);
+    }
+  });
+
+  it('honours top_p on the real distribution (byte vocabulary)', async () => {
+    // No trailing whitespace, so `score` gives the plain next-byte distribution.
+    const prompt = 'def f';
+    const candidates = Array.from({ length: 128 }, (_, b) => String.fromCharCode(b));
+    const [scores] = await ngram.score([{ context: prompt, continuations: candidates }]);
+    const probs = scores!.map((r, i) => ({ c: candidates[i]!, p: Math.exp(r.tokenLogprobs[0]!) })).sort((a, b) => b.p - a.p);
+    const topP = 0.6;
+    const nucleus: typeof probs = [];
+    let mass = 0;
+    for (const entry of probs) { if (mass >= topP) break; nucleus.push(entry); mass += entry.p; }
+    const n = 3000;
+    const [samples] = await ngram.sample([{ prompt, n, temperature: 1, topP, maxTokens: 1, stop: [], seed: 1 }]);
+    const counts = new Map<string, number>();
+    for (const s of samples!) counts.set(s.text, (counts.get(s.text) ?? 0) + 1);
+    const allowed = new Set(nucleus.map((e) => e.c));
+    for (const text of counts.keys()) expect(allowed.has(text)).toBe(true);
+    for (const { c, p } of nucleus) {
+      const expected = p / mass;
+      const observed = (counts.get(c) ?? 0) / n;
+      expect(Math.abs(observed - expected)).toBeLessThan(4 * Math.sqrt((expected * (1 - expected)) / n) + 1e-3);
+    }
+  });
+});
+
+describe('chooseToken on a tiny vocabulary', () => {
+  const probs = [0.5, 0.25, 0.15, 0.07, 0.03];
+  const row = Float32Array.from(probs.map(Math.log));
+  const draw = (params: { temperature: number; topP: number; topK?: number }, n = 40_000) => {
+    const rng = createRng('tiny', 1);
+    const counts = new Array(probs.length).fill(0);
+    for (let i = 0; i < n; i++) counts[chooseToken(row, params, rng)]++;
+    return counts.map((c) => c / n);
+  };
+  const close = (observed: number[], expected: number[]) =>
+    expected.forEach((e, i) => expect(Math.abs(observed[i]! - e)).toBeLessThan(0.01));
+
+  it('samples the full distribution at temperature 1 without truncation', () => {
+    close(draw({ temperature: 1, topP: 1 }), probs);
+  });
+  it('keeps the smallest nucleus whose mass reaches top_p', () => {
+    // 0.5 + 0.25 < 0.8 ≤ 0.5 + 0.25 + 0.15
+    close(draw({ temperature: 1, topP: 0.8 }), [0.5 / 0.9, 0.25 / 0.9, 0.15 / 0.9, 0, 0]);
+  });
+  it('keeps the k most likely with top_k', () => {
+    close(draw({ temperature: 1, topP: 1, topK: 2 }), [2 / 3, 1 / 3, 0, 0, 0]);
+  });
+  it('sharpens with temperature below 1', () => {
+    const t = 0.5;
+    const w = probs.map((p) => p ** (1 / t));
+    const z = w.reduce((a, b) => a + b);
+    close(draw({ temperature: t, topP: 1 }), w.map((x) => x / z));
+  });
+  it('is greedy at temperature 0', () => {
+    expect(draw({ temperature: 0, topP: 1 }, 10)).toEqual([1, 0, 0, 0, 0]);
+  });
+});
