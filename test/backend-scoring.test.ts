@@ -3,8 +3,9 @@
  * boundary rule, cache reuse, chunking and window truncation.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { splitPair } from '../src/backends/boundary.ts';
+import { splitContinuations, splitPair } from '../src/backends/boundary.ts';
 import { logSoftmaxAt } from '../src/backends/logits.ts';
+import { sampleOne, scoreContinuation } from '../src/backends/single.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { readCheckpointDir } from '../src/backends/onnx/checkpoint.ts';
 import { OnnxGraph } from '../src/backends/onnx/graph.ts';
@@ -46,7 +47,7 @@ describe('the context/continuation boundary (lm-evaluation-harness rule)', () =>
 
   it('the backend scores exactly the split tokens', async () => {
     const backend = await OnnxBackend.open(CKPT.attention);
-    const [[r]] = await backend.score([{ context: 'return sel', continuations: ['f.value'] }]);
+    const r = await scoreContinuation(backend, 'return sel', 'f.value');
     expect(r!.tokens).toEqual(splitPair('return sel', 'f.value', encode).continuationTokens);
     expect(r!.bytes).toBe(Buffer.byteLength('f.value'));
     await backend.close();
@@ -84,10 +85,8 @@ describe('attention checkpoint scoring', () => {
 
   it('the attention term matters: the same token scores differently after a different history', async () => {
     const backend = await OnnxBackend.open(CKPT.attention);
-    const [[a], [b]] = await backend.score([
-      { context: 'cat cart/pricing.py\nreturn', continuations: [' total'] },
-      { context: 'GNU General Public License\nreturn', continuations: [' total'] },
-    ]);
+    const a = await scoreContinuation(backend, 'cat cart/pricing.py\nreturn', ' total');
+    const b = await scoreContinuation(backend, 'GNU General Public License\nreturn', ' total');
     expect(a!.tokens).toEqual(b!.tokens);
     expect(Math.abs(a!.tokenLogprobs[0]! - b!.tokenLogprobs[0]!)).toBeGreaterThan(1e-4);
     await backend.close();
@@ -106,12 +105,12 @@ describe('attention checkpoint scoring', () => {
     const pair = splitPair(context, gold, (t) => tokenizer.encode(t));
     const window = pair.continuationTokens.length + 50;
     const backend = await OnnxBackend.open(CKPT.attention, { window, chunkSize: 16 });
-    const [[r]] = await backend.score([{ context, continuations: [gold] }]);
+    const r = await scoreContinuation(backend, context, gold);
     expect(r!.truncated).toBe(true);
     const kept = pair.contextTokens.slice(-(window - (pair.continuationTokens.length - 1)));
     const expected = await uncached(graph, kept, pair.continuationTokens);
     r!.tokenLogprobs.forEach((lp, t) => expect(Math.abs(lp - expected[t]!)).toBeLessThan(1e-4));
-    const [[short]] = await backend.score([{ context: 'ls', continuations: [' -la'] }]);
+    const short = await scoreContinuation(backend, 'ls', ' -la');
     expect(short!.truncated).toBe(false);
     await backend.close();
   });
@@ -119,11 +118,30 @@ describe('attention checkpoint scoring', () => {
   it('ngram checkpoints (no cache) agree with and without truncation when the window keeps their order', async () => {
     const full = await OnnxBackend.open(CKPT.code);
     const cut = await OnnxBackend.open(CKPT.code, { window: 400 });
-    const [[a]] = await full.score([{ context, continuations: [items[0]!.gold] }]);
-    const [[b]] = await cut.score([{ context, continuations: [items[0]!.gold] }]);
+    const a = await scoreContinuation(full, context, items[0]!.gold);
+    const b = await scoreContinuation(cut, context, items[0]!.gold);
     expect(a!.truncated).toBe(false);
     expect(b!.truncated).toBe(true);
     expect(b!.tokenLogprobs).toEqual(a!.tokenLogprobs); // a class-trigram only sees two tokens back
     await Promise.all([full.close(), cut.close()]);
+  });
+});
+
+describe('splitContinuations (context tokenised once for many options)', () => {
+  const tokenizers = [CKPT.attention, CKPT.agent].map((dir) => new CheckpointTokenizer(readCheckpointDir(dir)));
+  const golds = items.map((i) => i.gold);
+  const extra = ['f.value', ' self', '\n\n## Thinking', '', '  indented', 'こんにちは 👋', 'x'.repeat(300)];
+
+  it('gives exactly the tokens of encoding each context + continuation in full', () => {
+    for (const tokenizer of tokenizers) {
+      const encode = (t: string) => tokenizer.encode(t);
+      for (const item of items) {
+        for (const context of [item.context, item.context.replace(/\s+$/u, ''), `${item.context}  `, item.context.slice(0, -7)]) {
+          const options = [...golds, ...extra];
+          const fast = splitContinuations(context, options, encode);
+          options.forEach((option, i) => expect(fast[i]).toEqual(splitPair(context, option, encode)));
+        }
+      }
+    }
   });
 });

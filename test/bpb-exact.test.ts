@@ -5,6 +5,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sampleOne, scoreContinuation } from '../src/backends/single.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { scoreBpb } from '../src/probes/bpb.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
@@ -71,7 +72,7 @@ describe('Decisive-Action BPB', () => {
   it('counts UTF-8 bytes, not characters or UTF-16 units (CJK, Hangul, emoji)', async () => {
     const cases = ['你好 👋', 'こんにちは', '안녕하세요 🚀🚀', 'naïve café'];
     for (const text of cases) {
-      const [[r]] = await backend.score([{ context: 'print("', continuations: [text] }]);
+      const r = await scoreContinuation(backend, 'print("', text);
       const exact = exactNats('print("', text);
       expect(r!.bytes).toBe(Buffer.byteLength(text, 'utf8'));
       expect(r!.bytes).toBe(exact.bytes);
@@ -81,7 +82,7 @@ describe('Decisive-Action BPB', () => {
   });
 
   it('scores an empty context against the EOS token, as lm-evaluation-harness does', async () => {
-    const [[r]] = await backend.score([{ context: '', continuations: ['ls'] }]);
+    const r = await scoreContinuation(backend, '', 'ls');
     const eos = VOCAB - 1;
     const expected = -(logprob(VOCAB, eos, 'l'.charCodeAt(0)) + logprob(eos, 'l'.charCodeAt(0), 's'.charCodeAt(0)));
     expect(-r!.tokenLogprobs.reduce((a, b) => a + b, 0)).toBeCloseTo(expected, 6);

@@ -1,6 +1,7 @@
 /** The owned sampling loop: seeds, stop strings, top-p / top-k on a real checkpoint and on a tiny vocabulary. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chooseToken } from '../src/backends/logits.ts';
+import { sampleOne, scoreContinuation } from '../src/backends/single.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import type { SampleRequest } from '../src/backends/types.ts';
 import { createRng } from '../src/util/rng.ts';
@@ -51,8 +52,8 @@ describe('sampling on the embedded checkpoints', () => {
 
   it('temperature 0 is greedy: the score of the sampled text says every token was the argmax', async () => {
     for (const backend of [attention, ngram]) {
-      const [[s]] = await backend.sample([{ ...base, n: 1, temperature: 0, maxTokens: 12 }]);
-      const [[score]] = await backend.score([{ context: base.prompt, continuations: [s!.text] }]);
+      const [s] = await sampleOne(backend, { ...base, n: 1, temperature: 0, maxTokens: 12 });
+      const score = await scoreContinuation(backend, base.prompt, s!.text);
       expect(score!.greedy).toBe(true);
     }
   });

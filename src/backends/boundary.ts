@@ -14,9 +14,42 @@ export interface SplitPair {
 }
 
 export function splitPair(context: string, continuation: string, encode: (text: string) => number[]): SplitPair {
+  const [pair] = splitContinuations(context, [continuation], encode);
+  return pair!;
+}
+
+/** Characters kept between the anchor and the end of the context, so no merge or pre-token can reach across. */
+const ANCHOR_DISTANCE = 256;
+
+/**
+ * The rule for several continuations of one context, tokenising the long context once.
+ *
+ * Encoding `context + continuation` in full for every option would re-tokenise the whole
+ * context per option. Instead the context is cut at an anchor (a line start well before
+ * its end) where its own encoding splits cleanly — `encode(head) ++ encode(tail)` equals
+ * `encode(context)` — and only `tail + continuation` is encoded per option. Tokenizers
+ * merge within pre-tokens that look at most a character ahead, so text hundreds of
+ * characters after the anchor cannot change the tokens before it; where the context
+ * does not split cleanly, every option is encoded in full.
+ */
+export function splitContinuations(context: string, continuations: string[], encode: (text: string) => number[]): SplitPair[] {
   const trimmed = context.replace(/\s+$/u, '');
-  const moved = context.slice(trimmed.length) + continuation;
-  const whole = encode(trimmed + moved);
+  const moved = context.slice(trimmed.length);
   const contextTokens = encode(trimmed);
-  return { context: trimmed, continuation: moved, contextTokens, continuationTokens: whole.slice(contextTokens.length) };
+  let encodeWhole = (text: string) => encode(trimmed + text);
+  const anchor = continuations.length > 1 ? trimmed.lastIndexOf('\n', trimmed.length - ANCHOR_DISTANCE) + 1 : 0;
+  if (anchor > 0) {
+    const head = encode(trimmed.slice(0, anchor));
+    const tail = trimmed.slice(anchor);
+    const clean = [...head, ...encode(tail)];
+    if (clean.length === contextTokens.length && clean.every((t, i) => t === contextTokens[i])) {
+      encodeWhole = (text: string) => [...head, ...encode(tail + text)];
+    }
+  }
+  return continuations.map((c) => ({
+    context: trimmed,
+    continuation: moved + c,
+    contextTokens,
+    continuationTokens: encodeWhole(moved + c).slice(contextTokens.length),
+  }));
 }

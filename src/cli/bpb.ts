@@ -15,13 +15,13 @@ export function positiveInt(value: string): number {
   return n;
 }
 
-interface BpbOptions { ckpt?: string[]; probes: string; json?: boolean; limit?: number }
+interface BpbOptions { ckpt?: string[]; probes?: string; json?: boolean; limit?: number }
 
 export function bpbCommand(): Command {
   return new Command('bpb')
     .description('Bits per byte of each probe\'s gold decisive action given its context (lower is better).')
     .option('--ckpt <dir...>', 'checkpoint directories (transformers.js layout); default: the embedded ladder')
-    .option('--probes <file|dir>', 'probe items (.jsonl file or a directory of them)', EMBEDDED_PROBES)
+    .option('--probes <file|dir>', 'probe items (.jsonl file or a directory of them); default: the shipped demo probes')
     .option('--limit <n>', 'score only the first N probe items', positiveInt)
     .option('--json', 'print one JSON document on stdout')
     .addHelpText('after', '\nExample:\n  probe bpb --ckpt checkpoints/ngram-prose checkpoints/ngram-agent --probes probes/ --json')
@@ -31,7 +31,7 @@ export function bpbCommand(): Command {
 async function runBpbCommand(options: BpbOptions): Promise<void> {
   const checkpoints = options.ckpt ?? embeddedCheckpointDirs().map((dir) => relative(process.cwd(), dir) || '.');
   // All input is checked before any work, so a typo never costs a finished result.
-  let items = loadProbeItems(options.probes);
+  let items = loadProbeItems(options.probes ?? EMBEDDED_PROBES);
   if (options.limit !== undefined) items = items.slice(0, options.limit);
   for (const ckpt of checkpoints) checkCheckpoint(ckpt);
 

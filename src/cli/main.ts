@@ -10,6 +10,8 @@ export function buildProgram(): Command {
     .exitOverride()
     .showHelpAfterError();
   program.addCommand(bpbCommand());
+  // addCommand does not pass exitOverride down: without it a usage error would exit 1 from inside commander.
+  for (const command of program.commands) command.exitOverride().showHelpAfterError();
   return program;
 }
 

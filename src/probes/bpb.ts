@@ -3,7 +3,7 @@
  * Per item `nats / (ln 2 · bytes)`; per checkpoint corpus-style `Σ nats / (ln 2 · Σ bytes)`.
  */
 import type { CompletionBackend } from '../backends/types.ts';
-import { ProbeError } from '../errors.ts';
+import { scoreContinuation } from '../backends/single.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 
 export interface BpbItem {
@@ -34,9 +34,7 @@ export function bitsPerByte(nats: number, bytes: number): number {
 export async function scoreBpb(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], onItem?: () => void): Promise<BpbResult> {
   const scored: BpbItem[] = [];
   for (const item of items) {
-    const [results] = await backend.score([{ context: item.context, continuations: [item.gold] }]);
-    const r = results?.[0];
-    if (!r) throw new ProbeError(`${backend.id} returned no score for probe item ${item.id}`);
+    const r = await scoreContinuation(backend, item.context, item.gold);
     const nats = -r.tokenLogprobs.reduce((a, b) => a + b, 0);
     scored.push({ id: item.id, task: item.task, bpb: bitsPerByte(nats, r.bytes), nats, bytes: r.bytes, tokens: r.tokens.length, truncated: r.truncated, greedy: r.greedy });
     onItem?.();

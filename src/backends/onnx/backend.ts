@@ -10,7 +10,7 @@
 import { realpathSync } from 'node:fs';
 import { ProbeError } from '../../errors.ts';
 import { createRng } from '../../util/rng.ts';
-import { splitPair } from '../boundary.ts';
+import { splitContinuations } from '../boundary.ts';
 import { chooseToken, logSoftmaxAt } from '../logits.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
 import { readCheckpointDir } from './checkpoint.ts';
@@ -18,13 +18,16 @@ import { OnnxGraph, type KvCache } from './graph.ts';
 import { CheckpointTokenizer } from './tokenizer.ts';
 
 export interface OnnxBackendOptions {
-  /** Tokens per forward pass when feeding a context through the cache. */
+  /** Most tokens per forward pass when feeding a context through the cache (default 512). */
   chunkSize?: number;
   /** Override the checkpoint's window (max_position_embeddings), e.g. to test truncation. */
   window?: number;
 }
 
 const utf8 = new TextEncoder();
+/** Elements of one chunk's attention-weight tensor (heads × chunk × keys): 16M floats = 64 MiB. */
+const ATTENTION_BUDGET = 16 * 2 ** 20;
+const MIN_CHUNK = 64;
 
 export class OnnxBackend implements CompletionBackend {
   readonly id: string;
@@ -59,8 +62,7 @@ export class OnnxBackend implements CompletionBackend {
   }
 
   private async scoreOne(request: ScoreRequest): Promise<ScoreResult[]> {
-    const encode = (text: string) => this.tokenizer.encode(text);
-    const pairs = request.continuations.map((c) => splitPair(request.context, c, encode));
+    const pairs = splitContinuations(request.context, request.continuations, (text) => this.tokenizer.encode(text));
     if (pairs.length === 0) return [];
     let context = pairs[0]!.contextTokens;
     if (context.length === 0) context = [this.tokenizer.prefixId];
@@ -89,12 +91,23 @@ export class OnnxBackend implements CompletionBackend {
     return results;
   }
 
+  /**
+   * Tokens for the next forward pass after `cached` tokens: a chunk's attention weights
+   * (heads × chunk × total) stay within a fixed budget, so long contexts run in smaller
+   * chunks instead of growing memory; short ones use the full chunk size.
+   */
+  private chunkAfter(cached: number): number {
+    const byAttention = Math.floor(ATTENTION_BUDGET / (this.graph.attentionHeads * Math.max(1, cached + this.chunkSize)));
+    return Math.max(1, Math.min(this.chunkSize, Math.max(MIN_CHUNK, byAttention)));
+  }
+
   /** Feeds `ids` after `cache` in chunks; returns the new cache and the logits row of the last position. */
   private async feed(ids: number[], cache: KvCache | undefined): Promise<{ cache: KvCache | undefined; lastRow: Float32Array }> {
     const vocab = this.graph.vocab;
     let lastRow = new Float32Array(0);
-    for (let start = 0; start < ids.length; start += this.chunkSize) {
-      const chunk = ids.slice(start, start + this.chunkSize);
+    for (let start = 0; start < ids.length;) {
+      const chunk = ids.slice(start, start + this.chunkAfter(cache?.length ?? 0));
+      start += chunk.length;
       const out = await this.graph.forward(chunk, cache);
       cache = out.cache;
       lastRow = out.logits.slice((chunk.length - 1) * vocab, chunk.length * vocab);
@@ -107,8 +120,9 @@ export class OnnxBackend implements CompletionBackend {
     const rows: Array<{ data: Float32Array; offset: number }> = [{ data: firstRow, offset: 0 }];
     let current: KvCache | undefined = cache;
     const inputs = tokens.slice(0, -1);
-    for (let start = 0; start < inputs.length; start += this.chunkSize) {
-      const chunk = inputs.slice(start, start + this.chunkSize);
+    for (let start = 0; start < inputs.length;) {
+      const chunk = inputs.slice(start, start + this.chunkAfter(current?.length ?? 0));
+      start += chunk.length;
       const out = await this.graph.forward(chunk, current);
       current = out.cache;
       for (let i = 0; i < chunk.length; i++) rows.push({ data: out.logits, offset: i * vocab });

@@ -24,6 +24,8 @@ export class OnnxGraph {
   readonly hasCache: boolean;
   readonly vocab: number;
   readonly window: number;
+  /** Query heads (for sizing chunks); 1 for graphs that declare none. */
+  readonly attentionHeads: number;
   private readonly layers: number;
   private readonly kvHeads: number;
   private readonly headDim: number;
@@ -47,6 +49,7 @@ export class OnnxGraph {
     const c = files.config;
     this.window = c.max_position_embeddings ?? c.n_positions ?? 2048;
     const heads = c.num_attention_heads;
+    this.attentionHeads = heads ?? 1;
     this.kvHeads = c.num_key_value_heads ?? heads ?? 0;
     this.headDim = c.head_dim ?? (c.hidden_size && heads ? c.hidden_size / heads : 0);
     if (this.hasCache) {
