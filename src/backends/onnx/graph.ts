@@ -32,11 +32,13 @@ export class OnnxGraph {
   private readonly wantsPositions: boolean;
   private readonly wantsMask: boolean;
   private readonly configFile: string;
+  private readonly modelPath: string;
 
   private constructor(private readonly session: ort.InferenceSession, files: CheckpointFiles, vocab: number) {
     const inputs = session.inputNames;
     const configFile = `${files.dir}/config.json`;
     this.configFile = configFile;
+    this.modelPath = files.modelPath;
     this.vocab = vocab;
     this.wantsPositions = inputs.includes('position_ids');
     this.wantsMask = inputs.includes('attention_mask');
@@ -50,8 +52,15 @@ export class OnnxGraph {
     this.window = c.max_position_embeddings ?? c.n_positions ?? 2048;
     const heads = c.num_attention_heads;
     this.attentionHeads = heads ?? 1;
-    this.kvHeads = c.num_key_value_heads ?? heads ?? 0;
-    this.headDim = c.head_dim ?? (c.hidden_size && heads ? c.hidden_size / heads : 0);
+    // The graph's own declared cache shape [batch, kv_heads, past, head_dim] wins over config.json.
+    const declared = session.inputMetadata.find((m) => m.name === 'past_key_values.0.key');
+    const shape = declared?.isTensor ? declared.shape : [];
+    const fromGraph = (i: number) => (typeof shape[i] === 'number' ? (shape[i] as number) : undefined);
+    this.kvHeads = fromGraph(1) ?? c.num_key_value_heads ?? heads ?? 0;
+    this.headDim = fromGraph(3) ?? c.head_dim ?? (c.hidden_size && heads ? c.hidden_size / heads : 0);
+    if (declared?.isTensor && declared.type !== 'float32') {
+      throw new InputError({ file: files.modelPath }, `past_key_values are ${declared.type}; this backend serves float32 exports (export with --dtype fp32)`);
+    }
     if (this.hasCache) {
       if (!this.kvHeads || !Number.isInteger(this.headDim) || !this.headDim) {
         throw new InputError({ file: configFile, field: 'num_key_value_heads' }, 'a graph with past_key_values needs num_attention_heads (or num_key_value_heads) and hidden_size or head_dim');
@@ -100,6 +109,9 @@ export class OnnxGraph {
     if (past) Object.assign(feeds, past.tensors);
     const out = await this.session.run(feeds);
     const logits = out.logits!;
+    if (logits.type !== 'float32') {
+      throw new InputError({ file: this.modelPath }, `logits are ${logits.type}; this backend serves float32 exports (export with --dtype fp32)`);
+    }
     const vocab = logits.dims[2]!;
     if (vocab !== this.vocab) throw new InputError({ file: this.configFile, field: 'vocab_size' }, `is ${this.vocab} but the graph produces ${vocab} logits`);
     let next: KvCache | undefined;
