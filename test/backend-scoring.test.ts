@@ -45,6 +45,24 @@ describe('the context/continuation boundary (lm-evaluation-harness rule)', () =>
     expect(tokenizer.decode(pair.continuationTokens)).not.toBe('f.value');
   });
 
+  it('never scores zero tokens when a merge swallows the whole continuation', async () => {
+    // "return sel" + "f" encodes as "return" "Ġself": the harness's split would leave nothing.
+    const pair = splitPair('return sel', 'f', encode);
+    expect(pair.continuationTokens).toEqual(encode('return self').slice(1));
+    expect(pair.contextTokens).toEqual(encode('return'));
+    const backend = await OnnxBackend.open(CKPT.attention);
+    const swallowed = await scoreContinuation(backend, 'return sel', 'f');
+    const plain = await scoreContinuation(backend, 'return', ' self');
+    expect(swallowed.tokenLogprobs).toEqual(plain.tokenLogprobs);
+    expect(swallowed.bytes).toBe(1);
+    // Mixed with options that keep the shared context, each is scored as it is alone.
+    const [together] = await backend.score([{ context: 'return sel', continuations: ['f', 'f.value', 'ect'] }]);
+    for (const [i, option] of ['f', 'f.value', 'ect'].entries()) {
+      expect(together![i]).toEqual(await scoreContinuation(backend, 'return sel', option));
+    }
+    await backend.close();
+  });
+
   it('the backend scores exactly the split tokens', async () => {
     const backend = await OnnxBackend.open(CKPT.attention);
     const r = await scoreContinuation(backend, 'return sel', 'f.value');

@@ -9,7 +9,7 @@ import { PreTrainedTokenizer } from '@huggingface/transformers';
 import { synthesizeAgentLogs, type SourceFile } from './agent-logs.ts';
 import { attentionGraph, ngramGraph } from './graphs.ts';
 import { bigramTable, classTrigramTable, CLASS_COUNT, CLASS_NAMES } from './ngram.ts';
-import { buildTokenizer, trainBpe } from './tokenizer.ts';
+import { buildTokenizer, trainBpe, type BuiltTokenizer } from './tokenizer.ts';
 
 export type CorpusName = 'prose' | 'code' | 'agent';
 
@@ -60,6 +60,25 @@ export type CheckpointFiles = Map<string, Uint8Array | string>;
 
 const json = (value: unknown) => `${JSON.stringify(value, null, 2)}\n`;
 
+function checkpointFiles(config: object, tok: BuiltTokenizer, model: Uint8Array): CheckpointFiles {
+  return new Map<string, Uint8Array | string>([
+    ['config.json', json(config)],
+    ['tokenizer.json', json(tok.json)],
+    ['tokenizer_config.json', json(tok.config)],
+    ['onnx/model.onnx', model],
+  ]);
+}
+
+/** config.json fields of an attention checkpoint, as Hugging Face names them. */
+function attentionConfig(tok: BuiltTokenizer, dims: { heads: number; headDim: number; layers: number }, window: number) {
+  return {
+    architectures: ['ProbeAttentionForCausalLM'], model_type: 'probe-attention',
+    vocab_size: tok.vocabSize, hidden_size: dims.heads * dims.headDim, num_hidden_layers: dims.layers,
+    num_attention_heads: dims.heads, num_key_value_heads: dims.heads, head_dim: dims.headDim,
+    max_position_embeddings: window, bos_token_id: tok.eosId, eos_token_id: tok.eosId, use_cache: true,
+  };
+}
+
 function documents(corpora: Corpora, names: CorpusName[]): string[] {
   return names.flatMap((n) => corpora[n]);
 }
@@ -82,53 +101,31 @@ function buildNgram(spec: RungSpec, docs: string[]): CheckpointFiles {
     probe_ladder: { name: spec.name, corpora: spec.corpora, description: spec.description,
       table: { initializer: 'ngram_logprobs', dtype: 'float16', row: `token * ${CLASS_COUNT} + class(previous token)`, classes: CLASS_NAMES } },
   };
-  return new Map<string, Uint8Array | string>([
-    ['config.json', json(config)],
-    ['tokenizer.json', json(tok.json)],
-    ['tokenizer_config.json', json(tok.config)],
-    ['onnx/model.onnx', model],
-  ]);
+  return checkpointFiles(config, tok, model);
 }
 
 function buildAttention(spec: RungSpec, docs: string[]): CheckpointFiles {
   const tok = buildTokenizer({ merges: trainBpe(docs, BPE_MERGES) });
   const tokenizer = new PreTrainedTokenizer(tok.json, tok.config);
   const sequences = docs.map((d) => Int32Array.from([tok.eosId, ...tokenizer.encode(d, { add_special_tokens: false }), tok.eosId]));
-  const heads = 2, headDim = 8, layers = 2;
+  const dims = { heads: 2, headDim: 8, layers: 2 };
   const model = attentionGraph({
-    vocab: tok.vocabSize, layers, heads, headDim, outputScale: 0.05,
+    vocab: tok.vocabSize, ...dims, outputScale: 0.05,
     bigram: bigramTable(sequences, tok.vocabSize), seed: spec.name, doc: spec.description,
   });
   const config = {
-    architectures: ['ProbeAttentionForCausalLM'], model_type: 'probe-attention',
-    vocab_size: tok.vocabSize, hidden_size: heads * headDim, num_hidden_layers: layers,
-    num_attention_heads: heads, num_key_value_heads: heads, head_dim: headDim,
-    max_position_embeddings: 8192, bos_token_id: tok.eosId, eos_token_id: tok.eosId, use_cache: true,
+    ...attentionConfig(tok, dims, 8192),
     probe_ladder: { name: spec.name, corpora: spec.corpora, description: spec.description,
       table: { initializer: 'bigram_logprobs', dtype: 'float32', row: 'token' } },
   };
-  return new Map<string, Uint8Array | string>([
-    ['config.json', json(config)],
-    ['tokenizer.json', json(tok.json)],
-    ['tokenizer_config.json', json(tok.config)],
-    ['onnx/model.onnx', model],
-  ]);
+  return checkpointFiles(config, tok, model);
 }
 
 /** A wide-vocabulary attention checkpoint for benchmarks (not shipped): no bigram, `vocab` outputs. */
 export function buildWideAttention(vocab: number, maxPositions: number, docs: string[]): CheckpointFiles {
   const merges = trainBpe(docs, BPE_MERGES);
   const tok = buildTokenizer({ merges, fillers: vocab - 257 - merges.length });
-  const heads = 4, headDim = 16, layers = 2;
-  const model = attentionGraph({ vocab: tok.vocabSize, layers, heads, headDim, outputScale: 1, seed: `wide-${vocab}`, doc: 'benchmark checkpoint' });
-  const config = {
-    architectures: ['ProbeAttentionForCausalLM'], model_type: 'probe-attention',
-    vocab_size: tok.vocabSize, hidden_size: heads * headDim, num_hidden_layers: layers,
-    num_attention_heads: heads, num_key_value_heads: heads, head_dim: headDim,
-    max_position_embeddings: maxPositions, bos_token_id: tok.eosId, eos_token_id: tok.eosId, use_cache: true,
-  };
-  return new Map<string, Uint8Array | string>([
-    ['config.json', json(config)], ['tokenizer.json', json(tok.json)],
-    ['tokenizer_config.json', json(tok.config)], ['onnx/model.onnx', model],
-  ]);
+  const dims = { heads: 4, headDim: 16, layers: 2 };
+  const model = attentionGraph({ vocab: tok.vocabSize, ...dims, outputScale: 1, seed: `wide-${vocab}`, doc: 'benchmark checkpoint' });
+  return checkpointFiles(attentionConfig(tok, dims, maxPositions), tok, model);
 }

@@ -46,10 +46,21 @@ export function splitContinuations(context: string, continuations: string[], enc
       encodeWhole = (text: string) => [...head, ...encode(tail + text)];
     }
   }
-  return continuations.map((c) => ({
-    context: trimmed,
-    continuation: moved + c,
-    contextTokens,
-    continuationTokens: encodeWhole(moved + c).slice(contextTokens.length),
-  }));
+  return continuations.map((c) => {
+    const whole = encodeWhole(moved + c);
+    const pair = { context: trimmed, continuation: moved + c, contextTokens, continuationTokens: whole.slice(contextTokens.length) };
+    return pair.continuationTokens.length > 0 || pair.continuation === '' ? pair : splitAtCommonPrefix(pair, whole);
+  });
+}
+
+/**
+ * When a merge across the boundary swallows the whole continuation (context "return sel",
+ * continuation "f" → one token "Ġself"), the harness's split would score nothing and
+ * report 0 bits. Split instead after the longest prefix that the context and the whole
+ * encoding share, so the merged token is scored as part of the continuation.
+ */
+function splitAtCommonPrefix(pair: SplitPair, whole: number[]): SplitPair {
+  let common = 0;
+  while (common < whole.length - 1 && whole[common] === pair.contextTokens[common]) common++;
+  return { ...pair, contextTokens: whole.slice(0, common), continuationTokens: whole.slice(common) };
 }

@@ -10,7 +10,7 @@
 import { realpathSync } from 'node:fs';
 import { ProbeError } from '../../errors.ts';
 import { createRng } from '../../util/rng.ts';
-import { splitContinuations } from '../boundary.ts';
+import { splitContinuations, type SplitPair } from '../boundary.ts';
 import { chooseToken, logSoftmaxAt } from '../logits.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
 import { readCheckpointDir } from './checkpoint.ts';
@@ -63,9 +63,20 @@ export class OnnxBackend implements CompletionBackend {
 
   private async scoreOne(request: ScoreRequest): Promise<ScoreResult[]> {
     const pairs = splitContinuations(request.context, request.continuations, (text) => this.tokenizer.encode(text));
-    if (pairs.length === 0) return [];
-    let context = pairs[0]!.contextTokens;
-    if (context.length === 0) context = [this.tokenizer.prefixId];
+    // Options share one context token array, except those split apart by a boundary merge.
+    const groups = new Map<number[], number[]>();
+    pairs.forEach((pair, i) => groups.set(pair.contextTokens, [...(groups.get(pair.contextTokens) ?? []), i]));
+    const results: ScoreResult[] = new Array(pairs.length);
+    for (const [contextTokens, members] of groups) {
+      const scored = await this.scoreShared(contextTokens, members.map((i) => pairs[i]!));
+      members.forEach((i, k) => { results[i] = scored[k]!; });
+    }
+    return results;
+  }
+
+  /** Scores continuations of one context, feeding the context once. */
+  private async scoreShared(contextTokens: number[], pairs: SplitPair[]): Promise<ScoreResult[]> {
+    let context = contextTokens.length === 0 ? [this.tokenizer.prefixId] : contextTokens;
     // Every option sees the same context: cut it so the longest continuation still fits.
     const longest = Math.max(...pairs.map((p) => p.continuationTokens.length));
     const room = this.window - Math.max(0, longest - 1);
