@@ -8,6 +8,12 @@ import * as ort from 'onnxruntime-node';
 import { describeCause, InputError } from '../../errors.ts';
 import type { CheckpointFiles } from './checkpoint.ts';
 
+function int64Of(ids: ArrayLike<number>): BigInt64Array {
+  const out = new BigInt64Array(ids.length);
+  for (let i = 0; i < ids.length; i++) out[i] = BigInt(ids[i]!);
+  return out;
+}
+
 /** The key/value cache after some tokens: opaque tensors plus its length in tokens. */
 export interface KvCache {
   tensors: Record<string, ort.Tensor>;
@@ -100,7 +106,7 @@ export class OnnxGraph {
     const offset = past?.length ?? 0;
     const n = ids.length;
     const feeds: Record<string, ort.Tensor> = {
-      input_ids: new ort.Tensor('int64', BigInt64Array.from(Array.from(ids, BigInt)), [1, n]),
+      input_ids: new ort.Tensor('int64', int64Of(ids), [1, n]),
     };
     if (this.wantsMask) feeds.attention_mask = new ort.Tensor('int64', new BigInt64Array(offset + n).fill(1n), [1, offset + n]);
     if (this.wantsPositions) {
