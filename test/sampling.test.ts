@@ -36,7 +36,7 @@ describe('sampling on the embedded checkpoints', () => {
     const [samples] = await attention.sample([{ ...base, n: 16, maxTokens: 120, temperature: 1, topP: 1, stop }]);
     let stopped = 0;
     for (const s of samples!) {
-      const full = attention['tokenizer'].decode(s.tokens);
+      const full = attention.decode(s.tokens);
       for (const t of stop) expect(s.text.includes(t)).toBe(false);
       if (s.finishReason === 'stop') {
         stopped++;

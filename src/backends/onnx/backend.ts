@@ -55,6 +55,10 @@ export class OnnxBackend implements CompletionBackend {
     return this.tokenizer.encode(text);
   }
 
+  decode(ids: number[]): string {
+    return this.tokenizer.decode(ids);
+  }
+
   async score(requests: ScoreRequest[]): Promise<ScoreResult[][]> {
     const results: ScoreResult[][] = [];
     for (const request of requests) results.push(await this.scoreOne(request));
