@@ -1,0 +1,31 @@
+/** Runs one normalized trajectory action in a sandbox, the way its scaffold would. */
+import type { TrajectoryAction } from '../schema/trajectory.ts';
+import { TOOLS_MOUNT } from '../sandbox/local.ts';
+import type { ExecResult, Sandbox } from '../sandbox/types.ts';
+
+const NOTHING: ExecResult = { output: '', exitCode: 0, timedOut: false, durationMs: 0, truncated: false };
+
+/** Per-action time limit during replay. */
+export const ACTION_TIMEOUT_MS = 120_000;
+
+export async function runAction(sb: Sandbox, action: TrajectoryAction): Promise<ExecResult> {
+  switch (action.tool) {
+    case 'bash':
+      return sb.exec(String(action.args.command ?? ''), { timeoutMs: ACTION_TIMEOUT_MS });
+    case 'str_replace_editor':
+    case 'swe-agent':
+      return sb.exec(`python3 ${TOOLS_MOUNT}/editor.py`, { timeoutMs: ACTION_TIMEOUT_MS, env: { PROBE_TOOL_ARGS: JSON.stringify({ tool: action.tool, ...action.args }) } });
+    case 'search': {
+      const term = String(action.args.search_term ?? '');
+      const path = String(action.args.path ?? '.');
+      return sb.exec(`grep -rn --exclude-dir=.git -F -- ${shellQuote(term)} ${shellQuote(path)}`, { timeoutMs: ACTION_TIMEOUT_MS });
+    }
+    default:
+      // submit, and turns the scaffold rejected (tool "none"): nothing runs.
+      return NOTHING;
+  }
+}
+
+export function shellQuote(text: string): string {
+  return `'${text.replace(/'/g, `'\\''`)}'`;
+}

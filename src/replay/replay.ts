@@ -1,0 +1,125 @@
+/**
+ * Replay a successful trajectory in the task's environment and find the decisive step T*:
+ * the first step whose cumulative patch flips the task's tests from failing to passing.
+ *
+ * Steps run in order in one sandbox; after each, the working tree is diffed (edits are
+ * detected, never guessed from the command). Every distinct state is then verified in
+ * its own fresh sandbox restored to it, in parallel, with verdicts cached by patch hash.
+ * The base state must fail and the final state must pass, stably over R runs.
+ */
+import { createHash } from 'node:crypto';
+import type { LoadedTask } from '../schema/task.ts';
+import type { Trajectory, TrajectoryAction } from '../schema/trajectory.ts';
+import type { Sandbox } from '../sandbox/types.ts';
+import { mapLimit } from '../util/pool.ts';
+import { verifyRepeated, verifyState, type SandboxFactory, type StableVerdict, type Verdict } from '../verify/verifier.ts';
+import { drift, recordedOutput } from './drift.ts';
+import { runAction } from './execute.ts';
+
+export interface ReplayStep {
+  index: number;
+  action: TrajectoryAction;
+  /** The step changed the working tree. */
+  edits: boolean;
+  /** Verdict of the cumulative patch after this step; null when the step did not edit. */
+  resolved: boolean | null;
+  exitCode: number;
+  timedOut: boolean;
+  output: string;
+  /** Distance from the recorded observation (0 identical, 1 nothing shared); null when none recorded. */
+  drift: number | null;
+  /** Cumulative patch before this step (the state a probe at this step restores). */
+  patchBefore: string;
+  patchAfter: string;
+}
+
+export interface ReplayResult {
+  task: string;
+  trajectory: string;
+  format: Trajectory['format'];
+  sandbox: string;
+  steps: ReplayStep[];
+  decisiveStep: { index: number; action: string } | null;
+  /** Why the trajectory cannot yield a probe (base passes, final fails, flaky…); null when accepted. */
+  rejected: string | null;
+  base: Verdict;
+  final: StableVerdict | null;
+  /** Distinct states verified (each once, thanks to the cache) and total test runs. */
+  verifierRuns: { states: number; runs: number };
+  meanDrift: number | null;
+}
+
+export interface ReplayOptions {
+  openSandbox: SandboxFactory;
+  sandboxName: string;
+  /** Fresh sandboxes verifying states at once. */
+  concurrency?: number;
+  /** Times the final state is verified to detect flakiness. */
+  repeats?: number;
+}
+
+const hash = (patch: string) => createHash('sha256').update(patch).digest('hex');
+
+/** Runs the actions; returns per-step results with the cumulative patch around each. */
+async function runSteps(sb: Sandbox, trajectory: Trajectory): Promise<Omit<ReplayStep, 'resolved'>[]> {
+  const steps: Omit<ReplayStep, 'resolved'>[] = [];
+  let before = '';
+  for (const step of trajectory.steps) {
+    const result = await runAction(sb, step.action);
+    const after = await sb.diff();
+    steps.push({
+      index: step.index, action: step.action, edits: after !== before,
+      exitCode: result.exitCode, timedOut: result.timedOut, output: result.output,
+      drift: step.observation === null || step.action.tool === 'submit' ? null : drift(result.output, recordedOutput(step.observation, trajectory.format)),
+      patchBefore: before, patchAfter: after,
+    });
+    before = after;
+    if (step.action.kind === 'submit') break;
+  }
+  return steps;
+}
+
+export async function replayTrajectory(trajectory: Trajectory, task: LoadedTask, options: ReplayOptions): Promise<ReplayResult> {
+  const concurrency = options.concurrency ?? 4;
+  const repeats = options.repeats ?? 3;
+  const sb = await options.openSandbox(task);
+  let ran: Omit<ReplayStep, 'resolved'>[];
+  try {
+    ran = await runSteps(sb, trajectory);
+  } finally {
+    await sb.close();
+  }
+
+  // Distinct states: the base and every cumulative patch an editing step produced.
+  const patches = new Map<string, string>([[hash(''), '']]);
+  for (const s of ran) if (s.edits) patches.set(hash(s.patchAfter), s.patchAfter);
+  const finalPatch = ran.at(-1)?.patchAfter ?? '';
+  const toVerify = [...patches.entries()].filter(([h]) => h !== hash(finalPatch) || finalPatch === '');
+  const verdicts = new Map<string, Verdict>();
+  const state = (patch: string) => ({ base_commit: task.base_commit, patch });
+  const [final] = await Promise.all([
+    finalPatch === '' ? Promise.resolve(null) : verifyRepeated(options.openSandbox, task, state(finalPatch), repeats),
+    mapLimit(toVerify, concurrency, async ([h, patch]) => { verdicts.set(h, await verifyState(options.openSandbox, task, state(patch))); }),
+  ]);
+  if (final) verdicts.set(hash(finalPatch), final);
+  const base = verdicts.get(hash(''))!;
+
+  const steps: ReplayStep[] = ran.map((s) => ({ ...s, resolved: s.edits ? verdicts.get(hash(s.patchAfter))!.resolved : null }));
+  const decisive = steps.find((s) => s.resolved === true);
+  const rejected =
+    base.status !== 'ok' ? `base state could not be graded: ${base.reason}`
+    : base.resolved ? 'base state already passes: nothing for the trajectory to fix'
+    : !final ? 'the trajectory never changes the working tree'
+    : final.flaky ? `final state is flaky: ${final.reason}`
+    : final.status !== 'ok' ? `final state could not be graded: ${final.reason}`
+    : !final.resolved ? `final state does not pass (FAIL_TO_PASS still failing: ${final.failToPass.failed.join(', ') || 'none'}; PASS_TO_PASS broken: ${final.passToPass.failed.join(', ') || 'none'})`
+    : null;
+  const drifts = steps.map((s) => s.drift).filter((d): d is number => d !== null);
+  return {
+    task: task.instance_id, trajectory: trajectory.source, format: trajectory.format, sandbox: options.sandboxName,
+    steps, decisiveStep: rejected || !decisive ? null : { index: decisive.index, action: decisive.action.text },
+    rejected, base, final,
+    verifierRuns: { states: patches.size, runs: toVerify.length + (final ? repeats : 0) },
+    meanDrift: drifts.length ? drifts.reduce((a, b) => a + b, 0) / drifts.length : null,
+  };
+}

@@ -1,0 +1,50 @@
+/**
+ * The task record (design.md): SWE-bench field names, JSON-encoded lists accepted as in
+ * SWE-bench, plus `test_cmd`, `log_parser` and where the repository lives.
+ */
+import { z } from 'zod';
+
+/** SWE-bench stores FAIL_TO_PASS / PASS_TO_PASS as JSON-encoded strings; accept both. */
+const TestList = z.preprocess((value) => {
+  if (typeof value !== 'string') return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return value;
+  }
+}, z.array(z.string()));
+
+export const LOG_PARSERS = ['pytest', 'unittest', 'node-test', 'exit-code'] as const;
+export const LogParserName = z.enum(LOG_PARSERS);
+export type LogParserName = z.infer<typeof LogParserName>;
+
+export const Task = z.looseObject({
+  instance_id: z.string().min(1),
+  problem_statement: z.string(),
+  base_commit: z.string().min(1),
+  /** The gold patch, when known. */
+  patch: z.string().optional(),
+  test_patch: z.string().default(''),
+  FAIL_TO_PASS: TestList,
+  PASS_TO_PASS: TestList.default([]),
+  /** Runs the tests inside the sandbox, from `workdir`. */
+  test_cmd: z.string().min(1),
+  log_parser: LogParserName,
+  /** Docker image with the repository at `workdir` (SWE-bench images). */
+  image: z.string().optional(),
+  /** A local git repository (or a plain tree, committed deterministically), relative to the task file. */
+  repo_path: z.string().optional(),
+  workdir: z.string().default('/testbed'),
+  /** Seconds one test run may take. */
+  test_timeout_s: z.number().positive().default(300),
+}).refine((t) => t.image !== undefined || t.repo_path !== undefined, { message: 'a task needs "image" or "repo_path"', path: ['repo_path'] });
+export type Task = z.infer<typeof Task>;
+
+/** A task with `repo_path` resolved to an absolute path and the file it came from. */
+export type LoadedTask = Task & { file: string; repoDir?: string };
+
+/** The environment just before some step: the base commit plus a cumulative patch. */
+export interface EnvState {
+  base_commit: string;
+  patch: string;
+}
