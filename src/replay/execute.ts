@@ -8,17 +8,17 @@ const NOTHING: ExecResult = { output: '', exitCode: 0, timedOut: false, duration
 /** Per-action time limit during replay. */
 export const ACTION_TIMEOUT_MS = 120_000;
 
-export async function runAction(sb: Sandbox, action: TrajectoryAction): Promise<ExecResult> {
+export async function runAction(sb: Sandbox, action: TrajectoryAction, timeoutMs = ACTION_TIMEOUT_MS): Promise<ExecResult> {
   switch (action.tool) {
     case 'bash':
-      return sb.exec(String(action.args.command ?? ''), { timeoutMs: ACTION_TIMEOUT_MS });
+      return sb.exec(String(action.args.command ?? ''), { timeoutMs });
     case 'str_replace_editor':
     case 'swe-agent':
-      return sb.exec(`python3 ${TOOLS_MOUNT}/editor.py`, { timeoutMs: ACTION_TIMEOUT_MS, env: { PROBE_TOOL_ARGS: JSON.stringify({ tool: action.tool, ...action.args }) } });
+      return sb.exec(`python3 ${TOOLS_MOUNT}/editor.py`, { timeoutMs, env: { PROBE_TOOL_ARGS: JSON.stringify({ tool: action.tool, ...action.args }) } });
     case 'search': {
       const term = String(action.args.search_term ?? '');
       const path = String(action.args.path ?? '.');
-      return sb.exec(`grep -rn --exclude-dir=.git -F -- ${shellQuote(term)} ${shellQuote(path)}`, { timeoutMs: ACTION_TIMEOUT_MS });
+      return sb.exec(`grep -rn --exclude-dir=.git -F -- ${shellQuote(term)} ${shellQuote(path)}`, { timeoutMs });
     }
     default:
       // submit, and turns the scaffold rejected (tool "none"): nothing runs.

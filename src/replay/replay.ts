@@ -56,16 +56,18 @@ export interface ReplayOptions {
   concurrency?: number;
   /** Times the final state is verified to detect flakiness. */
   repeats?: number;
+  /** Time limit of one replayed action. */
+  actionTimeoutMs?: number;
 }
 
 const hash = (patch: string) => createHash('sha256').update(patch).digest('hex');
 
 /** Runs the actions; returns per-step results with the cumulative patch around each. */
-async function runSteps(sb: Sandbox, trajectory: Trajectory): Promise<Omit<ReplayStep, 'resolved'>[]> {
+async function runSteps(sb: Sandbox, trajectory: Trajectory, actionTimeoutMs?: number): Promise<Omit<ReplayStep, 'resolved'>[]> {
   const steps: Omit<ReplayStep, 'resolved'>[] = [];
   let before = '';
   for (const step of trajectory.steps) {
-    const result = await runAction(sb, step.action);
+    const result = await runAction(sb, step.action, actionTimeoutMs);
     const after = await sb.diff();
     steps.push({
       index: step.index, action: step.action, edits: after !== before,
@@ -85,7 +87,7 @@ export async function replayTrajectory(trajectory: Trajectory, task: LoadedTask,
   const sb = await options.openSandbox(task);
   let ran: Omit<ReplayStep, 'resolved'>[];
   try {
-    ran = await runSteps(sb, trajectory);
+    ran = await runSteps(sb, trajectory, options.actionTimeoutMs);
   } finally {
     await sb.close();
   }
