@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
+import { freshSandboxes } from '../src/sandbox/pool.ts';
 import { parseTestLog } from '../src/verify/log-parsers.ts';
 import { verifyRepeated, verifyState } from '../src/verify/verifier.ts';
 import { fixtureTask } from './helpers/tasks.ts';
@@ -57,36 +58,38 @@ describe('log parsers', () => {
 
 describe.skipIf(!hasBubblewrap())('verifier in the local sandbox', () => {
   const task = fixtureTask('missing-colon');
-  const open = (t: typeof task) => openSandbox('local', t);
+  const fresh = (t: typeof task) => freshSandboxes((x) => openSandbox('local', x), t);
   const fixed = "diff --git a/tests/missing_colon.py b/tests/missing_colon.py\n--- a/tests/missing_colon.py\n+++ b/tests/missing_colon.py\n@@ -1,7 +1,7 @@\n #!/usr/bin/env python3\n \n \n-def division(a: float, b: float) -> float\n+def division(a: float, b: float) -> float:\n     return a/b\n \n \n";
 
   it('grades the base state as failing and the fixed state as resolved, SWE-bench style', async () => {
-    const base = await verifyState(open, task, { base_commit: task.base_commit, patch: '' });
+    const base = await verifyState(fresh(task), task, { base_commit: task.base_commit, patch: '' });
     expect(base.status).toBe('ok');
     expect(base.resolved).toBe(false);
     expect(base.failToPass.failed).toEqual(task.FAIL_TO_PASS);
     expect(base.passToPass.passed).toEqual(task.PASS_TO_PASS);
-    const good = await verifyRepeated(open, task, { base_commit: task.base_commit, patch: fixed }, 3);
+    const good = await verifyRepeated(fresh(task), task, { base_commit: task.base_commit, patch: fixed }, 3);
     expect(good.resolved).toBe(true);
     expect(good.flaky).toBe(false);
   });
 
   it('rejects a log that claims passes while the command failed', async () => {
     const liar = { ...task, test_cmd: 'echo "PASSED tests/test_missing_colon.py::test_division"; echo "PASSED tests/test_tribonaccy.py::test_tribonacci"; exit 1' };
-    const v = await verifyState(open, liar, { base_commit: task.base_commit, patch: '' });
+    const v = await verifyState(fresh(liar), liar, { base_commit: task.base_commit, patch: '' });
     expect(v.resolved).toBe(false);
     expect(v.status).toBe('error');
     expect(v.reason).toMatch(/exited 1/);
   });
 
   it('rejects an empty log where the suite never ran', async () => {
-    const v = await verifyState(open, { ...task, test_cmd: 'python3 -m pytest -rA does/not/exist.py' }, { base_commit: task.base_commit, patch: fixed });
+    const never = { ...task, test_cmd: 'python3 -m pytest -rA does/not/exist.py' };
+    const v = await verifyState(fresh(never), never, { base_commit: task.base_commit, patch: fixed });
     expect(v.status).toBe('error');
     expect(v.reason).toMatch(/never ran/);
   });
 
   it('times out a test command that hangs', async () => {
-    const v = await verifyState(open, { ...task, test_cmd: 'sleep 60', test_timeout_s: 1 }, { base_commit: task.base_commit, patch: fixed });
+    const hangs = { ...task, test_cmd: 'sleep 60', test_timeout_s: 1 };
+    const v = await verifyState(fresh(hangs), hangs, { base_commit: task.base_commit, patch: fixed });
     expect(v.status).toBe('timeout');
     expect(v.resolved).toBe(false);
   });
@@ -96,7 +99,7 @@ describe.skipIf(!hasBubblewrap())('verifier in the local sandbox', () => {
     const coin = { ...task, test_cmd: '[ $(( $(od -An -N1 -tu1 /dev/urandom) % 2 )) -eq 0 ]', log_parser: 'exit-code' as const, FAIL_TO_PASS: ['exit-code'], PASS_TO_PASS: [] };
     let flaky = false;
     for (let attempt = 0; attempt < 6 && !flaky; attempt++) {
-      const v = await verifyRepeated(open, coin, { base_commit: task.base_commit, patch: '' }, 3);
+      const v = await verifyRepeated(fresh(coin), coin, { base_commit: task.base_commit, patch: '' }, 3);
       flaky = v.flaky;
       if (flaky) expect(v.reason).toMatch(/varied over 3 runs/);
     }

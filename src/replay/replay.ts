@@ -11,8 +11,8 @@ import { createHash } from 'node:crypto';
 import type { LoadedTask } from '../schema/task.ts';
 import type { Trajectory, TrajectoryAction } from '../schema/trajectory.ts';
 import type { Sandbox } from '../sandbox/types.ts';
-import { mapLimit } from '../util/pool.ts';
-import { verifyRepeated, verifyState, type SandboxFactory, type StableVerdict, type Verdict } from '../verify/verifier.ts';
+import { SandboxPool, type SandboxFactory } from '../sandbox/pool.ts';
+import { verifyRepeated, verifyState, type StableVerdict, type Verdict } from '../verify/verifier.ts';
 import { drift, recordedOutput } from './drift.ts';
 import { runAction } from './execute.ts';
 
@@ -52,7 +52,7 @@ export interface ReplayResult {
 export interface ReplayOptions {
   openSandbox: SandboxFactory;
   sandboxName: string;
-  /** Fresh sandboxes verifying states at once. */
+  /** Sandboxes verifying states at once (each restored to its state before a run). */
   concurrency?: number;
   /** Times the final state is verified to detect flakiness. */
   repeats?: number;
@@ -84,14 +84,18 @@ async function runSteps(sb: Sandbox, trajectory: Trajectory, actionTimeoutMs?: n
 export async function replayTrajectory(trajectory: Trajectory, task: LoadedTask, options: ReplayOptions): Promise<ReplayResult> {
   const concurrency = options.concurrency ?? 4;
   const repeats = options.repeats ?? 3;
-  const sb = await options.openSandbox(task);
-  let ran: Omit<ReplayStep, 'resolved'>[];
+  const pool = new SandboxPool(options.openSandbox, task, concurrency);
   try {
-    ran = await runSteps(sb, trajectory, options.actionTimeoutMs);
+    const ran = await pool.lease((sb) => runSteps(sb, trajectory, options.actionTimeoutMs));
+    return await judge(ran, trajectory, task, pool, { ...options, repeats });
   } finally {
-    await sb.close();
+    await pool.close();
   }
+}
 
+/** Verifies every distinct state the replay produced and finds T*. */
+async function judge(ran: Omit<ReplayStep, 'resolved'>[], trajectory: Trajectory, task: LoadedTask, pool: SandboxPool, options: ReplayOptions & { repeats: number }): Promise<ReplayResult> {
+  const { repeats } = options;
   // Distinct states: the base and every cumulative patch an editing step produced.
   const patches = new Map<string, string>([[hash(''), '']]);
   for (const s of ran) if (s.edits) patches.set(hash(s.patchAfter), s.patchAfter);
@@ -100,8 +104,8 @@ export async function replayTrajectory(trajectory: Trajectory, task: LoadedTask,
   const verdicts = new Map<string, Verdict>();
   const state = (patch: string) => ({ base_commit: task.base_commit, patch });
   const [final] = await Promise.all([
-    finalPatch === '' ? Promise.resolve(null) : verifyRepeated(options.openSandbox, task, state(finalPatch), repeats),
-    mapLimit(toVerify, concurrency, async ([h, patch]) => { verdicts.set(h, await verifyState(options.openSandbox, task, state(patch))); }),
+    finalPatch === '' ? Promise.resolve(null) : verifyRepeated(pool.lease, task, state(finalPatch), repeats),
+    Promise.all(toVerify.map(async ([h, patch]) => { verdicts.set(h, await verifyState(pool.lease, task, state(patch))); })),
   ]);
   if (final) verdicts.set(hash(finalPatch), final);
   const base = verdicts.get(hash(''))!;

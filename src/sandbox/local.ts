@@ -52,7 +52,8 @@ export function commitTree(dir: string): string {
 /** One checked-out copy of each task's repository per process; sandboxes copy from it. */
 const templates = new Map<string, string>();
 
-function templateFor(task: LoadedTask): string {
+/** A checkout of the task's repository at its base commit (made once per process). */
+export function checkoutTemplate(task: LoadedTask): string {
   const key = `${task.file}#${task.instance_id}`;
   const cached = templates.get(key);
   if (cached) return cached;
@@ -104,7 +105,7 @@ export class LocalSandbox implements Sandbox {
     const root = mkdtempSync(join(tmpdir(), 'probe-sandbox-'));
     const hostWork = join(root, 'work');
     const hostTmp = join(root, 'tmp');
-    cpSync(templateFor(task), hostWork, { recursive: true });
+    cpSync(checkoutTemplate(task), hostWork, { recursive: true });
     mkdirSync(hostTmp);
     return new LocalSandbox(task.workdir, hostWork, hostTmp, jailed, options.outputCap ?? DEFAULT_OUTPUT_CAP, task.base_commit);
   }

@@ -6,6 +6,7 @@
  * run in which no test ran at all; a run past the task's time limit is a timeout.
  */
 import type { EnvState, LoadedTask } from '../schema/task.ts';
+import type { SandboxLease } from '../sandbox/pool.ts';
 import type { Sandbox } from '../sandbox/types.ts';
 import { parseTestLog, type TestStatusMap } from './log-parsers.ts';
 
@@ -56,18 +57,12 @@ export async function verifySandbox(sb: Sandbox, task: LoadedTask): Promise<Verd
   return { resolved: allListedPass, status: 'ok', failToPass, passToPass, exitCode: run.exitCode, log: run.output, durationMs: performance.now() - started };
 }
 
-/** Opens sandboxes restored to a state; the verifier owns their lifecycle. */
-export type SandboxFactory = (task: LoadedTask) => Promise<Sandbox>;
-
-/** Verifies one state in a fresh sandbox restored to it. */
-export async function verifyState(openSandbox: SandboxFactory, task: LoadedTask, state: EnvState): Promise<Verdict> {
-  const sb = await openSandbox(task);
-  try {
+/** Verifies one state in a leased sandbox, restored to that state first. */
+export function verifyState(lease: SandboxLease, task: LoadedTask, state: EnvState): Promise<Verdict> {
+  return lease(async (sb) => {
     await sb.restore(state);
-    return await verifySandbox(sb, task);
-  } finally {
-    await sb.close();
-  }
+    return verifySandbox(sb, task);
+  });
 }
 
 export interface StableVerdict extends Verdict {
@@ -77,9 +72,8 @@ export interface StableVerdict extends Verdict {
 }
 
 /** Verifies a state `repeats` times; a task whose verdict varies is flaky. */
-export async function verifyRepeated(openSandbox: SandboxFactory, task: LoadedTask, state: EnvState, repeats: number): Promise<StableVerdict> {
-  const verdicts: Verdict[] = [];
-  for (let i = 0; i < repeats; i++) verdicts.push(await verifyState(openSandbox, task, state));
+export async function verifyRepeated(lease: SandboxLease, task: LoadedTask, state: EnvState, repeats: number): Promise<StableVerdict> {
+  const verdicts = await Promise.all(Array.from({ length: repeats }, () => verifyState(lease, task, state)));
   const flaky = new Set(verdicts.map((v) => v.resolved)).size > 1;
   return { ...verdicts[0]!, flaky, runs: repeats, ...(flaky ? { reason: `verdict varied over ${repeats} runs: ${verdicts.map((v) => (v.resolved ? 'pass' : 'fail')).join(', ')}` } : {}) };
 }

@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Builds the Docker base image the `docker` sandbox runs repo_path tasks in (no registry
+# is reachable, so it is bootstrapped from Debian's packages): Debian bookworm with
+# python3, pytest, `python`, git, and this machine's Node.js binary (the same version the
+# local sandbox uses). Usage: scripts/docker-base-image.sh [IMAGE]   (default probe-base:bookworm)
+set -euo pipefail
+image="${1:-probe-base:bookworm}"
+if docker image inspect "$image" >/dev/null 2>&1; then
+  echo "docker image $image already present"
+  exit 0
+fi
+root="$(mktemp -d)"
+trap 'rm -rf "$root"' EXIT
+debootstrap --variant=minbase --include=python3,python3-pytest,python-is-python3,git,libstdc++6,ca-certificates,procps \
+  bookworm "$root" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >/dev/null
+install -m 0755 "$(readlink -f "$(command -v node)")" "$root/usr/local/bin/node"
+rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8' - "$image" >/dev/null
+echo "built docker image $image"
