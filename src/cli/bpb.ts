@@ -1,6 +1,7 @@
 /** `probe bpb`: Decisive-Action BPB of every checkpoint on a probe set. */
 import { relative } from 'node:path';
-import { Command, InvalidArgumentError } from 'commander';
+import { Command } from 'commander';
+import { positiveInteger } from './sandbox-options.ts';
 import { checkCheckpoint, openBackend } from '../backends/open.ts';
 import { InputError } from '../errors.ts';
 import { embeddedCheckpointDirs, EMBEDDED_PROBES } from '../embedded.ts';
@@ -9,11 +10,6 @@ import { loadProbeItems } from '../probes/load.ts';
 import { createProgress } from '../report/progress.ts';
 import { formatTable } from '../report/table.ts';
 
-export function positiveInt(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
-  return n;
-}
 
 interface BpbOptions { ckpt?: string[]; probes?: string; json?: boolean; limit?: number }
 
@@ -22,7 +18,7 @@ export function bpbCommand(): Command {
     .description('Bits per byte of each probe\'s gold decisive action given its context (lower is better).')
     .option('--ckpt <dir...>', 'checkpoint directories (transformers.js layout); default: the embedded ladder')
     .option('--probes <file|dir>', 'probe items (.jsonl file or a directory of them); default: the shipped demo probes')
-    .option('--limit <n>', 'score only the first N probe items', positiveInt)
+    .option('--limit <n>', 'score only the first N probe items', positiveInteger)
     .option('--json', 'print one JSON document on stdout')
     .addHelpText('after', '\nExample:\n  probe bpb --ckpt checkpoints/ngram-prose checkpoints/ngram-agent --probes probes/ --json')
     .action(async (options: BpbOptions) => runBpbCommand(options));

@@ -2,6 +2,8 @@
 import { Command, CommanderError } from 'commander';
 import { InputError } from '../errors.ts';
 import { bpbCommand } from './bpb.ts';
+import { buildCommand } from './build.ts';
+import { replayCommand } from './replay.ts';
 
 export function buildProgram(): Command {
   const program = new Command('probe')
@@ -9,6 +11,8 @@ export function buildProgram(): Command {
     .version(process.env.npm_package_version ?? '0.1.0')
     .exitOverride()
     .showHelpAfterError();
+  program.addCommand(replayCommand());
+  program.addCommand(buildCommand());
   program.addCommand(bpbCommand());
   // addCommand does not pass exitOverride down: without it a usage error would exit 1 from inside commander.
   for (const command of program.commands) command.exitOverride().showHelpAfterError();

@@ -1,0 +1,44 @@
+/** `probe replay`: replay one trajectory in its task's environment and show T*. */
+import { Command, Option } from 'commander';
+import { InputError } from '../errors.ts';
+import { formatTable } from '../report/table.ts';
+import { replayTrajectory } from '../replay/replay.ts';
+import { TRAJECTORY_FORMATS, type TrajectoryFormat } from '../schema/trajectory.ts';
+import { importTrajectory } from '../trajectories/import.ts';
+import { loadTaskFile } from '../verify/load-task.ts';
+import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
+
+interface ReplayFlags extends SandboxFlags { task: string; format?: TrajectoryFormat; json?: boolean }
+
+export function replayCommand(): Command {
+  return addSandboxOptions(new Command('replay')
+    .description('Replay a successful trajectory, verify after every step that edits, and find the decisive step T*.')
+    .argument('<trajectory>', 'trajectory file (mini-swe-agent, SWE-agent, OpenHands, R2E-Gym, ASAP log)')
+    .requiredOption('--task <file>', 'the task record (task.json or a one-row SWE-bench JSONL)')
+    .addOption(new Option('--format <format>', 'trajectory format (default: detected)').choices([...TRAJECTORY_FORMATS]))
+    .option('--json', 'print one JSON document on stdout'))
+    .addHelpText('after', '\nExample:\n  probe replay trajectories/shop__pricing-1.mini.traj.json --task verifiers/shop__pricing-1/task.json --sandbox docker')
+    .action(async (file: string, flags: ReplayFlags) => {
+      const tasks = loadTaskFile(flags.task);
+      if (tasks.length !== 1) throw new InputError({ file: flags.task }, `holds ${tasks.length} tasks; replay needs exactly one`);
+      const trajectory = importTrajectory(file, flags.format);
+      const result = await replayTrajectory(trajectory, tasks[0]!, replayOptions(flags));
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify({
+          task: result.task, trajectory: result.trajectory, format: result.format, sandbox: result.sandbox,
+          steps: result.steps.map((s) => ({ index: s.index, action: s.action.text, kind: s.action.kind, edits: s.edits, resolved: s.resolved, exitCode: s.exitCode, drift: s.drift })),
+          decisiveStep: result.decisiveStep, rejected: result.rejected, verifierRuns: result.verifierRuns, meanDrift: result.meanDrift,
+        }, null, 2)}\n`);
+      } else {
+        const rows = result.steps.map((s) => [
+          s.index === result.decisiveStep?.index ? `${s.index} *` : String(s.index), s.action.kind,
+          String(s.action.tool === 'bash' || s.action.tool === 'submit' ? s.action.args.command ?? s.action.text : s.action.text).replace(/\s+/g, ' ').trim().slice(0, 60), s.edits ? 'yes' : '', s.resolved === null ? '' : s.resolved ? 'pass' : 'fail',
+          s.drift === null ? '' : s.drift.toFixed(2),
+        ]);
+        process.stderr.write(`\n${result.task} ← ${file} (${result.format}, ${result.sandbox} sandbox)\n\n`);
+        process.stderr.write(`${formatTable(['step', 'kind', 'action', 'edits', 'tests', 'drift'], rows, [5])}\n\n`);
+        process.stderr.write(result.decisiveStep ? `T* = step ${result.decisiveStep.index}\n` : `no decisive step: ${result.rejected}\n`);
+      }
+      if (result.rejected) process.exitCode = 1;
+    });
+}

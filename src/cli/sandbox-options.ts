@@ -1,0 +1,29 @@
+/** Options shared by the verbs that run tasks in sandboxes. */
+import { Command, InvalidArgumentError, Option } from 'commander';
+import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
+import type { ReplayOptions } from '../replay/replay.ts';
+
+export function positiveInteger(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
+  return n;
+}
+
+export function addSandboxOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--sandbox <kind>', 'where commands run').choices([...SANDBOX_KINDS]).default('local'))
+    .option('--concurrency <n>', 'sandboxes verifying states at once', positiveInteger, 4)
+    .option('--repeats <n>', 'times the final state is verified (a varying verdict marks the task flaky)', positiveInteger, 3)
+    .option('--unconfined', 'allow a trusted replay without bubblewrap (plain subprocesses, loud warning)');
+}
+
+export interface SandboxFlags { sandbox: SandboxKind; concurrency: number; repeats: number; unconfined?: boolean }
+
+export function replayOptions(flags: SandboxFlags): ReplayOptions {
+  return {
+    openSandbox: (task) => openSandbox(flags.sandbox, task, { allowUnconfined: flags.unconfined }),
+    sandboxName: flags.sandbox,
+    concurrency: flags.concurrency,
+    repeats: flags.repeats,
+  };
+}
