@@ -5,6 +5,7 @@
  */
 import type { Trajectory, TrajectoryAction, TrajectoryStep } from '../schema/trajectory.ts';
 import { renderAction, renderStepHead, renderTranscript, type Action } from '../trajectories/mdxml.ts';
+import { recordedOutput } from './drift.ts';
 
 export const CONTEXT_FORMATS = ['native', 'asap'] as const;
 export type ContextFormat = (typeof CONTEXT_FORMATS)[number];
@@ -51,7 +52,8 @@ export function toMdXml(action: TrajectoryAction): Action {
 
 function renderAsap(trajectory: Trajectory, decisive: TrajectoryStep): RenderedProbe {
   const earlier = trajectory.steps.slice(0, decisive.index).filter((s) => s.action.tool !== 'none').map((s) => ({
-    thought: s.thought || '(no thought recorded)', action: toMdXml(s.action), observation: s.observation ?? '',
+    thought: s.thought || '(no thought recorded)', action: toMdXml(s.action),
+    observation: s.observation === null ? '' : recordedOutput(s.observation, trajectory.format),
   }));
   return {
     format: 'md+xml',
