@@ -4,7 +4,8 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EXPECTED_ORDER } from '../scripts/checkpoints/ladder.ts';
-import { REPO_ROOT } from '../src/embedded.ts';
+import { EMBEDDED_PROBES, REPO_ROOT } from '../src/embedded.ts';
+import { loadProbeItems } from '../src/probes/load.ts';
 import { CKPT, copyCheckpoint, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
 
 function probe(args: string[]) {
@@ -31,8 +32,9 @@ describe('probe bpb', () => {
     expect(run.code, run.stderr).toBe(0);
     const out = JSON.parse(run.stdout) as BpbJson;
     expect(out.results).toHaveLength(4);
+    const shipped = loadProbeItems(EMBEDDED_PROBES);
     for (const r of out.results) {
-      expect(r.items).toHaveLength(8);
+      expect(r.items.map((i) => i.id)).toEqual(shipped.map((i) => i.id));
       for (const item of r.items) {
         expect(Object.keys(item)).toEqual(expect.arrayContaining(['id', 'bpb', 'nats', 'bytes', 'tokens']));
         expect(item.bpb).toBeCloseTo(item.nats / (Math.LN2 * item.bytes), 10);
