@@ -1,0 +1,79 @@
+/** `probe replay` and `probe build` as a user runs them. */
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../src/embedded.ts';
+import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { PROBE_BIN, tempDir } from './helpers/paths.ts';
+import { hasRealData, real } from './helpers/shared-data.ts';
+import { FIXTURE_TASKS } from './helpers/tasks.ts';
+
+function probe(args: string[]) {
+  const run = spawnSync(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 300_000 });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+const missingColon = join(FIXTURE_TASKS, 'missing-colon', 'task.json');
+
+describe.skipIf(!hasBubblewrap() || !hasRealData)('probe replay', () => {
+  it('prints the documented JSON for a real trajectory', () => {
+    const run = probe(['replay', real('mini-swe-agent/github_issue.v2.traj.json'), '--task', missingColon, '--json']);
+    expect(run.code, run.stderr).toBe(0);
+    const out = JSON.parse(run.stdout) as { task: string; steps: Array<{ index: number; action: string; edits: boolean; resolved: boolean | null }>; decisiveStep: { index: number; action: string } | null };
+    expect(out.task).toBe('swe-agent__test-repo-1');
+    expect(out.steps).toHaveLength(10);
+    expect(out.steps[4]).toMatchObject({ index: 4, edits: true, resolved: true });
+    expect(out.steps[0]).toMatchObject({ edits: false, resolved: null });
+    expect(out.decisiveStep?.index).toBe(4);
+  });
+
+  it('shows a step table with T* on the terminal', () => {
+    const run = probe(['replay', real('swe-agent/test-repo-i1.traj'), '--task', missingColon]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/^2 \*\s+edit/m);
+    expect(run.stderr).toContain('T* = step 2');
+  });
+
+  it('rejects truncated JSON and an unknown format with exit 2', () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, 'cut.traj'), readFileSync(real('swe-agent/test-repo-i1.traj'), 'utf8').slice(0, 500));
+    const cut = probe(['replay', join(dir, 'cut.traj'), '--task', missingColon]);
+    expect(cut.code).toBe(2);
+    expect(cut.stderr).toContain(`${join(dir, 'cut.traj')}: not valid JSON`);
+    writeFileSync(join(dir, 'odd.json'), '{"hello": 1}');
+    const odd = probe(['replay', join(dir, 'odd.json'), '--task', missingColon]);
+    expect(odd.code).toBe(2);
+    expect(odd.stderr).toMatch(/field "format"/);
+  });
+
+  it('exits 1 with the reason when the trajectory is rejected', () => {
+    const run = probe(['replay', real('swe-agent/test-repo-1c2844.traj'), '--task', missingColon, '--json']);
+    expect(run.code).toBe(1);
+    expect(JSON.parse(run.stdout).rejected).toMatch(/never changes the working tree/);
+  });
+});
+
+describe.skipIf(!hasBubblewrap())('probe build', () => {
+  it('builds probe items and records bad trajectories as rejections without losing the others', () => {
+    const dir = tempDir();
+    const trajectories = join(dir, 'trajectories');
+    mkdirSync(trajectories);
+    copyFileSync(join(REPO_ROOT, 'trajectories', 'shop__pricing-1.mini.traj.json'), join(trajectories, 'shop__pricing-1.mini.traj.json'));
+    copyFileSync(join(REPO_ROOT, 'trajectories', 'money-js__cents-12.sweagent.traj'), join(trajectories, 'money-js__cents-12.sweagent.traj'));
+    writeFileSync(join(trajectories, 'shop__pricing-1.broken.traj.json'), '[{"role": "system", "content": "x"');
+    writeFileSync(join(trajectories, 'nobody.traj'), '{}');
+    const out = join(dir, 'probes.jsonl');
+    const run = probe(['build', '--trajectories', trajectories, '--tasks', join(REPO_ROOT, 'verifiers'), '--out', out, '--context', 'native', 'asap', '--json']);
+    expect(run.code, run.stderr).toBe(2);
+    const summary = JSON.parse(run.stdout) as { items: number; trajectories: Array<{ trajectory: string; decisiveStep: number | null; rejected: string | null }> };
+    expect(summary.items).toBe(4);
+    const byName = Object.fromEntries(summary.trajectories.map((t) => [t.trajectory.split('/').pop(), t]));
+    expect(byName['shop__pricing-1.mini.traj.json']!.decisiveStep).toBe(5);
+    expect(byName['shop__pricing-1.broken.traj.json']!.rejected).toMatch(/not valid JSON/);
+    expect(byName['nobody.traj']!.rejected).toMatch(/no task/);
+    const items = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; gold: string; format: string });
+    expect(items.map((i) => i.id)).toEqual(['money-js__cents-12@sweagent', 'money-js__cents-12@sweagent:asap', 'shop__pricing-1@mini', 'shop__pricing-1@mini:asap']);
+    expect(items[2]!.gold).toBe("```bash\nsed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py\n```");
+    expect(items[3]!.gold).toBe("<bash>\nsed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py\n</bash>");
+  });
+});
