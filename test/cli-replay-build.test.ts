@@ -77,3 +77,18 @@ describe.skipIf(!hasBubblewrap())('probe build', () => {
     expect(items[3]!.gold).toBe("<bash>\nsed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py\n</bash>");
   });
 });
+
+describe.skipIf(!hasBubblewrap())('probe build --restore replay', () => {
+  it('records the state as a replay of the actions before T*', () => {
+    const dir = tempDir();
+    const trajectories = join(dir, 'trajectories');
+    mkdirSync(trajectories);
+    copyFileSync(join(REPO_ROOT, 'trajectories', 'api__pagination-5.mini.traj.json'), join(trajectories, 'api__pagination-5.mini.traj.json'));
+    const out = join(dir, 'probes.jsonl');
+    const run = probe(['build', '--trajectories', trajectories, '--tasks', join(REPO_ROOT, 'verifiers'), '--out', out, '--restore', 'replay']);
+    expect(run.code, run.stderr).toBe(0);
+    const [item] = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { state: unknown; decisive_step: number });
+    expect(item!.decisive_step).toBe(5);
+    expect(item!.state).toMatchObject({ kind: 'replay', actions: 5 });
+  });
+});

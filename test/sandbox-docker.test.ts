@@ -69,3 +69,27 @@ describe.skipIf(skipWithoutDocker || !hasRealData)('replay in docker matches the
     expect(r.decisiveStep?.index).toBe(index);
   });
 });
+
+describe.skipIf(skipWithoutDocker)('docker sandbox cleanup on interrupt', () => {
+  it('removes its containers when the process gets SIGINT', async () => {
+    const { spawn } = await import('node:child_process');
+    const { join } = await import('node:path');
+    const { REPO_ROOT } = await import('../src/embedded.ts');
+    const script = `
+      import { DockerSandbox } from ${JSON.stringify(join(REPO_ROOT, 'src/sandbox/docker.ts'))};
+      import { loadTaskFile } from ${JSON.stringify(join(REPO_ROOT, 'src/verify/load-task.ts'))};
+      const [task] = loadTaskFile(${JSON.stringify(join(REPO_ROOT, 'test/fixtures/tasks/missing-colon/task.json'))});
+      await DockerSandbox.create(task);
+      console.log('ready');
+      setInterval(() => {}, 1000);
+    `;
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    await new Promise<void>((resolve) => child.stdout.on('data', (d: Buffer) => { if (d.toString().includes('ready')) resolve(); }));
+    const docker = new Docker();
+    const owned = () => docker.listContainers({ all: true, filters: { label: [`probe.pid=${child.pid}`] } });
+    expect(await owned()).toHaveLength(1);
+    child.kill('SIGINT');
+    await new Promise((resolve) => child.on('exit', resolve));
+    expect(await owned()).toHaveLength(0);
+  });
+});

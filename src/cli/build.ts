@@ -3,7 +3,7 @@ import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { describeCause, InputError } from '../errors.ts';
-import { probeItemFrom, taskForTrajectory } from '../replay/build.ts';
+import { probeItemFrom, taskForTrajectory, type RestoreMode } from '../replay/build.ts';
 import { CONTEXT_FORMATS, type ContextFormat } from '../replay/render-context.ts';
 import { replayTrajectory } from '../replay/replay.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
@@ -12,7 +12,7 @@ import { importTrajectory } from '../trajectories/import.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
-interface BuildFlags extends SandboxFlags { trajectories: string; tasks: string; out: string; context: ContextFormat[]; json?: boolean }
+interface BuildFlags extends SandboxFlags { trajectories: string; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; json?: boolean }
 
 function trajectoryFiles(dir: string): string[] {
   if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new InputError({ file: dir }, 'not a directory of trajectories');
@@ -26,6 +26,7 @@ export function buildCommand(): Command {
     .requiredOption('--tasks <dir|file>', 'task records (<id>/task.json entries or SWE-bench JSONL)')
     .requiredOption('--out <file>', 'probe items to write (.jsonl)')
     .addOption(new Option('--context <formats...>', 'how contexts are rendered').choices([...CONTEXT_FORMATS]).default(['native']))
+    .addOption(new Option('--restore <mode>', 'how a probe restores the state before T*: base commit + cumulative patch, or replaying the earlier actions').choices(['patch', 'replay']).default('patch'))
     .option('--json', 'print a JSON summary on stdout'))
     .addHelpText('after', '\nExample:\n  probe build --trajectories trajectories --tasks verifiers --out probes/demo.jsonl --context native asap')
     .action(async (flags: BuildFlags) => {
@@ -43,7 +44,7 @@ export function buildCommand(): Command {
           const trajectory = importTrajectory(file);
           const replay = await replayTrajectory(trajectory, task, replayOptions(flags));
           for (const format of flags.context) {
-            const item = probeItemFrom(trajectory, task, replay, format, root);
+            const item = probeItemFrom(trajectory, task, replay, format, root, flags.restore);
             if (item) items.push(item);
           }
           outcomes.push({ trajectory: file, task: task.instance_id, decisiveStep: replay.decisiveStep?.index ?? null, rejected: replay.rejected });

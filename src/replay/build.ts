@@ -17,7 +17,13 @@ function trajectoryLabel(file: string, task: LoadedTask): string {
   return basename(file).slice(task.instance_id.length + 1).replace(/\.(traj\.json|traj|json|md)$/, '') || 'traj';
 }
 
-export function probeItemFrom(trajectory: Trajectory, task: LoadedTask, replay: ReplayResult, format: ContextFormat, root: string): ProbeItem | undefined {
+/**
+ * How a probe restores the environment before T*: `patch` (base commit + cumulative patch,
+ * the default) or `replay` (re-run the earlier actions, when state outside the tree matters).
+ */
+export type RestoreMode = 'patch' | 'replay';
+
+export function probeItemFrom(trajectory: Trajectory, task: LoadedTask, replay: ReplayResult, format: ContextFormat, root: string, restore: RestoreMode = 'patch'): ProbeItem | undefined {
   if (!replay.decisiveStep) return undefined;
   const index = replay.decisiveStep.index;
   const rendered = renderProbeContext(trajectory, index, format);
@@ -30,7 +36,9 @@ export function probeItemFrom(trajectory: Trajectory, task: LoadedTask, replay: 
     gold: rendered.gold,
     distractors: [],
     decisive_step: index,
-    state: { kind: 'patch', base_commit: task.base_commit, patch: step.patchBefore },
+    state: restore === 'patch'
+      ? { kind: 'patch', base_commit: task.base_commit, patch: step.patchBefore }
+      : { kind: 'replay', base_commit: task.base_commit, actions: index },
     source: { file: relative(root, trajectory.source), format: trajectory.format },
     replay: { sandbox: replay.sandbox, mean_drift: replay.meanDrift, verifier_states: replay.verifierRuns.states },
   };

@@ -10,7 +10,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, posix, relative } from 'node:path';
+import { dirname, join, posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InputError, ProbeError } from '../errors.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
@@ -51,6 +51,9 @@ export function commitTree(dir: string): string {
 
 /** One checked-out copy of each task's repository per process; sandboxes copy from it. */
 const templates = new Map<string, string>();
+process.once('exit', () => {
+  for (const dir of templates.values()) rmSync(dirname(dir), { recursive: true, force: true });
+});
 
 /** A checkout of the task's repository at its base commit (made once per process). */
 export function checkoutTemplate(task: LoadedTask): string {
@@ -200,10 +203,5 @@ export class LocalSandbox implements Sandbox {
     if (this.closed) return;
     this.closed = true;
     rmSync(dirname(this.hostWork), { recursive: true, force: true });
-  }
-
-  /** For diagnostics: where the working tree is on the host. */
-  get hostWorkdir(): string {
-    return relative(process.cwd(), this.hostWork) || '.';
   }
 }
