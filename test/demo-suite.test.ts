@@ -10,6 +10,9 @@ import { openSandbox, type SandboxKind } from '../src/sandbox/open.ts';
 import { importTrajectory } from '../src/trajectories/import.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 import { buildTaskRecord } from '../src/verify/task-files.ts';
+import { verifySandbox } from '../src/verify/verifier.ts';
+import { runAction } from '../src/replay/execute.ts';
+import { parseActionText } from '../src/trajectories/parse-action.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
 
 /** T* of each demo trajectory: some have edits before it that do not fix the task yet. */
@@ -24,6 +27,16 @@ const trajectoryFiles = readdirSync(join(REPO_ROOT, 'trajectories')).sort().map(
 const shipped = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('demo suite data', () => {
+  it('every shipped probe item has at least 3 verifier-rejected distractors, each logged', () => {
+    for (const item of shipped) {
+      const distractors = item.distractors as string[];
+      expect(distractors.length, String(item.id)).toBeGreaterThanOrEqual(3);
+      const log = item.distractor_log as Array<{ text: string; kept: boolean; reason: string }>;
+      for (const d of distractors) expect(log.find((r) => r.text === d)?.kept).toBe(true);
+      expect(distractors).not.toContain(item.gold);
+    }
+  });
+
   it('has at least 12 tasks in Python and JavaScript, in several native formats, with 6–20 steps each', () => {
     expect(tasks.length).toBeGreaterThanOrEqual(12);
     expect(new Set(tasks.map((t) => t.log_parser))).toEqual(new Set(['pytest', 'unittest', 'node-test']));
@@ -62,5 +75,30 @@ function replaySuite(kind: SandboxKind) {
   });
 }
 
+/** Stored distractors, applied at the decisive state, are rejected by the verifier. */
+function reverifyDistractors(kind: SandboxKind) {
+  const sample = shipped.filter((item) => !String(item.id).endsWith(':asap')).map((item) => {
+    const distractors = item.distractors as string[];
+    return [String(item.id), item, distractors[(String(item.id).length) % distractors.length]!] as const;
+  });
+  it.each(sample)('%s: a stored distractor is rejected', async (_id, item, distractor) => {
+    const task = tasks.find((t) => t.instance_id === item.task)!;
+    const trajectory = importTrajectory(join(REPO_ROOT, String((item.source as { file: string }).file)));
+    const action = parseActionText(distractor, String(item.format), trajectory.steps[Number(item.decisive_step)]!.action);
+    const sb = await openSandbox(kind, task);
+    try {
+      await sb.restore({ base_commit: task.base_commit, patch: (item.state as { patch: string }).patch });
+      await runAction(sb, action, 60_000);
+      const verdict = await verifySandbox(sb, task);
+      expect(verdict.resolved).toBe(false);
+      expect(distractor).not.toBe(item.gold);
+    } finally {
+      await sb.close();
+    }
+  });
+}
+
 describe.skipIf(!hasBubblewrap())('demo suite replays in the local sandbox', () => replaySuite('local'));
 describe.skipIf(skipWithoutDocker)('demo suite replays in the docker sandbox', () => replaySuite('docker'));
+describe.skipIf(!hasBubblewrap())('stored distractors are rejected (local sandbox)', () => reverifyDistractors('local'));
+describe.skipIf(skipWithoutDocker)('stored distractors are rejected (docker sandbox)', () => reverifyDistractors('docker'));

@@ -3,7 +3,9 @@ import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { describeCause, InputError } from '../errors.ts';
-import { probeItemFrom, taskForTrajectory, type RestoreMode } from '../replay/build.ts';
+import { probeItemFrom, taskForTrajectory, withDistractors, type RestoreMode } from '../replay/build.ts';
+import type { VerdictCache } from '../replay/distractors.ts';
+import { SandboxPool } from '../sandbox/pool.ts';
 import { CONTEXT_FORMATS, type ContextFormat } from '../replay/render-context.ts';
 import { replayTrajectory } from '../replay/replay.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
@@ -12,7 +14,7 @@ import { importTrajectory } from '../trajectories/import.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
-interface BuildFlags extends SandboxFlags { trajectories: string; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; json?: boolean }
+interface BuildFlags extends SandboxFlags { trajectories: string; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; json?: boolean }
 
 function trajectoryFiles(dir: string): string[] {
   if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new InputError({ file: dir }, 'not a directory of trajectories');
@@ -27,6 +29,7 @@ export function buildCommand(): Command {
     .requiredOption('--out <file>', 'probe items to write (.jsonl)')
     .addOption(new Option('--context <formats...>', 'how contexts are rendered').choices([...CONTEXT_FORMATS]).default(['native']))
     .addOption(new Option('--restore <mode>', 'how a probe restores the state before T*: base commit + cumulative patch, or replaying the earlier actions').choices(['patch', 'replay']).default('patch'))
+    .option('--no-distractors', 'skip distractor search (each candidate costs a verifier run)')
     .option('--json', 'print a JSON summary on stdout'))
     .addHelpText('after', '\nExample:\n  probe build --trajectories trajectories --tasks verifiers --out probes/demo.jsonl --context native asap')
     .action(async (flags: BuildFlags) => {
@@ -42,12 +45,20 @@ export function buildCommand(): Command {
         try {
           if (!task) throw new InputError({ file }, 'no task whose instance_id starts its file name');
           const trajectory = importTrajectory(file);
-          const replay = await replayTrajectory(trajectory, task, replayOptions(flags));
-          for (const format of flags.context) {
-            const item = probeItemFrom(trajectory, task, replay, format, root, flags.restore);
-            if (item) items.push(item);
+          const options = replayOptions(flags);
+          const pool = new SandboxPool(options.openSandbox, task, flags.concurrency);
+          try {
+            const replay = await replayTrajectory(trajectory, task, { ...options, pool });
+            const cache: VerdictCache = new Map();
+            const repoFiles = replay.decisiveStep ? (await pool.lease((sb) => sb.exec('git ls-files'))).output.split('\n').filter(Boolean) : [];
+            for (const format of flags.context) {
+              const item = probeItemFrom(trajectory, task, replay, format, root, flags.restore);
+              if (item) items.push(flags.distractors ? await withDistractors(item, trajectory, task, replay, format, pool.lease, cache, repoFiles) : item);
+            }
+            outcomes.push({ trajectory: file, task: task.instance_id, decisiveStep: replay.decisiveStep?.index ?? null, rejected: replay.rejected });
+          } finally {
+            await pool.close();
           }
-          outcomes.push({ trajectory: file, task: task.instance_id, decisiveStep: replay.decisiveStep?.index ?? null, rejected: replay.rejected });
         } catch (error) {
           if (!(error instanceof InputError)) throw error;
           // A bad file is recorded as a rejection; the other trajectories are still built.

@@ -3,7 +3,10 @@ import { basename, relative } from 'node:path';
 import type { LoadedTask } from '../schema/task.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import type { Trajectory } from '../schema/trajectory.ts';
-import { renderProbeContext, type ContextFormat } from './render-context.ts';
+import type { SandboxLease } from '../sandbox/pool.ts';
+import { renderAction } from '../trajectories/mdxml.ts';
+import { findDistractors, type Candidate, type VerdictCache } from './distractors.ts';
+import { renderProbeContext, toMdXml, type ContextFormat } from './render-context.ts';
 import type { ReplayResult } from './replay.ts';
 
 /** The task a trajectory file belongs to: the longest instance id its file name starts with, then a dot. */
@@ -41,5 +44,35 @@ export function probeItemFrom(trajectory: Trajectory, task: LoadedTask, replay: 
       : { kind: 'replay', base_commit: task.base_commit, actions: index },
     source: { file: relative(root, trajectory.source), format: trajectory.format },
     replay: { sandbox: replay.sandbox, mean_drift: replay.meanDrift, verifier_states: replay.verifierRuns.states },
+  };
+}
+
+/** The trajectory's other actions, rendered as the item renders its gold: editing ones first. */
+function trajectoryCandidates(trajectory: Trajectory, replay: ReplayResult, format: ContextFormat): Candidate[] {
+  const decisive = replay.decisiveStep!.index;
+  const edited = new Set(replay.steps.filter((s) => s.edits).map((s) => s.index));
+  return trajectory.steps
+    .filter((s) => s.index !== decisive && s.action.tool !== 'none')
+    .sort((a, b) => Number(edited.has(b.index)) - Number(edited.has(a.index)) || a.index - b.index)
+    .map((s) => ({
+      text: format === 'native' ? s.action.text.replace(/\n+$/, '') : renderAction(toMdXml(s.action)),
+      source: `trajectory:step ${s.index}${edited.has(s.index) ? ' (edit)' : ''}`,
+    }));
+}
+
+/** Fewer distractors than this and an item is flagged. */
+export const MIN_DISTRACTORS = 3;
+
+/** Adds verifier-rejected distractors (and the log of every candidate) to a probe item. */
+export async function withDistractors(item: ProbeItem, trajectory: Trajectory, task: LoadedTask, replay: ReplayResult, format: ContextFormat, lease: SandboxLease, cache: VerdictCache, repoFiles: string[]): Promise<ProbeItem> {
+  const decisive = trajectory.steps[item.decisive_step]!;
+  const state = replay.steps.find((s) => s.index === item.decisive_step)!.patchBefore;
+  const { distractors, log } = await findDistractors({
+    task, patch: state, gold: item.gold, format: item.format, goldAction: decisive.action,
+    fromTrajectory: trajectoryCandidates(trajectory, replay, format), repoFiles, lease, cache,
+  });
+  return {
+    ...item, distractors, distractor_log: log,
+    ...(distractors.length < MIN_DISTRACTORS ? { flags: [`fewer than ${MIN_DISTRACTORS} distractors`] } : {}),
   };
 }

@@ -58,6 +58,8 @@ export interface ReplayOptions {
   repeats?: number;
   /** Time limit of one replayed action. */
   actionTimeoutMs?: number;
+  /** Sandboxes to use (and leave open, for the caller's further work); else a pool of its own. */
+  pool?: SandboxPool;
 }
 
 const hash = (patch: string) => createHash('sha256').update(patch).digest('hex');
@@ -84,12 +86,12 @@ async function runSteps(sb: Sandbox, trajectory: Trajectory, actionTimeoutMs?: n
 export async function replayTrajectory(trajectory: Trajectory, task: LoadedTask, options: ReplayOptions): Promise<ReplayResult> {
   const concurrency = options.concurrency ?? 4;
   const repeats = options.repeats ?? 3;
-  const pool = new SandboxPool(options.openSandbox, task, concurrency);
+  const pool = options.pool ?? new SandboxPool(options.openSandbox, task, concurrency);
   try {
     const ran = await pool.lease((sb) => runSteps(sb, trajectory, options.actionTimeoutMs));
     return await judge(ran, trajectory, task, pool, { ...options, repeats });
   } finally {
-    await pool.close();
+    if (!options.pool) await pool.close();
   }
 }
 

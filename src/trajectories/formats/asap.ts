@@ -9,7 +9,8 @@ export function looksLikeAsap(text: string): boolean {
   return text.startsWith('# Task\n<task>\n');
 }
 
-function normalize(action: Action, text: string): TrajectoryAction {
+/** An md+xml action as a normalized trajectory action. */
+export function normalizeMdXml(action: Action, text: string): TrajectoryAction {
   switch (action.kind) {
     case 'bash': return bashAction(text, action.command);
     case 'submit': return submitAction(text);
@@ -30,7 +31,7 @@ export function importAsap(text: string, file: string): Trajectory {
   }
   return {
     format: 'asap', source: file, problemStatement: parsed.problemStatement, preamble: [],
-    steps: parsed.steps.map((s, index) => ({ index, thought: s.thought, response: s.response, action: normalize(s.action, s.actionText), observation: s.observation ?? null })),
+    steps: parsed.steps.map((s, index) => ({ index, thought: s.thought, response: s.response, action: normalizeMdXml(s.action, s.actionText), observation: s.observation ?? null })),
     submission: null,
   };
 }
