@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { InputError } from '../errors.ts';
 import { bpbCommand } from './bpb.ts';
 import { buildCommand } from './build.ts';
+import { mcqCommand } from './mcq.ts';
 import { replayCommand } from './replay.ts';
 
 export function buildProgram(): Command {
@@ -14,6 +15,7 @@ export function buildProgram(): Command {
   program.addCommand(replayCommand());
   program.addCommand(buildCommand());
   program.addCommand(bpbCommand());
+  program.addCommand(mcqCommand());
   // addCommand does not pass exitOverride down: without it a usage error would exit 1 from inside commander.
   for (const command of program.commands) command.exitOverride().showHelpAfterError();
   return program;

@@ -1,0 +1,74 @@
+/**
+ * What every scoring verb shares: the checkpoints and probe items to use (checked before
+ * any work), one backend open at a time, a progress bar, and broken checkpoints reported
+ * without discarding the others' results.
+ */
+import { relative } from 'node:path';
+import { Command } from 'commander';
+import { checkCheckpoint, openBackend } from '../backends/open.ts';
+import type { CompletionBackend } from '../backends/types.ts';
+import { embeddedCheckpointDirs, EMBEDDED_PROBES } from '../embedded.ts';
+import { InputError } from '../errors.ts';
+import { loadProbeItems } from '../probes/load.ts';
+import { createProgress } from '../report/progress.ts';
+import type { ProbeItem } from '../schema/probe-item.ts';
+import { positiveInteger } from './sandbox-options.ts';
+
+export interface ScoringFlags { ckpt?: string[]; probes?: string; json?: boolean; limit?: number }
+
+export function addScoringOptions(command: Command): Command {
+  return command
+    .option('--ckpt <dir...>', 'checkpoint directories (transformers.js layout); default: the embedded ladder')
+    .option('--probes <file|dir>', 'probe items (.jsonl file or a directory of them); default: the shipped demo probes')
+    .option('--limit <n>', 'use only the first N probe items', positiveInteger)
+    .option('--json', 'print one JSON document on stdout');
+}
+
+export interface CheckpointRuns<R> {
+  items: ProbeItem[];
+  results: R[];
+  failures: InputError[];
+}
+
+export async function runOverCheckpoints<R>(
+  flags: ScoringFlags,
+  select: (items: ProbeItem[]) => ProbeItem[],
+  run: (checkpoint: string, backend: CompletionBackend, items: ProbeItem[], tick: () => void) => Promise<R>,
+): Promise<CheckpointRuns<R>> {
+  const checkpoints = flags.ckpt ?? embeddedCheckpointDirs().map((dir) => relative(process.cwd(), dir) || '.');
+  // All input is checked before any work, so a typo never costs a finished result.
+  let items = select(loadProbeItems(flags.probes ?? EMBEDDED_PROBES));
+  if (flags.limit !== undefined) items = items.slice(0, flags.limit);
+  for (const ckpt of checkpoints) checkCheckpoint(ckpt);
+
+  const progress = createProgress(checkpoints.length * items.length, !flags.json);
+  const results: R[] = [];
+  const failures: InputError[] = [];
+  try {
+    for (const ckpt of checkpoints) {
+      try {
+        const backend = await openBackend(ckpt);
+        try {
+          results.push(await run(ckpt, backend, items, () => progress.tick(ckpt)));
+        } finally {
+          await backend.close();
+        }
+      } catch (error) {
+        if (!(error instanceof InputError)) throw error;
+        // One broken checkpoint must not discard the others' results: report it and go on.
+        failures.push(error);
+      }
+    }
+  } finally {
+    progress.stop();
+  }
+  return { items, results, failures };
+}
+
+/** The `errors` field of a verb's JSON, and the exit code 2 they imply. */
+export function reportFailures(failures: InputError[]): Record<string, unknown> {
+  if (failures.length === 0) return {};
+  for (const f of failures) process.stderr.write(`probe: ${f.message}\n`);
+  process.exitCode = 2;
+  return { errors: failures.map((f) => ({ file: f.location.file, field: f.location.field ?? null, message: f.message })) };
+}

@@ -1,0 +1,33 @@
+/** `probe mcq`: gold decisive action vs verifier-rejected distractors. */
+import { Command, Option } from 'commander';
+import { scoreMcq, type McqStyle } from '../probes/mcq.ts';
+import { formatTable } from '../report/table.ts';
+import { addScoringOptions, reportFailures, runOverCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
+
+interface McqFlags extends ScoringFlags { style: McqStyle; seed: number }
+
+export function mcqCommand(): Command {
+  return addScoringOptions(new Command('mcq')
+    .description('Patch MCQ: does the checkpoint prefer the gold action over distractors the verifier rejects?')
+    .addOption(new Option('--style <style>', 'likelihood scoring or a generated letter (APTBench style)').choices(['likelihood', 'letter']).default('likelihood'))
+    .option('--seed <n>', 'shuffles the option order of --style letter', (v) => Number.parseInt(v, 10), 0))
+    .addHelpText('after', '\nExample:\n  probe mcq --ckpt checkpoints/ngram-agent checkpoints/attn-agent --probes probes/demo.jsonl --json')
+    .action(async (flags: McqFlags) => {
+      const { items, results, failures } = await runOverCheckpoints(flags, (all) => all, (ckpt, backend, its, tick) => scoreMcq(ckpt, backend, its, flags.style, flags.seed, tick));
+      const errors = reportFailures(failures);
+      const ranking = [...results].sort((a, b) => b.acc - a.acc).map((r) => r.checkpoint);
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify({ results, ranking, ...errors }, null, 2)}\n`);
+        return;
+      }
+      if (!results.length) return;
+      const pct = (v: number | null) => (v === null || Number.isNaN(v) ? '-' : `${(100 * v).toFixed(1)}%`);
+      const byName = new Map(results.map((r) => [r.checkpoint, r]));
+      const rows = ranking.map((name, i) => {
+        const r = byName.get(name)!;
+        return [String(i + 1), name, pct(r.acc), pct(r.acc_norm), pct(r.acc_pmi), String(r.items.length), String(r.skipped.length)];
+      });
+      process.stderr.write(`\nPatch MCQ (${flags.style}) on ${items.length} probe items (higher is better)\n\n`);
+      process.stderr.write(`${formatTable(['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi', 'asked', 'no distractors'], rows, [0, 2, 3, 4, 5, 6])}\n`);
+    });
+}
