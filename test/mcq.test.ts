@@ -1,0 +1,72 @@
+/** Patch MCQ against independent computations on a counted checkpoint. */
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OnnxBackend } from '../src/backends/onnx/backend.ts';
+import { scoreContinuation } from '../src/backends/single.ts';
+import { REPO_ROOT } from '../src/embedded.ts';
+import { LETTER_REGEX, letterPrompt, scoreMcq } from '../src/probes/mcq.ts';
+import { loadProbeItems } from '../src/probes/load.ts';
+import { CKPT } from './helpers/paths.ts';
+
+const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl')).slice(0, 6);
+const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+
+describe('probe mcq (likelihood)', () => {
+  let backend: OnnxBackend;
+  beforeAll(async () => { backend = await OnnxBackend.open(CKPT.attention); });
+  afterAll(async () => { await backend.close(); });
+
+  it('picks by log-likelihood, per byte and by PMI, as computed option by option', async () => {
+    const result = await scoreMcq('attn', backend, items, 'likelihood', 0);
+    expect(result.items).toHaveLength(items.length);
+    for (const [k, item] of items.entries()) {
+      const options = [item.gold, ...item.distractors];
+      const alone = await Promise.all(options.map((o) => scoreContinuation(backend, item.context, o)));
+      const empty = await Promise.all(options.map((o) => scoreContinuation(backend, '', o)));
+      const ll = alone.map((r) => sum(r.tokenLogprobs));
+      const argmax = (v: number[]) => v.indexOf(Math.max(...v));
+      const got = result.items[k]!;
+      got.logliks!.forEach((v, i) => expect(v).toBeCloseTo(ll[i]!, 6));
+      expect(got.pick).toEqual({
+        acc: argmax(ll),
+        acc_norm: argmax(alone.map((r, i) => ll[i]! / r.bytes)),
+        acc_pmi: argmax(ll.map((v, i) => v - sum(empty[i]!.tokenLogprobs))),
+      });
+      expect(got.correct).toBe(argmax(ll) === 0);
+    }
+    const mean = (f: (i: (typeof result.items)[number]) => boolean | null) => result.items.filter((i) => f(i)).length / result.items.length;
+    expect(result.acc).toBe(mean((i) => i.correct));
+    expect(result.acc_norm).toBe(mean((i) => i.correct_norm));
+    expect(result.acc_pmi).toBe(mean((i) => i.correct_pmi));
+  });
+
+  it('skips items without distractors and says which', async () => {
+    const bare = { ...items[0]!, id: 'bare', distractors: [] };
+    const result = await scoreMcq('attn', backend, [bare, items[1]!], 'likelihood', 0);
+    expect(result.skipped).toEqual(['bare']);
+    expect(result.items.map((i) => i.id)).toEqual([items[1]!.id]);
+  });
+});
+
+describe('probe mcq (letter)', () => {
+  it('lists the options A, B, … and reads the answer with APTBench\'s regex', () => {
+    const prompt = letterPrompt('ctx\n', ['x = 1', 'x = 2']);
+    expect(prompt).toBe('ctx\n\nQuestion: which of these is the next action?\n\n(A) x = 1\n\n(B) x = 2\n\nAnswer:');
+    expect(LETTER_REGEX.exec(' (B) because')?.[1]).toBe('B');
+    expect(LETTER_REGEX.exec(' c\n')?.[1]).toBe('c');
+    expect(LETTER_REGEX.exec(' none')).toBeNull();
+  });
+
+  it('shuffles by seed, reproducibly, and maps the letter back to the option', async () => {
+    const backend = await OnnxBackend.open(CKPT.agent);
+    const a = await scoreMcq('agent', backend, items, 'letter', 3);
+    const b = await scoreMcq('agent', backend, items, 'letter', 3);
+    expect(a).toEqual(b);
+    for (const item of a.items) {
+      const letter = LETTER_REGEX.exec(item.generated!)?.[1];
+      if (!letter) expect(item.pick).toEqual({ letter: null });
+      expect(item.correct).toBe((item.pick as { letter: number | null }).letter === 0);
+    }
+    await backend.close();
+  });
+});
