@@ -4,6 +4,7 @@ import { InputError } from '../errors.ts';
 import { bpbCommand } from './bpb.ts';
 import { buildCommand } from './build.ts';
 import { mcqCommand } from './mcq.ts';
+import { passkCommand } from './passk.ts';
 import { replayCommand } from './replay.ts';
 
 export function buildProgram(): Command {
@@ -16,6 +17,7 @@ export function buildProgram(): Command {
   program.addCommand(buildCommand());
   program.addCommand(bpbCommand());
   program.addCommand(mcqCommand());
+  program.addCommand(passkCommand());
   // addCommand does not pass exitOverride down: without it a usage error would exit 1 from inside commander.
   for (const command of program.commands) command.exitOverride().showHelpAfterError();
   return program;

@@ -1,0 +1,61 @@
+/** `probe passk`: sample continuations at T*, run them in a jailed sandbox, verify. */
+import { join } from 'node:path';
+import { Command, Option } from 'commander';
+import { REPO_ROOT } from '../embedded.ts';
+import { InputError } from '../errors.ts';
+import { scorePassk } from '../probes/passk.ts';
+import { restoreProbeState } from '../probes/restore.ts';
+import { formatTable } from '../report/table.ts';
+import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
+import { SandboxPool } from '../sandbox/pool.ts';
+import type { LoadedTask } from '../schema/task.ts';
+import { loadTasks } from '../verify/load-task.ts';
+import { addScoringOptions, reportFailures, runOverCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
+import { positiveInteger } from './sandbox-options.ts';
+
+interface PasskFlags extends ScoringFlags { tasks: string; n: number; temperature: number; topP: number; maxTokens: number; seed: number; sandbox: SandboxKind; concurrency: number }
+
+const K_VALUES = [1, 2, 4, 8, 16, 32, 64];
+
+export function passkCommand(): Command {
+  return addScoringOptions(new Command('passk')
+    .description('Prefix-conditioned pass@K: sample actions at T*, apply them in a jailed sandbox, let the task\'s tests decide.')
+    .option('--tasks <dir|file>', 'task records of the probes\' tasks', join(REPO_ROOT, 'verifiers'))
+    .option('-n, --n <n>', 'samples per item', positiveInteger, 16)
+    .option('--temperature <t>', 'sampling temperature', Number.parseFloat, 0.7)
+    .option('--top-p <p>', 'nucleus mass', Number.parseFloat, 0.95)
+    .option('--max-tokens <n>', 'tokens per sampled action', positiveInteger, 512)
+    .option('--seed <n>', 'sampling seed', (v) => Number.parseInt(v, 10), 0)
+    .addOption(new Option('--sandbox <kind>', 'where sampled actions run (always jailed)').choices([...SANDBOX_KINDS]).default('local'))
+    .option('--concurrency <n>', 'sandboxes per task', positiveInteger, 2))
+    .addHelpText('after', '\nExample:\n  probe passk --ckpt checkpoints/attn-agent --probes probes/demo.jsonl -n 16 --json')
+    .action(async (flags: PasskFlags) => {
+      const tasks = new Map(loadTasks(flags.tasks).map((t) => [t.instance_id, t]));
+      const pools = new Map<string, SandboxPool>();
+      const leaseFor = (task: LoadedTask) => {
+        let pool = pools.get(task.instance_id);
+        if (!pool) { pool = new SandboxPool((t) => openSandbox(flags.sandbox, t), task, flags.concurrency); pools.set(task.instance_id, pool); }
+        return pool.lease;
+      };
+      try {
+        const { items, results, failures } = await runOverCheckpoints(flags, (all) => {
+          for (const item of all) if (!tasks.has(item.task)) throw new InputError({ file: flags.tasks, field: 'instance_id' }, `no task record for probe ${item.id} (task ${item.task})`);
+          return all;
+        }, (ckpt, backend, its, tick) => scorePassk(ckpt, backend, its, {
+          n: flags.n, ks: K_VALUES, temperature: flags.temperature, topP: flags.topP, maxTokens: flags.maxTokens, seed: flags.seed,
+          taskOf: (item) => tasks.get(item.task)!, leaseFor, restore: restoreProbeState,
+        }, tick));
+        const errors = reportFailures(failures);
+        if (flags.json) {
+          process.stdout.write(`${JSON.stringify({ results, ...errors }, null, 2)}\n`);
+          return;
+        }
+        const ks = K_VALUES.filter((k) => k <= flags.n);
+        const rows = results.map((r) => [r.checkpoint, ...ks.map((k) => (100 * r.pass_at[String(k)]!).toFixed(1) + '%'), (100 * r.parse_failure_rate).toFixed(1) + '%']);
+        process.stderr.write(`\nPrefix-conditioned pass@k on ${items.length} probe items, n = ${flags.n}\n\n`);
+        process.stderr.write(`${formatTable(['checkpoint', ...ks.map((k) => `pass@${k}`), 'unparsable'], rows, ks.map((_, i) => i + 1).concat(ks.length + 1))}\n`);
+      } finally {
+        await Promise.all([...pools.values()].map((p) => p.close()));
+      }
+    });
+}

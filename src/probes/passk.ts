@@ -1,0 +1,89 @@
+/**
+ * Prefix-conditioned pass@K: from the context at T*, sample n continuations, parse each
+ * as an action in the item's format, run it in a jailed sandbox restored to the T* state,
+ * and let the task's verifier decide. Unbiased pass@k over items; parse failures count as
+ * failures and are reported separately.
+ */
+import type { CompletionBackend, SampleRequest } from '../backends/types.ts';
+import { sampleOne } from '../backends/single.ts';
+import type { ProbeItem } from '../schema/probe-item.ts';
+import type { LoadedTask } from '../schema/task.ts';
+import type { TrajectoryAction } from '../schema/trajectory.ts';
+import type { SandboxLease } from '../sandbox/pool.ts';
+import type { Sandbox } from '../sandbox/types.ts';
+import { meanPassAtK } from '../stats/pass-at-k.ts';
+import { parseActionText, UnparsableAction } from '../trajectories/parse-action.ts';
+import { runAction } from '../replay/execute.ts';
+import { verifySandbox } from '../verify/verifier.ts';
+
+/** How a sampled action ends, per item format, and how to put the stop back. */
+export function stopsFor(format: string): { stops: string[]; keepStop: boolean } {
+  if (format === 'md+xml') return { stops: ['</bash>', '</str_replace_editor>', '<submit/>'], keepStop: true };
+  if (format === 'native:mini-swe-agent-1' || format === 'native:mini-swe-agent-1.1') return { stops: ['\n```'], keepStop: true };
+  if (format === 'native:swe-agent') return { stops: ['\n```'], keepStop: false };
+  if (format === 'native:r2e-gym') return { stops: ['</function>'], keepStop: true };
+  return { stops: ['\n\n'], keepStop: false };
+}
+
+export interface PasskSample { text: string; parsed: boolean; resolved: boolean; reason: string }
+export interface PasskItem { id: string; task: string; n: number; c: number; parse_failures: number; samples: PasskSample[] }
+export interface PasskResult { checkpoint: string; backend: string; n: number; pass_at: Record<string, number>; parse_failure_rate: number; items: PasskItem[] }
+
+export interface PasskOptions {
+  n: number;
+  ks: number[];
+  temperature: number;
+  topP: number;
+  maxTokens: number;
+  seed: number;
+  taskOf: (item: ProbeItem) => LoadedTask;
+  /** Sandboxes of a task (jailed: these commands are model-generated). */
+  leaseFor: (task: LoadedTask) => SandboxLease;
+  /** Restores the state before T* (patch, or replay of the earlier actions). */
+  restore: (sb: Sandbox, item: ProbeItem, task: LoadedTask) => Promise<void>;
+}
+
+async function judgeSample(text: string, item: ProbeItem, task: LoadedTask, options: PasskOptions, cache: Map<string, PasskSample>): Promise<PasskSample> {
+  let action: TrajectoryAction;
+  try {
+    action = parseActionText(text, item.format);
+  } catch (error) {
+    if (!(error instanceof UnparsableAction)) throw error;
+    return { text, parsed: false, resolved: false, reason: `unparsable: ${error.message}` };
+  }
+  if (action.tool === 'submit' || action.tool === 'none') return { text, parsed: true, resolved: false, reason: 'changes nothing' };
+  const key = JSON.stringify({ tool: action.tool, args: action.args });
+  const known = cache.get(key);
+  if (known) return { ...known, text };
+  const lease = options.leaseFor(task);
+  const verdict = await lease(async (sb) => {
+    await options.restore(sb, item, task);
+    await runAction(sb, action, 60_000);
+    return verifySandbox(sb, task);
+  });
+  const sample = { text, parsed: true, resolved: verdict.resolved, reason: verdict.resolved ? 'resolved' : verdict.reason ?? `failing: ${[...verdict.failToPass.failed, ...verdict.passToPass.failed].slice(0, 3).join(', ')}` };
+  cache.set(key, sample);
+  return sample;
+}
+
+export async function scorePassk(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], options: PasskOptions, onItem?: () => void): Promise<PasskResult> {
+  const scored: PasskItem[] = [];
+  for (const item of items) {
+    const { stops, keepStop } = stopsFor(item.format);
+    const request: SampleRequest = { prompt: item.context, n: options.n, temperature: options.temperature, topP: options.topP, maxTokens: options.maxTokens, stop: stops, seed: options.seed };
+    const samples = await sampleOne(backend, request);
+    const task = options.taskOf(item);
+    const cache = new Map<string, PasskSample>();
+    const judged: PasskSample[] = [];
+    for (const s of samples) {
+      const text = keepStop && s.stop ? s.text + s.stop : s.text;
+      judged.push(await judgeSample(text, item, task, options, cache));
+    }
+    scored.push({ id: item.id, task: item.task, n: judged.length, c: judged.filter((j) => j.resolved).length, parse_failures: judged.filter((j) => !j.parsed).length, samples: judged });
+    onItem?.();
+  }
+  const pass_at: Record<string, number> = {};
+  for (const k of options.ks.filter((k) => k <= options.n)) pass_at[String(k)] = meanPassAtK(scored, k);
+  const total = scored.reduce((a, i) => a + i.n, 0);
+  return { checkpoint, backend: backend.id, n: options.n, pass_at, parse_failure_rate: total ? scored.reduce((a, i) => a + i.parse_failures, 0) / total : 0, items: scored };
+}
