@@ -67,7 +67,12 @@ function replaySuite(kind: SandboxKind) {
     expect(replay.decisiveStep?.index).toBe(EXPECTED_T_STAR[task.instance_id]);
     // The shipped probe items are exactly what this replay builds.
     for (const format of ['native', 'asap'] as const) {
-      const item = probeItemFrom(trajectory, task, replay, format, REPO_ROOT)!;
+      const item = probeItemFrom(trajectory, task, replay, format, REPO_ROOT);
+      if (!item) {
+        // No md+xml item when the decisive action is SWE-agent's windowed editor.
+        expect([format, trajectory.format]).toEqual(['asap', 'swe-agent']);
+        continue;
+      }
       const stored = shipped.find((s) => s.id === item.id)!;
       expect(stored, item.id).toBeDefined();
       for (const field of ['context', 'gold', 'state', 'decisive_step', 'format'] as const) expect(stored[field]).toEqual(item[field]);

@@ -43,7 +43,8 @@ export interface PasskOptions {
   restore: (sb: Sandbox, item: ProbeItem, task: LoadedTask) => Promise<void>;
 }
 
-async function judgeSample(text: string, item: ProbeItem, task: LoadedTask, options: PasskOptions, cache: Map<string, PasskSample>): Promise<PasskSample> {
+/** Parses one sampled action, applies it at the item's T* state and verifies (cached per distinct action). */
+export async function judgeSample(text: string, item: ProbeItem, task: LoadedTask, options: Pick<PasskOptions, 'leaseFor' | 'restore'>, cache: Map<string, PasskSample>): Promise<PasskSample> {
   let action: TrajectoryAction;
   try {
     action = parseActionText(text, item.format);

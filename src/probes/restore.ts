@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
-import { runAction } from '../replay/execute.ts';
+import { runAction, writeToolState } from '../replay/execute.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { Sandbox } from '../sandbox/types.ts';
@@ -13,6 +13,7 @@ export async function restoreProbeState(sb: Sandbox, item: ProbeItem, task: Load
   const state = item.state;
   if (state.kind === 'patch') {
     await sb.restore({ base_commit: state.base_commit, patch: state.patch });
+    await writeToolState(sb, state.tool_state);
     return;
   }
   // Replay of the actions before T*, for state that a patch does not carry.

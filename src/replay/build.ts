@@ -29,6 +29,8 @@ export type RestoreMode = 'patch' | 'replay';
 export function probeItemFrom(trajectory: Trajectory, task: LoadedTask, replay: ReplayResult, format: ContextFormat, root: string, restore: RestoreMode = 'patch'): ProbeItem | undefined {
   if (!replay.decisiveStep) return undefined;
   const index = replay.decisiveStep.index;
+  // A windowed-editor edit has no md+xml form that would run: such a gold would not pass its own verifier.
+  if (format === 'asap' && trajectory.steps[index]!.action.tool === 'swe-agent') return undefined;
   const rendered = renderProbeContext(trajectory, index, format);
   const step = replay.steps.find((s) => s.index === index)!;
   return {
@@ -40,7 +42,7 @@ export function probeItemFrom(trajectory: Trajectory, task: LoadedTask, replay: 
     distractors: [],
     decisive_step: index,
     state: restore === 'patch'
-      ? { kind: 'patch', base_commit: task.base_commit, patch: step.patchBefore }
+      ? { kind: 'patch', base_commit: task.base_commit, patch: step.patchBefore, ...(step.toolStateBefore ? { tool_state: step.toolStateBefore } : {}) }
       : { kind: 'replay', base_commit: task.base_commit, actions: index },
     source: { file: relative(root, trajectory.source), format: trajectory.format },
     replay: { sandbox: replay.sandbox, mean_drift: replay.meanDrift, verifier_states: replay.verifierRuns.states },
@@ -68,7 +70,7 @@ export async function withDistractors(item: ProbeItem, trajectory: Trajectory, t
   const decisive = trajectory.steps[item.decisive_step]!;
   const state = replay.steps.find((s) => s.index === item.decisive_step)!.patchBefore;
   const { distractors, log } = await findDistractors({
-    task, patch: state, gold: item.gold, format: item.format, goldAction: decisive.action,
+    task, patch: state, toolState: replay.steps.find((s) => s.index === item.decisive_step)!.toolStateBefore, gold: item.gold, format: item.format, goldAction: decisive.action,
     fromTrajectory: trajectoryCandidates(trajectory, replay, format), repoFiles, lease, cache,
   });
   return {

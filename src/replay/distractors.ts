@@ -10,7 +10,7 @@ import type { TrajectoryAction } from '../schema/trajectory.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
 import { parseActionText, UnparsableAction } from '../trajectories/parse-action.ts';
 import { verifySandbox } from '../verify/verifier.ts';
-import { runAction } from './execute.ts';
+import { runAction, writeToolState } from './execute.ts';
 import { mutateAction } from './mutations.ts';
 
 export interface Candidate { text: string; source: string }
@@ -28,8 +28,9 @@ export type VerdictCache = Map<string, { resolved: boolean; reason: string }>;
 
 export interface DistractorOptions {
   task: LoadedTask;
-  /** The state before T*. */
+  /** The state before T*: the tree, and the in-sandbox editors' state (open file…). */
   patch: string;
+  toolState?: string | null;
   gold: string;
   /** The item's `format`, to parse candidates back into actions. */
   format: string;
@@ -51,6 +52,7 @@ async function judge(action: TrajectoryAction, options: DistractorOptions): Prom
   if (cached) return cached;
   const verdict = await options.lease(async (sb) => {
     await sb.restore({ base_commit: options.task.base_commit, patch: options.patch });
+    await writeToolState(sb, options.toolState);
     const ran = await runAction(sb, action, 60_000);
     const v = await verifySandbox(sb, options.task);
     if (v.resolved) return { resolved: true, reason: 'the verifier accepts it' };

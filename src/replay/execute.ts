@@ -5,6 +5,20 @@ import type { ExecResult, Sandbox } from '../sandbox/types.ts';
 
 const NOTHING: ExecResult = { output: '', exitCode: 0, timedOut: false, durationMs: 0, truncated: false };
 
+/** Where the in-sandbox editors keep their state (open file, window, undo history). */
+export const TOOL_STATE_FILE = '/tmp/.probe-editor-state.json';
+
+/** The editors' state, or null when no editor has run. */
+export async function readToolState(sb: Sandbox): Promise<string | null> {
+  const r = await sb.exec(`cat ${TOOL_STATE_FILE} 2>/dev/null`, { timeoutMs: 10_000 });
+  return r.exitCode === 0 && r.output ? r.output : null;
+}
+
+/** Puts the editors' state back (after the tree was restored), so `edit N:M` applies to the file that was open. */
+export async function writeToolState(sb: Sandbox, state: string | null | undefined): Promise<void> {
+  if (state) await sb.writeFile(TOOL_STATE_FILE, state);
+}
+
 /** Per-action time limit during replay. */
 export const ACTION_TIMEOUT_MS = 120_000;
 

@@ -14,7 +14,7 @@ import type { Sandbox } from '../sandbox/types.ts';
 import { SandboxPool, type SandboxFactory } from '../sandbox/pool.ts';
 import { verifyRepeated, verifyState, type StableVerdict, type Verdict } from '../verify/verifier.ts';
 import { drift, recordedOutput } from './drift.ts';
-import { runAction } from './execute.ts';
+import { readToolState, runAction } from './execute.ts';
 
 export interface ReplayStep {
   index: number;
@@ -31,6 +31,8 @@ export interface ReplayStep {
   /** Cumulative patch before this step (the state a probe at this step restores). */
   patchBefore: string;
   patchAfter: string;
+  /** State of the in-sandbox editors before this step (open file…), when the trajectory uses them. */
+  toolStateBefore: string | null;
 }
 
 export interface ReplayResult {
@@ -68,14 +70,18 @@ const hash = (patch: string) => createHash('sha256').update(patch).digest('hex')
 async function runSteps(sb: Sandbox, trajectory: Trajectory, actionTimeoutMs?: number): Promise<Omit<ReplayStep, 'resolved'>[]> {
   const steps: Omit<ReplayStep, 'resolved'>[] = [];
   let before = '';
+  const statefulTools = trajectory.steps.some((s) => s.action.tool === 'swe-agent' || s.action.tool === 'str_replace_editor');
+  let toolState: string | null = null;
   for (const step of trajectory.steps) {
+    const toolStateBefore = toolState;
     const result = await runAction(sb, step.action, actionTimeoutMs);
+    if (statefulTools) toolState = await readToolState(sb);
     const after = await sb.diff();
     steps.push({
       index: step.index, action: step.action, edits: after !== before,
       exitCode: result.exitCode, timedOut: result.timedOut, output: result.output,
       drift: step.observation === null || step.action.tool === 'submit' ? null : drift(result.output, recordedOutput(step.observation, trajectory.format)),
-      patchBefore: before, patchAfter: after,
+      patchBefore: before, patchAfter: after, toolStateBefore,
     });
     before = after;
     if (step.action.kind === 'submit') break;

@@ -8,6 +8,8 @@ export const EnvState = z.discriminatedUnion('kind', [
     base_commit: z.string().min(1),
     /** Cumulative patch of the steps before T*, applied to base_commit. */
     patch: z.string(),
+    /** State of the in-sandbox editors before T* (SWE-agent's open file and window), when it matters. */
+    tool_state: z.string().optional(),
   }),
   z.looseObject({
     kind: z.literal('replay'),

@@ -1,0 +1,71 @@
+/** Prefix-conditioned pass@K: the apply-and-verify loop on every item format, and the estimator wiring. */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { OnnxBackend } from '../src/backends/onnx/backend.ts';
+import { REPO_ROOT } from '../src/embedded.ts';
+import { judgeSample, scorePassk, stopsFor } from '../src/probes/passk.ts';
+import { loadProbeItems } from '../src/probes/load.ts';
+import { restoreProbeState } from '../src/probes/restore.ts';
+import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { openSandbox } from '../src/sandbox/open.ts';
+import { freshSandboxes } from '../src/sandbox/pool.ts';
+import type { LoadedTask } from '../src/schema/task.ts';
+import { meanPassAtK } from '../src/stats/pass-at-k.ts';
+import { loadTasks } from '../src/verify/load-task.ts';
+import { CKPT } from './helpers/paths.ts';
+
+const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl'));
+const tasks = new Map(loadTasks(join(REPO_ROOT, 'verifiers')).map((t) => [t.instance_id, t]));
+const options = {
+  leaseFor: (task: LoadedTask) => freshSandboxes((t) => openSandbox('local', t), task),
+  restore: restoreProbeState,
+};
+
+describe('stop strings per format', () => {
+  it('cut a sampled action where the gold ends, and put the stop back where it belongs', () => {
+    for (const item of items) {
+      const { stops, keepStop } = stopsFor(item.format);
+      const at = Math.min(...stops.map((s) => item.gold.indexOf(s)).filter((i) => i >= 0));
+      if (!Number.isFinite(at)) continue; // actions that run to the end of the sample (SWE-agent, OpenHands)
+      const stop = stops.find((s) => item.gold.indexOf(s) === at)!;
+      expect(keepStop ? item.gold.slice(0, at) + stop : item.gold.slice(0, at), item.id).toBe(item.gold);
+    }
+  });
+});
+
+describe.skipIf(!hasBubblewrap())('apply and verify a sampled action', () => {
+  const formats = [...new Set(items.map((i) => i.format))];
+  it.each(formats)('%s: the gold text passes, a distractor does not, garbage is a parse failure', async (format) => {
+    const item = items.find((i) => i.format === format)!;
+    const task = tasks.get(item.task)!;
+    const cache = new Map();
+    expect(await judgeSample(item.gold, item, task, options, cache)).toMatchObject({ parsed: true, resolved: true });
+    const wrong = await judgeSample(item.distractors[0]!, item, task, options, new Map());
+    expect(wrong.resolved).toBe(false);
+    const garbage = await judgeSample('<bas', item, task, options, new Map());
+    expect(garbage.resolved).toBe(false);
+    if (format !== 'native:swe-agent') expect(garbage.parsed).toBe(false); // a SWE-agent line is always some command
+  });
+});
+
+describe.skipIf(!hasBubblewrap())('scorePassk with a real checkpoint', () => {
+  it('counts c, parse failures and unbiased pass@k per item, reproducibly', async () => {
+    const backend = await OnnxBackend.open(CKPT.attention);
+    const subset = items.filter((i) => i.task === 'cart-js__total-8');
+    const run = () => scorePassk('attn', backend, subset, {
+      n: 4, ks: [1, 2, 4, 8], temperature: 0.7, topP: 0.95, maxTokens: 96, seed: 11,
+      taskOf: (item) => tasks.get(item.task)!, ...options,
+    });
+    const result = await run();
+    expect(Object.keys(result.pass_at)).toEqual(['1', '2', '4']);
+    for (const item of result.items) {
+      expect(item.n).toBe(4);
+      expect(item.c).toBe(item.samples.filter((s) => s.resolved).length);
+      expect(item.parse_failures).toBe(item.samples.filter((s) => !s.parsed).length);
+    }
+    expect(result.pass_at['2']).toBe(meanPassAtK(result.items, 2));
+    expect(result.parse_failure_rate).toBe(result.items.reduce((a, i) => a + i.parse_failures, 0) / 8);
+    expect((await run()).items.map((i) => i.samples.map((s) => s.text))).toEqual(result.items.map((i) => i.samples.map((s) => s.text)));
+    await backend.close();
+  });
+});
