@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { InputError } from '../errors.ts';
 import { bpbCommand } from './bpb.ts';
 import { buildCommand } from './build.ts';
+import { aptbenchCommand } from './aptbench.ts';
 import { correlateCommand } from './correlate.ts';
 import { mcqCommand } from './mcq.ts';
 import { passkCommand } from './passk.ts';
@@ -19,6 +20,7 @@ export function buildProgram(): Command {
   program.addCommand(bpbCommand());
   program.addCommand(mcqCommand());
   program.addCommand(passkCommand());
+  program.addCommand(aptbenchCommand());
   program.addCommand(correlateCommand());
   // addCommand does not pass exitOverride down: without it a usage error would exit 1 from inside commander.
   for (const command of program.commands) command.exitOverride().showHelpAfterError();
