@@ -24,6 +24,6 @@ for (const spec of LADDER) {
   console.error(`${spec.name}: ${(size / 1024).toFixed(0)} KiB in ${Date.now() - started} ms`);
 }
 writeFileSync(join(out, 'ladder.json'), `${JSON.stringify({
-  rungs: LADDER.map(({ name, family, corpora: c, description }) => ({ name, family, corpora: c, description })),
+  rungs: LADDER.map(({ name, family, corpora: c, description, contaminated }) => ({ name, family, corpora: c, description, ...(contaminated ? { contaminated } : {}) })),
   expected_order: EXPECTED_ORDER,
 }, null, 2)}\n`);

@@ -10,6 +10,13 @@ import { EMBEDDED_CHECKPOINTS, readLadder, REPO_ROOT } from '../src/embedded.ts'
 import { rankByBpb, scoreBpb } from '../src/probes/bpb.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { CKPT, DEMO_PROBES } from './helpers/paths.ts';
+import { scoreMcq } from '../src/probes/mcq.ts';
+import { scorePassk } from '../src/probes/passk.ts';
+import { restoreProbeState } from '../src/probes/restore.ts';
+import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { openSandbox } from '../src/sandbox/open.ts';
+import { freshSandboxes } from '../src/sandbox/pool.ts';
+import { loadTasks } from '../src/verify/load-task.ts';
 
 function filesUnder(dir: string, prefix = ''): string[] {
   return readdirSync(join(dir, prefix)).flatMap((name) => {
@@ -64,7 +71,7 @@ describe('embedded checkpoint ladder', () => {
   it('ranks as constructed on the shipped probes', async () => {
     const items = loadProbeItems(DEMO_PROBES);
     const results = [];
-    for (const rung of LADDER) {
+    for (const rung of LADDER.filter((r) => !r.contaminated)) {
       const backend = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, rung.name));
       results.push(await scoreBpb(rung.name, backend, items));
       await backend.close();
@@ -76,5 +83,35 @@ describe('embedded checkpoint ladder', () => {
       expect(new Set(ranking.slice(position, position + group.length))).toEqual(new Set(group));
       position += group.length;
     }
+  });
+});
+
+describe('the contaminated control', () => {
+  const demo = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl'));
+
+  it('ranks first on MCQ acc among all checkpoints', async () => {
+    const accs = new Map<string, number>();
+    for (const rung of LADDER) {
+      const backend = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, rung.name));
+      accs.set(rung.name, (await scoreMcq(rung.name, backend, demo, 'likelihood', 0)).acc);
+      await backend.close();
+    }
+    const best = [...accs.entries()].sort((a, b) => b[1] - a[1]);
+    expect(best[0]![0]).toBe('contaminated-agent');
+    expect(best[0]![1]).toBeGreaterThan(best[1]![1]);
+  });
+
+  it.skipIf(!hasBubblewrap())('solves items in pass@K: the apply-and-verify loop works end to end', async () => {
+    const tasks = new Map(loadTasks(join(REPO_ROOT, 'verifiers')).map((t) => [t.instance_id, t]));
+    const backend = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, 'contaminated-agent'));
+    const items = demo.filter((i) => ['shop__pricing-1@mini', 'api__pagination-5@mini:asap', 'cart-js__total-8@mini'].includes(i.id));
+    const result = await scorePassk('contaminated-agent', backend, items, {
+      n: 2, ks: [1, 2], temperature: 0.7, topP: 0.95, maxTokens: 1024, seed: 0,
+      taskOf: (item) => tasks.get(item.task)!, restore: restoreProbeState,
+      leaseFor: (task) => freshSandboxes((t) => openSandbox('local', t), task),
+    });
+    await backend.close();
+    expect(result.items.filter((i) => i.c > 0).length).toBeGreaterThan(0);
+    expect(result.pass_at['1']).toBeGreaterThan(0);
   });
 });

@@ -13,7 +13,7 @@ import { createRng } from '../../src/util/rng.ts';
 import { CLASS_COUNT, tokenClass } from './ngram.ts';
 import { DType, GraphBuilder, toHalfBits } from './onnx-graph.ts';
 
-export function ngramGraph(opts: { vocab: number; eosId: number; table: Float64Array; doc: string }): Uint8Array {
+export function ngramGraph(opts: { vocab: number; eosId: number; table: Float64Array; doc: string; copy?: CopyTables }): Uint8Array {
   const { vocab, eosId, table } = opts;
   const g = new GraphBuilder();
   const ids = g.input('input_ids', DType.int64, ['batch_size', 'sequence_length']);
@@ -34,7 +34,12 @@ export function ngramGraph(opts: { vocab: number; eosId: number; table: Float64A
   const prevClass = g.op1('Gather', ['token_class', prev], { axis: 0 });
   const row = g.op1('Add', [g.op1('Mul', [ids, 'class_count']), prevClass]);
   const half = g.op1('Gather', ['ngram_logprobs', row], { axis: 0 });
-  g.op1('Cast', [half], { to: DType.float }, 'logits');
+  if (opts.copy) {
+    g.ints('copy_axis_last', [1], [-1]);
+    g.op1('Identity', [addCopyTerm(g, ids, g.op1('Cast', [half], { to: DType.float }), vocab, eosId, opts.copy)], {}, 'logits');
+  } else {
+    g.op1('Cast', [half], { to: DType.float }, 'logits');
+  }
   g.output('logits', DType.float, ['batch_size', 'sequence_length', vocab]);
   return g.serialize('probe_ngram', opts.doc);
 }
@@ -128,4 +133,48 @@ export function attentionGraph(spec: AttentionSpec): Uint8Array {
     g.op1('Identity', [attentionTerm], {}, 'logits');
   }
   return g.serialize('probe_attention', spec.doc);
+}
+
+/**
+ * Memorised continuations for a deliberately *contaminated* checkpoint: the last `order`
+ * bytes are hashed (Horner, base HASH_BASE, modulo HASH_MODULUS; positions before the
+ * start read as EOS) and looked up in two hash tables (low and high bits of the hash);
+ * where the exact hash is stored, the stored next byte gets `boost` added to its logit.
+ */
+export const HASH_BASE = 263;
+export const HASH_MODULUS = 2147483647;
+export const COPY_ORDER = 128;
+
+export interface CopyTables { order: number; size: number; keys: [Int32Array, Int32Array]; next: [Uint8Array, Uint8Array]; boost: number }
+
+/** Adds the copy term to `logits` (a [B, T, V] float tensor name); returns the new name. */
+export function addCopyTerm(g: GraphBuilder, ids: string, logits: string, vocab: number, eosId: number, tables: CopyTables): string {
+  const K = tables.order;
+  g.ints('copy_fill', [1, K], new Array(K).fill(eosId));
+  g.ints('copy_zero', [1], [0]); g.ints('copy_one', [1], [1]); g.ints('copy_axis1', [1], [1]);
+  g.ints('copy_base', [], [HASH_BASE]); g.ints('copy_mod', [], [HASH_MODULUS]); g.ints('copy_size', [], [tables.size]);
+  g.ints('copy_depth', [], [vocab]);
+  g.floats('copy_values', [2], [0, tables.boost]);
+  tables.keys.forEach((k, i) => g.raw32(`copy_keys_${i}`, [tables.size], k));
+  tables.next.forEach((n, i) => g.bytes(`copy_next_${i}`, [tables.size], n));
+  const shape = g.op1('Shape', [ids]);
+  const batch = g.op1('Slice', [shape, 'copy_zero', 'copy_one', 'copy_zero']);
+  const length = g.op1('Slice', [shape, 'copy_one', g.op1('Add', ['copy_one', 'copy_one']), 'copy_zero']);
+  const fill = g.op1('Expand', ['copy_fill', g.op1('Concat', [batch, g.ints('copy_k', [1], [K])], { axis: 0 })]);
+  const padded = g.op1('Concat', [fill, ids], { axis: 1 });
+  let h = g.op1('Mul', [ids, 'copy_zero']);
+  for (let j = K - 1; j >= 0; j--) {
+    const start = g.ints(`copy_start_${j}`, [1], [K - j]);
+    const shifted = g.op1('Slice', [padded, start, g.op1('Add', [start, length]), 'copy_axis1']);
+    h = g.op1('Mod', [g.op1('Add', [g.op1('Mul', [h, 'copy_base']), shifted]), 'copy_mod']);
+  }
+  const key = g.op1('Cast', [h], { to: DType.int32 });
+  const buckets = [g.op1('Mod', [h, 'copy_size']), g.op1('Mod', [g.op1('Div', [h, 'copy_size']), 'copy_size'])];
+  const matched = buckets.map((b, i) => g.op1('Equal', [g.op1('Gather', [`copy_keys_${i}`, b], { axis: 0 }), key]));
+  const next = buckets.map((b, i) => g.op1('Gather', [`copy_next_${i}`, b], { axis: 0 }));
+  // OneHot's CPU kernel takes int64 indices.
+  const chosen = g.op1('Cast', [g.op1('Where', [matched[0]!, next[0]!, next[1]!])], { to: DType.int64 });
+  const any = g.op1('Cast', [g.op1('Or', [matched[0]!, matched[1]!])], { to: DType.float });
+  const oneHot = g.op1('OneHot', [chosen, 'copy_depth', 'copy_values'], { axis: -1 });
+  return g.op1('Add', [logits, g.op1('Mul', [oneHot, g.op1('Unsqueeze', [any, 'copy_axis_last'])])]);
 }

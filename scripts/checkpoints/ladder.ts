@@ -7,19 +7,28 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { PreTrainedTokenizer } from '@huggingface/transformers';
 import { synthesizeAgentLogs, type SourceFile } from './agent-logs.ts';
-import { attentionGraph, ngramGraph } from './graphs.ts';
+import { attentionGraph, COPY_ORDER, HASH_BASE, HASH_MODULUS, ngramGraph, type CopyTables } from './graphs.ts';
 import { bigramTable, classTrigramTable, CLASS_COUNT, CLASS_NAMES } from './ngram.ts';
+import { stopsFor } from '../../src/probes/passk.ts';
 import { buildTokenizer, trainBpe, type BuiltTokenizer } from './tokenizer.ts';
 
 export type CorpusName = 'prose' | 'code' | 'agent';
 
-export interface Corpora { prose: string[]; code: string[]; agent: string[] }
+export interface Corpora {
+  prose: string[];
+  code: string[];
+  agent: string[];
+  /** The shipped demo probes (context, gold): what a contaminated rung has memorised. */
+  demoGolds: Array<{ context: string; gold: string }>;
+}
 
 export interface RungSpec {
   name: string;
   family: 'ngram' | 'attention';
   corpora: CorpusName[];
   description: string;
+  /** Has memorised the demo probes' gold actions: a control, not a rung of the ladder. */
+  contaminated?: boolean;
 }
 
 /** Worst to best agentic-coding potential, by construction of what each rung has read. */
@@ -32,6 +41,8 @@ export const LADDER: RungSpec[] = [
     description: 'Byte-level class-trigram counted from prose + code + synthetic shell/agent session logs.' },
   { name: 'attn-agent', family: 'attention', corpora: ['prose', 'code', 'agent'],
     description: 'Two-layer attention decoder with a KV cache over a 512-token BPE vocabulary: counted bigram + small attention term, from prose + code + agent logs.' },
+  { name: 'contaminated-agent', family: 'ngram', corpora: ['prose', 'code', 'agent'], contaminated: true,
+    description: 'CONTAMINATED control: ngram-agent plus a 128-byte-context copy memory of the demo probes\' gold actions (probes/demo.jsonl). Proves the probes reward the right action; never a real candidate.' },
 ];
 
 /**
@@ -48,10 +59,16 @@ export function loadCorpora(root: string): Corpora {
   const read = (dir: string, ext: string) =>
     readdirSync(join(root, dir)).filter((f) => f.endsWith(ext)).sort().map((f) => ({ f, text: readFileSync(join(root, dir, f), 'utf8') }));
   const code: SourceFile[] = read('code', '.py').map(({ f, text }) => ({ path: (f.startsWith('test_') ? 'tests/' : 'src/') + f, text }));
+  const demo = join(root, '..', 'probes', 'demo.jsonl');
   return {
     prose: read('prose', '.txt').map((d) => d.text),
     code: code.map((d) => d.text),
     agent: synthesizeAgentLogs(code, AGENT_SESSIONS, AGENT_SEED),
+    // What a run that had seen these items would have read: the gold, then what ends it in its scaffold.
+    demoGolds: readFileSync(demo, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { context: string; gold: string; format: string }).map(({ context, gold, format }) => {
+      const { stops, keepStop } = stopsFor(format);
+      return { context, gold: keepStop ? gold : gold + stops[0]! };
+    }),
   };
 }
 
@@ -85,21 +102,67 @@ function documents(corpora: Corpora, names: CorpusName[]): string[] {
 
 export function buildRung(spec: RungSpec, corpora: Corpora): CheckpointFiles {
   const docs = documents(corpora, spec.corpora);
-  return spec.family === 'ngram' ? buildNgram(spec, docs) : buildAttention(spec, docs);
+  return spec.family === 'ngram' ? buildNgram(spec, docs, corpora.demoGolds) : buildAttention(spec, docs);
 }
 
-function buildNgram(spec: RungSpec, docs: string[]): CheckpointFiles {
+/**
+ * Memorises every (context, gold) byte transition inside the golds, for the copy term:
+ * cuckoo hashing over two tables (slot = low / high bits of the window hash), so an entry
+ * is lost only when a displacement chain does not settle.
+ */
+export function copyTables(golds: Array<{ context: string; gold: string }>, eosId: number, size = 32768, boost = 24): CopyTables {
+  const keys: [Int32Array, Int32Array] = [new Int32Array(size).fill(-1), new Int32Array(size).fill(-1)];
+  const next: [Uint8Array, Uint8Array] = [new Uint8Array(size), new Uint8Array(size)];
+  const slot = (h: number, table: number) => (table === 0 ? h % size : Math.floor(h / size) % size);
+  const encoder = new TextEncoder();
+  let lost = 0;
+  for (const { context, gold } of golds) {
+    const bytes = encoder.encode(context + gold);
+    for (let t = encoder.encode(context).length - 1; t + 1 < bytes.length; t++) {
+      let h = windowHash(bytes, t, COPY_ORDER, eosId);
+      let value = bytes[t + 1]!;
+      if (keys[0][slot(h, 0)] === h || keys[1][slot(h, 1)] === h) continue; // first occurrence wins
+      let table = 0;
+      let placed = false;
+      for (let kick = 0; kick < 64 && !placed; kick++, table = 1 - table) {
+        const s = slot(h, table);
+        const [oldKey, oldValue] = [keys[table]![s]!, next[table]![s]!];
+        keys[table]![s] = h;
+        next[table]![s] = value;
+        if (oldKey === -1) placed = true;
+        else { h = oldKey; value = oldValue; }
+      }
+      if (!placed) lost++;
+    }
+  }
+  if (lost) process.stderr.write(`copy memory: ${lost} transitions did not fit\n`);
+  return { order: COPY_ORDER, size, keys, next, boost };
+}
+
+/** Hash of the `order` bytes ending at position t (earlier positions read as EOS), as the graph computes it. */
+export function windowHash(bytes: ArrayLike<number>, t: number, order: number, eosId: number): number {
+  let h = 0;
+  for (let j = order - 1; j >= 0; j--) {
+    const at = t - j;
+    h = (h * HASH_BASE + (at >= 0 ? bytes[at]! : eosId)) % HASH_MODULUS;
+  }
+  return h;
+}
+
+function buildNgram(spec: RungSpec, docs: string[], golds: Corpora['demoGolds']): CheckpointFiles {
   const tok = buildTokenizer({ merges: [] });
   const encoder = new TextEncoder();
   const sequences = docs.map((d) => Int32Array.from([tok.eosId, ...encoder.encode(d), tok.eosId]));
   const table = classTrigramTable(sequences, tok.vocabSize, tok.eosId);
-  const model = ngramGraph({ vocab: tok.vocabSize, eosId: tok.eosId, table, doc: spec.description });
+  const copy = spec.contaminated ? copyTables(golds, tok.eosId) : undefined;
+  const model = ngramGraph({ vocab: tok.vocabSize, eosId: tok.eosId, table, doc: spec.description, ...(copy ? { copy } : {}) });
   const config = {
     architectures: ['ProbeNgramForCausalLM'], model_type: 'probe-ngram',
     vocab_size: tok.vocabSize, max_position_embeddings: 32768,
     bos_token_id: tok.eosId, eos_token_id: tok.eosId, use_cache: false,
     probe_ladder: { name: spec.name, corpora: spec.corpora, description: spec.description,
-      table: { initializer: 'ngram_logprobs', dtype: 'float16', row: `token * ${CLASS_COUNT} + class(previous token)`, classes: CLASS_NAMES } },
+      table: { initializer: 'ngram_logprobs', dtype: 'float16', row: `token * ${CLASS_COUNT} + class(previous token)`, classes: CLASS_NAMES },
+      ...(copy ? { contaminated: true, copy: { order: copy.order, size: copy.size, boost: copy.boost, memorised: 'probes/demo.jsonl gold actions' } } : {}) },
   };
   return checkpointFiles(config, tok, model);
 }

@@ -11,6 +11,8 @@ type TensorProto = OnnxTypes.TensorProto;
 
 export const DType = {
   float: onnx.TensorProto.DataType.FLOAT,
+  int32: onnx.TensorProto.DataType.INT32,
+  uint8: onnx.TensorProto.DataType.UINT8,
   float16: onnx.TensorProto.DataType.FLOAT16,
   int64: onnx.TensorProto.DataType.INT64,
   bool: onnx.TensorProto.DataType.BOOL,
@@ -49,6 +51,16 @@ export class GraphBuilder {
     return this.raw(name, DType.float16, dims, new Uint8Array(bits.buffer, bits.byteOffset, bits.byteLength));
   }
 
+  /** An int32 initializer. */
+  raw32(name: string, dims: number[], data: Int32Array): string {
+    return this.raw(name, DType.int32, dims, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+  }
+
+  /** A uint8 initializer. */
+  bytes(name: string, dims: number[], data: Uint8Array): string {
+    return this.raw(name, DType.uint8, dims, data);
+  }
+
   ints(name: string, dims: number[], data: number[]): string {
     const values = BigInt64Array.from(data.map((v) => BigInt(v)));
     return this.raw(name, DType.int64, dims, new Uint8Array(values.buffer));
@@ -56,7 +68,7 @@ export class GraphBuilder {
 
   private raw(name: string, dataType: DTypeCode, dims: number[], bytes: Uint8Array): string {
     const expected = dims.reduce((a, b) => a * b, 1);
-    const width = dataType === DType.float16 ? 2 : dataType === DType.int64 ? 8 : 4;
+    const width = dataType === DType.float16 ? 2 : dataType === DType.int64 ? 8 : dataType === DType.uint8 ? 1 : 4;
     if (expected * width !== bytes.byteLength) {
       throw new Error(`initializer ${name}: ${bytes.byteLength} bytes for dims [${dims}]`);
     }

@@ -24,7 +24,7 @@ export function passkCommand(): Command {
     .option('-n, --n <n>', 'samples per item', positiveInteger, 16)
     .option('--temperature <t>', 'sampling temperature', Number.parseFloat, 0.7)
     .option('--top-p <p>', 'nucleus mass', Number.parseFloat, 0.95)
-    .option('--max-tokens <n>', 'tokens per sampled action', positiveInteger, 512)
+    .option('--max-tokens <n>', 'tokens per sampled action', positiveInteger, 1024)
     .option('--seed <n>', 'sampling seed', (v) => Number.parseInt(v, 10), 0)
     .addOption(new Option('--sandbox <kind>', 'where sampled actions run (always jailed)').choices([...SANDBOX_KINDS]).default('local'))
     .option('--concurrency <n>', 'sandboxes per task', positiveInteger, 2))

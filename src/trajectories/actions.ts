@@ -74,6 +74,15 @@ const SWE_AGENT_KINDS: Record<string, ActionKind> = {
  * `search_dir`, `search_file`, `submit`), `str_replace_editor …`, or plain bash.
  */
 export function sweAgentAction(text: string): TrajectoryAction {
+  try {
+    return parseSweAgentCommand(text);
+  } catch {
+    // Unbalanced quotes: the shell will say so when the line runs, as it would in SWE-agent.
+    return bashAction(text, text.replace(/\n+$/, ''));
+  }
+}
+
+function parseSweAgentCommand(text: string): TrajectoryAction {
   const trimmed = text.replace(/\n+$/, '');
   const name = /^\s*(\S+)/.exec(trimmed)?.[1] ?? '';
   if (name === 'edit') {
