@@ -1,0 +1,43 @@
+/**
+ * pass@K benchmark: share of wall time spent outside the model (sampling) and the verifier
+ * (sandbox restore, action, tests) — the harness's own overhead.
+ * Usage: npx tsx bench/passk.ts [-n N]
+ */
+import { join } from 'node:path';
+import { OnnxBackend } from '../src/backends/onnx/backend.ts';
+import type { CompletionBackend } from '../src/backends/types.ts';
+import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
+import { loadProbeItems } from '../src/probes/load.ts';
+import { scorePassk } from '../src/probes/passk.ts';
+import { restoreProbeState } from '../src/probes/restore.ts';
+import { openSandbox } from '../src/sandbox/open.ts';
+import { SandboxPool, type SandboxLease } from '../src/sandbox/pool.ts';
+import type { LoadedTask } from '../src/schema/task.ts';
+import { loadTasks } from '../src/verify/load-task.ts';
+
+const n = Number(process.argv[process.argv.indexOf('-n') + 1]) || 4;
+const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl')).filter((i) => !i.id.endsWith(':asap')).slice(0, 6);
+const tasks = new Map(loadTasks(join(REPO_ROOT, 'verifiers')).map((t) => [t.instance_id, t]));
+for (const name of ['contaminated-agent', 'attn-agent']) {
+  const inner = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, name));
+  let modelMs = 0;
+  let verifierMs = 0;
+  const backend: CompletionBackend = {
+    id: inner.id, encode: (t) => inner.encode(t), close: () => inner.close(), score: (r) => inner.score(r),
+    sample: async (r) => { const t = performance.now(); try { return await inner.sample(r); } finally { modelMs += performance.now() - t; } },
+  };
+  const pools = new Map<string, SandboxPool>();
+  const leaseFor = (task: LoadedTask): SandboxLease => {
+    let pool = pools.get(task.instance_id);
+    if (!pool) { pool = new SandboxPool((t) => openSandbox('local', t), task, 2); pools.set(task.instance_id, pool); }
+    const lease = pool.lease;
+    return async (fn) => { const t = performance.now(); try { return await lease(fn); } finally { verifierMs += performance.now() - t; } };
+  };
+  const started = performance.now();
+  const result = await scorePassk(name, backend, items, { n, ks: [1], temperature: 0.7, topP: 0.95, maxTokens: 1024, seed: 0, taskOf: (i) => tasks.get(i.task)!, leaseFor, restore: restoreProbeState });
+  const wall = performance.now() - started;
+  await Promise.all([...pools.values()].map((p) => p.close()));
+  await backend.close();
+  const outside = wall - modelMs - verifierMs;
+  console.log(`${name}: ${items.length} items × n=${n}, pass@1 ${result.pass_at['1']!.toFixed(2)} — wall ${(wall / 1000).toFixed(1)} s = model ${(modelMs / 1000).toFixed(1)} s + verifier ${(verifierMs / 1000).toFixed(1)} s + harness ${(outside / 1000).toFixed(2)} s (${(100 * outside / wall).toFixed(1)}% outside model and verifier)`);
+}
