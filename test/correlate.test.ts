@@ -28,8 +28,10 @@ describe('probe correlate', () => {
     const out = JSON.parse(run.stdout) as { correlations: Array<{ metric: string; checkpoints: number; spearman: number; spearman_ci_items: { low: number; high: number } }>; warning: string | null };
     const row = out.correlations.find((r) => r.metric === 'bpb')!;
     expect(row.checkpoints).toBe(4);
-    const x = doc.results.map((r) => r.bpb);
-    const y = doc.results.map((r) => downstream[r.checkpoint.split('/').pop()!]!);
+    // Only checkpoints with a downstream score take part (the contaminated control has none).
+    const scored = doc.results.filter((r) => r.checkpoint.split('/').pop()! in downstream);
+    const x = scored.map((r) => r.bpb);
+    const y = scored.map((r) => downstream[r.checkpoint.split('/').pop()!]!);
     expect(row.spearman).toBeCloseTo(spearman(x, y), 12);
     expect(row.spearman_ci_items.low).toBeLessThanOrEqual(row.spearman_ci_items.high);
     expect(out.warning).toMatch(/fewer than 5 checkpoints/);

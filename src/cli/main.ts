@@ -7,6 +7,7 @@ import { aptbenchCommand } from './aptbench.ts';
 import { correlateCommand } from './correlate.ts';
 import { mcqCommand } from './mcq.ts';
 import { passkCommand } from './passk.ts';
+import { screenCommand } from './screen.ts';
 import { replayCommand } from './replay.ts';
 
 export function buildProgram(): Command {
@@ -21,6 +22,7 @@ export function buildProgram(): Command {
   program.addCommand(mcqCommand());
   program.addCommand(passkCommand());
   program.addCommand(aptbenchCommand());
+  program.addCommand(screenCommand());
   program.addCommand(correlateCommand());
   // addCommand does not pass exitOverride down: without it a usage error would exit 1 from inside commander.
   for (const command of program.commands) command.exitOverride().showHelpAfterError();

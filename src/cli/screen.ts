@@ -1,0 +1,99 @@
+/**
+ * `probe screen`: the ladder in one command — BPB and MCQ for every checkpoint, pass@K for
+ * the best by combined rank, and one table ending in a shortlist for post-training.
+ * (ASAP, the last rung, is not available in this version; the table says so.)
+ */
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { openBackend } from '../backends/open.ts';
+import { REPO_ROOT } from '../embedded.ts';
+import { scoreBpb, type BpbResult } from '../probes/bpb.ts';
+import { scoreMcq, type McqResult } from '../probes/mcq.ts';
+import { scorePassk, type PasskResult } from '../probes/passk.ts';
+import { restoreProbeState } from '../probes/restore.ts';
+import { formatTable } from '../report/table.ts';
+import { openSandbox } from '../sandbox/open.ts';
+import { SandboxPool } from '../sandbox/pool.ts';
+import type { LoadedTask } from '../schema/task.ts';
+import { averageRanks } from '../stats/correlation.ts';
+import { loadTasks } from '../verify/load-task.ts';
+import { addScoringOptions, reportFailures, runOverCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
+import { positiveInteger } from './sandbox-options.ts';
+
+interface ScreenFlags extends ScoringFlags { shortlist: number; passkTop?: number; n: number; tasks: string; seed: number }
+
+export interface ScreenRow {
+  checkpoint: string;
+  bpb: number;
+  mcq_acc: number;
+  mcq_acc_norm: number | null;
+  /** Mean of the BPB rank and the MCQ rank (1 = best). */
+  cheap_rank: number;
+  pass_at: Record<string, number> | null;
+  shortlisted: boolean;
+}
+
+export function screenCommand(): Command {
+  return addScoringOptions(new Command('screen')
+    .description('Run the ladder: BPB and MCQ for all, pass@K for the best, a shortlist for post-training.')
+    .option('--shortlist <n>', 'checkpoints to recommend', positiveInteger, 2)
+    .option('--passk-top <n>', 'checkpoints that get pass@K (default: twice the shortlist)', positiveInteger)
+    .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
+    .option('--seed <n>', 'sampling seed', (v) => Number.parseInt(v, 10), 0)
+    .option('--tasks <dir|file>', 'task records of the probes\' tasks', join(REPO_ROOT, 'verifiers')))
+    .addHelpText('after', '\nExample:\n  probe screen --probes probes/demo.jsonl --shortlist 2')
+    .action(async (flags: ScreenFlags) => {
+      const cheap = await runOverCheckpoints(flags, (all) => all, async (ckpt, backend, items, tick) => {
+        const bpb = await scoreBpb(ckpt, backend, items);
+        const mcq = await scoreMcq(ckpt, backend, items, 'likelihood', flags.seed, tick);
+        return { bpb, mcq };
+      });
+      const results = cheap.results as Array<{ bpb: BpbResult; mcq: McqResult }>;
+      const bpbRank = averageRanks(results.map((r) => r.bpb.bpb));
+      const mcqRank = averageRanks(results.map((r) => -r.mcq.acc));
+      const rows: ScreenRow[] = results.map((r, i) => ({
+        checkpoint: r.bpb.checkpoint, bpb: r.bpb.bpb, mcq_acc: r.mcq.acc, mcq_acc_norm: r.mcq.acc_norm,
+        cheap_rank: (bpbRank[i]! + mcqRank[i]!) / 2, pass_at: null, shortlisted: false,
+      })).sort((a, b) => a.cheap_rank - b.cheap_rank || a.bpb - b.bpb);
+
+      const top = rows.slice(0, flags.passkTop ?? 2 * flags.shortlist);
+      const tasks = new Map(loadTasks(flags.tasks).map((t) => [t.instance_id, t]));
+      const pools = new Map<string, SandboxPool>();
+      const leaseFor = (task: LoadedTask) => {
+        let pool = pools.get(task.instance_id);
+        if (!pool) { pool = new SandboxPool((t) => openSandbox('local', t), task, 2); pools.set(task.instance_id, pool); }
+        return pool.lease;
+      };
+      try {
+        for (const row of top) {
+          const backend = await openBackend(row.checkpoint);
+          try {
+            const result: PasskResult = await scorePassk(row.checkpoint, backend, cheap.items.filter((i) => tasks.has(i.task)), {
+              n: flags.n, ks: [1, 2, 4, 8, 16].filter((k) => k <= flags.n), temperature: 0.7, topP: 0.95, maxTokens: 1024, seed: flags.seed,
+              taskOf: (item) => tasks.get(item.task)!, leaseFor, restore: restoreProbeState,
+            });
+            row.pass_at = result.pass_at;
+          } finally {
+            await backend.close();
+          }
+        }
+      } finally {
+        await Promise.all([...pools.values()].map((p) => p.close()));
+      }
+      // The shortlist: pass@1 among those that got pass@K, ties broken by the cheap rank.
+      const ranked = [...top].sort((a, b) => (b.pass_at?.['1'] ?? 0) - (a.pass_at?.['1'] ?? 0) || a.cheap_rank - b.cheap_rank);
+      for (const row of ranked.slice(0, flags.shortlist)) row.shortlisted = true;
+      const shortlist = ranked.slice(0, flags.shortlist).map((r) => r.checkpoint);
+      const errors = reportFailures(cheap.failures);
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify({ results: rows, shortlist, asap: 'not available in this version', ...errors }, null, 2)}\n`);
+        return;
+      }
+      const pct = (v: number | undefined | null) => (v === undefined || v === null ? '-' : `${(100 * v).toFixed(1)}%`);
+      process.stderr.write(`\nScreening ${rows.length} checkpoints on ${cheap.items.length} probe items\n\n`);
+      process.stderr.write(`${formatTable(['checkpoint', 'bpb', 'mcq acc', 'cheap rank', 'pass@1', `pass@${flags.n}`, 'asap', 'shortlist'],
+        rows.map((r) => [r.checkpoint, r.bpb.toFixed(3), pct(r.mcq_acc), r.cheap_rank.toFixed(1), pct(r.pass_at?.['1']), pct(r.pass_at?.[String(flags.n)]), 'n/a', r.shortlisted ? 'yes' : '']),
+        [1, 2, 3, 4, 5])}\n\n`);
+      process.stderr.write(`Recommendation: post-train ${shortlist.join(', ')}\n`);
+    });
+}
