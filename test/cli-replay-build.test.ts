@@ -93,3 +93,21 @@ describe.skipIf(!hasBubblewrap())('probe build --restore replay', () => {
     expect(item!.state).toMatchObject({ kind: 'replay', actions: 5 });
   });
 });
+
+describe.skipIf(!hasBubblewrap())('probe build --distractor-ckpt', () => {
+  it('offers a checkpoint\'s samples at T* as candidates and logs their fate', () => {
+    const dir = tempDir();
+    const trajectories = join(dir, 'trajectories');
+    mkdirSync(trajectories);
+    copyFileSync(join(REPO_ROOT, 'trajectories', 'shop__pricing-1.mini.traj.json'), join(trajectories, 'shop__pricing-1.mini.traj.json'));
+    const out = join(dir, 'probes.jsonl');
+    const run = probe(['build', '--trajectories', trajectories, '--tasks', join(REPO_ROOT, 'verifiers'), '--out', out,
+      '--distractor-ckpt', join(REPO_ROOT, 'checkpoints', 'contaminated-agent'), '--distractor-samples', '2']);
+    expect(run.code, run.stderr).toBe(0);
+    const [item] = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { distractor_log: Array<{ source: string; kept: boolean; reason: string }> });
+    const sampled = item!.distractor_log.filter((r) => r.source.startsWith('sample:'));
+    expect(sampled.length).toBeGreaterThan(0);
+    // The contaminated control reproduces the gold, which is never kept as a distractor.
+    expect(sampled[0]).toMatchObject({ kept: false, reason: 'byte-identical to the gold action' });
+  });
+});

@@ -12,9 +12,10 @@ import type { ProbeItem } from '../schema/probe-item.ts';
 import { createProgress } from '../report/progress.ts';
 import { importTrajectory } from '../trajectories/import.ts';
 import { loadTasks } from '../verify/load-task.ts';
-import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
+import { checkCheckpoint, openBackend } from '../backends/open.ts';
+import { addSandboxOptions, positiveInteger, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
-interface BuildFlags extends SandboxFlags { trajectories: string; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; json?: boolean }
+interface BuildFlags extends SandboxFlags { trajectories: string; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; distractorCkpt?: string; distractorSamples: number; json?: boolean }
 
 function trajectoryFiles(dir: string): string[] {
   if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new InputError({ file: dir }, 'not a directory of trajectories');
@@ -30,10 +31,15 @@ export function buildCommand(): Command {
     .addOption(new Option('--context <formats...>', 'how contexts are rendered').choices([...CONTEXT_FORMATS]).default(['native']))
     .addOption(new Option('--restore <mode>', 'how a probe restores the state before T*: base commit + cumulative patch, or replaying the earlier actions').choices(['patch', 'replay']).default('patch'))
     .option('--no-distractors', 'skip distractor search (each candidate costs a verifier run)')
+    .option('--distractor-ckpt <dir>', 'also offer actions sampled from this checkpoint at T* as distractor candidates')
+    .option('--distractor-samples <n>', 'samples drawn per item with --distractor-ckpt', positiveInteger, 8)
     .option('--json', 'print a JSON summary on stdout'))
     .addHelpText('after', '\nExample:\n  probe build --trajectories trajectories --tasks verifiers --out probes/demo.jsonl --context native asap')
     .action(async (flags: BuildFlags) => {
       const tasks = loadTasks(flags.tasks);
+      if (flags.distractorCkpt) checkCheckpoint(flags.distractorCkpt);
+      const samplerBackend = flags.distractorCkpt && flags.distractors ? await openBackend(flags.distractorCkpt) : undefined;
+      const sampler = samplerBackend ? { name: flags.distractorCkpt!, backend: samplerBackend, n: flags.distractorSamples, seed: 0 } : undefined;
       const files = trajectoryFiles(flags.trajectories);
       const root = resolve(flags.trajectories, '..');
       const items: ProbeItem[] = [];
@@ -53,7 +59,7 @@ export function buildCommand(): Command {
             const repoFiles = replay.decisiveStep ? (await pool.lease((sb) => sb.exec('git ls-files'))).output.split('\n').filter(Boolean) : [];
             for (const format of flags.context) {
               const item = probeItemFrom(trajectory, task, replay, format, root, flags.restore);
-              if (item) items.push(flags.distractors ? await withDistractors(item, trajectory, task, replay, format, pool.lease, cache, repoFiles) : item);
+              if (item) items.push(flags.distractors ? await withDistractors(item, trajectory, task, replay, format, pool.lease, cache, repoFiles, sampler) : item);
             }
             outcomes.push({ trajectory: file, task: task.instance_id, decisiveStep: replay.decisiveStep?.index ?? null, rejected: replay.rejected });
           } finally {
@@ -68,6 +74,7 @@ export function buildCommand(): Command {
         progress.tick(file);
       }
       progress.stop();
+      await samplerBackend?.close();
       mkdirSync(dirname(resolve(flags.out)), { recursive: true });
       writeFileSync(flags.out, items.map((i) => JSON.stringify(i)).join('\n') + (items.length ? '\n' : ''));
       if (flags.json) process.stdout.write(`${JSON.stringify({ out: flags.out, items: items.length, trajectories: outcomes }, null, 2)}\n`);

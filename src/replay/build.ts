@@ -3,6 +3,9 @@ import { basename, relative } from 'node:path';
 import type { LoadedTask } from '../schema/task.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import type { Trajectory } from '../schema/trajectory.ts';
+import { sampleOne } from '../backends/single.ts';
+import type { CompletionBackend } from '../backends/types.ts';
+import { stopsFor } from '../probes/passk.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
 import { renderAction } from '../trajectories/mdxml.ts';
 import { findDistractors, type Candidate, type VerdictCache } from './distractors.ts';
@@ -66,15 +69,25 @@ function trajectoryCandidates(trajectory: Trajectory, replay: ReplayResult, form
 export const MIN_DISTRACTORS = 3;
 
 /** Adds verifier-rejected distractors (and the log of every candidate) to a probe item. */
-export async function withDistractors(item: ProbeItem, trajectory: Trajectory, task: LoadedTask, replay: ReplayResult, format: ContextFormat, lease: SandboxLease, cache: VerdictCache, repoFiles: string[]): Promise<ProbeItem> {
+export async function withDistractors(item: ProbeItem, trajectory: Trajectory, task: LoadedTask, replay: ReplayResult, format: ContextFormat, lease: SandboxLease, cache: VerdictCache, repoFiles: string[], sampler?: DistractorSampler): Promise<ProbeItem> {
   const decisive = trajectory.steps[item.decisive_step]!;
+  const fromSamples = sampler ? await sampledCandidates(item, sampler) : [];
   const state = replay.steps.find((s) => s.index === item.decisive_step)!.patchBefore;
   const { distractors, log } = await findDistractors({
     task, patch: state, toolState: replay.steps.find((s) => s.index === item.decisive_step)!.toolStateBefore, gold: item.gold, format: item.format, goldAction: decisive.action,
-    fromTrajectory: trajectoryCandidates(trajectory, replay, format), repoFiles, lease, cache,
+    fromTrajectory: trajectoryCandidates(trajectory, replay, format), fromSamples, repoFiles, lease, cache,
   });
   return {
     ...item, distractors, distractor_log: log,
     ...(distractors.length < MIN_DISTRACTORS ? { flags: [`fewer than ${MIN_DISTRACTORS} distractors`] } : {}),
   };
+}
+
+/** A checkpoint whose samples at T* are offered as distractor candidates (`--distractor-ckpt`). */
+export interface DistractorSampler { name: string; backend: CompletionBackend; n: number; seed: number }
+
+async function sampledCandidates(item: ProbeItem, sampler: DistractorSampler): Promise<Candidate[]> {
+  const { stops, keepStop } = stopsFor(item.format);
+  const samples = await sampleOne(sampler.backend, { prompt: item.context, n: sampler.n, temperature: 0.7, topP: 0.95, maxTokens: 1024, stop: stops, seed: sampler.seed });
+  return samples.map((s, i) => ({ text: keepStop && s.stop ? s.text + s.stop : s.text, source: `sample:${sampler.name}#${i}` }));
 }

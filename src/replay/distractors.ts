@@ -37,6 +37,8 @@ export interface DistractorOptions {
   goldAction: TrajectoryAction;
   /** Candidate actions taken from the trajectory, rendered in the item's format. */
   fromTrajectory: Candidate[];
+  /** Candidate actions sampled from a checkpoint at the decisive context. */
+  fromSamples?: Candidate[];
   repoFiles: string[];
   lease: SandboxLease;
   cache: VerdictCache;
@@ -69,10 +71,10 @@ export async function findDistractors(options: DistractorOptions): Promise<Distr
   const budget = options.budget ?? 12;
   const mutations = mutateAction(options.gold, options.repoFiles).map((m) => ({ text: m.text, source: `mutation:${m.kind}` }));
   // Alternate sources so both kinds are tried early.
+  const sources = [mutations, options.fromTrajectory, options.fromSamples ?? []];
   const queue: Candidate[] = [];
-  for (let i = 0; i < Math.max(mutations.length, options.fromTrajectory.length); i++) {
-    if (mutations[i]) queue.push(mutations[i]!);
-    if (options.fromTrajectory[i]) queue.push(options.fromTrajectory[i]!);
+  for (let i = 0; i < Math.max(...sources.map((s) => s.length)); i++) {
+    for (const source of sources) if (source[i]) queue.push(source[i]!);
   }
   const log: DistractorRecord[] = [];
   const seen = new Set<string>();
