@@ -69,3 +69,19 @@ describe.skipIf(!hasBubblewrap())('scorePassk with a real checkpoint', () => {
     await backend.close();
   });
 });
+
+describe.skipIf(!hasBubblewrap())('pass@K with --steps rollouts', () => {
+  it('runs S actions, showing each output to the model, then verifies', async () => {
+    const backend = await OnnxBackend.open(join(REPO_ROOT, 'checkpoints', 'contaminated-agent'));
+    const item = items.find((i) => i.id === 'cart-js__total-8@mini')!;
+    const result = await scorePassk('contaminated', backend, [item], {
+      n: 1, ks: [1], steps: 2, temperature: 0.7, topP: 0.95, maxTokens: 1024, seed: 0, taskOf: (i) => tasks.get(i.task)!, ...options,
+    });
+    expect(result.items[0]!.c).toBe(1);
+    expect(result.items[0]!.samples[0]!.reason).toMatch(/resolved after [12] step/);
+    const swe = items.find((i) => i.format === 'native:swe-agent')!;
+    await expect(scorePassk('contaminated', backend, [swe], { n: 1, ks: [1], steps: 2, temperature: 0.7, topP: 0.95, maxTokens: 64, seed: 0, taskOf: (i) => tasks.get(i.task)!, ...options }))
+      .rejects.toThrow(/--steps > 1 is supported for md\+xml and mini-swe-agent items/);
+    await backend.close();
+  });
+});

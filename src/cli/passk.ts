@@ -13,7 +13,7 @@ import { loadTasks } from '../verify/load-task.ts';
 import { addScoringOptions, reportFailures, runOverCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
 import { positiveInteger } from './sandbox-options.ts';
 
-interface PasskFlags extends ScoringFlags { tasks: string; n: number; temperature: number; topP: number; maxTokens: number; seed: number; sandbox: SandboxKind; concurrency: number }
+interface PasskFlags extends ScoringFlags { tasks: string; steps: number; n: number; temperature: number; topP: number; maxTokens: number; seed: number; sandbox: SandboxKind; concurrency: number }
 
 const K_VALUES = [1, 2, 4, 8, 16, 32, 64];
 
@@ -26,6 +26,7 @@ export function passkCommand(): Command {
     .option('--top-p <p>', 'nucleus mass', Number.parseFloat, 0.95)
     .option('--max-tokens <n>', 'tokens per sampled action', positiveInteger, 1024)
     .option('--seed <n>', 'sampling seed', (v) => Number.parseInt(v, 10), 0)
+    .option('--steps <s>', 'a short rollout of S actions (each output shown to the model) instead of one', positiveInteger, 1)
     .addOption(new Option('--sandbox <kind>', 'where sampled actions run (always jailed)').choices([...SANDBOX_KINDS]).default('local'))
     .option('--concurrency <n>', 'sandboxes per task', positiveInteger, 2))
     .addHelpText('after', '\nExample:\n  probe passk --ckpt checkpoints/attn-agent --probes probes/demo.jsonl -n 16 --json')
@@ -42,7 +43,7 @@ export function passkCommand(): Command {
           for (const item of all) if (!tasks.has(item.task)) throw new InputError({ file: flags.tasks, field: 'instance_id' }, `no task record for probe ${item.id} (task ${item.task})`);
           return all;
         }, (ckpt, backend, its, tick) => scorePassk(ckpt, backend, its, {
-          n: flags.n, ks: K_VALUES, temperature: flags.temperature, topP: flags.topP, maxTokens: flags.maxTokens, seed: flags.seed,
+          n: flags.n, ks: K_VALUES, steps: flags.steps, temperature: flags.temperature, topP: flags.topP, maxTokens: flags.maxTokens, seed: flags.seed,
           taskOf: (item) => tasks.get(item.task)!, leaseFor, restore: restoreProbeState,
         }, tick));
         const errors = reportFailures(failures);

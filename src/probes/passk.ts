@@ -15,6 +15,8 @@ import { meanPassAtK } from '../stats/pass-at-k.ts';
 import { parseActionText, UnparsableAction } from '../trajectories/parse-action.ts';
 import { runAction } from '../replay/execute.ts';
 import { verifySandbox } from '../verify/verifier.ts';
+import { InputError } from '../errors.ts';
+import { renderObservation } from '../trajectories/mdxml.ts';
 
 /** How a sampled action ends, per item format, and how to put the stop back. */
 export function stopsFor(format: string): { stops: string[]; keepStop: boolean } {
@@ -23,6 +25,21 @@ export function stopsFor(format: string): { stops: string[]; keepStop: boolean }
   if (format === 'native:swe-agent') return { stops: ['\n```'], keepStop: false };
   if (format === 'native:r2e-gym') return { stops: ['</function>'], keepStop: true };
   return { stops: ['\n\n'], keepStop: false };
+}
+
+/**
+ * For `--steps S` rollouts: how the harness shows an action's output to the model and
+ * what ends the model's next step (thought and action), per item format.
+ */
+export function rolloutFormat(format: string): { observe: (output: string, exitCode: number) => string; nextStops: string[] } | undefined {
+  if (format === 'md+xml') {
+    return { observe: (output) => `\n${renderObservation(output)}\n\n## Thinking\n`, nextStops: ['</bash>', '</str_replace_editor>', '<submit/>'] };
+  }
+  if (format === 'native:mini-swe-agent-1' || format === 'native:mini-swe-agent-1.1') {
+    // The opening fence follows a newline too, so a later step ends at a fence that closes a line.
+    return { observe: (output, code) => `\n\n<returncode>${code}</returncode>\n<output>\n${output}</output>\n\n`, nextStops: ['\n```\n'] };
+  }
+  return undefined;
 }
 
 export interface PasskSample { text: string; parsed: boolean; resolved: boolean; reason: string }
@@ -39,6 +56,8 @@ export interface PasskOptions {
   taskOf: (item: ProbeItem) => LoadedTask;
   /** Sandboxes of a task (jailed: these commands are model-generated). */
   leaseFor: (task: LoadedTask) => SandboxLease;
+  /** Actions per rollout (1: the decisive action alone). */
+  steps?: number;
   /** Restores the state before T* (patch, or replay of the earlier actions). */
   restore: (sb: Sandbox, item: ProbeItem, task: LoadedTask) => Promise<void>;
 }
@@ -67,8 +86,52 @@ export async function judgeSample(text: string, item: ProbeItem, task: LoadedTas
   return sample;
 }
 
+/** One rollout of up to `steps` actions from the T* state, then the verifier. */
+async function rollout(backend: CompletionBackend, item: ProbeItem, task: LoadedTask, options: PasskOptions, index: number): Promise<PasskSample> {
+  const format = rolloutFormat(item.format)!;
+  const { stops, keepStop } = stopsFor(item.format);
+  const lease = options.leaseFor(task);
+  return lease(async (sb) => {
+    await options.restore(sb, item, task);
+    let prompt = item.context;
+    const texts: string[] = [];
+    for (let step = 0; step < (options.steps ?? 1); step++) {
+      const [sample] = await sampleOne(backend, { prompt, n: 1, temperature: options.temperature, topP: options.topP, maxTokens: options.maxTokens, stop: step === 0 ? stops : format.nextStops, seed: options.seed * 1_000_003 + index * 1009 + step });
+      const stop = sample?.stop;
+      const text = (sample?.text ?? '') + (stop && (keepStop || step > 0) ? stop.replace(/\n$/, '') : '');
+      texts.push(text);
+      let action: TrajectoryAction;
+      try {
+        action = parseActionText(text, item.format);
+      } catch (error) {
+        if (!(error instanceof UnparsableAction)) throw error;
+        if (step === 0) return { text, parsed: false, resolved: false, reason: `unparsable: ${error.message}` };
+        break; // a later unparsable step ends the rollout; what was done is verified
+      }
+      if (action.tool === 'submit') break;
+      const ran = await runAction(sb, action, 60_000);
+      prompt += text + format.observe(ran.output, ran.exitCode);
+    }
+    const verdict = await verifySandbox(sb, task);
+    return { text: texts.join('\n'), parsed: true, resolved: verdict.resolved, reason: verdict.resolved ? `resolved after ${texts.length} step(s)` : verdict.reason ?? 'failing' };
+  });
+}
+
 export async function scorePassk(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], options: PasskOptions, onItem?: () => void): Promise<PasskResult> {
   const scored: PasskItem[] = [];
+  if ((options.steps ?? 1) > 1) {
+    for (const item of items) {
+      if (!rolloutFormat(item.format)) throw new InputError({ file: item.source.file, field: 'format' }, `--steps > 1 is supported for md+xml and mini-swe-agent items, not ${item.format} (probe ${item.id})`);
+    }
+    for (const item of items) {
+      const task = options.taskOf(item);
+      const judged: PasskSample[] = [];
+      for (let i = 0; i < options.n; i++) judged.push(await rollout(backend, item, task, options, i));
+      scored.push({ id: item.id, task: item.task, n: judged.length, c: judged.filter((j) => j.resolved).length, parse_failures: judged.filter((j) => !j.parsed).length, samples: judged });
+      onItem?.();
+    }
+    return summarize(checkpoint, backend, options, scored);
+  }
   for (const item of items) {
     const { stops, keepStop } = stopsFor(item.format);
     const request: SampleRequest = { prompt: item.context, n: options.n, temperature: options.temperature, topP: options.topP, maxTokens: options.maxTokens, stop: stops, seed: options.seed };
@@ -83,6 +146,10 @@ export async function scorePassk(checkpoint: string, backend: CompletionBackend,
     scored.push({ id: item.id, task: item.task, n: judged.length, c: judged.filter((j) => j.resolved).length, parse_failures: judged.filter((j) => !j.parsed).length, samples: judged });
     onItem?.();
   }
+  return summarize(checkpoint, backend, options, scored);
+}
+
+function summarize(checkpoint: string, backend: CompletionBackend, options: PasskOptions, scored: PasskItem[]): PasskResult {
   const pass_at: Record<string, number> = {};
   for (const k of options.ks.filter((k) => k <= options.n)) pass_at[String(k)] = meanPassAtK(scored, k);
   const total = scored.reduce((a, i) => a + i.n, 0);
