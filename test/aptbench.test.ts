@@ -61,3 +61,17 @@ describe.skipIf(!hasRealData)('the shipped APTBench samples', () => {
     for (const i of again.items) expect(i.rouge_l).toBe(i.answer ? 1 : 0);
   });
 });
+
+describe.skipIf(!hasRealData)('probe aptbench (command line)', () => {
+  it('runs the shipped samples and prints the documented JSON', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const { PROBE_BIN } = await import('./helpers/paths.ts');
+    const run = spawnSync(process.execPath, [PROBE_BIN, 'aptbench', '--items', real('aptbench/env_setup_action/items.jsonl'),
+      '--prompt', real('aptbench/env_setup_action/prompt_3shot.txt'), '--ckpt', CKPT.agent, '--limit', '2', '--json'], { encoding: 'utf8', timeout: 120_000 });
+    expect(run.status, run.stderr).toBe(0);
+    const out = JSON.parse(run.stdout) as { results: Array<{ checkpoint: string; exact_match: number; items: unknown[] }> };
+    expect(out.results).toHaveLength(1);
+    expect(out.results[0]!.items).toHaveLength(2);
+    expect(typeof out.results[0]!.exact_match).toBe('number');
+  });
+});

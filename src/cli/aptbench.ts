@@ -1,15 +1,11 @@
 /** `probe aptbench`: APTBench-format items through the same backends. */
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { checkCheckpoint, openBackend } from '../backends/open.ts';
-import { embeddedCheckpointDirs } from '../embedded.ts';
 import { describeCause, InputError } from '../errors.ts';
-import { fillTemplate, loadAptItems, scoreAptbench, type AptResult } from '../probes/aptbench.ts';
-import { createProgress } from '../report/progress.ts';
+import { fillTemplate, loadAptItems, scoreAptbench } from '../probes/aptbench.ts';
 import { formatTable } from '../report/table.ts';
-import { reportFailures } from './checkpoint-runs.ts';
+import { forEachCheckpoint, reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
 import { positiveInteger } from './sandbox-options.ts';
-import { relative } from 'node:path';
 
 interface AptFlags { items: string; prompt: string; ckpt?: string[]; limit?: number; json?: boolean }
 
@@ -32,24 +28,9 @@ export function aptbenchCommand(): Command {
         throw new InputError({ file: flags.prompt }, `cannot read the prompt template: ${describeCause(error)}`, { cause: error });
       }
       for (const item of items) fillTemplate(template, item, flags.items); // every placeholder resolvable before any work
-      const checkpoints = flags.ckpt ?? embeddedCheckpointDirs().map((d) => relative(process.cwd(), d) || '.');
-      for (const c of checkpoints) checkCheckpoint(c);
-      const progress = createProgress(items.length * checkpoints.length, !flags.json);
-      const results: AptResult[] = [];
-      const failures: InputError[] = [];
-      try {
-        for (const ckpt of checkpoints) {
-          try {
-            const backend = await openBackend(ckpt);
-            try { results.push(await scoreAptbench(ckpt, backend, items, template, flags.items, () => progress.tick(ckpt))); } finally { await backend.close(); }
-          } catch (error) {
-            if (!(error instanceof InputError)) throw error;
-            failures.push(error);
-          }
-        }
-      } finally {
-        progress.stop();
-      }
+      const checkpoints = resolveCheckpoints(flags.ckpt);
+      const { results, failures } = await forEachCheckpoint(checkpoints, items.length, Boolean(flags.json),
+        (ckpt, backend, tick) => scoreAptbench(ckpt, backend, items, template, flags.items, tick));
       const errors = reportFailures(failures);
       if (flags.json) {
         process.stdout.write(`${JSON.stringify({ results, ...errors }, null, 2)}\n`);

@@ -30,18 +30,19 @@ export interface CheckpointRuns<R> {
   failures: InputError[];
 }
 
-export async function runOverCheckpoints<R>(
-  flags: ScoringFlags,
-  select: (items: ProbeItem[]) => ProbeItem[],
-  run: (checkpoint: string, backend: CompletionBackend, items: ProbeItem[], tick: () => void) => Promise<R>,
-): Promise<CheckpointRuns<R>> {
-  const checkpoints = flags.ckpt ?? embeddedCheckpointDirs().map((dir) => relative(process.cwd(), dir) || '.');
-  // All input is checked before any work, so a typo never costs a finished result.
-  let items = select(loadProbeItems(flags.probes ?? EMBEDDED_PROBES));
-  if (flags.limit !== undefined) items = items.slice(0, flags.limit);
-  for (const ckpt of checkpoints) checkCheckpoint(ckpt);
+/** The checkpoints named by `--ckpt`, or the embedded ladder; each checked before any work. */
+export function resolveCheckpoints(ckpt: string[] | undefined): string[] {
+  const checkpoints = ckpt ?? embeddedCheckpointDirs().map((dir) => relative(process.cwd(), dir) || '.');
+  for (const c of checkpoints) checkCheckpoint(c);
+  return checkpoints;
+}
 
-  const progress = createProgress(checkpoints.length * items.length, !flags.json);
+/** Runs `run` with each checkpoint's backend in turn, one open at a time, under one progress bar. */
+export async function forEachCheckpoint<R>(
+  checkpoints: string[], units: number, quiet: boolean,
+  run: (checkpoint: string, backend: CompletionBackend, tick: () => void) => Promise<R>,
+): Promise<{ results: R[]; failures: InputError[] }> {
+  const progress = createProgress(checkpoints.length * units, !quiet);
   const results: R[] = [];
   const failures: InputError[] = [];
   try {
@@ -49,7 +50,7 @@ export async function runOverCheckpoints<R>(
       try {
         const backend = await openBackend(ckpt);
         try {
-          results.push(await run(ckpt, backend, items, () => progress.tick(ckpt)));
+          results.push(await run(ckpt, backend, () => progress.tick(ckpt)));
         } finally {
           await backend.close();
         }
@@ -62,6 +63,19 @@ export async function runOverCheckpoints<R>(
   } finally {
     progress.stop();
   }
+  return { results, failures };
+}
+
+export async function runOverCheckpoints<R>(
+  flags: ScoringFlags,
+  select: (items: ProbeItem[]) => ProbeItem[],
+  run: (checkpoint: string, backend: CompletionBackend, items: ProbeItem[], tick: () => void) => Promise<R>,
+): Promise<CheckpointRuns<R>> {
+  // All input is checked before any work, so a typo never costs a finished result.
+  let items = select(loadProbeItems(flags.probes ?? EMBEDDED_PROBES));
+  if (flags.limit !== undefined) items = items.slice(0, flags.limit);
+  const checkpoints = resolveCheckpoints(flags.ckpt);
+  const { results, failures } = await forEachCheckpoint(checkpoints, items.length, Boolean(flags.json), (ckpt, backend, tick) => run(ckpt, backend, items, tick));
   return { items, results, failures };
 }
 
