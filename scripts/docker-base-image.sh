@@ -11,8 +11,11 @@ if docker image inspect "$image" >/dev/null 2>&1; then
 fi
 root="$(mktemp -d)"
 trap 'rm -rf "$root"' EXIT
+# The Debian archive this machine's apt already uses (first URI of its sources).
+mirror="${DEBIAN_MIRROR:-$( (grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}'; \
+  grep -hs '^deb ' /etc/apt/sources.list | awk '{print $2}') 2>/dev/null | grep -v security | head -n 1 || true)}"
 debootstrap --variant=minbase --include=python3,python3-pytest,python-is-python3,git,libstdc++6,ca-certificates,procps \
-  bookworm "$root" "${DEBIAN_MIRROR:-http://deb.debian.org/debian}" >/dev/null
+  bookworm "$root" ${mirror:+"$mirror"} >/dev/null
 install -m 0755 "$(readlink -f "$(command -v node)")" "$root/usr/local/bin/node"
 rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
 tar -C "$root" -c . | docker import -c 'ENV PATH=/usr/local/bin:/usr/bin:/bin LANG=C.UTF-8' - "$image" >/dev/null
