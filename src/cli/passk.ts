@@ -7,8 +7,7 @@ import { scorePassk } from '../probes/passk.ts';
 import { restoreProbeState } from '../probes/restore.ts';
 import { formatTable } from '../report/table.ts';
 import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
-import { SandboxPool } from '../sandbox/pool.ts';
-import type { LoadedTask } from '../schema/task.ts';
+import { TaskPools } from '../sandbox/pool.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { addScoringOptions, reportFailures, runOverCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
 import { positiveInteger } from './sandbox-options.ts';
@@ -32,12 +31,8 @@ export function passkCommand(): Command {
     .addHelpText('after', '\nExample:\n  probe passk --ckpt checkpoints/attn-agent --probes probes/demo.jsonl -n 16 --json')
     .action(async (flags: PasskFlags) => {
       const tasks = new Map(loadTasks(flags.tasks).map((t) => [t.instance_id, t]));
-      const pools = new Map<string, SandboxPool>();
-      const leaseFor = (task: LoadedTask) => {
-        let pool = pools.get(task.instance_id);
-        if (!pool) { pool = new SandboxPool((t) => openSandbox(flags.sandbox, t), task, flags.concurrency); pools.set(task.instance_id, pool); }
-        return pool.lease;
-      };
+      const pools = new TaskPools((t) => openSandbox(flags.sandbox, t), flags.concurrency);
+      const leaseFor = pools.leaseFor;
       try {
         const { items, results, failures } = await runOverCheckpoints(flags, (all) => {
           for (const item of all) if (!tasks.has(item.task)) throw new InputError({ file: flags.tasks, field: 'instance_id' }, `no task record for probe ${item.id} (task ${item.task})`);
@@ -56,7 +51,7 @@ export function passkCommand(): Command {
         process.stderr.write(`\nPrefix-conditioned pass@k on ${items.length} probe items, n = ${flags.n}\n\n`);
         process.stderr.write(`${formatTable(['checkpoint', ...ks.map((k) => `pass@${k}`), 'unparsable'], rows, ks.map((_, i) => i + 1).concat(ks.length + 1))}\n`);
       } finally {
-        await Promise.all([...pools.values()].map((p) => p.close()));
+        await pools.close();
       }
     });
 }

@@ -13,8 +13,7 @@ import { scorePassk, type PasskResult } from '../probes/passk.ts';
 import { restoreProbeState } from '../probes/restore.ts';
 import { formatTable } from '../report/table.ts';
 import { openSandbox } from '../sandbox/open.ts';
-import { SandboxPool } from '../sandbox/pool.ts';
-import type { LoadedTask } from '../schema/task.ts';
+import { TaskPools } from '../sandbox/pool.ts';
 import { averageRanks } from '../stats/correlation.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { addScoringOptions, reportFailures, runOverCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
@@ -58,12 +57,8 @@ export function screenCommand(): Command {
 
       const top = rows.slice(0, flags.passkTop ?? 2 * flags.shortlist);
       const tasks = new Map(loadTasks(flags.tasks).map((t) => [t.instance_id, t]));
-      const pools = new Map<string, SandboxPool>();
-      const leaseFor = (task: LoadedTask) => {
-        let pool = pools.get(task.instance_id);
-        if (!pool) { pool = new SandboxPool((t) => openSandbox('local', t), task, 2); pools.set(task.instance_id, pool); }
-        return pool.lease;
-      };
+      const pools = new TaskPools((t) => openSandbox('local', t), 2);
+      const leaseFor = pools.leaseFor;
       try {
         for (const row of top) {
           const backend = await openBackend(row.checkpoint);
@@ -78,7 +73,7 @@ export function screenCommand(): Command {
           }
         }
       } finally {
-        await Promise.all([...pools.values()].map((p) => p.close()));
+        await pools.close();
       }
       // The shortlist: pass@1 among those that got pass@K, ties broken by the cheap rank.
       const ranked = [...top].sort((a, b) => (b.pass_at?.['1'] ?? 0) - (a.pass_at?.['1'] ?? 0) || a.cheap_rank - b.cheap_rank);

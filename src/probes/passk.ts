@@ -42,6 +42,11 @@ export function rolloutFormat(format: string): { observe: (output: string, exitC
   return undefined;
 }
 
+/** A sampled action's text: the sample, with its stop put back where the format's action includes it. */
+export function sampledActionText(sample: { text: string; stop?: string }, format: string): string {
+  return stopsFor(format).keepStop && sample.stop ? sample.text + sample.stop : sample.text;
+}
+
 export interface PasskSample { text: string; parsed: boolean; resolved: boolean; reason: string }
 export interface PasskItem { id: string; task: string; n: number; c: number; parse_failures: number; samples: PasskSample[] }
 export interface PasskResult { checkpoint: string; backend: string; n: number; pass_at: Record<string, number>; parse_failure_rate: number; items: PasskItem[] }
@@ -133,14 +138,14 @@ export async function scorePassk(checkpoint: string, backend: CompletionBackend,
     return summarize(checkpoint, backend, options, scored);
   }
   for (const item of items) {
-    const { stops, keepStop } = stopsFor(item.format);
+    const { stops } = stopsFor(item.format);
     const request: SampleRequest = { prompt: item.context, n: options.n, temperature: options.temperature, topP: options.topP, maxTokens: options.maxTokens, stop: stops, seed: options.seed };
     const samples = await sampleOne(backend, request);
     const task = options.taskOf(item);
     const cache = new Map<string, PasskSample>();
     const judged: PasskSample[] = [];
     for (const s of samples) {
-      const text = keepStop && s.stop ? s.text + s.stop : s.text;
+      const text = sampledActionText(s, item.format);
       judged.push(await judgeSample(text, item, task, options, cache));
     }
     scored.push({ id: item.id, task: item.task, n: judged.length, c: judged.filter((j) => j.resolved).length, parse_failures: judged.filter((j) => !j.parsed).length, samples: judged });

@@ -5,7 +5,7 @@ import type { ProbeItem } from '../schema/probe-item.ts';
 import type { Trajectory } from '../schema/trajectory.ts';
 import { sampleOne } from '../backends/single.ts';
 import type { CompletionBackend } from '../backends/types.ts';
-import { stopsFor } from '../probes/passk.ts';
+import { sampledActionText, stopsFor } from '../probes/passk.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
 import { renderAction } from '../trajectories/mdxml.ts';
 import { findDistractors, type Candidate, type VerdictCache } from './distractors.ts';
@@ -87,7 +87,6 @@ export async function withDistractors(item: ProbeItem, trajectory: Trajectory, t
 export interface DistractorSampler { name: string; backend: CompletionBackend; n: number; seed: number }
 
 async function sampledCandidates(item: ProbeItem, sampler: DistractorSampler): Promise<Candidate[]> {
-  const { stops, keepStop } = stopsFor(item.format);
-  const samples = await sampleOne(sampler.backend, { prompt: item.context, n: sampler.n, temperature: 0.7, topP: 0.95, maxTokens: 1024, stop: stops, seed: sampler.seed });
-  return samples.map((s, i) => ({ text: keepStop && s.stop ? s.text + s.stop : s.text, source: `sample:${sampler.name}#${i}` }));
+  const samples = await sampleOne(sampler.backend, { prompt: item.context, n: sampler.n, temperature: 0.7, topP: 0.95, maxTokens: 1024, stop: stopsFor(item.format).stops, seed: sampler.seed });
+  return samples.map((s, i) => ({ text: sampledActionText(s, item.format), source: `sample:${sampler.name}#${i}` }));
 }

@@ -68,3 +68,24 @@ export function freshSandboxes(factory: SandboxFactory, task: LoadedTask): Sandb
     }
   };
 }
+
+/** One pool per task, created on first use: for verbs that visit many tasks' sandboxes. */
+export class TaskPools {
+  private readonly pools = new Map<string, SandboxPool>();
+
+  constructor(private readonly factory: SandboxFactory, private readonly size: number) {}
+
+  readonly leaseFor = (task: LoadedTask): SandboxLease => {
+    let pool = this.pools.get(task.instance_id);
+    if (!pool) {
+      pool = new SandboxPool(this.factory, task, this.size);
+      this.pools.set(task.instance_id, pool);
+    }
+    return pool.lease;
+  };
+
+  async close(): Promise<void> {
+    await Promise.all([...this.pools.values()].map((p) => p.close()));
+    this.pools.clear();
+  }
+}
