@@ -5,7 +5,7 @@ import { describeCause, InputError } from '../errors.ts';
 import { fillTemplate, loadAptItems, scoreAptbench } from '../probes/aptbench.ts';
 import { formatTable } from '../report/table.ts';
 import { forEachCheckpoint, reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
-import { positiveInteger } from './sandbox-options.ts';
+import { positiveInteger } from './args.ts';
 
 interface AptFlags { items: string; prompt: string; ckpt?: string[]; limit?: number; json?: boolean }
 

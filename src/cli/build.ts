@@ -13,7 +13,8 @@ import { createProgress } from '../report/progress.ts';
 import { importTrajectory } from '../trajectories/import.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { checkCheckpoint, openBackend } from '../backends/open.ts';
-import { addSandboxOptions, positiveInteger, replayOptions, type SandboxFlags } from './sandbox-options.ts';
+import { positiveInteger } from './args.ts';
+import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
 interface BuildFlags extends SandboxFlags { trajectories: string; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; distractorCkpt?: string; distractorSamples: number; json?: boolean }
 

@@ -12,7 +12,7 @@ import { InputError } from '../errors.ts';
 import { loadProbeItems } from '../probes/load.ts';
 import { createProgress } from '../report/progress.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
-import { positiveInteger } from './sandbox-options.ts';
+import { positiveInteger } from './args.ts';
 
 export interface ScoringFlags { ckpt?: string[]; probes?: string; json?: boolean; limit?: number }
 

@@ -7,7 +7,7 @@ import { formatTable } from '../report/table.ts';
 import { bootstrap, kendallTauB, pearson, spearman, type Interval } from '../stats/correlation.ts';
 import { metricsFromDocument, type MetricSeries } from '../stats/metrics.ts';
 import { createRng } from '../util/rng.ts';
-import { positiveInteger } from './sandbox-options.ts';
+import { positiveInteger } from './args.ts';
 
 interface CorrelateFlags { results: string[]; scores: string; resamples: number; seed: number; json?: boolean }
 

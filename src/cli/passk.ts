@@ -10,7 +10,7 @@ import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts
 import { TaskPools } from '../sandbox/pool.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { addScoringOptions, reportFailures, runOverCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
-import { positiveInteger } from './sandbox-options.ts';
+import { positiveInteger } from './args.ts';
 
 interface PasskFlags extends ScoringFlags { tasks: string; steps: number; n: number; temperature: number; topP: number; maxTokens: number; seed: number; sandbox: SandboxKind; concurrency: number }
 

@@ -1,13 +1,8 @@
 /** Options shared by the verbs that run tasks in sandboxes. */
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { Command, Option } from 'commander';
+import { positiveInteger } from './args.ts';
 import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
 import type { ReplayOptions } from '../replay/replay.ts';
-
-export function positiveInteger(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
-  return n;
-}
 
 export function addSandboxOptions(command: Command): Command {
   return command

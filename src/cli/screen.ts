@@ -17,7 +17,7 @@ import { TaskPools } from '../sandbox/pool.ts';
 import { averageRanks } from '../stats/correlation.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { addScoringOptions, reportFailures, runOverCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
-import { positiveInteger } from './sandbox-options.ts';
+import { positiveInteger } from './args.ts';
 
 interface ScreenFlags extends ScoringFlags { shortlist: number; passkTop?: number; n: number; tasks: string; seed: number }
 
