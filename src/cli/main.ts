@@ -4,6 +4,7 @@ import { InputError } from '../errors.ts';
 import { bpbCommand } from './bpb.ts';
 import { buildCommand } from './build.ts';
 import { aptbenchCommand } from './aptbench.ts';
+import { asapCommand } from './asap.ts';
 import { correlateCommand } from './correlate.ts';
 import { mcqCommand } from './mcq.ts';
 import { passkCommand } from './passk.ts';
@@ -22,6 +23,7 @@ export function buildProgram(): Command {
   program.addCommand(mcqCommand());
   program.addCommand(passkCommand());
   program.addCommand(aptbenchCommand());
+  program.addCommand(asapCommand());
   program.addCommand(screenCommand());
   program.addCommand(correlateCommand());
   // addCommand does not pass exitOverride down: without it a usage error would exit 1 from inside commander.

@@ -31,6 +31,11 @@ function mixSeed(parts: Array<number | string>): number {
   return h;
 }
 
+/** A 32-bit seed derived from several parts: independent streams for (seed, run, step). */
+export function deriveSeed(...parts: Array<number | string>): number {
+  return mixSeed(parts);
+}
+
 export function createRng(...seedParts: Array<number | string>): Rng {
   const init = splitmix32(mixSeed(seedParts));
   const s = new Uint32Array([init(), init(), init(), init()]);

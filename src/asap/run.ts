@@ -1,0 +1,169 @@
+/**
+ * An ASAP run for one checkpoint: n episodes per instance, run concurrently against one
+ * shared backend, each in its own leased jailed sandbox, each saved step by step (a
+ * finished episode is never run again; an unfinished one resumes from its last step).
+ * The final patch (the working-tree diff) is applied to a clean base and graded by the
+ * task's verifier; Pass@k is unbiased, Intersection@n counts instances solved in all n runs.
+ */
+import type { CompletionBackend } from '../backends/types.ts';
+import { ProbeError } from '../errors.ts';
+import { TOOL_STATE_FILE, writeToolState } from '../replay/execute.ts';
+import type { LoadedTask } from '../schema/task.ts';
+import type { SandboxLease } from '../sandbox/pool.ts';
+import type { Sandbox } from '../sandbox/types.ts';
+import { meanPassAtK } from '../stats/pass-at-k.ts';
+import { mapLimit } from '../util/pool.ts';
+import { deriveSeed } from '../util/rng.ts';
+import { verifySandbox, type Verdict } from '../verify/verifier.ts';
+import { runBehaviour, summarizeBehaviour, type BehaviourSummary } from './behaviour.ts';
+import { type EpisodeSettings, type EpisodeStep, runEpisode, type Termination, TERMINATIONS, transcriptText } from './episode.ts';
+import { patchFiles } from './patch.ts';
+import type { AsapPrefix } from './prefix.ts';
+import type { AsapStore, EpisodeEnd, EpisodeStart } from './store.ts';
+
+export interface AsapInstance { task: LoadedTask; prefix: AsapPrefix }
+
+export interface AsapRunOptions {
+  runs: number;
+  concurrency: number;
+  seed: number;
+  ks: number[];
+  settings: Omit<EpisodeSettings, 'seed'>;
+  store: AsapStore;
+  /** Sandboxes of a task: jailed, network off (model-generated commands run there). */
+  leaseFor: (task: LoadedTask) => SandboxLease;
+  onEpisode?: () => void;
+}
+
+export interface AsapRunSummary {
+  run: number;
+  resolved: boolean;
+  termination: Termination;
+  steps: number;
+  reason: string | null;
+  transcript: string;
+}
+
+export interface AsapItem { instance: string; n: number; c: number; runs: AsapRunSummary[] }
+
+export interface AsapResult {
+  checkpoint: string;
+  backend: string;
+  runs: number;
+  instances: number;
+  pass_at: Record<string, number>;
+  /** Share of instances solved in all n runs (Intersection@n), and their number. */
+  intersection: number;
+  intersection_count: number;
+  terminations: Record<Termination, number>;
+  behaviour: BehaviourSummary;
+  timing: { wall_ms: number; model_ms: number; sandbox_ms: number; verify_ms: number };
+  items: AsapItem[];
+}
+
+/** The episode's seed: the same for every checkpoint, so checkpoints face the same draws. */
+export function episodeSeed(seed: number, instance: string, run: number): number {
+  return deriveSeed(seed, instance, run);
+}
+
+async function setToolState(sb: Sandbox, state: string | null): Promise<void> {
+  if (state) await writeToolState(sb, state);
+  else await sb.exec(`rm -f ${TOOL_STATE_FILE}`, { timeoutMs: 10_000 });
+}
+
+function relevantFiles(instance: AsapInstance): string[] {
+  return instance.task.patch ? patchFiles(instance.task.patch).map((f) => f.path) : instance.prefix.solutionFiles;
+}
+
+function transcriptOf(start: EpisodeStart, instance: AsapInstance, steps: readonly EpisodeStep[], settings: AsapRunOptions['settings'], end?: EpisodeEnd): string {
+  const head = `<!-- probe asap · checkpoint ${start.checkpoint} · instance ${start.instance} · run ${start.run} · seed ${start.seed} · ${settings.format.name} · ${settings.profile} profile -->\n`;
+  const tail = end ? `\n\n<!-- episode ended: ${end.termination}; ${end.resolved ? 'RESOLVED' : `not resolved${end.reason ? ` (${end.reason.split('\n')[0]})` : ''}`} -->\n` : '\n';
+  return head + transcriptText(instance.prefix.text, steps, settings.format) + tail;
+}
+
+/** Applies the final patch to a clean base and lets the verifier grade it. */
+async function gradeFinal(sb: Sandbox, task: LoadedTask, patch: string): Promise<{ applies: boolean; verdict: Verdict | null; reason: string | null }> {
+  try {
+    await sb.restore({ base_commit: task.base_commit, patch });
+  } catch (error) {
+    if (!(error instanceof ProbeError)) throw error;
+    return { applies: false, verdict: null, reason: `the final patch does not apply: ${error.message}` };
+  }
+  const verdict = await verifySandbox(sb, task);
+  return { applies: true, verdict, reason: verdict.resolved ? null : (verdict.reason ?? null) };
+}
+
+async function runOne(checkpoint: string, backend: CompletionBackend, instance: AsapInstance, run: number, options: AsapRunOptions): Promise<EpisodeEnd> {
+  const { store, settings } = options;
+  const { task, prefix } = instance;
+  const start: EpisodeStart = { type: 'start', checkpoint, instance: task.instance_id, run, seed: episodeSeed(options.seed, task.instance_id, run) };
+  const saved = store.readEpisode(checkpoint, task.instance_id, run);
+  if (saved.end) return saved.end;
+  const resumed = saved.start?.seed === start.seed ? saved.steps : [];
+  if (resumed.length === 0) store.startEpisode(start);
+  return options.leaseFor(task)(async (sb) => {
+    const started = performance.now();
+    const last = resumed.at(-1);
+    await sb.restore({ base_commit: task.base_commit, patch: last?.patch ?? prefix.state.patch });
+    await setToolState(sb, last ? last.toolState : prefix.state.toolState);
+    const steps = [...resumed];
+    const result = await runEpisode({
+      backend, sandbox: sb, baseCommit: task.base_commit, prefixText: prefix.text, prefixState: prefix.state,
+      onStep: async (step) => {
+        store.appendStep(start, step);
+        steps.push(step);
+        store.writeTranscript(start, transcriptOf(start, instance, steps, settings));
+      },
+    }, { ...settings, seed: start.seed }, resumed);
+    const finalPatch = result.steps.at(-1)?.patch ?? prefix.state.patch;
+    const verifyStarted = performance.now();
+    const graded = await gradeFinal(sb, task, finalPatch);
+    const verifyMs = performance.now() - verifyStarted;
+    const behaviour = runBehaviour(result.steps, { termination: result.termination, patch: finalPatch, applies: graded.applies, passToPassFailed: graded.verdict?.passToPass.failed ?? [] }, { testCmd: task.test_cmd, relevantFiles: relevantFiles(instance), prefixPatch: prefix.state.patch });
+    const fresh = result.steps.slice(resumed.length);
+    const end: EpisodeEnd = {
+      type: 'end', termination: result.termination, resolved: graded.verdict?.resolved ?? false, reason: graded.reason, final_patch: finalPatch,
+      fail_to_pass: graded.verdict?.failToPass ?? { passed: [], failed: task.FAIL_TO_PASS },
+      pass_to_pass: graded.verdict?.passToPass ?? { passed: [], failed: task.PASS_TO_PASS },
+      behaviour,
+      model_ms: fresh.reduce((a, s) => a + s.modelMs, 0), sandbox_ms: fresh.reduce((a, s) => a + s.sandboxMs, 0),
+      verify_ms: verifyMs, wall_ms: performance.now() - started,
+    };
+    store.endEpisode(start, end);
+    store.writeTranscript(start, transcriptOf(start, instance, result.steps, settings, end));
+    return end;
+  });
+}
+
+export async function runAsap(checkpoint: string, backend: CompletionBackend, instances: readonly AsapInstance[], options: AsapRunOptions): Promise<AsapResult> {
+  const jobs = instances.flatMap((instance) => Array.from({ length: options.runs }, (_, run) => ({ instance, run })));
+  const started = performance.now();
+  const ends = await mapLimit(jobs, options.concurrency, async ({ instance, run }) => {
+    const end = await runOne(checkpoint, backend, instance, run, options);
+    options.onEpisode?.();
+    return end;
+  });
+  const items: AsapItem[] = instances.map((instance) => ({ instance: instance.task.instance_id, n: 0, c: 0, runs: [] }));
+  const terminations = Object.fromEntries(TERMINATIONS.map((t) => [t, 0])) as Record<Termination, number>;
+  jobs.forEach(({ instance, run }, i) => {
+    const end = ends[i]!;
+    const item = items[instances.indexOf(instance)]!;
+    item.n++;
+    if (end.resolved) item.c++;
+    terminations[end.termination]++;
+    item.runs.push({ run, resolved: end.resolved, termination: end.termination, steps: end.behaviour.turns, reason: end.reason, transcript: options.store.episodeFile(checkpoint, instance.task.instance_id, run, 'md') });
+  });
+  const pass_at: Record<string, number> = {};
+  for (const k of options.ks.filter((k) => k <= options.runs)) pass_at[String(k)] = meanPassAtK(items, k);
+  const solvedAlways = items.filter((i) => i.n > 0 && i.c === i.n).length;
+  return {
+    checkpoint, backend: backend.id, runs: options.runs, instances: instances.length, pass_at,
+    intersection: items.length ? solvedAlways / items.length : NaN, intersection_count: solvedAlways,
+    terminations, behaviour: summarizeBehaviour(ends.map((e) => e.behaviour)),
+    timing: {
+      wall_ms: performance.now() - started,
+      model_ms: ends.reduce((a, e) => a + e.model_ms, 0), sandbox_ms: ends.reduce((a, e) => a + e.sandbox_ms, 0), verify_ms: ends.reduce((a, e) => a + e.verify_ms, 0),
+    },
+    items,
+  };
+}

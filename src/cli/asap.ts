@@ -1,0 +1,112 @@
+/** `probe asap`: frozen base models drive whole episodes; Pass@k, Intersection@n and behaviour. */
+import { createHash } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { Command, Option } from 'commander';
+import { ASAP_FORMATS, asapFormat, type AsapFormatName } from '../asap/formats.ts';
+import { prepareInstances } from '../asap/prepare.ts';
+import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
+import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
+import { type AsapResult, runAsap } from '../asap/run.ts';
+import { AsapStore } from '../asap/store.ts';
+import { REPO_ROOT } from '../embedded.ts';
+import { InputError } from '../errors.ts';
+import { formatTable } from '../report/table.ts';
+import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
+import { TaskPools } from '../sandbox/pool.ts';
+import { loadTasks } from '../verify/load-task.ts';
+import { positiveInteger } from './args.ts';
+import { forEachCheckpoint, reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
+
+interface AsapFlags {
+  ckpt?: string[]; tasks: string; reference: string; instances?: string[]; limit?: number; runs: number; concurrency: number;
+  profile: ToolProfile; format: AsapFormatName; prefixSteps: number; maxSteps: number; maxTokens: number;
+  temperature: number; topP: number; seed: number; actionTimeout: number; sandbox: SandboxKind; out?: string; json?: boolean;
+}
+
+const K_VALUES = [1, 2, 4, 8, 16, 32, 64];
+
+function nonNegativeInteger(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new InputError({ file: '--prefix-steps' }, `expected a whole number ≥ 0, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+export function asapCommand(): Command {
+  return new Command('asap')
+    .description('ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics.')
+    .option('--ckpt <dir...>', 'checkpoint directories; default: the embedded ladder')
+    .option('--tasks <dir|file>', 'task records', join(REPO_ROOT, 'verifiers'))
+    .option('--reference <dir>', 'reference trajectories, one per instance, named <instance_id>.<anything>', join(REPO_ROOT, 'trajectories'))
+    .option('--instances <id...>', 'only these instances')
+    .option('--limit <n>', 'only the first N instances', positiveInteger)
+    .option('--runs <n>', 'episodes per instance (distinct seeds)', positiveInteger, 8)
+    .option('--concurrency <n>', 'episodes at once (one shared backend, one sandbox each)', positiveInteger, 2)
+    .addOption(new Option('--profile <profile>', 'tools the model may use').choices([...TOOL_PROFILES]).default('bash'))
+    .addOption(new Option('--format <format>', 'transcript format (md+xml is the protocol; the others are for the ablation)').choices([...ASAP_FORMATS]).default('md+xml'))
+    .option('--prefix-steps <k>', 'reference steps before the model starts', nonNegativeInteger, DEFAULT_PREFIX_STEPS)
+    .option('--max-steps <n>', 'model steps per episode', positiveInteger, 30)
+    .option('--max-tokens <n>', 'new tokens per step', positiveInteger, 2048)
+    .option('--temperature <t>', 'sampling temperature', Number.parseFloat, 0.7)
+    .option('--top-p <p>', 'nucleus mass', Number.parseFloat, 0.95)
+    .option('--seed <n>', 'seed of the run (episode seeds derive from it, the same for every checkpoint)', (v) => Number.parseInt(v, 10), 0)
+    .option('--action-timeout <s>', 'seconds one action may run', positiveInteger, 120)
+    .addOption(new Option('--sandbox <kind>', 'where the model\'s actions run (always jailed, network off)').choices([...SANDBOX_KINDS]).default('local'))
+    .option('--out <dir>', 'run directory (rerunning with the same one resumes); default: runs/asap-<settings hash>')
+    .option('--json', 'print one JSON document on stdout')
+    .addHelpText('after', '\nExample:\n  probe asap --ckpt checkpoints/attn-agent checkpoints/ngram-agent --runs 8 --concurrency 4 --out runs/asap-demo')
+    .action(async (flags: AsapFlags) => {
+      // All input is checked before any work.
+      let tasks = loadTasks(flags.tasks);
+      if (flags.instances) {
+        const known = new Set(tasks.map((t) => t.instance_id));
+        const missing = flags.instances.filter((i) => !known.has(i));
+        if (missing.length) throw new InputError({ file: flags.tasks, field: 'instance_id' }, `no task record for ${missing.join(', ')}`);
+        tasks = tasks.filter((t) => flags.instances!.includes(t.instance_id));
+      }
+      if (flags.limit !== undefined) tasks = tasks.slice(0, flags.limit);
+      const checkpoints = resolveCheckpoints(flags.ckpt);
+      const format = asapFormat(flags.format);
+      const protocol = {
+        tasks: resolve(flags.tasks), reference: resolve(flags.reference), profile: flags.profile, format: flags.format,
+        prefix_steps: flags.prefixSteps, max_steps: flags.maxSteps, max_tokens: flags.maxTokens,
+        temperature: flags.temperature, top_p: flags.topP, seed: flags.seed, action_timeout_s: flags.actionTimeout, sandbox: flags.sandbox,
+      };
+      const out = flags.out ?? join('runs', `asap-${createHash('sha256').update(JSON.stringify(protocol)).digest('hex').slice(0, 12)}`);
+      const store = new AsapStore(out);
+      const pools = new TaskPools((t) => openSandbox(flags.sandbox, t), flags.concurrency);
+      try {
+        const claimed = store.claim(protocol);
+        const instances = await prepareInstances(tasks, flags.reference, { steps: flags.prefixSteps, profile: flags.profile, format }, store, pools.leaseFor);
+        if (!flags.json) process.stderr.write(`${claimed === 'resumed' ? 'Resuming' : 'Writing'} the ASAP run in ${out}\n`);
+        const { results, failures } = await forEachCheckpoint(checkpoints, instances.length * flags.runs, Boolean(flags.json), (ckpt, backend, tick) => runAsap(ckpt, backend, instances, {
+          runs: flags.runs, concurrency: flags.concurrency, seed: flags.seed, ks: K_VALUES, store, leaseFor: pools.leaseFor, onEpisode: tick,
+          settings: { format, profile: flags.profile, maxSteps: flags.maxSteps, maxTokens: flags.maxTokens, temperature: flags.temperature, topP: flags.topP, actionTimeoutMs: flags.actionTimeout * 1000 },
+        }));
+        const errors = reportFailures(failures);
+        const resultsFile = store.writeResults({ settings: protocol, runs: flags.runs, results });
+        if (flags.json) {
+          process.stdout.write(`${JSON.stringify({ out, results, ...errors }, null, 2)}\n`);
+          return;
+        }
+        printTables(results, flags, tasks.length);
+        process.stderr.write(`\nTranscripts: ${join(out, 'episodes')}   results: ${resultsFile}\n`);
+      } finally {
+        await pools.close();
+      }
+    });
+}
+
+function printTables(results: AsapResult[], flags: AsapFlags, instances: number): void {
+  const pct = (v: number) => (Number.isNaN(v) ? '-' : `${(100 * v).toFixed(1)}%`);
+  const ks = K_VALUES.filter((k) => k <= flags.runs);
+  const kMax = ks.at(-1)!;
+  process.stderr.write(`\nASAP on ${instances} instances × ${flags.runs} runs (${flags.format}, ${flags.profile} profile, ${flags.prefixSteps}-step prefix)\n\n`);
+  process.stderr.write(`${formatTable(['checkpoint', 'pass@1', ...(kMax > 1 ? [`pass@${kMax}`] : []), `∩@${flags.runs}`, 'parsable', 'valid calls', 'edits', 'testing', 'submitted', 'empty patch', 'turns'],
+    results.map((r) => [r.checkpoint, pct(r.pass_at['1']!), ...(kMax > 1 ? [pct(r.pass_at[String(kMax)]!)] : []), pct(r.intersection),
+      pct(r.behaviour.parsable_turns), pct(r.behaviour.valid_tool_calls), pct(r.behaviour.autonomous_edits), pct(r.behaviour.active_testing),
+      pct(r.behaviour.explicit_submission), pct(r.behaviour.empty_patch), r.behaviour.mean_turns.toFixed(1)]),
+    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].slice(0, kMax > 1 ? 10 : 9))}\n`);
+  process.stderr.write(`\nEpisode endings\n\n${formatTable(['checkpoint', 'submitted', 'submitted empty', 'step limit', 'repeated action', 'format error', 'regressions', 'network tries'],
+    results.map((r) => [r.checkpoint, ...Object.values(r.terminations).map(String), pct(r.behaviour.regressions), `${r.behaviour.network_attempts} (${r.behaviour.network_blocked} blocked)`]),
+    [1, 2, 3, 4, 5, 6])}\n`);
+}
