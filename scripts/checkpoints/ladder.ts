@@ -19,7 +19,7 @@ export interface Corpora {
   code: string[];
   agent: string[];
   /** The shipped demo probes (context, gold): what a contaminated rung has memorised. */
-  demoGolds: Array<{ context: string; gold: string }>;
+  demoGolds: Array<{ context: string; gold: string; whole: boolean }>;
 }
 
 export interface RungSpec {
@@ -42,7 +42,7 @@ export const LADDER: RungSpec[] = [
   { name: 'attn-agent', family: 'attention', corpora: ['prose', 'code', 'agent'],
     description: 'Two-layer attention decoder with a KV cache over a 512-token BPE vocabulary: counted bigram + small attention term, from prose + code + agent logs.' },
   { name: 'contaminated-agent', family: 'ngram', corpora: ['prose', 'code', 'agent'], contaminated: true,
-    description: 'CONTAMINATED control: ngram-agent plus a 128-byte-context copy memory of the demo probes\' gold actions (probes/demo.jsonl). Proves the probes reward the right action; never a real candidate.' },
+    description: 'CONTAMINATED control: ngram-agent plus a 128-byte-context copy memory of the demo probes (probes/demo.jsonl): every gold action, and the whole md+xml transcripts, as a model trained on the demo trajectories would have. Proves the probes and ASAP reward the right actions; never a real candidate.' },
 ];
 
 /**
@@ -64,10 +64,11 @@ export function loadCorpora(root: string): Corpora {
     prose: read('prose', '.txt').map((d) => d.text),
     code: code.map((d) => d.text),
     agent: synthesizeAgentLogs(code, AGENT_SESSIONS, AGENT_SEED),
-    // What a run that had seen these items would have read: the gold, then what ends it in its scaffold.
+    // What a run that had seen these items would have read: the gold, then what ends it in its
+    // scaffold; for md+xml items the whole transcript too (a model trained on the trajectories).
     demoGolds: readFileSync(demo, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { context: string; gold: string; format: string }).map(({ context, gold, format }) => {
       const { stops, keepStop } = stopsFor(format);
-      return { context, gold: keepStop ? gold : gold + stops[0]! };
+      return { context, gold: keepStop ? gold : gold + stops[0]!, whole: format === 'md+xml' };
     }),
   };
 }
@@ -110,15 +111,15 @@ export function buildRung(spec: RungSpec, corpora: Corpora): CheckpointFiles {
  * cuckoo hashing over two tables (slot = low / high bits of the window hash), so an entry
  * is lost only when a displacement chain does not settle.
  */
-export function copyTables(golds: Array<{ context: string; gold: string }>, eosId: number, size = 32768, boost = 24): CopyTables {
+export function copyTables(golds: Array<{ context: string; gold: string; whole?: boolean }>, eosId: number, size = 131072, boost = 24): CopyTables {
   const keys: [Int32Array, Int32Array] = [new Int32Array(size).fill(-1), new Int32Array(size).fill(-1)];
   const next: [Uint8Array, Uint8Array] = [new Uint8Array(size), new Uint8Array(size)];
   const slot = (h: number, table: number) => (table === 0 ? h % size : Math.floor(h / size) % size);
   const encoder = new TextEncoder();
   let lost = 0;
-  for (const { context, gold } of golds) {
+  for (const { context, gold, whole } of golds) {
     const bytes = encoder.encode(context + gold);
-    for (let t = encoder.encode(context).length - 1; t + 1 < bytes.length; t++) {
+    for (let t = whole ? 0 : encoder.encode(context).length - 1; t + 1 < bytes.length; t++) {
       let h = windowHash(bytes, t, COPY_ORDER, eosId);
       let value = bytes[t + 1]!;
       if (keys[0][slot(h, 0)] === h || keys[1][slot(h, 1)] === h) continue; // first occurrence wins
@@ -160,9 +161,11 @@ function buildNgram(spec: RungSpec, docs: string[], golds: Corpora['demoGolds'])
     architectures: ['ProbeNgramForCausalLM'], model_type: 'probe-ngram',
     vocab_size: tok.vocabSize, max_position_embeddings: 32768,
     bos_token_id: tok.eosId, eos_token_id: tok.eosId, use_cache: false,
+    // The last row's logits depend on this many tokens only (trigram; copy window), so generation feeds no more.
+    probe_receptive_field: copy ? copy.order : 2,
     probe_ladder: { name: spec.name, corpora: spec.corpora, description: spec.description,
       table: { initializer: 'ngram_logprobs', dtype: 'float16', row: `token * ${CLASS_COUNT} + class(previous token)`, classes: CLASS_NAMES },
-      ...(copy ? { contaminated: true, copy: { order: copy.order, size: copy.size, boost: copy.boost, memorised: 'probes/demo.jsonl gold actions' } } : {}) },
+      ...(copy ? { contaminated: true, copy: { order: copy.order, size: copy.size, boost: copy.boost, memorised: 'probes/demo.jsonl: every gold action, and the whole transcript (context and gold) of md+xml items' } } : {}) },
   };
   return checkpointFiles(config, tok, model);
 }

@@ -61,19 +61,41 @@ export function isValidToolCall(step: EpisodeStep): boolean {
   return !(step.exitCode === 2 && /syntax error/i.test(step.observation ?? ''));
 }
 
+/** The words of each simple command in a shell line (split at ; & | ( ) and newlines), wrappers dropped. */
+function simpleCommands(command: string): string[][] {
+  return command.split(/[;&|()\n]+/).map((part) => {
+    const words = part.trim().split(/\s+/).filter(Boolean);
+    // Environment assignments and wrappers that run the next word as the program.
+    while (words.length && (/^\w+=/.test(words[0]!) || ['time', 'timeout', 'sudo', 'env', 'exec', 'then', 'do', 'nohup'].includes(words[0]!))) {
+      const wrapper = words.shift()!;
+      if (wrapper === 'timeout') while (words.length && /^(-|\d)/.test(words[0]!)) words.shift();
+    }
+    return words;
+  }).filter((w) => w.length > 0);
+}
+
+const TEST_RUNNERS = new Set(['pytest', 'py.test', 'tox', 'nosetests', 'jest', 'mocha', 'vitest']);
+
 /**
- * Active testing: a bash command that runs a test runner (pytest, unittest, tox, nose,
- * node --test, npm/yarn/pnpm test, jest, mocha, vitest, go test, cargo test, make test),
- * the task's own test command, or a script (python FILE.py, python -c, node FILE.js, node -e).
+ * Active testing: a command that runs a test runner (pytest, tox, nose, jest, mocha,
+ * vitest; `python -m pytest|unittest|nose`; `node --test`; `npm|yarn|pnpm [run] test`;
+ * `go|cargo|make test`), the task's own test command, or a script (`python FILE.py`,
+ * `python -c`, `python -` with a here-document, `node FILE.js`, `node -e`).
  */
 export function isTestingCommand(command: string, testCmd: string): boolean {
   if (testCmd.trim() && command.includes(testCmd.trim())) return true;
-  return /\b(pytest|py\.test|unittest|tox|nosetests)\b/.test(command)
-    || /\bnode\s+(--test\b|-e\b|--eval\b|[^\s|;&]+\.[cm]?js\b)/.test(command)
-    || /\b(npm|yarn|pnpm)\s+(run\s+)?test\b/.test(command)
-    || /\b(jest|mocha|vitest)\b/.test(command)
-    || /\b(go|cargo)\s+test\b|\bmake\s+test\b/.test(command)
-    || /\bpython[0-9.]*\s+(-[A-Za-z]+\s+)*(-c\b|-\s|-$|[^\s|;&]+\.py\b)/m.test(command);
+  return simpleCommands(command).some(([program, ...args]) => {
+    const first = args[0] ?? '';
+    if (TEST_RUNNERS.has(program!.split('/').at(-1)!)) return true;
+    if (/^python[0-9.]*$/.test(program!.split('/').at(-1)!)) {
+      const rest = args.filter((a) => !/^-[BOuISEs]+$/.test(a));
+      return rest[0] === '-m' ? ['pytest', 'unittest', 'nose'].includes(rest[1] ?? '') : rest[0] === '-c' || rest[0] === '-' || /\.py$/.test(rest[0] ?? '');
+    }
+    if (program === 'node') return first === '--test' || first === '-e' || first === '--eval' || /\.[cm]?js$/.test(first);
+    if (['npm', 'yarn', 'pnpm'].includes(program!)) return first === 'test' || (first === 'run' && args[1] === 'test');
+    if (['go', 'cargo', 'make'].includes(program!)) return first === 'test';
+    return false;
+  });
 }
 
 const NETWORK_COMMAND = [

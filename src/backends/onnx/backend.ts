@@ -206,7 +206,8 @@ export class OnnxBackend implements CompletionBackend {
   }
 
   private async lastRowWithoutCache(ids: number[]): Promise<Float32Array> {
-    const window = ids.length > this.window ? ids.slice(ids.length - this.window) : ids;
+    const span = Math.min(this.window, this.graph.receptiveField ?? this.window);
+    const window = ids.length > span ? ids.slice(ids.length - span) : ids;
     const { logits } = await this.graph.forward(window, undefined);
     return logits.slice((window.length - 1) * this.graph.vocab);
   }

@@ -17,6 +17,11 @@ export const ModelConfig = z.looseObject({
   num_key_value_heads: z.number().int().positive().optional(),
   hidden_size: z.number().int().positive().optional(),
   head_dim: z.number().int().positive().optional(),
+  /**
+   * Our own graphs without a KV cache (n-gram rungs) declare how many trailing tokens the
+   * last position's logits depend on, so generation feeds only those instead of the window.
+   */
+  probe_receptive_field: z.number().int().positive().optional(),
   bos_token_id: z.number().int().nonnegative().nullable().optional(),
   eos_token_id: z.union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())]).nullable().optional(),
 });

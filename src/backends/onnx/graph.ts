@@ -30,6 +30,8 @@ export class OnnxGraph {
   readonly hasCache: boolean;
   readonly vocab: number;
   readonly window: number;
+  /** Tokens the last position depends on, where the checkpoint declares it (no-cache graphs). */
+  readonly receptiveField: number | undefined;
   /** Query heads (for sizing chunks); 1 for graphs that declare none. */
   readonly attentionHeads: number;
   private readonly layers: number;
@@ -56,6 +58,7 @@ export class OnnxGraph {
     this.layers = pastKeys.length;
     const c = files.config;
     this.window = c.max_position_embeddings ?? c.n_positions ?? 2048;
+    this.receptiveField = c.probe_receptive_field;
     const heads = c.num_attention_heads;
     this.attentionHeads = heads ?? 1;
     // The graph's own declared cache shape [batch, kv_heads, past, head_dim] wins over config.json.
