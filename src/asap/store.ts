@@ -53,7 +53,7 @@ export function writeTextAtomic(file: string, text: string): void {
 
 /** A file-system-safe name for a checkpoint (its path, flattened). */
 export function checkpointKey(checkpoint: string): string {
-  return checkpoint.replace(/^\.\/+/, '').replace(/\/+$/, '').replace(/[^A-Za-z0-9._-]+/g, '_') || 'checkpoint';
+  return checkpoint.replace(/^(\.?\/)+/, '').replace(/\/+$/, '').replace(/[^A-Za-z0-9._-]+/g, '_') || 'checkpoint';
 }
 
 export class AsapStore {
