@@ -18,6 +18,7 @@ import { importTrajectory } from '../src/trajectories/import.ts';
 import { OBSERVATION_LIMIT } from '../src/trajectories/mdxml.ts';
 import { loadTaskFile } from '../src/verify/load-task.ts';
 import { verifySandbox } from '../src/verify/verifier.ts';
+import { skipWithoutDocker } from './helpers/docker.ts';
 import { ScriptedBackend } from './helpers/scripted-backend.ts';
 
 const task = loadTaskFile(join(REPO_ROOT, 'verifiers', 'shop__pricing-1', 'task.json'))[0]!;
@@ -229,4 +230,29 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
     expect(run.verdict.resolved).toBe(true);
     expect(run.backend.prompts[0]!.endsWith(format.cue)).toBe(true);
   });
+});
+
+describe.skipIf(skipWithoutDocker || !hasBubblewrap())('ASAP episodes in the docker sandbox', () => {
+  it('build the same prefix as bubblewrap, run an episode, audit a blocked network attempt, and grade the patch', async () => {
+    const local = await openSandbox('local', task);
+    const docker = await openSandbox('docker', task);
+    try {
+      const format = asapFormat('md+xml');
+      const localPrefix = await buildPrefix(reference, task, { steps: 3, profile: 'bash', format }, local);
+      const dockerPrefix = await buildPrefix(reference, task, { steps: 3, profile: 'bash', format }, docker);
+      expect(dockerPrefix).toEqual(localPrefix);
+      await docker.restore({ base_commit: task.base_commit, patch: dockerPrefix.state.patch });
+      const backend = new ScriptedBackend([`Fetch docs.\n<bash>\npython3 -c "import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)"\n</bash>`, FIX, SUBMIT]);
+      const run = await runEpisode({ backend, sandbox: docker, baseCommit: task.base_commit, prefixText: dockerPrefix.text, prefixState: dockerPrefix.state, onStep: async () => {} }, settings());
+      expect(run.termination).toBe('submitted');
+      const finalPatch = run.steps.at(-1)!.patch;
+      await docker.restore({ base_commit: task.base_commit, patch: finalPatch });
+      const verdict = await verifySandbox(docker, task);
+      expect(verdict.resolved).toBe(true);
+      const behaviour = runBehaviour(run.steps, { termination: run.termination, patch: finalPatch, applies: true, passToPassFailed: verdict.passToPass.failed }, { testCmd: task.test_cmd, relevantFiles: dockerPrefix.solutionFiles, prefixPatch: '' });
+      expect(behaviour.network_attempts).toEqual([expect.objectContaining({ step: 0, blocked: true, evidence: expect.stringMatching(/Network is unreachable/) })]);
+    } finally {
+      await Promise.all([local.close(), docker.close()]);
+    }
+  }, 180_000);
 });

@@ -73,7 +73,7 @@ describe.skipIf(!hasBubblewrap())('probe asap', () => {
     // The contaminated control has memorised the demo transcripts: it walks the reference to its fix.
     const [attn, contaminated] = out.results;
     expect(contaminated!.items.reduce((a, i) => a + i.c, 0)).toBeGreaterThan(0);
-    expect(contaminated!.behaviour.autonomous_edits).toBeGreaterThan(attn!.behaviour.autonomous_edits);
+    expect(contaminated!.behaviour.autonomous_edits).toBeGreaterThan(attn!.behaviour.autonomous_edits!);
     expect(existsSync(join(whole, 'prefixes', 'shop__pricing-1.json'))).toBe(true);
 
     // The same run, killed with SIGKILL once an episode has saved a step, then rerun.

@@ -23,6 +23,9 @@ import type { ToolProfile } from './profiles.ts';
 
 export const DEFAULT_PREFIX_STEPS = 3;
 
+/** The prefix would show the model the answer; the instance cannot be run with it. */
+export class PrefixLeakError extends InputError {}
+
 /** Added lines shorter than this (trimmed) are too common to prove a leak (`}`, `return x`). */
 export const MIN_LEAK_LINE = 8;
 
@@ -122,7 +125,7 @@ export async function buildPrefix(trajectory: Trajectory, task: LoadedTask, opti
   for (const e of evidence) {
     const where = text.includes(e.line) ? 'its text' : prefixAdds.has(e.line) ? 'the tree it leaves' : undefined;
     if (where) {
-      throw new InputError({ file, field: `steps[0..${(steps.at(-1)?.from ?? 0)}]` }, `the ${steps.length}-step prefix leaks ${e.of}: ${where} contains the added line ${JSON.stringify(e.line)} (${e.path}); use a reference whose first steps do not edit the fix, or fewer --prefix-steps`);
+      throw new PrefixLeakError({ file, field: `steps[0..${(steps.at(-1)?.from ?? 0)}]` }, `the ${steps.length}-step prefix leaks ${e.of}: ${where} contains the added line ${JSON.stringify(e.line)} (${e.path}); use a reference whose first steps do not edit the fix, or fewer --prefix-steps`);
     }
   }
   return { instance: task.instance_id, reference: file, steps, text, state, solutionFiles: sourceChanges(solution).map((f) => f.path) };

@@ -10,7 +10,7 @@ import { taskForTrajectory } from '../replay/build.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
 import { importTrajectory } from '../trajectories/import.ts';
-import { buildPrefix, type PrefixOptions } from './prefix.ts';
+import { buildPrefix, PrefixLeakError, type PrefixOptions } from './prefix.ts';
 import type { AsapInstance } from './run.ts';
 import type { AsapStore } from './store.ts';
 
@@ -29,17 +29,37 @@ export function referenceFiles(dir: string, tasks: readonly LoadedTask[]): Map<s
   return byTask;
 }
 
-export async function prepareInstances(tasks: readonly LoadedTask[], referenceDir: string, options: PrefixOptions, store: AsapStore, leaseFor: (task: LoadedTask) => SandboxLease): Promise<AsapInstance[]> {
+export interface Prepared {
+  instances: AsapInstance[];
+  /** Instances whose reference prefix leaks the answer: not run, and reported. */
+  excluded: Array<{ instance: string; reason: string }>;
+}
+
+/**
+ * Builds every instance's prefix. An instance whose prefix leaks is excluded (one bad
+ * reference must not sink a run over hundreds of instances); when every instance is
+ * excluded, that is bad input (the first leak is thrown).
+ */
+export async function prepareInstances(tasks: readonly LoadedTask[], referenceDir: string, options: PrefixOptions, store: AsapStore, leaseFor: (task: LoadedTask) => SandboxLease): Promise<Prepared> {
   const references = referenceFiles(referenceDir, tasks);
-  const instances: AsapInstance[] = [];
+  const prepared: Prepared = { instances: [], excluded: [] };
+  const leaks: PrefixLeakError[] = [];
   for (const task of tasks) {
     let prefix = store.readPrefix(task.instance_id);
     if (!prefix) {
       const trajectory = importTrajectory(references.get(task.instance_id)!);
-      prefix = await leaseFor(task)((sb) => buildPrefix(trajectory, task, options, sb));
+      try {
+        prefix = await leaseFor(task)((sb) => buildPrefix(trajectory, task, options, sb));
+      } catch (error) {
+        if (!(error instanceof PrefixLeakError)) throw error;
+        leaks.push(error);
+        prepared.excluded.push({ instance: task.instance_id, reason: error.message });
+        continue;
+      }
       store.writePrefix(prefix);
     }
-    instances.push({ task, prefix });
+    prepared.instances.push({ task, prefix });
   }
-  return instances;
+  if (prepared.instances.length === 0 && leaks.length > 0) throw leaks[0]!;
+  return prepared;
 }

@@ -57,7 +57,8 @@ export interface AsapResult {
   intersection_count: number;
   terminations: Record<Termination, number>;
   behaviour: BehaviourSummary;
-  timing: { wall_ms: number; model_ms: number; sandbox_ms: number; verify_ms: number };
+  /** Wall time of the run, and the episodes' own time in the model, in actions, restoring and grading (summed). */
+  timing: { wall_ms: number; model_ms: number; sandbox_ms: number; setup_ms: number; verify_ms: number };
   items: AsapItem[];
 }
 
@@ -106,6 +107,7 @@ async function runOne(checkpoint: string, backend: CompletionBackend, instance: 
     const last = resumed.at(-1);
     await sb.restore({ base_commit: task.base_commit, patch: last?.patch ?? prefix.state.patch });
     await setToolState(sb, last ? last.toolState : prefix.state.toolState);
+    const setupMs = performance.now() - started;
     const steps = [...resumed];
     const result = await runEpisode({
       backend, sandbox: sb, baseCommit: task.base_commit, prefixText: prefix.text, prefixState: prefix.state,
@@ -127,7 +129,7 @@ async function runOne(checkpoint: string, backend: CompletionBackend, instance: 
       pass_to_pass: graded.verdict?.passToPass ?? { passed: [], failed: task.PASS_TO_PASS },
       behaviour,
       model_ms: fresh.reduce((a, s) => a + s.modelMs, 0), sandbox_ms: fresh.reduce((a, s) => a + s.sandboxMs, 0),
-      verify_ms: verifyMs, wall_ms: performance.now() - started,
+      setup_ms: setupMs, verify_ms: verifyMs, wall_ms: performance.now() - started,
     };
     store.endEpisode(start, end);
     store.writeTranscript(start, transcriptOf(start, instance, result.steps, settings, end));
@@ -162,7 +164,8 @@ export async function runAsap(checkpoint: string, backend: CompletionBackend, in
     terminations, behaviour: summarizeBehaviour(ends.map((e) => e.behaviour)),
     timing: {
       wall_ms: performance.now() - started,
-      model_ms: ends.reduce((a, e) => a + e.model_ms, 0), sandbox_ms: ends.reduce((a, e) => a + e.sandbox_ms, 0), verify_ms: ends.reduce((a, e) => a + e.verify_ms, 0),
+      model_ms: ends.reduce((a, e) => a + e.model_ms, 0), sandbox_ms: ends.reduce((a, e) => a + e.sandbox_ms, 0),
+      setup_ms: ends.reduce((a, e) => a + e.setup_ms, 0), verify_ms: ends.reduce((a, e) => a + e.verify_ms, 0),
     },
     items,
   };

@@ -31,6 +31,8 @@ export interface EpisodeEnd {
   behaviour: RunBehaviour;
   model_ms: number;
   sandbox_ms: number;
+  /** Restoring the sandbox to the episode's starting state. */
+  setup_ms: number;
   verify_ms: number;
   wall_ms: number;
 }

@@ -76,19 +76,20 @@ export function asapCommand(): Command {
       const pools = new TaskPools((t) => openSandbox(flags.sandbox, t), flags.concurrency);
       try {
         const claimed = store.claim(protocol);
-        const instances = await prepareInstances(tasks, flags.reference, { steps: flags.prefixSteps, profile: flags.profile, format }, store, pools.leaseFor);
-        if (!flags.json) process.stderr.write(`${claimed === 'resumed' ? 'Resuming' : 'Writing'} the ASAP run in ${out}\n`);
+        const { instances, excluded } = await prepareInstances(tasks, flags.reference, { steps: flags.prefixSteps, profile: flags.profile, format }, store, pools.leaseFor);
+        for (const e of excluded) process.stderr.write(`probe: excluded ${e.instance}: ${e.reason}\n`);
+        if (!flags.json) process.stderr.write(`${claimed === 'resumed' ? 'Resuming' : 'Writing'} the ASAP run in ${out} (${instances.length} instances)\n`);
         const { results, failures } = await forEachCheckpoint(checkpoints, instances.length * flags.runs, Boolean(flags.json), (ckpt, backend, tick) => runAsap(ckpt, backend, instances, {
           runs: flags.runs, concurrency: flags.concurrency, seed: flags.seed, ks: K_VALUES, store, leaseFor: pools.leaseFor, onEpisode: tick,
           settings: { format, profile: flags.profile, maxSteps: flags.maxSteps, maxTokens: flags.maxTokens, temperature: flags.temperature, topP: flags.topP, actionTimeoutMs: flags.actionTimeout * 1000 },
         }));
         const errors = reportFailures(failures);
-        const resultsFile = store.writeResults({ settings: protocol, runs: flags.runs, results });
+        const resultsFile = store.writeResults({ settings: protocol, runs: flags.runs, excluded, results });
         if (flags.json) {
-          process.stdout.write(`${JSON.stringify({ out, results, ...errors }, null, 2)}\n`);
+          process.stdout.write(`${JSON.stringify({ out, excluded, results, ...errors }, null, 2)}\n`);
           return;
         }
-        printTables(results, flags, tasks.length);
+        printTables(results, flags, instances.length);
         process.stderr.write(`\nTranscripts: ${join(out, 'episodes')}   results: ${resultsFile}\n`);
       } finally {
         await pools.close();
