@@ -1,29 +1,24 @@
 /** `probe asap`: frozen base models drive whole episodes; Pass@k, Intersection@n and behaviour. */
-import { createHash } from 'node:crypto';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { ASAP_FORMATS, asapFormat, type AsapFormatName } from '../asap/formats.ts';
-import { prepareInstances } from '../asap/prepare.ts';
+import { ASAP_FORMATS, type AsapFormatName } from '../asap/formats.ts';
 import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
 import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
-import { type AsapResult, runAsap } from '../asap/run.ts';
-import { AsapStore } from '../asap/store.ts';
+import type { AsapResult } from '../asap/run.ts';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { formatTable } from '../report/table.ts';
-import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
-import { TaskPools } from '../sandbox/pool.ts';
+import { SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { positiveInteger } from './args.ts';
-import { forEachCheckpoint, reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
+import { ASAP_K_VALUES, runAsapOverCheckpoints } from './asap-runs.ts';
+import { reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
 
 interface AsapFlags {
   ckpt?: string[]; tasks: string; reference: string; instances?: string[]; limit?: number; runs: number; concurrency: number;
   profile: ToolProfile; format: AsapFormatName; prefixSteps: number; maxSteps: number; maxTokens: number;
   temperature: number; topP: number; seed: number; actionTimeout: number; sandbox: SandboxKind; out?: string; json?: boolean;
 }
-
-const K_VALUES = [1, 2, 4, 8, 16, 32, 64];
 
 function nonNegativeInteger(value: string): number {
   const n = Number(value);
@@ -65,41 +60,24 @@ export function asapCommand(): Command {
       }
       if (flags.limit !== undefined) tasks = tasks.slice(0, flags.limit);
       const checkpoints = resolveCheckpoints(flags.ckpt);
-      const format = asapFormat(flags.format);
-      const protocol = {
-        tasks: resolve(flags.tasks), reference: resolve(flags.reference), profile: flags.profile, format: flags.format,
-        prefix_steps: flags.prefixSteps, max_steps: flags.maxSteps, max_tokens: flags.maxTokens,
-        temperature: flags.temperature, top_p: flags.topP, seed: flags.seed, action_timeout_s: flags.actionTimeout, sandbox: flags.sandbox,
-      };
-      const out = flags.out ?? join('runs', `asap-${createHash('sha256').update(JSON.stringify(protocol)).digest('hex').slice(0, 12)}`);
-      const store = new AsapStore(out);
-      const pools = new TaskPools((t) => openSandbox(flags.sandbox, t), flags.concurrency);
-      try {
-        const claimed = store.claim(protocol);
-        const { instances, excluded } = await prepareInstances(tasks, flags.reference, { steps: flags.prefixSteps, profile: flags.profile, format }, store, pools.leaseFor);
-        for (const e of excluded) process.stderr.write(`probe: excluded ${e.instance}: ${e.reason}\n`);
-        if (!flags.json) process.stderr.write(`${claimed === 'resumed' ? 'Resuming' : 'Writing'} the ASAP run in ${out} (${instances.length} instances)\n`);
-        const { results, failures } = await forEachCheckpoint(checkpoints, instances.length * flags.runs, Boolean(flags.json), (ckpt, backend, tick) => runAsap(ckpt, backend, instances, {
-          runs: flags.runs, concurrency: flags.concurrency, seed: flags.seed, ks: K_VALUES, store, leaseFor: pools.leaseFor, onEpisode: tick,
-          settings: { format, profile: flags.profile, maxSteps: flags.maxSteps, maxTokens: flags.maxTokens, temperature: flags.temperature, topP: flags.topP, actionTimeoutMs: flags.actionTimeout * 1000 },
-        }));
-        const errors = reportFailures(failures);
-        const resultsFile = store.writeResults({ settings: protocol, runs: flags.runs, excluded, results });
-        if (flags.json) {
-          process.stdout.write(`${JSON.stringify({ out, excluded, results, ...errors }, null, 2)}\n`);
-          return;
-        }
-        printTables(results, flags, instances.length);
-        process.stderr.write(`\nTranscripts: ${join(out, 'episodes')}   results: ${resultsFile}\n`);
-      } finally {
-        await pools.close();
+      const run = await runAsapOverCheckpoints(checkpoints, tasks, {
+        tasksPath: flags.tasks, reference: flags.reference, runs: flags.runs, concurrency: flags.concurrency, profile: flags.profile, format: flags.format,
+        prefixSteps: flags.prefixSteps, maxSteps: flags.maxSteps, maxTokens: flags.maxTokens, temperature: flags.temperature, topP: flags.topP,
+        seed: flags.seed, actionTimeoutS: flags.actionTimeout, sandbox: flags.sandbox, out: flags.out, quiet: Boolean(flags.json),
+      });
+      const errors = reportFailures(run.failures);
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify({ out: run.out, excluded: run.excluded, results: run.results, ...errors }, null, 2)}\n`);
+        return;
       }
+      printTables(run.results, flags, run.instances);
+      process.stderr.write(`\nTranscripts: ${join(run.out, 'episodes')}   results: ${run.resultsFile}\n`);
     });
 }
 
 function printTables(results: AsapResult[], flags: AsapFlags, instances: number): void {
   const pct = (v: number) => (Number.isNaN(v) ? '-' : `${(100 * v).toFixed(1)}%`);
-  const ks = K_VALUES.filter((k) => k <= flags.runs);
+  const ks = ASAP_K_VALUES.filter((k) => k <= flags.runs);
   const kMax = ks.at(-1)!;
   process.stderr.write(`\nASAP on ${instances} instances × ${flags.runs} runs (${flags.format}, ${flags.profile} profile, ${flags.prefixSteps}-step prefix)\n\n`);
   process.stderr.write(`${formatTable(['checkpoint', 'pass@1', ...(kMax > 1 ? [`pass@${kMax}`] : []), `∩@${flags.runs}`, 'parsable', 'valid calls', 'edits', 'testing', 'submitted', 'empty patch', 'turns'],

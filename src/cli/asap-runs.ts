@@ -1,0 +1,74 @@
+/**
+ * An ASAP run over checkpoints as the CLI does it (`probe asap`, and `probe screen` for its
+ * shortlist): settings recorded in the run directory (a rerun resumes), prefixes built and
+ * leak-checked before any model work, one backend open at a time.
+ */
+import { createHash } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { asapFormat, type AsapFormatName } from '../asap/formats.ts';
+import { prepareInstances } from '../asap/prepare.ts';
+import type { ToolProfile } from '../asap/profiles.ts';
+import { type AsapResult, runAsap } from '../asap/run.ts';
+import { AsapStore } from '../asap/store.ts';
+import type { InputError } from '../errors.ts';
+import type { LoadedTask } from '../schema/task.ts';
+import { openSandbox, type SandboxKind } from '../sandbox/open.ts';
+import { TaskPools } from '../sandbox/pool.ts';
+import { forEachCheckpoint } from './checkpoint-runs.ts';
+
+export const ASAP_K_VALUES = [1, 2, 4, 8, 16, 32, 64];
+
+export interface AsapRunSettings {
+  tasksPath: string;
+  reference: string;
+  runs: number;
+  concurrency: number;
+  profile: ToolProfile;
+  format: AsapFormatName;
+  prefixSteps: number;
+  maxSteps: number;
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  seed: number;
+  actionTimeoutS: number;
+  sandbox: SandboxKind;
+  out?: string;
+  quiet: boolean;
+}
+
+export interface AsapRunOutcome {
+  out: string;
+  resultsFile: string;
+  instances: number;
+  excluded: Array<{ instance: string; reason: string }>;
+  results: AsapResult[];
+  failures: InputError[];
+}
+
+export async function runAsapOverCheckpoints(checkpoints: string[], tasks: LoadedTask[], s: AsapRunSettings): Promise<AsapRunOutcome> {
+  const format = asapFormat(s.format);
+  // What defines the episodes: a rerun must match it to resume (runs and checkpoints may grow).
+  const protocol = {
+    tasks: resolve(s.tasksPath), reference: resolve(s.reference), instances: tasks.map((t) => t.instance_id), profile: s.profile, format: s.format,
+    prefix_steps: s.prefixSteps, max_steps: s.maxSteps, max_tokens: s.maxTokens,
+    temperature: s.temperature, top_p: s.topP, seed: s.seed, action_timeout_s: s.actionTimeoutS, sandbox: s.sandbox,
+  };
+  const out = s.out ?? join('runs', `asap-${createHash('sha256').update(JSON.stringify(protocol)).digest('hex').slice(0, 12)}`);
+  const store = new AsapStore(out);
+  const pools = new TaskPools((t) => openSandbox(s.sandbox, t), s.concurrency);
+  try {
+    const claimed = store.claim(protocol);
+    const { instances, excluded } = await prepareInstances(tasks, s.reference, { steps: s.prefixSteps, profile: s.profile, format }, store, pools.leaseFor);
+    for (const e of excluded) process.stderr.write(`probe: excluded ${e.instance}: ${e.reason}\n`);
+    if (!s.quiet) process.stderr.write(`${claimed === 'resumed' ? 'Resuming' : 'Writing'} the ASAP run in ${out} (${instances.length} instances × ${s.runs} runs)\n`);
+    const { results, failures } = await forEachCheckpoint(checkpoints, instances.length * s.runs, s.quiet, (ckpt, backend, tick) => runAsap(ckpt, backend, instances, {
+      runs: s.runs, concurrency: s.concurrency, seed: s.seed, ks: ASAP_K_VALUES, store, leaseFor: pools.leaseFor, onEpisode: tick,
+      settings: { format, profile: s.profile, maxSteps: s.maxSteps, maxTokens: s.maxTokens, temperature: s.temperature, topP: s.topP, actionTimeoutMs: s.actionTimeoutS * 1000 },
+    }));
+    const resultsFile = store.writeResults({ settings: protocol, runs: s.runs, excluded, results });
+    return { out, resultsFile, instances: instances.length, excluded, results, failures };
+  } finally {
+    await pools.close();
+  }
+}
