@@ -23,7 +23,15 @@ export { scoreBpb, rankByBpb, bitsPerByte, type BpbItem, type BpbResult } from '
 export { scoreMcq, type McqResult } from './probes/mcq.ts';
 export { scorePassk, type PasskResult } from './probes/passk.ts';
 export { scoreAptbench, type AptResult } from './probes/aptbench.ts';
+export { runEpisode, decide, TERMINATIONS, type EpisodeStep, type EpisodeSettings, type EpisodeResult, type Termination } from './asap/episode.ts';
+export { asapFormat, ASAP_FORMATS, type AsapFormat, type AsapFormatName } from './asap/formats.ts';
+export { TOOL_PROFILES, type ToolProfile } from './asap/profiles.ts';
+export { buildPrefix, PrefixLeakError, type AsapPrefix } from './asap/prefix.ts';
+export { prepareInstances } from './asap/prepare.ts';
+export { runAsap, type AsapResult, type AsapInstance } from './asap/run.ts';
+export { AsapStore } from './asap/store.ts';
+export { runBehaviour, summarizeBehaviour, type RunBehaviour, type BehaviourSummary } from './asap/behaviour.ts';
 export { passAtK, meanPassAtK } from './stats/pass-at-k.ts';
 export { spearman, kendallTauB, pearson, bootstrap } from './stats/correlation.ts';
 export { ProbeError, InputError, type InputLocation } from './errors.ts';
-export { createRng, type Rng } from './util/rng.ts';
+export { createRng, deriveSeed, type Rng } from './util/rng.ts';
