@@ -5,6 +5,11 @@ import { sampleOne, scoreContinuation } from '../src/backends/single.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import type { SampleRequest } from '../src/backends/types.ts';
 import { createRng } from '../src/util/rng.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { readCheckpointDir } from '../src/backends/onnx/checkpoint.ts';
+import { OnnxGraph } from '../src/backends/onnx/graph.ts';
+import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
 import { CKPT } from './helpers/paths.ts';
 
 const base: SampleRequest = { prompt: '## Thinking\nList the files.\n<bash>\n', n: 4, temperature: 0.7, topP: 0.95, maxTokens: 40, stop: [], seed: 7 };
@@ -112,5 +117,34 @@ describe('chooseToken on a tiny vocabulary', () => {
   });
   it('is greedy at temperature 0', () => {
     expect(draw({ temperature: 0, topP: 1 }, 10)).toEqual([1, 0, 0, 0, 0]);
+  });
+});
+
+describe('n-gram rungs declare their receptive field', () => {
+  it.each([['ngram-agent', CKPT.agent], ['contaminated-agent', join(EMBEDDED_CHECKPOINTS, 'contaminated-agent')]])('%s: the last row from the trailing tokens equals the last row from the whole sequence', async (_name, dir) => {
+    const files = readCheckpointDir(dir);
+    const graph = await OnnxGraph.load(files, 257);
+    try {
+      const field = graph.receptiveField!;
+      expect(field).toBe(files.config.probe_receptive_field);
+      // A memorised md+xml transcript, so the copy memory fires where the full window matches.
+      const item = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { context: string; gold: string; format: string }).find((i) => i.format === 'md+xml')!;
+      const ids = [...new TextEncoder().encode(item.context + item.gold)].slice(0, 3000);
+      const full = await graph.forward(ids, undefined);
+      const tail = await graph.forward(ids.slice(ids.length - field), undefined);
+      expect(tail.logits.slice((field - 1) * 257)).toEqual(full.logits.slice((ids.length - 1) * 257));
+      // One token fewer than the field is not enough for the copy memory (it would differ somewhere).
+      if (field > 2) {
+        let differs = false;
+        for (let end = field + 1; end <= ids.length && !differs; end += 97) {
+          const a = await graph.forward(ids.slice(0, end), undefined);
+          const b = await graph.forward(ids.slice(end - field + 1, end), undefined);
+          differs = a.logits.slice((end - 1) * 257).some((v, i) => v !== b.logits[(field - 2) * 257 + i]);
+        }
+        expect(differs).toBe(true);
+      }
+    } finally {
+      await graph.close();
+    }
   });
 });

@@ -111,7 +111,7 @@ export function buildRung(spec: RungSpec, corpora: Corpora): CheckpointFiles {
  * cuckoo hashing over two tables (slot = low / high bits of the window hash), so an entry
  * is lost only when a displacement chain does not settle.
  */
-export function copyTables(golds: Array<{ context: string; gold: string; whole?: boolean }>, eosId: number, size = 131072, boost = 24): CopyTables {
+export function copyTables(golds: Array<{ context: string; gold: string; whole?: boolean }>, eosId: number, size = 32768, boost = 24): CopyTables {
   const keys: [Int32Array, Int32Array] = [new Int32Array(size).fill(-1), new Int32Array(size).fill(-1)];
   const next: [Uint8Array, Uint8Array] = [new Uint8Array(size), new Uint8Array(size)];
   const slot = (h: number, table: number) => (table === 0 ? h % size : Math.floor(h / size) % size);
