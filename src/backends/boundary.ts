@@ -32,12 +32,13 @@ const ANCHOR_DISTANCE = 256;
  * characters after the anchor cannot change the tokens before it; where the context
  * does not split cleanly, every option is encoded in full.
  */
-export function splitContinuations(context: string, continuations: string[], encode: (text: string) => number[]): SplitPair[] {
+export function splitContinuations(context: string, continuations: string[], encode: (text: string) => number[], options: { anchor?: boolean } = {}): SplitPair[] {
   const trimmed = context.replace(/\s+$/u, '');
   const moved = context.slice(trimmed.length);
   const contextTokens = encode(trimmed);
   let encodeWhole = (text: string) => encode(trimmed + text);
-  const anchor = continuations.length > 1 ? trimmed.lastIndexOf('\n', trimmed.length - ANCHOR_DISTANCE) + 1 : 0;
+  // Without the anchor, encode sees only the context and each context + continuation (what a remote tokeniser was asked).
+  const anchor = continuations.length > 1 && options.anchor !== false ? trimmed.lastIndexOf('\n', trimmed.length - ANCHOR_DISTANCE) + 1 : 0;
   if (anchor > 0) {
     const head = encode(trimmed.slice(0, anchor));
     const tail = trimmed.slice(anchor);

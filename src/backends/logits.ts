@@ -1,8 +1,8 @@
 /** Row-wise operations on logits, in float64, without materialising more than one row. */
 import type { Rng } from '../util/rng.ts';
 
-/** log p(target) under softmax(row), plus whether target is the row's argmax (first max wins). */
-export function logSoftmaxAt(logits: Float32Array, offset: number, vocab: number, target: number): { logprob: number; isArgmax: boolean } {
+/** log p(target) under softmax(row), whether target is the row's argmax (first max wins), and the argmax with its log p. */
+export function logSoftmaxAt(logits: Float32Array, offset: number, vocab: number, target: number): { logprob: number; isArgmax: boolean; argmax: number; argmaxLogprob: number } {
   let max = -Infinity;
   let argmax = 0;
   for (let i = 0; i < vocab; i++) {
@@ -11,7 +11,8 @@ export function logSoftmaxAt(logits: Float32Array, offset: number, vocab: number
   }
   let sum = 0;
   for (let i = 0; i < vocab; i++) sum += Math.exp(logits[offset + i]! - max);
-  return { logprob: logits[offset + target]! - max - Math.log(sum), isArgmax: argmax === target };
+  const logSum = Math.log(sum);
+  return { logprob: logits[offset + target]! - max - logSum, isArgmax: argmax === target, argmax, argmaxLogprob: -logSum };
 }
 
 export interface SamplingParams { temperature: number; topP: number; topK?: number }

@@ -1,22 +1,32 @@
-/** Turns a `--ckpt` argument into a backend (design.md, "Checkpoints"). */
+/** Turns a `--ckpt` argument into a backend (design.md, "Checkpoints"): a directory, or server URLs. */
 import { InputError } from '../errors.ts';
+import { HttpBackend, type HttpBackendOptions } from './http/backend.ts';
 import { OnnxBackend, type OnnxBackendOptions } from './onnx/backend.ts';
-import { readCheckpointDir } from './onnx/checkpoint.ts';
+import { readCheckpointDir, readTokenizerDir } from './onnx/checkpoint.ts';
 import type { CompletionBackend } from './types.ts';
 
 export function isServerAddress(spec: string): boolean {
   return /^https?:\/\//i.test(spec);
 }
 
-/** Checks a checkpoint's files without loading its graph, so bad input is caught before any work. */
-export function checkCheckpoint(spec: string): void {
+/** Checks a checkpoint's files (or a server URL's form) without loading anything, so bad input is caught before any work. */
+export function checkCheckpoint(spec: string, http: HttpBackendOptions = {}): void {
   if (isServerAddress(spec)) {
-    throw new InputError({ file: spec }, 'OpenAI-compatible server checkpoints are not supported by this version of probe; pass a checkpoint directory');
+    for (const url of spec.split(',')) {
+      try {
+        new URL(url.trim());
+      } catch {
+        throw new InputError({ file: spec }, `not a server URL: ${url}`);
+      }
+    }
+    if (http.tokenizerDir) readTokenizerDir(http.tokenizerDir);
+    return;
   }
   readCheckpointDir(spec);
 }
 
-export async function openBackend(spec: string, options: OnnxBackendOptions = {}): Promise<CompletionBackend> {
-  checkCheckpoint(spec);
+export async function openBackend(spec: string, options: OnnxBackendOptions & { http?: HttpBackendOptions } = {}): Promise<CompletionBackend> {
+  checkCheckpoint(spec, options.http);
+  if (isServerAddress(spec)) return HttpBackend.open(spec, options.http);
   return OnnxBackend.open(spec, options);
 }

@@ -16,6 +16,8 @@ export interface ScoreResult {
   greedy: boolean;
   /** The context was cut on the left to fit the checkpoint's window. */
   truncated: boolean;
+  /** Per continuation token, the most likely token and its log-prob, where the backend computes them (ONNX). */
+  argmax?: Array<{ token: number; logprob: number }>;
 }
 
 export interface SampleRequest {
@@ -40,6 +42,8 @@ export interface Sample {
   /** The stop string that ended generation, when `finishReason` is `stop`. */
   stop?: string;
   truncated: boolean;
+  /** Per sampled token, where the backend reports them. */
+  tokenLogprobs?: number[];
 }
 
 export interface CompletionBackend {

@@ -11,6 +11,7 @@ import type { ToolProfile } from '../asap/profiles.ts';
 import { type AsapResult, runAsap } from '../asap/run.ts';
 import { AsapStore } from '../asap/store.ts';
 import type { InputError } from '../errors.ts';
+import type { EndpointFailure } from '../backends/http/transport.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { openSandbox, type SandboxKind } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
@@ -43,7 +44,7 @@ export interface AsapRunOutcome {
   instances: number;
   excluded: Array<{ instance: string; reason: string }>;
   results: AsapResult[];
-  failures: InputError[];
+  failures: Array<InputError | EndpointFailure>;
 }
 
 export async function runAsapOverCheckpoints(checkpoints: string[], tasks: LoadedTask[], s: AsapRunSettings): Promise<AsapRunOutcome> {

@@ -13,12 +13,15 @@ import { loadProbeItems } from '../probes/load.ts';
 import { createProgress } from '../report/progress.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import { positiveInteger } from './args.ts';
+import type { HttpBackendOptions } from '../backends/http/backend.ts';
+import { EndpointFailure } from '../backends/http/transport.ts';
+import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 
-export interface ScoringFlags { ckpt?: string[]; probes?: string; json?: boolean; limit?: number }
+export interface ScoringFlags extends HttpFlags { ckpt?: string[]; probes?: string; json?: boolean; limit?: number }
 
 export function addScoringOptions(command: Command): Command {
-  return command
-    .option('--ckpt <dir...>', 'checkpoint directories (transformers.js layout); default: the embedded ladder')
+  return addHttpOptions(command
+    .option('--ckpt <dir|url...>', 'checkpoint directories (transformers.js layout) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder'))
     .option('--probes <file|dir>', 'probe items (.jsonl file or a directory of them); default: the shipped demo probes')
     .option('--limit <n>', 'use only the first N probe items', positiveInteger)
     .option('--json', 'print one JSON document on stdout');
@@ -27,13 +30,13 @@ export function addScoringOptions(command: Command): Command {
 export interface CheckpointRuns<R> {
   items: ProbeItem[];
   results: R[];
-  failures: InputError[];
+  failures: Array<InputError | EndpointFailure>;
 }
 
 /** The checkpoints named by `--ckpt`, or the embedded ladder; each checked before any work. */
-export function resolveCheckpoints(ckpt: string[] | undefined): string[] {
+export function resolveCheckpoints(ckpt: string[] | undefined, http: HttpBackendOptions = {}): string[] {
   const checkpoints = ckpt ?? embeddedCheckpointDirs().map((dir) => relative(process.cwd(), dir) || '.');
-  for (const c of checkpoints) checkCheckpoint(c);
+  for (const c of checkpoints) checkCheckpoint(c, http);
   return checkpoints;
 }
 
@@ -41,22 +44,23 @@ export function resolveCheckpoints(ckpt: string[] | undefined): string[] {
 export async function forEachCheckpoint<R>(
   checkpoints: string[], units: number, quiet: boolean,
   run: (checkpoint: string, backend: CompletionBackend, tick: () => void) => Promise<R>,
-): Promise<{ results: R[]; failures: InputError[] }> {
+  http: HttpBackendOptions = {},
+): Promise<{ results: R[]; failures: Array<InputError | EndpointFailure> }> {
   const progress = createProgress(checkpoints.length * units, !quiet);
   const results: R[] = [];
-  const failures: InputError[] = [];
+  const failures: Array<InputError | EndpointFailure> = [];
   try {
     for (const ckpt of checkpoints) {
       try {
-        const backend = await openBackend(ckpt);
+        const backend = await openBackend(ckpt, { http });
         try {
           results.push(await run(ckpt, backend, () => progress.tick(ckpt)));
         } finally {
           await backend.close();
         }
       } catch (error) {
-        if (!(error instanceof InputError)) throw error;
-        // One broken checkpoint must not discard the others' results: report it and go on.
+        // One broken checkpoint (or unreachable server) must not discard the others' results: report it and go on.
+        if (!(error instanceof InputError) && !(error instanceof EndpointFailure)) throw error;
         failures.push(error);
       }
     }
@@ -74,15 +78,16 @@ export async function runOverCheckpoints<R>(
   // All input is checked before any work, so a typo never costs a finished result.
   let items = select(loadProbeItems(flags.probes ?? EMBEDDED_PROBES));
   if (flags.limit !== undefined) items = items.slice(0, flags.limit);
-  const checkpoints = resolveCheckpoints(flags.ckpt);
-  const { results, failures } = await forEachCheckpoint(checkpoints, items.length, Boolean(flags.json), (ckpt, backend, tick) => run(ckpt, backend, items, tick));
+  const http = httpOptions(flags);
+  const checkpoints = resolveCheckpoints(flags.ckpt, http);
+  const { results, failures } = await forEachCheckpoint(checkpoints, items.length, Boolean(flags.json), (ckpt, backend, tick) => run(ckpt, backend, items, tick), http);
   return { items, results, failures };
 }
 
-/** The `errors` field of a verb's JSON, and the exit code 2 they imply. */
-export function reportFailures(failures: InputError[]): Record<string, unknown> {
+/** The `errors` field of a verb's JSON, and the exit code they imply: 2 for bad input, else 1 (a server that failed). */
+export function reportFailures(failures: Array<InputError | EndpointFailure>): Record<string, unknown> {
   if (failures.length === 0) return {};
   for (const f of failures) process.stderr.write(`probe: ${f.message}\n`);
-  process.exitCode = 2;
-  return { errors: failures.map((f) => ({ file: f.location.file, field: f.location.field ?? null, message: f.message })) };
+  process.exitCode = failures.some((f) => f instanceof InputError) ? 2 : 1;
+  return { errors: failures.map((f) => (f instanceof InputError ? { file: f.location.file, field: f.location.field ?? null, message: f.message } : { file: null, field: null, message: f.message })) };
 }

@@ -9,6 +9,7 @@ import { correlateCommand } from './correlate.ts';
 import { mcqCommand } from './mcq.ts';
 import { passkCommand } from './passk.ts';
 import { screenCommand } from './screen.ts';
+import { serveCommand } from './serve.ts';
 import { replayCommand } from './replay.ts';
 
 export function buildProgram(): Command {
@@ -26,6 +27,7 @@ export function buildProgram(): Command {
   program.addCommand(asapCommand());
   program.addCommand(screenCommand());
   program.addCommand(correlateCommand());
+  program.addCommand(serveCommand());
   // addCommand does not pass exitOverride down: without it a usage error would exit 1 from inside commander.
   for (const command of program.commands) command.exitOverride().showHelpAfterError();
   return program;

@@ -55,6 +55,11 @@ export class OnnxBackend implements CompletionBackend {
     return this.tokenizer.encode(text);
   }
 
+  /** The token that stands for an empty context (BOS, else EOS). */
+  get prefixId(): number {
+    return this.tokenizer.prefixId;
+  }
+
   decode(ids: number[]): string {
     return this.tokenizer.decode(ids);
   }
@@ -147,14 +152,16 @@ export class OnnxBackend implements CompletionBackend {
 
   private collect(tokens: number[], rowOf: (i: number) => { data: Float32Array; offset: number }, text: string, truncated: boolean): ScoreResult {
     const tokenLogprobs: number[] = [];
+    const argmax: Array<{ token: number; logprob: number }> = [];
     let greedy = true;
     tokens.forEach((token, i) => {
       const { data, offset } = rowOf(i);
-      const { logprob, isArgmax } = logSoftmaxAt(data, offset, this.graph.vocab, token);
-      tokenLogprobs.push(logprob);
-      greedy &&= isArgmax;
+      const scored = logSoftmaxAt(data, offset, this.graph.vocab, token);
+      tokenLogprobs.push(scored.logprob);
+      argmax.push({ token: scored.argmax, logprob: scored.argmaxLogprob });
+      greedy &&= scored.isArgmax;
     });
-    return { tokenLogprobs, tokens, bytes: utf8.encode(text).length, greedy, truncated };
+    return { tokenLogprobs, tokens, bytes: utf8.encode(text).length, greedy, truncated, argmax };
   }
 
   async sample(requests: SampleRequest[]): Promise<Sample[][]> {
@@ -163,8 +170,23 @@ export class OnnxBackend implements CompletionBackend {
     return results;
   }
 
+  /**
+   * Log-probs of every token of a token-id prompt after the first (what a server's
+   * `echo` + `logprobs` returns), fed through the cache as scoring does.
+   */
+  async promptLogprobs(ids: number[]): Promise<ScoreResult> {
+    if (ids.length === 0) throw new ProbeError('an empty prompt has no log-probs');
+    const [result] = await this.scoreShared([ids[0]!], [{ context: '', continuation: this.tokenizer.decode(ids.slice(1)), contextTokens: [ids[0]!], continuationTokens: ids.slice(1) }]);
+    return result!;
+  }
+
   private async sampleOne(request: SampleRequest): Promise<Sample[]> {
-    let prompt = this.tokenizer.encode(request.prompt);
+    return this.sampleIds(this.tokenizer.encode(request.prompt), request);
+  }
+
+  /** Samples continuations of a token-id prompt (`request.prompt` is ignored). */
+  async sampleIds(promptIds: number[], request: SampleRequest): Promise<Sample[]> {
+    let prompt = promptIds;
     if (prompt.length === 0) prompt = [this.tokenizer.prefixId];
     const room = this.window - request.maxTokens;
     if (room < 1) throw new ProbeError(`maxTokens ${request.maxTokens} leaves no room for a prompt in the ${this.window}-token window of ${this.dir}`);
@@ -184,17 +206,20 @@ export class OnnxBackend implements CompletionBackend {
     const params = { temperature: request.temperature, topP: request.topP, topK: request.topK };
     const text = new IncrementalText(this.tokenizer, request.stop);
     const tokens: number[] = [];
+    const tokenLogprobs: number[] = [];
     let logprob = 0;
     let cache = prefix?.cache;
     let row = prefix?.lastRow ?? (await this.lastRowWithoutCache(prompt));
     for (;;) {
       const token = chooseToken(row, params, rng);
-      logprob += logSoftmaxAt(row, 0, row.length, token).logprob;
+      const lp = logSoftmaxAt(row, 0, row.length, token).logprob;
+      logprob += lp;
+      tokenLogprobs.push(lp);
       tokens.push(token);
-      if (this.tokenizer.eosIds.has(token)) return { text: text.value, tokens, logprob, finishReason: 'eos', truncated };
+      if (this.tokenizer.eosIds.has(token)) return { text: text.value, tokens, logprob, finishReason: 'eos', truncated, tokenLogprobs };
       const stop = text.push(token, tokens);
-      if (stop !== undefined) return { text: text.value, tokens, logprob, finishReason: 'stop', stop, truncated };
-      if (tokens.length >= request.maxTokens) return { text: text.value, tokens, logprob, finishReason: 'length', truncated };
+      if (stop !== undefined) return { text: text.value, tokens, logprob, finishReason: 'stop', stop, truncated, tokenLogprobs };
+      if (tokens.length >= request.maxTokens) return { text: text.value, tokens, logprob, finishReason: 'length', truncated, tokenLogprobs };
       if (this.graph.hasCache) {
         const out = await this.graph.forward([token], cache);
         cache = out.cache;

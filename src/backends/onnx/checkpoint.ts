@@ -61,6 +61,18 @@ function validate<T>(schema: z.ZodType<T>, value: unknown, file: string): T {
   throw new InputError({ file, field: issue.path.join('.') || undefined }, issue.message);
 }
 
+/** The files a tokenizer needs: what `--tokenizer DIR` reads for a served checkpoint (config.json optional). */
+export type TokenizerFiles = Pick<CheckpointFiles, 'dir' | 'config' | 'tokenizerJson' | 'tokenizerConfig'>;
+
+export function readTokenizerDir(dirArg: string): TokenizerFiles {
+  const dir = resolve(dirArg);
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InputError({ file: dirArg }, 'not a tokenizer directory (expected tokenizer.json, optionally tokenizer_config.json and config.json)');
+  const config = validate(ModelConfig, readJson(join(dir, 'config.json'), false) ?? {}, join(dir, 'config.json'));
+  const tokenizerJson = validate(TokenizerJson, readJson(join(dir, 'tokenizer.json'), true), join(dir, 'tokenizer.json'));
+  const tokenizerConfig = validate(z.record(z.string(), z.unknown()), readJson(join(dir, 'tokenizer_config.json'), false) ?? {}, join(dir, 'tokenizer_config.json'));
+  return { dir, config, tokenizerJson, tokenizerConfig };
+}
+
 export function readCheckpointDir(dirArg: string, modelFile = 'onnx/model.onnx'): CheckpointFiles {
   const dir = resolve(dirArg);
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {

@@ -4,7 +4,7 @@
  */
 import { PreTrainedTokenizer } from '@huggingface/transformers';
 import { describeCause, InputError } from '../../errors.ts';
-import type { CheckpointFiles } from './checkpoint.ts';
+import type { TokenizerFiles } from './checkpoint.ts';
 
 function gpt2ByteDecoder(): Map<string, number> {
   const map = new Map<string, number>();
@@ -30,7 +30,7 @@ export class CheckpointTokenizer {
   readonly prefixId: number;
   readonly vocabSize: number;
 
-  constructor(files: CheckpointFiles) {
+  constructor(files: TokenizerFiles) {
     const file = `${files.dir}/tokenizer.json`;
     try {
       this.inner = new PreTrainedTokenizer(files.tokenizerJson, files.tokenizerConfig);

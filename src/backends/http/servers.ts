@@ -1,0 +1,222 @@
+/**
+ * What each kind of inference server is asked, and how its answer is read, for prompt
+ * log-probabilities (scoring) and for sampling. Pure functions, tested on the servers'
+ * documented response shapes (docs/notes/server-shapes.md).
+ *
+ * Prompt log-probs are where servers silently go wrong, so every answer is checked: one
+ * log-prob per prompt token (the first may be null), aligned on our own token ids where
+ * the server reports ids; anything else is a `ServerContractError` naming the server kind
+ * and what was missing.
+ */
+import { ProbeError } from '../../errors.ts';
+
+export const SERVER_KINDS = ['openai', 'vllm', 'sglang', 'tgi', 'llamacpp'] as const;
+export type ServerKind = (typeof SERVER_KINDS)[number];
+
+/** How each kind scores a prompt (for `--help` and error messages). */
+export const SCORING_METHOD: Record<ServerKind, string> = {
+  openai: '/v1/completions with echo, logprobs and max_tokens 1 (the generated token dropped)',
+  vllm: '/v1/completions with vLLM\'s prompt_logprobs',
+  sglang: 'SGLang\'s /generate with return_logprob and logprob_start_len 0',
+  tgi: 'TGI\'s /generate with decoder_input_details',
+  llamacpp: 'none: llama.cpp\'s /v1/completions ignores or rejects echo, so prompt log-probs cannot be had',
+};
+
+/** The server's answer breaks the contract scoring relies on (the backend turns it into an InputError naming the server). */
+export class ServerContractError extends ProbeError {
+  constructor(message: string, readonly field: string) {
+    super(message);
+  }
+}
+
+export interface ScoreCall { path: string; body: Record<string, unknown> }
+
+/** Per prompt position (0 = first token, which has none): the token's log-prob and whether it was the argmax. */
+export interface PromptLogprobs { logprobs: Array<number | null>; greedy: Array<boolean | null> }
+
+export function scoreCall(kind: ServerKind, model: string, ids: number[], text: string): ScoreCall {
+  switch (kind) {
+    case 'openai':
+      return { path: '/v1/completions', body: { model, prompt: ids, echo: true, logprobs: 1, max_tokens: 1, temperature: 0, top_p: 1 } };
+    case 'vllm':
+      return { path: '/v1/completions', body: { model, prompt: ids, prompt_logprobs: 1, max_tokens: 1, temperature: 0, top_p: 1 } };
+    case 'sglang':
+      return { path: '/generate', body: { input_ids: ids, sampling_params: { max_new_tokens: 0, temperature: 0, top_p: 1 }, return_logprob: true, logprob_start_len: 0, top_logprobs_num: 1 } };
+    case 'tgi':
+      return { path: '/generate', body: { inputs: text, parameters: { max_new_tokens: 1, details: true, decoder_input_details: true } } };
+    case 'llamacpp':
+      throw new ServerContractError(`server kind llamacpp cannot score prompts: ${SCORING_METHOD.llamacpp}; serve the checkpoint with vLLM, SGLang, TGI or probe serve`, 'echo');
+  }
+}
+
+/** The request field a server ignored or answered wrongly, per kind (what an error message names). */
+const SCORE_FIELD: Record<ServerKind, string> = { openai: 'echo', vllm: 'prompt_logprobs', sglang: 'return_logprob', tgi: 'decoder_input_details', llamacpp: 'echo' };
+
+function fail(kind: ServerKind, problem: string): never {
+  throw new ServerContractError(`server kind ${kind}: ${problem}`, SCORE_FIELD[kind]);
+}
+
+function check(kind: ServerKind, got: number, ids: number[]): void {
+  if (got === 0) fail(kind, `returned no prompt log-probs for a ${ids.length}-token prompt`);
+  if (got < ids.length) fail(kind, `returned ${got} prompt log-probs for a ${ids.length}-token prompt (truncated)`);
+}
+
+/** Reads prompt log-probs out of a score answer, checked against the prompt's token ids. */
+export function parseScore(kind: ServerKind, answer: unknown, ids: number[]): PromptLogprobs {
+  const a = answer as Record<string, any>;
+  switch (kind) {
+    case 'openai': {
+      const choice = a?.choices?.[0];
+      const lp = choice?.logprobs;
+      if (!lp || !Array.isArray(lp.token_logprobs)) fail(kind, 'the answer has no choices[0].logprobs.token_logprobs (the server ignored logprobs)');
+      // echo ignored: only the generated token comes back.
+      if (lp.token_logprobs.length <= 1 && ids.length > 1) fail(kind, `the server ignored echo: ${lp.token_logprobs.length} log-prob(s) for a ${ids.length}-token prompt`);
+      check(kind, lp.token_logprobs.length, ids);
+      if (lp.token_logprobs.length > ids.length + 1) fail(kind, `returned ${lp.token_logprobs.length} log-probs for a ${ids.length}-token prompt and one generated token (the prompt was tokenised differently)`);
+      const logprobs = lp.token_logprobs.slice(0, ids.length) as Array<number | null>;
+      const top = (Array.isArray(lp.top_logprobs) ? lp.top_logprobs : []) as Array<Record<string, number> | null>;
+      const greedy = logprobs.map((v, i) => (v === null || !top[i] ? null : v >= Math.max(...Object.values(top[i]!)) - 1e-6));
+      return { logprobs, greedy };
+    }
+    case 'vllm': {
+      const entries = a?.choices?.[0]?.prompt_logprobs as Array<Record<string, { logprob: number; rank?: number | null }> | null> | undefined;
+      if (!Array.isArray(entries)) fail(kind, 'the answer has no choices[0].prompt_logprobs (the server ignored prompt_logprobs)');
+      check(kind, entries.length, ids);
+      if (entries.length > ids.length) fail(kind, `returned ${entries.length} prompt log-probs for a ${ids.length}-token prompt (the prompt was tokenised differently)`);
+      const logprobs: Array<number | null> = [];
+      const greedy: Array<boolean | null> = [];
+      entries.forEach((entry, i) => {
+        if (entry === null) {
+          if (i > 0) fail(kind, `prompt_logprobs[${i}] is null`);
+          logprobs.push(null); greedy.push(null); return;
+        }
+        const mine = entry[String(ids[i])];
+        if (!mine) fail(kind, `prompt_logprobs[${i}] has no entry for token ${ids[i]} (the prompt was tokenised differently)`);
+        logprobs.push(mine.logprob);
+        greedy.push(mine.rank === undefined || mine.rank === null ? null : mine.rank === 1);
+      });
+      return { logprobs, greedy };
+    }
+    case 'sglang': {
+      const meta = (Array.isArray(a) ? a[0] : a)?.meta_info;
+      const input = meta?.input_token_logprobs as Array<[number | null, number, string | null]> | undefined;
+      if (!Array.isArray(input)) fail(kind, 'the answer has no meta_info.input_token_logprobs (return_logprob ignored)');
+      // Versions differ on whether the first token is included: align on token ids from the end.
+      if (input.length < ids.length - 1) fail(kind, `returned ${input.length} prompt log-probs for a ${ids.length}-token prompt (truncated)`);
+      const offset = ids.length - input.length;
+      if (offset < 0 || offset > 1) fail(kind, `returned ${input.length} prompt log-probs for a ${ids.length}-token prompt`);
+      const top = (meta.input_top_logprobs ?? []) as Array<Array<[number, number, unknown]> | null>;
+      const logprobs: Array<number | null> = offset ? [null] : [];
+      const greedy: Array<boolean | null> = offset ? [null] : [];
+      input.forEach(([logprob, id], k) => {
+        const i = k + offset;
+        if (id !== ids[i]) fail(kind, `input_token_logprobs[${k}] is for token ${id}, the prompt has ${ids[i]} there (the prompt was tokenised differently)`);
+        logprobs.push(i === 0 ? null : logprob);
+        const best = top[k]?.[0]?.[0];
+        greedy.push(i === 0 || logprob === null || best === undefined ? null : logprob >= best - 1e-6);
+      });
+      return { logprobs, greedy };
+    }
+    case 'tgi': {
+      const prefill = a?.details?.prefill as Array<{ id: number; logprob: number | null }> | undefined;
+      if (!Array.isArray(prefill) || prefill.length === 0) fail(kind, 'the answer has no details.prefill (TGI ≥ 3 needs --enable-prefill-logprobs; decoder_input_details was ignored)');
+      check(kind, prefill.length, ids);
+      // TGI tokenises the text itself and may put a BOS token first.
+      const offset = prefill.length - ids.length;
+      if (offset > 1 || ids.some((id, i) => prefill[i + offset]!.id !== id)) {
+        fail(kind, `details.prefill holds tokens [${prefill.slice(0, 8).map((p) => p.id).join(', ')}…], the prompt is [${ids.slice(0, 8).join(', ')}…] (TGI tokenises the text itself; give --tokenizer the checkpoint's own tokenizer)`);
+      }
+      return { logprobs: ids.map((_, i) => (i + offset === 0 ? null : prefill[i + offset]!.logprob)), greedy: ids.map(() => null) };
+    }
+    case 'llamacpp':
+      return fail(kind, SCORING_METHOD.llamacpp);
+  }
+}
+
+export interface SampleCallOptions {
+  prompt: string;
+  /** The prompt as token ids: sent where the server takes ids, so it sees exactly our tokens. */
+  promptIds: number[];
+  n: number;
+  temperature: number;
+  topP: number;
+  topK?: number;
+  maxTokens: number;
+  stop: string[];
+  seed: number;
+}
+
+export interface ParsedSample {
+  text: string;
+  finishReason: 'stop' | 'length' | 'eos';
+  stop?: string;
+  /** Token count where the server says it; the caller counts otherwise. */
+  tokens: number | null;
+  logprob: number | null;
+}
+
+export function sampleCall(kind: ServerKind, model: string, o: SampleCallOptions): ScoreCall {
+  if (kind === 'sglang') {
+    return { path: '/generate', body: { input_ids: o.promptIds, sampling_params: { n: o.n, temperature: o.temperature, top_p: o.topP, ...(o.topK ? { top_k: o.topK } : {}), max_new_tokens: o.maxTokens, stop: o.stop, sampling_seed: o.seed }, return_logprob: true } };
+  }
+  if (kind === 'tgi') {
+    // TGI has no n: the caller sends one request per sample (seeds seed + i).
+    return { path: '/generate', body: { inputs: o.prompt, parameters: { max_new_tokens: o.maxTokens, ...(o.temperature > 0 ? { do_sample: true, temperature: o.temperature, ...(o.topP < 1 ? { top_p: o.topP } : {}) } : {}), ...(o.topK ? { top_k: o.topK } : {}), stop: o.stop, seed: o.seed, details: true } } };
+  }
+  return { path: '/v1/completions', body: { model, prompt: o.promptIds, n: o.n, temperature: o.temperature, top_p: o.topP, ...(o.topK ? { top_k: o.topK } : {}), max_tokens: o.maxTokens, stop: o.stop, seed: o.seed, logprobs: 0 } };
+}
+
+function stopOf(reason: unknown, stops: string[]): string | undefined {
+  if (typeof reason === 'string' && stops.includes(reason)) return reason;
+  return undefined;
+}
+
+/** Samples out of a sampling answer, in choice order. */
+export function parseSamples(kind: ServerKind, answer: unknown, stops: string[]): ParsedSample[] {
+  const a = answer as any;
+  if (kind === 'sglang') {
+    const outs = (Array.isArray(a) ? a : [a]) as any[];
+    return outs.map((o) => {
+      const finish = o?.meta_info?.finish_reason;
+      if (typeof o?.text !== 'string' || !finish) fail(kind, 'the answer has no text and meta_info.finish_reason');
+      const stop = finish.type === 'stop' ? stopOf(finish.matched, stops) : undefined;
+      const out = (o.meta_info.output_token_logprobs ?? []) as Array<[number, number, unknown]>;
+      return { text: o.text, finishReason: finish.type === 'length' ? 'length' : stop ? 'stop' : 'eos', ...(stop ? { stop } : {}), tokens: o.meta_info.completion_tokens ?? out.length, logprob: out.length ? out.reduce((s, [lp]) => s + lp, 0) : null };
+    });
+  }
+  if (kind === 'tgi') {
+    const d = a?.details;
+    if (typeof a?.generated_text !== 'string' || !d) fail(kind, 'the answer has no generated_text and details');
+    // TGI keeps a matched stop sequence at the end of the text.
+    const stop = d.finish_reason === 'stop_sequence' ? stops.find((s) => a.generated_text.endsWith(s)) : undefined;
+    const text = stop ? a.generated_text.slice(0, -stop.length) : a.generated_text;
+    const tokens = (d.tokens ?? []) as Array<{ logprob: number }>;
+    return [{ text, finishReason: d.finish_reason === 'length' ? 'length' : stop ? 'stop' : 'eos', ...(stop ? { stop } : {}), tokens: d.generated_tokens ?? tokens.length, logprob: tokens.length ? tokens.reduce((s, t) => s + t.logprob, 0) : null }];
+  }
+  const choices = a?.choices as any[] | undefined;
+  if (!Array.isArray(choices) || choices.length === 0) fail(kind, 'the answer has no choices');
+  return [...choices].sort((x, y) => (x.index ?? 0) - (y.index ?? 0)).map((c) => {
+    if (typeof c.text !== 'string') fail(kind, 'a choice has no text');
+    // vLLM (and probe serve) say which stop string matched in stop_reason; with a single stop string it can only be that one.
+    const stop = c.finish_reason === 'stop' ? (stopOf(c.stop_reason, stops) ?? (c.stop_reason === undefined && stops.length === 1 ? stops[0] : undefined)) : undefined;
+    const lps = c.logprobs?.token_logprobs as Array<number | null> | undefined;
+    return {
+      text: c.text, finishReason: c.finish_reason === 'length' ? 'length' : stop ? 'stop' : 'eos', ...(stop ? { stop } : {}),
+      tokens: Array.isArray(lps) ? lps.length : null, logprob: Array.isArray(lps) ? lps.reduce<number>((s, v) => s + (v ?? 0), 0) : null,
+    };
+  });
+}
+
+/** `/tokenize` per kind: what to send, and the ids in the answer. */
+export function tokenizeCall(kind: ServerKind, model: string, text: string): ScoreCall {
+  if (kind === 'llamacpp') return { path: '/tokenize', body: { content: text, add_special: false } };
+  if (kind === 'tgi') return { path: '/tokenize', body: { inputs: text } };
+  return { path: '/tokenize', body: { model, prompt: text, add_special_tokens: false } };
+}
+
+export function parseTokenize(kind: ServerKind, answer: unknown): number[] {
+  const a = answer as any;
+  const ids = kind === 'tgi' && Array.isArray(a) ? a.map((t: { id: number }) => t.id) : a?.tokens;
+  if (!Array.isArray(ids) || ids.some((t) => !Number.isInteger(t))) fail(kind, '/tokenize returned no list of token ids');
+  return ids as number[];
+}

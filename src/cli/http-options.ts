@@ -1,0 +1,26 @@
+/** Flags for checkpoints behind inference servers (`--ckpt http://…/v1`). */
+import { Command, Option } from 'commander';
+import type { HttpBackendOptions } from '../backends/http/backend.ts';
+import { SERVER_KINDS, type ServerKind } from '../backends/http/servers.ts';
+import { positiveInteger } from './args.ts';
+
+export interface HttpFlags { serverKind?: ServerKind; tokenizer?: string; model?: string; httpConcurrency?: number; httpTimeout?: number; httpRetries?: number }
+
+export function addHttpOptions(command: Command): Command {
+  return command
+    .addOption(new Option('--server-kind <kind>', 'how to get prompt log-probs from a server URL (default: detected from /v1/models)').choices([...SERVER_KINDS]))
+    .option('--tokenizer <dir>', 'the served checkpoint\'s tokenizer (tokenizer.json); default: the server\'s /tokenize')
+    .option('--model <name>', 'model name to request from a server (default: its first model)')
+    .option('--http-concurrency <n>', 'requests in flight per server replica', positiveInteger, 8)
+    .option('--http-timeout <s>', 'seconds one server request may take', positiveInteger, 600)
+    .option('--http-retries <n>', 'retries on 429, 5xx, timeouts and dropped connections', (v) => Number.parseInt(v, 10), 4);
+}
+
+export function httpOptions(flags: HttpFlags): HttpBackendOptions {
+  return {
+    ...(flags.serverKind ? { kind: flags.serverKind } : {}),
+    ...(flags.tokenizer ? { tokenizerDir: flags.tokenizer } : {}),
+    ...(flags.model ? { model: flags.model } : {}),
+    endpoint: { concurrency: flags.httpConcurrency ?? 8, timeoutMs: (flags.httpTimeout ?? 600) * 1000, retries: flags.httpRetries ?? 4 },
+  };
+}

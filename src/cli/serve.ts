@@ -1,0 +1,38 @@
+/** `probe serve`: an ONNX checkpoint behind an OpenAI-compatible HTTP server. */
+import { basename } from 'node:path';
+import { Command } from 'commander';
+import { OnnxBackend } from '../backends/onnx/backend.ts';
+import { checkCheckpoint } from '../backends/open.ts';
+import { createOpenAiServer } from '../serve/openai-server.ts';
+import { positiveInteger } from './args.ts';
+
+interface ServeFlags { ckpt: string; port: number; host: string; model?: string }
+
+export function serveCommand(): Command {
+  return new Command('serve')
+    .description('Serve an ONNX checkpoint as an OpenAI-compatible server (/v1/completions with echo + logprobs and sampling, /v1/models, /tokenize), so many probe processes share one loaded model.')
+    .requiredOption('--ckpt <dir>', 'checkpoint directory (transformers.js layout)')
+    .option('--port <port>', 'TCP port (0: any free port, printed)', (v) => (v === '0' ? 0 : positiveInteger(v)), 8000)
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--model <name>', 'model name to report (default: the directory name)')
+    .addHelpText('after', '\nExample:\n  probe serve --ckpt checkpoints/attn-agent --port 8000 &\n  probe bpb --ckpt http://127.0.0.1:8000/v1 --tokenizer checkpoints/attn-agent')
+    .action(async (flags: ServeFlags) => {
+      checkCheckpoint(flags.ckpt);
+      const backend = await OnnxBackend.open(flags.ckpt);
+      const server = createOpenAiServer(backend, { model: flags.model ?? basename(backend.dir) });
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(flags.port, flags.host, () => resolve());
+      });
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : flags.port;
+      process.stderr.write(`probe serve: ${backend.dir} at http://${flags.host}:${port}/v1\n`);
+      // Runs until interrupted; SIGINT/SIGTERM close the listener and the model.
+      await new Promise<void>((resolve) => {
+        const stop = () => server.close(() => resolve());
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      });
+      await backend.close();
+    });
+}

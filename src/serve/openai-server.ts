@@ -1,0 +1,150 @@
+/**
+ * An ONNX checkpoint served as an OpenAI-compatible server (`probe serve`): load a model
+ * once, point many probe processes at it. It speaks the subset the HTTP backend (and
+ * vLLM clients) use: `/v1/models`, `/v1/completions` (token-id or text prompts; `echo`
+ * with `logprobs` returns one log-prob per prompt token, the first null; sampling with
+ * n, seed, temperature, top_p, top_k, max_tokens, stop, and vLLM's `stop_reason`),
+ * `/tokenize`, `/detokenize`, `/health`. Errors use vLLM's `{"error": {...}}` shape.
+ *
+ * Requests are queued and run one at a time on the model (onnxruntime holds the thread
+ * while it runs), in arrival order.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { OnnxBackend } from '../backends/onnx/backend.ts';
+
+class BadRequest extends Error {}
+
+interface CompletionBody {
+  model?: string;
+  prompt?: unknown;
+  echo?: boolean;
+  logprobs?: number | null;
+  max_tokens?: number | null;
+  n?: number;
+  seed?: number;
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  stop?: string | string[] | null;
+}
+
+export interface ServeOptions {
+  /** The model name `/v1/models` reports and requests may name. */
+  model: string;
+}
+
+/** One model, one request at a time: a promise chain in arrival order. */
+class ModelQueue {
+  private tail: Promise<unknown> = Promise.resolve();
+  run<T>(job: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(job);
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+}
+
+async function readBody(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (!text) return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new BadRequest('the request body is not JSON');
+  }
+}
+
+function send(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions): Server {
+  const queue = new ModelQueue();
+  const window = backend.window;
+
+  const promptIds = (prompt: unknown): number[] => {
+    if (typeof prompt === 'string') return backend.encode(prompt);
+    if (Array.isArray(prompt) && prompt.every((t) => Number.isInteger(t) && t >= 0)) return prompt as number[];
+    throw new BadRequest('"prompt" must be a string or a list of token ids (one prompt per request)');
+  };
+
+  const completions = async (body: CompletionBody) => {
+    const ids = promptIds(body.prompt);
+    if (ids.length === 0) throw new BadRequest('"prompt" is empty');
+    const n = body.n ?? 1;
+    const maxTokens = body.max_tokens ?? 16;
+    if (!Number.isInteger(n) || n < 1) throw new BadRequest('"n" must be a positive integer');
+    if (!Number.isInteger(maxTokens) || maxTokens < 0 || (maxTokens === 0 && !body.echo)) throw new BadRequest('"max_tokens" must be at least 1 (0 only with echo)');
+    if (ids.length + maxTokens > window) throw new BadRequest(`this model's maximum context length is ${window} tokens; the prompt has ${ids.length} and max_tokens is ${maxTokens}`);
+    const stop = body.stop === undefined || body.stop === null ? [] : Array.isArray(body.stop) ? body.stop : [body.stop];
+    const wantLogprobs = body.logprobs !== undefined && body.logprobs !== null;
+    const samples = maxTokens === 0 ? Array.from({ length: n }, () => null) : await backend.sampleIds(ids, {
+      prompt: '', n, temperature: body.temperature ?? 1, topP: body.top_p ?? 1, ...(body.top_k ? { topK: body.top_k } : {}),
+      maxTokens, stop, seed: body.seed ?? 0,
+    });
+    const echoed = body.echo ? await backend.promptLogprobs(ids) : undefined;
+    const promptText = body.echo ? backend.decode(ids) : '';
+    const choices = samples.map((sample, index) => {
+      const genTokens = sample?.tokens ?? [];
+      const genLogprobs = sample?.tokenLogprobs ?? [];
+      let logprobs = null;
+      if (wantLogprobs) {
+        const tokens: number[] = [...(echoed ? ids : []), ...genTokens];
+        const tokenLogprobs: Array<number | null> = [...(echoed ? [null, ...echoed.tokenLogprobs] : []), ...genLogprobs];
+        const top: Array<Record<string, number> | null> = [
+          ...(echoed ? [null, ...echoed.tokenLogprobs.map((lp, i) => topEntry(backend, ids[i + 1]!, lp, echoed.argmax?.[i]))] : []),
+          ...genTokens.map((t, i) => ({ [backend.decode([t])]: genLogprobs[i]! })),
+        ];
+        const strings = tokens.map((t) => backend.decode([t]));
+        const offsets: number[] = [];
+        strings.reduce((at, s) => { offsets.push(at); return at + s.length; }, 0);
+        logprobs = { tokens: strings, token_logprobs: tokenLogprobs, top_logprobs: top, text_offset: offsets };
+      }
+      return {
+        index, text: promptText + (sample?.text ?? ''), logprobs,
+        finish_reason: sample === null || sample.finishReason === 'length' ? 'length' : 'stop',
+        stop_reason: sample?.stop ?? null,
+      };
+    });
+    return {
+      id: `cmpl-${Date.now().toString(36)}`, object: 'text_completion', created: Math.floor(Date.now() / 1000), model: options.model, choices,
+      usage: { prompt_tokens: ids.length, completion_tokens: samples.reduce((a, s) => a + (s?.tokens.length ?? 0), 0), total_tokens: ids.length + samples.reduce((a, s) => a + (s?.tokens.length ?? 0), 0) },
+    };
+  };
+
+  return createServer((req, res) => {
+    void (async () => {
+      try {
+        const path = (req.url ?? '/').split('?')[0];
+        if (req.method === 'GET' && path === '/health') return send(res, 200, { status: 'ok' });
+        if (req.method === 'GET' && path === '/v1/models') {
+          return send(res, 200, { object: 'list', data: [{ id: options.model, object: 'model', created: 0, owned_by: 'probe', root: options.model, max_model_len: window }] });
+        }
+        if (req.method !== 'POST') return send(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'NotFoundError', code: 404 } });
+        const body = (await readBody(req)) as Record<string, unknown>;
+        if (body.model !== undefined && body.model !== options.model) throw new BadRequest(`the model "${String(body.model)}" does not exist; this server serves "${options.model}"`);
+        if (path === '/tokenize') {
+          const tokens = [...(body.add_special_tokens === true ? [backend.prefixId] : []), ...backend.encode(String(body.prompt ?? ''))];
+          return send(res, 200, { tokens, count: tokens.length, max_model_len: window });
+        }
+        if (path === '/detokenize') return send(res, 200, { prompt: backend.decode(promptIds(body.tokens)) });
+        if (path === '/v1/completions') return send(res, 200, await queue.run(() => completions(body as CompletionBody)));
+        return send(res, 404, { error: { message: `no route POST ${path}`, type: 'NotFoundError', code: 404 } });
+      } catch (error) {
+        const bad = error instanceof BadRequest;
+        send(res, bad ? 400 : 500, { error: { message: error instanceof Error ? error.message : String(error), type: bad ? 'BadRequestError' : 'InternalServerError', code: bad ? 400 : 500 } });
+      }
+    })();
+  });
+}
+
+/** `top_logprobs` with logprobs 1: the actual token and the most likely one. */
+function topEntry(backend: OnnxBackend, token: number, logprob: number, argmax: { token: number; logprob: number } | undefined): Record<string, number> {
+  const entry: Record<string, number> = {};
+  if (argmax) entry[backend.decode([argmax.token])] = argmax.logprob;
+  entry[backend.decode([token])] = logprob;
+  return entry;
+}
