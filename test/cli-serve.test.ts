@@ -1,0 +1,64 @@
+/**
+ * `probe serve` and `probe bpb --ckpt http://…` as a user runs them: two real processes on
+ * loopback; the BPB through HTTP equals the in-process BPB within 1e-4; a server that
+ * cannot score prompts is refused with exit 2 and the other checkpoints' results kept.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { once } from 'node:events';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../src/embedded.ts';
+import { CKPT, DEMO_PROBES, PROBE_BIN } from './helpers/paths.ts';
+
+function probe(args: string[]) {
+  const run = spawnSync(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 180_000 });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+describe('probe serve', () => {
+  let server: ReturnType<typeof spawn>;
+  let url = '';
+
+  beforeAll(async () => {
+    server = spawn(process.execPath, [PROBE_BIN, 'serve', '--ckpt', CKPT.attention, '--port', '0'], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    let said = '';
+    server.stderr!.on('data', (d) => { said += String(d); });
+    while (!/at (http:\/\/\S+)/.test(said)) {
+      if (server.exitCode !== null) throw new Error(`probe serve exited: ${said}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    url = /at (http:\/\/\S+)/.exec(said)![1]!;
+  }, 60_000);
+
+  afterAll(async () => {
+    server.kill('SIGINT');
+    await once(server, 'exit');
+  });
+
+  it('answers /v1/models, and probe bpb through it equals the in-process BPB within 1e-4', async () => {
+    const models = await (await fetch(`${url}/models`)).json() as { data: Array<{ id: string; owned_by: string; max_model_len: number }> };
+    expect(models.data[0]).toMatchObject({ id: 'attn-agent', owned_by: 'probe', max_model_len: 8192 });
+    const remote = probe(['bpb', '--ckpt', url, '--probes', DEMO_PROBES, '--json']);
+    expect(remote.code, remote.stderr).toBe(0);
+    const local = probe(['bpb', '--ckpt', CKPT.attention, '--probes', DEMO_PROBES, '--json']);
+    const [r, l] = [JSON.parse(remote.stdout), JSON.parse(local.stdout)];
+    expect(Math.abs(r.results[0].bpb - l.results[0].bpb)).toBeLessThan(1e-4);
+    expect(r.results[0].items.map((i: { tokens: number }) => i.tokens)).toEqual(l.results[0].items.map((i: { tokens: number }) => i.tokens));
+  });
+
+  it('a server kind that cannot score prompts is bad input (exit 2) naming the server and field; other checkpoints still scored', () => {
+    const run = probe(['bpb', '--ckpt', url, CKPT.agent, '--server-kind', 'llamacpp', '--probes', DEMO_PROBES, '--json']);
+    expect(run.code).toBe(2);
+    const out = JSON.parse(run.stdout) as { results: Array<{ checkpoint: string }>; errors: Array<{ file: string; field: string; message: string }> };
+    expect(out.results.map((r) => r.checkpoint)).toEqual([CKPT.agent]);
+    expect(out.errors[0]).toMatchObject({ file: url.replace(/\/v1$/, ''), field: 'echo' });
+    expect(out.errors[0]!.message).toMatch(/llamacpp cannot score prompts/);
+  });
+
+  it('an unreachable server is a failed checkpoint (exit 1) after the retries, the others kept', () => {
+    const run = probe(['bpb', '--ckpt', 'http://127.0.0.1:9/v1', CKPT.agent, '--http-retries', '1', '--probes', DEMO_PROBES, '--json']);
+    expect(run.code).toBe(1);
+    const out = JSON.parse(run.stdout) as { results: Array<{ checkpoint: string }>; errors: Array<{ message: string }> };
+    expect(out.results.map((r) => r.checkpoint)).toEqual([CKPT.agent]);
+    expect(out.errors[0]!.message).toMatch(/failed after 2 attempts/);
+  });
+});
