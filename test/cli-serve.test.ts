@@ -7,7 +7,9 @@ import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { CKPT, DEMO_PROBES, PROBE_BIN } from './helpers/paths.ts';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CKPT, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
 
 function probe(args: string[]) {
   const run = spawnSync(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 180_000 });
@@ -43,6 +45,17 @@ describe('probe serve', () => {
     const [r, l] = [JSON.parse(remote.stdout), JSON.parse(local.stdout)];
     expect(Math.abs(r.results[0].bpb - l.results[0].bpb)).toBeLessThan(1e-4);
     expect(r.results[0].items.map((i: { tokens: number }) => i.tokens)).toEqual(l.results[0].items.map((i: { tokens: number }) => i.tokens));
+  });
+
+  it('ASAP episodes driven through the server are the episodes driven in process, step for step', () => {
+    const args = ['asap', '--instances', 'shop__pricing-1', '--runs', '2', '--max-steps', '4', '--json'];
+    const remote = probe([...args, '--ckpt', url, '--out', join(tempDir(), 'remote')]);
+    const local = probe([...args, '--ckpt', CKPT.attention, '--out', join(tempDir(), 'local')]);
+    expect(remote.code, remote.stderr).toBe(0);
+    const steps = (out: string) => (JSON.parse(out) as { results: Array<{ items: Array<{ runs: Array<{ transcript: string }> }> }> }).results[0]!.items[0]!.runs
+      .map((r) => readFileSync(r.transcript.replace(/\.md$/, '.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((x) => x.type === 'step').map((x) => [x.completion, x.tokens, x.outcome, x.observation]));
+    expect(steps(remote.stdout)).toEqual(steps(local.stdout));
+    expect(steps(remote.stdout).flat().length).toBeGreaterThan(0);
   });
 
   it('a server kind that cannot score prompts is bad input (exit 2) naming the server and field; other checkpoints still scored', () => {

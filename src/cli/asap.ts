@@ -13,8 +13,9 @@ import { loadTasks } from '../verify/load-task.ts';
 import { positiveInteger } from './args.ts';
 import { ASAP_K_VALUES, runAsapOverCheckpoints } from './asap-runs.ts';
 import { reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
+import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 
-interface AsapFlags {
+interface AsapFlags extends HttpFlags {
   ckpt?: string[]; tasks: string; reference: string; instances?: string[]; limit?: number; runs: number; concurrency: number;
   profile: ToolProfile; format: AsapFormatName; prefixSteps: number; maxSteps: number; maxTokens: number;
   temperature: number; topP: number; seed: number; actionTimeout: number; sandbox: SandboxKind; out?: string; json?: boolean;
@@ -27,9 +28,9 @@ function nonNegativeInteger(value: string): number {
 }
 
 export function asapCommand(): Command {
-  return new Command('asap')
+  return addHttpOptions(new Command('asap')
     .description('ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics.')
-    .option('--ckpt <dir...>', 'checkpoint directories; default: the embedded ladder')
+    .option('--ckpt <dir|url...>', 'checkpoint directories or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder')
     .option('--tasks <dir|file>', 'task records', join(REPO_ROOT, 'verifiers'))
     .option('--reference <dir>', 'reference trajectories, one per instance, named <instance_id>.<anything>', join(REPO_ROOT, 'trajectories'))
     .option('--instances <id...>', 'only these instances')
@@ -47,7 +48,7 @@ export function asapCommand(): Command {
     .option('--action-timeout <s>', 'seconds one action may run', positiveInteger, 120)
     .addOption(new Option('--sandbox <kind>', 'where the model\'s actions run (always jailed, network off)').choices([...SANDBOX_KINDS]).default('local'))
     .option('--out <dir>', 'run directory (rerunning with the same one resumes); default: runs/asap-<settings hash>')
-    .option('--json', 'print one JSON document on stdout')
+    .option('--json', 'print one JSON document on stdout'))
     .addHelpText('after', '\nExample:\n  probe asap --ckpt checkpoints/attn-agent checkpoints/ngram-agent --runs 8 --concurrency 4 --out runs/asap-demo')
     .action(async (flags: AsapFlags) => {
       // All input is checked before any work.
@@ -59,8 +60,10 @@ export function asapCommand(): Command {
         tasks = tasks.filter((t) => flags.instances!.includes(t.instance_id));
       }
       if (flags.limit !== undefined) tasks = tasks.slice(0, flags.limit);
-      const checkpoints = resolveCheckpoints(flags.ckpt);
+      const http = httpOptions(flags, flags.ckpt);
+      const checkpoints = resolveCheckpoints(flags.ckpt, http);
       const run = await runAsapOverCheckpoints(checkpoints, tasks, {
+        http,
         tasksPath: flags.tasks, reference: flags.reference, runs: flags.runs, concurrency: flags.concurrency, profile: flags.profile, format: flags.format,
         prefixSteps: flags.prefixSteps, maxSteps: flags.maxSteps, maxTokens: flags.maxTokens, temperature: flags.temperature, topP: flags.topP,
         seed: flags.seed, actionTimeoutS: flags.actionTimeout, sandbox: flags.sandbox, out: flags.out, quiet: Boolean(flags.json),

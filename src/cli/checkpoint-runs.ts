@@ -78,7 +78,7 @@ export async function runOverCheckpoints<R>(
   // All input is checked before any work, so a typo never costs a finished result.
   let items = select(loadProbeItems(flags.probes ?? EMBEDDED_PROBES));
   if (flags.limit !== undefined) items = items.slice(0, flags.limit);
-  const http = httpOptions(flags);
+  const http = httpOptions(flags, flags.ckpt);
   const checkpoints = resolveCheckpoints(flags.ckpt, http);
   const { results, failures } = await forEachCheckpoint(checkpoints, items.length, Boolean(flags.json), (ckpt, backend, tick) => run(ckpt, backend, items, tick), http);
   return { items, results, failures };

@@ -16,8 +16,32 @@ export function addHttpOptions(command: Command): Command {
     .option('--http-retries <n>', 'retries on 429, 5xx, timeouts and dropped connections', (v) => Number.parseInt(v, 10), 4);
 }
 
-export function httpOptions(flags: HttpFlags): HttpBackendOptions {
+let interrupt: AbortController | undefined;
+
+/**
+ * One signal for every server request of this process, aborted on SIGINT/SIGTERM so
+ * in-flight requests are cancelled (servers stop generating for a closed connection).
+ * The signal is then raised again, unless another handler (the docker sandbox's
+ * cleanup) will raise it when it is done.
+ */
+function interruptSignal(): AbortSignal {
+  if (!interrupt) {
+    const controller = new AbortController();
+    interrupt = controller;
+    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+      process.once(signal, () => {
+        controller.abort(new Error(`interrupted by ${signal}`));
+        if (process.listenerCount(signal) === 0) setImmediate(() => process.kill(process.pid, signal));
+      });
+    }
+  }
+  return interrupt.signal;
+}
+
+export function httpOptions(flags: HttpFlags, ckpts: readonly string[] = []): HttpBackendOptions {
+  const remote = ckpts.some((c) => /^https?:\/\//i.test(c));
   return {
+    ...(remote ? { signal: interruptSignal() } : {}),
     ...(flags.serverKind ? { kind: flags.serverKind } : {}),
     ...(flags.tokenizer ? { tokenizerDir: flags.tokenizer } : {}),
     ...(flags.model ? { model: flags.model } : {}),

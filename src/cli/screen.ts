@@ -18,6 +18,7 @@ import { loadTasks } from '../verify/load-task.ts';
 import { addScoringOptions, reportFailures, runOverCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
 import { positiveInteger } from './args.ts';
 import { runAsapOverCheckpoints } from './asap-runs.ts';
+import { httpOptions } from './http-options.ts';
 import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
 
 interface ScreenFlags extends ScoringFlags { shortlist: number; passkTop?: number; n: number; tasks: string; seed: number; asapRuns: number; asapMaxSteps: number; asapOut?: string; reference: string; concurrency: number }
@@ -69,7 +70,7 @@ export function screenCommand(): Command {
       const leaseFor = pools.leaseFor;
       try {
         for (const row of top) {
-          const backend = await openBackend(row.checkpoint);
+          const backend = await openBackend(row.checkpoint, { http: httpOptions(flags, flags.ckpt) });
           try {
             const result: PasskResult = await scorePassk(row.checkpoint, backend, cheap.items.filter((i) => tasks.has(i.task)), {
               n: flags.n, ks: [1, 2, 4, 8, 16].filter((k) => k <= flags.n), temperature: 0.7, topP: 0.95, maxTokens: 1024, seed: flags.seed,
@@ -95,7 +96,7 @@ export function screenCommand(): Command {
         const asap = await runAsapOverCheckpoints(shortlist, [...tasks.values()].filter((t) => probeTasks.has(t.instance_id)), {
           tasksPath: flags.tasks, reference: flags.reference, runs: flags.asapRuns, concurrency: flags.concurrency, profile: 'bash', format: 'md+xml',
           prefixSteps: DEFAULT_PREFIX_STEPS, maxSteps: flags.asapMaxSteps, maxTokens: 2048, temperature: 0.7, topP: 0.95, seed: flags.seed,
-          actionTimeoutS: 120, sandbox: 'local', out: flags.asapOut, quiet: Boolean(flags.json),
+          actionTimeoutS: 120, sandbox: 'local', out: flags.asapOut, quiet: Boolean(flags.json), http: httpOptions(flags, flags.ckpt),
         });
         asapOut = asap.out;
         failures.push(...asap.failures);
