@@ -11,6 +11,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { OnnxBackend } from '../backends/onnx/backend.ts';
+import type { Sample, ScoreResult } from '../backends/types.ts';
 
 class BadRequest extends Error {}
 
@@ -64,6 +65,13 @@ function send(res: ServerResponse, status: number, value: unknown): void {
 export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions): Server {
   const queue = new ModelQueue();
   const window = backend.window;
+  // Echo answers name every prompt token as text: decode each id once.
+  const pieces = new Map<number, string>();
+  const piece = (id: number): string => {
+    let text = pieces.get(id);
+    if (text === undefined) pieces.set(id, (text = backend.decode([id])));
+    return text;
+  };
 
   const promptIds = (prompt: unknown): number[] => {
     if (typeof prompt === 'string') return backend.encode(prompt);
@@ -81,11 +89,23 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
     if (ids.length + maxTokens > window) throw new BadRequest(`this model's maximum context length is ${window} tokens; the prompt has ${ids.length} and max_tokens is ${maxTokens}`);
     const stop = body.stop === undefined || body.stop === null ? [] : Array.isArray(body.stop) ? body.stop : [body.stop];
     const wantLogprobs = body.logprobs !== undefined && body.logprobs !== null;
-    const samples = maxTokens === 0 ? Array.from({ length: n }, () => null) : await backend.sampleIds(ids, {
-      prompt: '', n, temperature: body.temperature ?? 1, topP: body.top_p ?? 1, ...(body.top_k ? { topK: body.top_k } : {}),
-      maxTokens, stop, seed: body.seed ?? 0,
-    });
-    const echoed = body.echo ? await backend.promptLogprobs(ids) : undefined;
+    const temperature = body.temperature ?? 1;
+    let echoed: ScoreResult | undefined;
+    let samples: Array<Sample | null>;
+    if (body.echo && maxTokens <= 1 && temperature === 0 && n === 1 && stop.length === 0) {
+      // How scoring clients ask (echo, one greedy token): one pass. A placeholder token after
+      // the prompt makes the pass compute the next-token row too; its argmax is the greedy token.
+      const scored = await backend.promptLogprobs([...ids, 0]);
+      echoed = { ...scored, tokenLogprobs: scored.tokenLogprobs.slice(0, -1), tokens: scored.tokens.slice(0, -1), argmax: scored.argmax?.slice(0, -1) };
+      const next = scored.argmax!.at(-1)!;
+      samples = [maxTokens === 0 ? null : { text: backend.decode([next.token]), tokens: [next.token], logprob: next.logprob, tokenLogprobs: [next.logprob], finishReason: 'length', truncated: false }];
+    } else {
+      samples = maxTokens === 0 ? Array.from({ length: n }, () => null) : await backend.sampleIds(ids, {
+        prompt: '', n, temperature, topP: body.top_p ?? 1, ...(body.top_k ? { topK: body.top_k } : {}),
+        maxTokens, stop, seed: body.seed ?? 0,
+      });
+      if (body.echo) echoed = await backend.promptLogprobs(ids);
+    }
     const promptText = body.echo ? backend.decode(ids) : '';
     const choices = samples.map((sample, index) => {
       const genTokens = sample?.tokens ?? [];
@@ -95,10 +115,10 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
         const tokens: number[] = [...(echoed ? ids : []), ...genTokens];
         const tokenLogprobs: Array<number | null> = [...(echoed ? [null, ...echoed.tokenLogprobs] : []), ...genLogprobs];
         const top: Array<Record<string, number> | null> = [
-          ...(echoed ? [null, ...echoed.tokenLogprobs.map((lp, i) => topEntry(backend, ids[i + 1]!, lp, echoed.argmax?.[i]))] : []),
-          ...genTokens.map((t, i) => ({ [backend.decode([t])]: genLogprobs[i]! })),
+          ...(echoed ? [null, ...echoed.tokenLogprobs.map((lp, i) => topEntry(piece, ids[i + 1]!, lp, echoed!.argmax?.[i]))] : []),
+          ...genTokens.map((t, i) => ({ [piece(t)]: genLogprobs[i]! })),
         ];
-        const strings = tokens.map((t) => backend.decode([t]));
+        const strings = tokens.map(piece);
         const offsets: number[] = [];
         strings.reduce((at, s) => { offsets.push(at); return at + s.length; }, 0);
         logprobs = { tokens: strings, token_logprobs: tokenLogprobs, top_logprobs: top, text_offset: offsets };
@@ -142,9 +162,9 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
 }
 
 /** `top_logprobs` with logprobs 1: the actual token and the most likely one. */
-function topEntry(backend: OnnxBackend, token: number, logprob: number, argmax: { token: number; logprob: number } | undefined): Record<string, number> {
+function topEntry(piece: (id: number) => string, token: number, logprob: number, argmax: { token: number; logprob: number } | undefined): Record<string, number> {
   const entry: Record<string, number> = {};
-  if (argmax) entry[backend.decode([argmax.token])] = argmax.logprob;
-  entry[backend.decode([token])] = logprob;
+  if (argmax) entry[piece(argmax.token)] = argmax.logprob;
+  entry[piece(token)] = logprob;
   return entry;
 }
