@@ -105,6 +105,24 @@ describe('HTTP backend against probe serve', () => {
     });
   });
 
+  it('probe serve batches concurrent scoring requests into one forward pass, with the same numbers', async () => {
+    const batching = await serveCheckpoint(CKPT.attention, 100);
+    try {
+      const http = await HttpBackend.open(`${batching.url}/v1`, { ...FAST, tokenizerDir: CKPT.attention, endpoint: { ...FAST.endpoint, concurrency: 16 } });
+      const requests = items.map((i) => ({ context: i.context, continuations: [i.gold] }));
+      const remote = await Promise.all(requests.map((r) => http.score([r])));
+      const local = await Promise.all(requests.map((r) => served.backend.score([r])));
+      remote.forEach((r, i) => r[0]![0]!.tokenLogprobs.forEach((v, j) => expect(Math.abs(v - local[i]![0]![0]!.tokenLogprobs[j]!)).toBeLessThan(1e-4)));
+      const health = await (await fetch(`${batching.url}/health`)).json() as { batches: number; batched_requests: number; largest_batch: number };
+      expect(health.batched_requests).toBe(items.length);
+      expect(health.largest_batch).toBeGreaterThan(1);
+      expect(health.batches).toBeLessThan(items.length);
+    } finally {
+      await close(batching.server);
+      await batching.backend.close();
+    }
+  });
+
   it('an endpoint pool routes around a dead replica and spreads load over live ones', async () => {
     const dead = createServer();
     const deadUrl = await listen(dead);

@@ -6,7 +6,7 @@ import { checkCheckpoint } from '../backends/open.ts';
 import { createOpenAiServer } from '../serve/openai-server.ts';
 import { positiveInteger } from './args.ts';
 
-interface ServeFlags { ckpt: string; port: number; host: string; model?: string }
+interface ServeFlags { ckpt: string; port: number; host: string; model?: string; maxBatch: number; batchWindow: number }
 
 export function serveCommand(): Command {
   return new Command('serve')
@@ -15,11 +15,13 @@ export function serveCommand(): Command {
     .option('--port <port>', 'TCP port (0: any free port, printed)', (v) => (v === '0' ? 0 : positiveInteger(v)), 8000)
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--model <name>', 'model name to report (default: the directory name)')
+    .option('--max-batch <n>', 'scoring requests run together in one batched forward pass, at most', positiveInteger, 16)
+    .option('--batch-window <ms>', 'how long the model waits for more requests before a turn', (v) => Number.parseInt(v, 10), 2)
     .addHelpText('after', '\nExample:\n  probe serve --ckpt checkpoints/attn-agent --port 8000 &\n  probe bpb --ckpt http://127.0.0.1:8000/v1 --tokenizer checkpoints/attn-agent')
     .action(async (flags: ServeFlags) => {
       checkCheckpoint(flags.ckpt);
       const backend = await OnnxBackend.open(flags.ckpt);
-      const server = createOpenAiServer(backend, { model: flags.model ?? basename(backend.dir) });
+      const server = createOpenAiServer(backend, { model: flags.model ?? basename(backend.dir), maxBatch: flags.maxBatch, batchWindowMs: flags.batchWindow });
       await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
         server.listen(flags.port, flags.host, () => resolve());

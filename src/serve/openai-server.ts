@@ -6,8 +6,8 @@
  * n, seed, temperature, top_p, top_k, max_tokens, stop, and vLLM's `stop_reason`),
  * `/tokenize`, `/detokenize`, `/health`. Errors use vLLM's `{"error": {...}}` shape.
  *
- * Requests are queued and run one at a time on the model (onnxruntime holds the thread
- * while it runs), in arrival order.
+ * The model runs one job at a time (onnxruntime holds the thread while it runs); scoring
+ * requests that wait together are batched into one forward pass (`ModelWorker`).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { OnnxBackend } from '../backends/onnx/backend.ts';
@@ -32,15 +32,67 @@ interface CompletionBody {
 export interface ServeOptions {
   /** The model name `/v1/models` reports and requests may name. */
   model: string;
+  /** Scoring requests run together at most (default 16). */
+  maxBatch?: number;
+  /** How long the model waits for more requests before a turn, in ms (default 2). */
+  batchWindowMs?: number;
 }
 
-/** One model, one request at a time: a promise chain in arrival order. */
-class ModelQueue {
-  private tail: Promise<unknown> = Promise.resolve();
+/**
+ * The model runs one job at a time, in arrival order. Scoring jobs (echo, one greedy
+ * token) that are waiting together run as one batched forward pass: while the model is
+ * busy, requests pile up, and the next turn takes every waiting scoring job at once.
+ */
+class ModelWorker {
+  private readonly waiting: Array<{ kind: 'score'; ids: number[]; done: (r: ScoreResult) => void; fail: (e: unknown) => void } | { kind: 'other'; job: () => Promise<void> }> = [];
+  private busy = false;
+  readonly stats = { batches: 0, batched_requests: 0, largest_batch: 0 };
+
+  constructor(private readonly backend: OnnxBackend, private readonly maxBatch: number, private readonly windowMs: number) {}
+
+  score(ids: number[]): Promise<ScoreResult> {
+    return new Promise((done, fail) => { this.waiting.push({ kind: 'score', ids, done, fail }); this.kick(); });
+  }
+
   run<T>(job: () => Promise<T>): Promise<T> {
-    const result = this.tail.then(job);
-    this.tail = result.catch(() => undefined);
-    return result;
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ kind: 'other', job: () => job().then(resolve, reject) });
+      this.kick();
+    });
+  }
+
+  private kick(): void {
+    if (this.busy) return;
+    this.busy = true;
+    // A short window lets requests that arrive together share a batch.
+    setTimeout(() => void this.drain(), this.windowMs);
+  }
+
+  private async drain(): Promise<void> {
+    while (this.waiting.length > 0) {
+      const first = this.waiting[0]!;
+      if (first.kind === 'other') {
+        this.waiting.shift();
+        await first.job();
+        continue;
+      }
+      const batch = [];
+      for (let i = 0; i < this.waiting.length && batch.length < this.maxBatch;) {
+        const job = this.waiting[i]!;
+        if (job.kind === 'score') batch.push(...this.waiting.splice(i, 1) as Array<Extract<typeof job, { kind: 'score' }>>);
+        else i++;
+      }
+      this.stats.batches++;
+      this.stats.batched_requests += batch.length;
+      this.stats.largest_batch = Math.max(this.stats.largest_batch, batch.length);
+      try {
+        const results = await this.backend.promptLogprobsBatch(batch.map((j) => j.ids));
+        batch.forEach((j, k) => j.done(results[k]!));
+      } catch (error) {
+        batch.forEach((j) => j.fail(error));
+      }
+    }
+    this.busy = false;
   }
 }
 
@@ -63,7 +115,7 @@ function send(res: ServerResponse, status: number, value: unknown): void {
 }
 
 export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions): Server {
-  const queue = new ModelQueue();
+  const worker = new ModelWorker(backend, options.maxBatch ?? 16, options.batchWindowMs ?? 2);
   const window = backend.window;
   // Echo answers name every prompt token as text: decode each id once.
   const pieces = new Map<number, string>();
@@ -95,16 +147,16 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
     if (body.echo && maxTokens <= 1 && temperature === 0 && n === 1 && stop.length === 0) {
       // How scoring clients ask (echo, one greedy token): one pass. A placeholder token after
       // the prompt makes the pass compute the next-token row too; its argmax is the greedy token.
-      const scored = await backend.promptLogprobs([...ids, 0]);
+      const scored = await worker.score([...ids, 0]);
       echoed = { ...scored, tokenLogprobs: scored.tokenLogprobs.slice(0, -1), tokens: scored.tokens.slice(0, -1), argmax: scored.argmax?.slice(0, -1) };
       const next = scored.argmax!.at(-1)!;
       samples = [maxTokens === 0 ? null : { text: backend.decode([next.token]), tokens: [next.token], logprob: next.logprob, tokenLogprobs: [next.logprob], finishReason: 'length', truncated: false }];
     } else {
-      samples = maxTokens === 0 ? Array.from({ length: n }, () => null) : await backend.sampleIds(ids, {
+      samples = maxTokens === 0 ? Array.from({ length: n }, () => null) : await worker.run(() => backend.sampleIds(ids, {
         prompt: '', n, temperature, topP: body.top_p ?? 1, ...(body.top_k ? { topK: body.top_k } : {}),
         maxTokens, stop, seed: body.seed ?? 0,
-      });
-      if (body.echo) echoed = await backend.promptLogprobs(ids);
+      }));
+      if (body.echo) echoed = await worker.score(ids);
     }
     const promptText = body.echo ? backend.decode(ids) : '';
     const choices = samples.map((sample, index) => {
@@ -139,7 +191,7 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
     void (async () => {
       try {
         const path = (req.url ?? '/').split('?')[0];
-        if (req.method === 'GET' && path === '/health') return send(res, 200, { status: 'ok' });
+        if (req.method === 'GET' && path === '/health') return send(res, 200, { status: 'ok', ...worker.stats });
         if (req.method === 'GET' && path === '/v1/models') {
           return send(res, 200, { object: 'list', data: [{ id: options.model, object: 'model', created: 0, owned_by: 'probe', root: options.model, max_model_len: window }] });
         }
@@ -151,7 +203,7 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
           return send(res, 200, { tokens, count: tokens.length, max_model_len: window });
         }
         if (path === '/detokenize') return send(res, 200, { prompt: backend.decode(promptIds(body.tokens)) });
-        if (path === '/v1/completions') return send(res, 200, await queue.run(() => completions(body as CompletionBody)));
+        if (path === '/v1/completions') return send(res, 200, await completions(body as CompletionBody));
         return send(res, 404, { error: { message: `no route POST ${path}`, type: 'NotFoundError', code: 404 } });
       } catch (error) {
         const bad = error instanceof BadRequest;

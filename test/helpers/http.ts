@@ -17,9 +17,9 @@ export async function close(server: Server): Promise<void> {
   await new Promise((resolve) => server.close(resolve));
 }
 
-export async function serveCheckpoint(dir: string): Promise<{ url: string; server: Server; backend: OnnxBackend }> {
+export async function serveCheckpoint(dir: string, batchWindowMs = 2): Promise<{ url: string; server: Server; backend: OnnxBackend }> {
   const backend = await OnnxBackend.open(dir);
-  const server = createOpenAiServer(backend, { model: 'test-model' });
+  const server = createOpenAiServer(backend, { model: 'test-model', batchWindowMs });
   return { url: await listen(server), server, backend };
 }
 

@@ -180,6 +180,42 @@ export class OnnxBackend implements CompletionBackend {
     return result!;
   }
 
+  /**
+   * `promptLogprobs` for several prompts in batched forward passes (what `probe serve`
+   * does with concurrent scoring requests): rows padded on the right to the longest,
+   * fed through the cache chunk by chunk, each row's log-probs read at its own positions.
+   */
+  async promptLogprobsBatch(prompts: number[][]): Promise<ScoreResult[]> {
+    if (prompts.length === 1) return [await this.promptLogprobs(prompts[0]!)];
+    if (prompts.some((p) => p.length === 0)) throw new ProbeError('an empty prompt has no log-probs');
+    const batch = prompts.length;
+    const vocab = this.graph.vocab;
+    const longest = Math.max(...prompts.map((p) => p.length));
+    if (longest > this.window) throw new ProbeError(`a prompt of ${longest} tokens does not fit the ${this.window}-token window of ${this.dir}`);
+    // Row b, position t: the logits after token t of prompt b (predicting token t + 1).
+    const rows = prompts.map(() => [] as Array<{ data: Float32Array; offset: number }>);
+    const padded = (b: number, t: number) => prompts[b]![t] ?? 0;
+    let cache: KvCache | undefined;
+    for (let start = 0; start < longest - 1;) {
+      const size = this.graph.hasCache ? Math.max(1, Math.floor(this.chunkAfter(cache?.length ?? 0) / batch)) : longest - 1;
+      const chunk = Math.min(size, longest - 1 - start);
+      const from = this.graph.hasCache ? start : 0;
+      const width = start + chunk - from;
+      const ids = new Array<number>(batch * width);
+      for (let b = 0; b < batch; b++) for (let t = 0; t < width; t++) ids[b * width + t] = padded(b, from + t);
+      const out = await this.graph.forward(ids, cache, batch);
+      cache = out.cache;
+      for (let b = 0; b < batch; b++) {
+        for (let t = start; t < start + chunk; t++) rows[b]!.push({ data: out.logits, offset: (b * width + (t - from)) * vocab });
+      }
+      start += chunk;
+    }
+    return prompts.map((ids, b) => {
+      const tokens = ids.slice(1);
+      return this.collect(tokens, (i) => rows[b]![i]!, this.tokenizer.decode(tokens), false);
+    });
+  }
+
   private async sampleOne(request: SampleRequest): Promise<Sample[]> {
     return this.sampleIds(this.tokenizer.encode(request.prompt), request);
   }

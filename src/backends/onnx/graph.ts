@@ -90,30 +90,32 @@ export class OnnxGraph {
     return new OnnxGraph(session, files, files.config.vocab_size ?? vocab);
   }
 
-  emptyCache(): KvCache {
+  emptyCache(batch = 1): KvCache {
     const tensors: Record<string, ort.Tensor> = {};
     for (let l = 0; l < this.layers; l++) {
       for (const kind of ['key', 'value']) {
-        tensors[`past_key_values.${l}.${kind}`] = new ort.Tensor('float32', new Float32Array(0), [1, this.kvHeads, 0, this.headDim]);
+        tensors[`past_key_values.${l}.${kind}`] = new ort.Tensor('float32', new Float32Array(0), [batch, this.kvHeads, 0, this.headDim]);
       }
     }
     return { tensors, length: 0 };
   }
 
   /**
-   * Runs `ids` (batch of one) after `cache` (graphs with a cache) or as the whole
-   * sequence (graphs without). Returns logits for every position of `ids`.
+   * Runs `ids` after `cache` (graphs with a cache) or as the whole sequence (graphs
+   * without). `ids` holds `batch` rows of equal length, row-major; every row sits at the
+   * same positions (callers pad on the right, which causal attention never looks at).
+   * Returns logits [batch × tokens × vocab] for every position.
    */
-  async forward(ids: ArrayLike<number>, cache: KvCache | undefined): Promise<ForwardResult> {
-    const past = this.hasCache ? cache ?? this.emptyCache() : undefined;
+  async forward(ids: ArrayLike<number>, cache: KvCache | undefined, batch = 1): Promise<ForwardResult> {
+    const past = this.hasCache ? cache ?? this.emptyCache(batch) : undefined;
     const offset = past?.length ?? 0;
-    const n = ids.length;
+    const n = ids.length / batch;
     const feeds: Record<string, ort.Tensor> = {
-      input_ids: new ort.Tensor('int64', int64Of(ids), [1, n]),
+      input_ids: new ort.Tensor('int64', int64Of(ids), [batch, n]),
     };
-    if (this.wantsMask) feeds.attention_mask = new ort.Tensor('int64', new BigInt64Array(offset + n).fill(1n), [1, offset + n]);
+    if (this.wantsMask) feeds.attention_mask = new ort.Tensor('int64', new BigInt64Array(batch * (offset + n)).fill(1n), [batch, offset + n]);
     if (this.wantsPositions) {
-      feeds.position_ids = new ort.Tensor('int64', BigInt64Array.from({ length: n }, (_, i) => BigInt(offset + i)), [1, n]);
+      feeds.position_ids = new ort.Tensor('int64', BigInt64Array.from({ length: batch * n }, (_, i) => BigInt(offset + (i % n))), [batch, n]);
     }
     if (past) Object.assign(feeds, past.tensors);
     const out = await this.session.run(feeds);
