@@ -45,6 +45,8 @@ for (const concurrency of [1, 4, 16]) {
   const [inProcess, http] = [await throughput(local, concurrency), await throughput(remote, concurrency)];
   console.log(`    concurrency ${String(concurrency).padStart(2)}: in-process ${inProcess.toFixed(1)}, HTTP ${http.toFixed(1)} (${(http / inProcess).toFixed(2)}× in-process)`);
 }
+const health = await (await fetch(`${url.replace(/\/v1$/, '')}/health`)).json() as { batches: number; batched_requests: number; largest_batch: number };
+console.log(`    probe serve batched ${health.batched_requests} scoring requests into ${health.batches} forward passes (largest batch ${health.largest_batch})`);
 serve.kill('SIGINT');
 
 // A stub that answers any echo request at once, so only the client's own work is timed.
