@@ -4,6 +4,8 @@
  * cannot score prompts is refused with exit 2 and the other checkpoints' results kept.
  */
 import { spawn, spawnSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
@@ -65,6 +67,30 @@ describe('probe serve', () => {
     expect(out.results.map((r) => r.checkpoint)).toEqual([CKPT.agent]);
     expect(out.errors[0]).toMatchObject({ file: url.replace(/\/v1$/, ''), field: 'echo' });
     expect(out.errors[0]!.message).toMatch(/llamacpp cannot score prompts/);
+  });
+
+  it('SIGINT cancels the requests in flight: a run against a server that never answers stops at once', async () => {
+    const closed: string[] = [];
+    const silent = createServer((req) => { req.on('close', () => closed.push(req.url ?? '')); });
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`;
+    try {
+      const child = spawn(process.execPath, [PROBE_BIN, 'bpb', '--ckpt', silentUrl, '--server-kind', 'openai', '--model', 'm', '--tokenizer', CKPT.attention, '--probes', DEMO_PROBES, '--json'], { cwd: REPO_ROOT, stdio: 'ignore' });
+      // Wait until the run has a request in flight (the server holds it forever).
+      for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
+        await new Promise((r) => setTimeout(r, 50));
+        if ((await new Promise<number>((r) => silent.getConnections((_, n) => r(n)))) > 0) break;
+      }
+      const started = Date.now();
+      child.kill('SIGINT');
+      await once(child, 'exit');
+      expect(Date.now() - started).toBeLessThan(5_000);
+      await new Promise((r) => setTimeout(r, 100));
+      expect(closed.length).toBeGreaterThan(0);
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
   });
 
   it('an unreachable server is a failed checkpoint (exit 1) after the retries, the others kept', () => {

@@ -123,6 +123,29 @@ describe('HTTP backend against probe serve', () => {
     }
   });
 
+  it('a replica that failed sits out its cool-down, then gets requests again', async () => {
+    const a = new FaultProxy(served.url, [{ kind: 'status', status: 503 }, { kind: 'status', status: 503 }], (p) => p === '/v1/completions');
+    const b = new FaultProxy(served.url);
+    const [ua, ub] = [await a.start(), await b.start()];
+    try {
+      const http = await HttpBackend.open(`${ua}/v1,${ub}/v1`, { kind: 'openai', model: 'test-model', tokenizerDir: CKPT.attention, endpoint: { retries: 1, backoffMs: 5, timeoutMs: 20_000, concurrency: 1 }, cooldownMs: 300 });
+      const count = (p: FaultProxy) => p.seen.filter((s) => s.endsWith('/v1/completions')).length;
+      const one = () => http.score([{ context: items[0]!.context, continuations: [items[0]!.gold] }]);
+      await one(); // a fails twice (its retry included) and is taken out; b answers
+      expect([count(a), count(b)]).toEqual([2, 1]);
+      await one();
+      await one();
+      expect(count(a)).toBe(2); // still cooling down
+      await new Promise((r) => setTimeout(r, 350));
+      await one();
+      await one();
+      expect(count(a)).toBeGreaterThan(2); // back in rotation
+    } finally {
+      await a.stop();
+      await b.stop();
+    }
+  });
+
   it('an endpoint pool routes around a dead replica and spreads load over live ones', async () => {
     const dead = createServer();
     const deadUrl = await listen(dead);
