@@ -76,10 +76,12 @@ class ModelWorker {
         await first.job();
         continue;
       }
+      // Rows are padded to the longest: only prompts of similar length (within 25%) share a batch.
       const batch = [];
+      const lead = first.ids.length;
       for (let i = 0; i < this.waiting.length && batch.length < this.maxBatch;) {
         const job = this.waiting[i]!;
-        if (job.kind === 'score') batch.push(...this.waiting.splice(i, 1) as Array<Extract<typeof job, { kind: 'score' }>>);
+        if (job.kind === 'score' && job.ids.length <= lead * 1.25 && job.ids.length * 1.25 >= lead) batch.push(...this.waiting.splice(i, 1) as Array<Extract<typeof job, { kind: 'score' }>>);
         else i++;
       }
       this.stats.batches++;
