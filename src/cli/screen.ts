@@ -38,7 +38,7 @@ export interface ScreenRow {
 
 export function screenCommand(): Command {
   return addScoringOptions(new Command('screen')
-    .description('Run the ladder: BPB and MCQ for all, pass@K for the best, a shortlist for post-training.')
+    .description('Run the ladder: BPB and MCQ for all, pass@K for the best, a shortlist for post-training, ASAP episodes for the shortlist.')
     .option('--shortlist <n>', 'checkpoints to recommend', positiveInteger, 2)
     .option('--passk-top <n>', 'checkpoints that get pass@K (default: twice the shortlist)', positiveInteger)
     .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
