@@ -4,6 +4,7 @@ import { HttpBackend, type HttpBackendOptions } from './http/backend.ts';
 import { OnnxBackend, type OnnxBackendOptions } from './onnx/backend.ts';
 import { readCheckpointDir, readTokenizerDir } from './onnx/checkpoint.ts';
 import type { CompletionBackend } from './types.ts';
+import { CachedBackend, checkpointContentHash, type ResultCache } from './cache.ts';
 
 export function isServerAddress(spec: string): boolean {
   return /^https?:\/\//i.test(spec);
@@ -25,8 +26,17 @@ export function checkCheckpoint(spec: string, http: HttpBackendOptions = {}): vo
   readCheckpointDir(spec);
 }
 
-export async function openBackend(spec: string, options: OnnxBackendOptions & { http?: HttpBackendOptions } = {}): Promise<CompletionBackend> {
+export interface OpenOptions extends OnnxBackendOptions {
+  http?: HttpBackendOptions;
+  /** Answer repeated deterministic calls from this cache. */
+  cache?: ResultCache;
+}
+
+export async function openBackend(spec: string, options: OpenOptions = {}): Promise<CompletionBackend> {
   checkCheckpoint(spec, options.http);
-  if (isServerAddress(spec)) return HttpBackend.open(spec, options.http);
-  return OnnxBackend.open(spec, options);
+  const backend = isServerAddress(spec) ? await HttpBackend.open(spec, options.http) : await OnnxBackend.open(spec, options);
+  if (!options.cache) return backend;
+  // A directory is keyed by its content; a server by what it says it serves and where.
+  const fingerprint = isServerAddress(spec) ? `server:${backend.id}` : `content:${checkpointContentHash(spec)}`;
+  return new CachedBackend(backend, options.cache, fingerprint);
 }

@@ -12,6 +12,7 @@ import { type AsapResult, runAsap } from '../asap/run.ts';
 import { AsapStore } from '../asap/store.ts';
 import type { InputError } from '../errors.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
+import { ResultCache } from '../backends/cache.ts';
 import type { EndpointFailure } from '../backends/http/transport.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { openSandbox, type SandboxKind } from '../sandbox/open.ts';
@@ -23,6 +24,8 @@ export const ASAP_K_VALUES = [1, 2, 4, 8, 16, 32, 64];
 export interface AsapRunSettings {
   /** For checkpoints behind servers. */
   http?: HttpBackendOptions;
+  /** Cache directory for seeded model calls. */
+  cacheDir?: string;
   tasksPath: string;
   reference: string;
   runs: number;
@@ -69,7 +72,7 @@ export async function runAsapOverCheckpoints(checkpoints: string[], tasks: Loade
     const { results, failures } = await forEachCheckpoint(checkpoints, instances.length * s.runs, s.quiet, (ckpt, backend, tick) => runAsap(ckpt, backend, instances, {
       runs: s.runs, concurrency: s.concurrency, seed: s.seed, ks: ASAP_K_VALUES, store, leaseFor: pools.leaseFor, onEpisode: tick,
       settings: { format, profile: s.profile, maxSteps: s.maxSteps, maxTokens: s.maxTokens, temperature: s.temperature, topP: s.topP, actionTimeoutMs: s.actionTimeoutS * 1000 },
-    }), s.http);
+    }), s.http, s.cacheDir ? new ResultCache(s.cacheDir) : undefined);
     const resultsFile = store.writeResults({ settings: protocol, runs: s.runs, excluded, results });
     return { out, resultsFile, instances: instances.length, excluded, results, failures };
   } finally {

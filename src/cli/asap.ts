@@ -18,7 +18,7 @@ import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 interface AsapFlags extends HttpFlags {
   ckpt?: string[]; tasks: string; reference: string; instances?: string[]; limit?: number; runs: number; concurrency: number;
   profile: ToolProfile; format: AsapFormatName; prefixSteps: number; maxSteps: number; maxTokens: number;
-  temperature: number; topP: number; seed: number; actionTimeout: number; sandbox: SandboxKind; out?: string; json?: boolean;
+  temperature: number; topP: number; seed: number; actionTimeout: number; sandbox: SandboxKind; out?: string; json?: boolean; cache?: string;
 }
 
 function nonNegativeInteger(value: string): number {
@@ -48,7 +48,8 @@ export function asapCommand(): Command {
     .option('--action-timeout <s>', 'seconds one action may run', positiveInteger, 120)
     .addOption(new Option('--sandbox <kind>', 'where the model\'s actions run (always jailed, network off)').choices([...SANDBOX_KINDS]).default('local'))
     .option('--out <dir>', 'run directory (rerunning with the same one resumes); default: runs/asap-<settings hash>')
-    .option('--json', 'print one JSON document on stdout'))
+    .option('--json', 'print one JSON document on stdout')
+    .option('--cache <dir>', 'answer repeated seeded model calls from this cache directory'))
     .addHelpText('after', '\nExample:\n  probe asap --ckpt checkpoints/attn-agent checkpoints/ngram-agent --runs 8 --concurrency 4 --out runs/asap-demo')
     .action(async (flags: AsapFlags) => {
       // All input is checked before any work.
@@ -63,7 +64,7 @@ export function asapCommand(): Command {
       const http = httpOptions(flags, flags.ckpt);
       const checkpoints = resolveCheckpoints(flags.ckpt, http);
       const run = await runAsapOverCheckpoints(checkpoints, tasks, {
-        http,
+        http, ...(flags.cache ? { cacheDir: flags.cache } : {}),
         tasksPath: flags.tasks, reference: flags.reference, runs: flags.runs, concurrency: flags.concurrency, profile: flags.profile, format: flags.format,
         prefixSteps: flags.prefixSteps, maxSteps: flags.maxSteps, maxTokens: flags.maxTokens, temperature: flags.temperature, topP: flags.topP,
         seed: flags.seed, actionTimeoutS: flags.actionTimeout, sandbox: flags.sandbox, out: flags.out, quiet: Boolean(flags.json),

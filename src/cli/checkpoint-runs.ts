@@ -15,16 +15,18 @@ import type { ProbeItem } from '../schema/probe-item.ts';
 import { positiveInteger } from './args.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { EndpointFailure } from '../backends/http/transport.ts';
+import { ResultCache } from '../backends/cache.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 
-export interface ScoringFlags extends HttpFlags { ckpt?: string[]; probes?: string; json?: boolean; limit?: number }
+export interface ScoringFlags extends HttpFlags { ckpt?: string[]; probes?: string; json?: boolean; limit?: number; cache?: string }
 
 export function addScoringOptions(command: Command): Command {
   return addHttpOptions(command
     .option('--ckpt <dir|url...>', 'checkpoint directories (transformers.js layout) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder'))
     .option('--probes <file|dir>', 'probe items (.jsonl file or a directory of them); default: the shipped demo probes')
     .option('--limit <n>', 'use only the first N probe items', positiveInteger)
-    .option('--json', 'print one JSON document on stdout');
+    .option('--json', 'print one JSON document on stdout')
+    .option('--cache <dir>', 'answer repeated deterministic backend calls (scores, seeded samples) from this cache directory');
 }
 
 export interface CheckpointRuns<R> {
@@ -45,6 +47,7 @@ export async function forEachCheckpoint<R>(
   checkpoints: string[], units: number, quiet: boolean,
   run: (checkpoint: string, backend: CompletionBackend, tick: () => void) => Promise<R>,
   http: HttpBackendOptions = {},
+  cache?: ResultCache,
 ): Promise<{ results: R[]; failures: Array<InputError | EndpointFailure> }> {
   const progress = createProgress(checkpoints.length * units, !quiet);
   const results: R[] = [];
@@ -52,7 +55,7 @@ export async function forEachCheckpoint<R>(
   try {
     for (const ckpt of checkpoints) {
       try {
-        const backend = await openBackend(ckpt, { http });
+        const backend = await openBackend(ckpt, { http, ...(cache ? { cache } : {}) });
         try {
           results.push(await run(ckpt, backend, () => progress.tick(ckpt)));
         } finally {
@@ -80,7 +83,8 @@ export async function runOverCheckpoints<R>(
   if (flags.limit !== undefined) items = items.slice(0, flags.limit);
   const http = httpOptions(flags, flags.ckpt);
   const checkpoints = resolveCheckpoints(flags.ckpt, http);
-  const { results, failures } = await forEachCheckpoint(checkpoints, items.length, Boolean(flags.json), (ckpt, backend, tick) => run(ckpt, backend, items, tick), http);
+  const cache = flags.cache ? new ResultCache(flags.cache) : undefined;
+  const { results, failures } = await forEachCheckpoint(checkpoints, items.length, Boolean(flags.json), (ckpt, backend, tick) => run(ckpt, backend, items, tick), http, cache);
   return { items, results, failures };
 }
 

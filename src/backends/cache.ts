@@ -1,0 +1,111 @@
+/**
+ * A cache of deterministic backend calls, so the same thing is never computed twice:
+ * scores, and samples (every sample request carries its seed, and the backends are
+ * deterministic given it; greedy ones too). Keyed by what fixes the answer — the
+ * checkpoint's content hash (or, for a server, its kind, model and URLs), the call and
+ * its whole request — with one file per entry, written atomically. Errors are never
+ * stored: only answers that came back whole.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from './types.ts';
+
+/** Bump when the meaning of a cached answer changes (scoring rule, sampler). */
+export const CACHE_VERSION = 1;
+
+export class ResultCache {
+  readonly stats = { hits: 0, misses: 0 };
+
+  constructor(readonly dir: string) {}
+
+  private file(key: string): string {
+    return join(this.dir, key.slice(0, 2), `${key}.json`);
+  }
+
+  get<T>(key: string): T | undefined {
+    const file = this.file(key);
+    if (!existsSync(file)) return undefined;
+    try {
+      return JSON.parse(readFileSync(file, 'utf8')) as T;
+    } catch {
+      return undefined; // a damaged entry is recomputed and rewritten
+    }
+  }
+
+  put(key: string, value: unknown): void {
+    const file = this.file(key);
+    mkdirSync(join(file, '..'), { recursive: true });
+    const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
+    writeFileSync(tmp, JSON.stringify(value));
+    renameSync(tmp, file);
+  }
+}
+
+function sha256(text: string | Buffer): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir).sort().flatMap((name) => {
+    const path = join(dir, name);
+    return statSync(path).isDirectory() ? filesUnder(path) : [path];
+  });
+}
+
+/** The content hash of a checkpoint directory: every file's path and bytes. */
+export function checkpointContentHash(dir: string): string {
+  const hash = createHash('sha256');
+  for (const file of filesUnder(dir)) {
+    hash.update(relative(dir, file)).update('\0').update(sha256(readFileSync(file))).update('\0');
+  }
+  return hash.digest('hex');
+}
+
+/** Wraps a backend so repeated calls are answered from the cache. */
+export class CachedBackend implements CompletionBackend {
+  readonly id: string;
+
+  constructor(private readonly inner: CompletionBackend, private readonly cache: ResultCache, private readonly fingerprint: string) {
+    this.id = inner.id;
+  }
+
+  encode(text: string): number[] {
+    return this.inner.encode(text);
+  }
+
+  private key(op: string, request: unknown): string {
+    return sha256(JSON.stringify({ v: CACHE_VERSION, checkpoint: this.fingerprint, op, request }));
+  }
+
+  /** `storable` keeps out answers JSON cannot hold exactly (a server that gave no log-prob: NaN). */
+  private async cached<R, T>(op: string, requests: R[], compute: (missing: R[]) => Promise<T[]>, storable: (value: T) => boolean = () => true): Promise<T[]> {
+    const keys = requests.map((r) => this.key(op, r));
+    const found = keys.map((k) => this.cache.get<T>(k));
+    const missing = requests.filter((_, i) => found[i] === undefined);
+    this.cache.stats.hits += requests.length - missing.length;
+    this.cache.stats.misses += missing.length;
+    if (missing.length > 0) {
+      const computed = await compute(missing);
+      let next = 0;
+      found.forEach((value, i) => {
+        if (value !== undefined) return;
+        found[i] = computed[next++]!;
+        if (storable(found[i]!)) this.cache.put(keys[i]!, found[i]);
+      });
+    }
+    return found as T[];
+  }
+
+  score(requests: ScoreRequest[]): Promise<ScoreResult[][]> {
+    return this.cached('score', requests, (missing) => this.inner.score(missing));
+  }
+
+  sample(requests: SampleRequest[]): Promise<Sample[][]> {
+    return this.cached('sample', requests, (missing) => this.inner.sample(missing), (samples) => samples.every((s) => Number.isFinite(s.logprob)));
+  }
+
+  close(): Promise<void> {
+    return this.inner.close();
+  }
+}

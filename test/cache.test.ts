@@ -1,0 +1,90 @@
+/** The cache of deterministic backend calls: hits, seeds in the key, content hashes, no cached errors. */
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CachedBackend, checkpointContentHash, ResultCache } from '../src/backends/cache.ts';
+import { OnnxBackend } from '../src/backends/onnx/backend.ts';
+import { openBackend } from '../src/backends/open.ts';
+import type { CompletionBackend } from '../src/backends/types.ts';
+import { REPO_ROOT } from '../src/embedded.ts';
+import { CKPT, copyCheckpoint, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
+
+/** Counts the calls that reach the real backend; can fail the next call on purpose. */
+function counting(inner: CompletionBackend) {
+  const calls = { score: 0, sample: 0, failNext: false };
+  const backend: CompletionBackend = {
+    id: inner.id, encode: (t) => inner.encode(t), close: () => inner.close(),
+    score: async (r) => { calls.score += r.length; return inner.score(r); },
+    sample: async (r) => {
+      if (calls.failNext) { calls.failNext = false; throw new Error('server fell over'); }
+      calls.sample += r.length;
+      return inner.sample(r);
+    },
+  };
+  return { backend, calls };
+}
+
+const entries = (dir: string) => readdirSync(dir).flatMap((d) => readdirSync(join(dir, d))).length;
+
+describe('cached backend', () => {
+  it('answers a repeated score from the cache, equal to the computed one; new requests still reach the model', async () => {
+    const inner = await OnnxBackend.open(CKPT.agent);
+    const { backend, calls } = counting(inner);
+    const cache = new ResultCache(tempDir());
+    const cached = new CachedBackend(backend, cache, checkpointContentHash(CKPT.agent));
+    const request = { context: 'def add(a, b):\n', continuations: ['    return a + b\n', '    return a - b\n'] };
+    const first = await cached.score([request]);
+    const second = await cached.score([request, { context: 'x = ', continuations: ['1'] }]);
+    expect(second[0]).toEqual(first[0]);
+    expect(calls.score).toBe(2);
+    expect(cache.stats).toEqual({ hits: 1, misses: 2 });
+    await inner.close();
+  });
+
+  it('keys samples by their seed, and never stores an error', async () => {
+    const inner = await OnnxBackend.open(CKPT.agent);
+    const { backend, calls } = counting(inner);
+    const cached = new CachedBackend(backend, new ResultCache(tempDir()), 'test');
+    const request = { prompt: '## Thinking\n', n: 2, temperature: 0.7, topP: 0.95, maxTokens: 20, stop: ['</bash>'], seed: 1 };
+    calls.failNext = true;
+    await expect(cached.sample([request])).rejects.toThrow('server fell over');
+    const a = await cached.sample([request]);
+    const again = await cached.sample([request]);
+    const other = await cached.sample([{ ...request, seed: 2 }]);
+    expect(again).toEqual(a);
+    expect(calls.sample).toBe(2); // seed 1 once (after the failure), seed 2 once
+    expect(other[0]!.map((s) => s.text)).not.toEqual(a[0]!.map((s) => s.text));
+    await inner.close();
+  });
+
+  it('a checkpoint whose files change gets another key', async () => {
+    const copy = copyCheckpoint(CKPT.agent);
+    const before = checkpointContentHash(copy);
+    expect(checkpointContentHash(copy)).toBe(before);
+    const config = JSON.parse(readFileSync(join(copy, 'config.json'), 'utf8')) as Record<string, unknown>;
+    writeFileSync(join(copy, 'config.json'), `${JSON.stringify({ ...config, note: 'retrained' })}\n`);
+    expect(checkpointContentHash(copy)).not.toBe(before);
+    const cache = new ResultCache(tempDir());
+    const request = { context: 'a', continuations: ['b'] };
+    const one = await openBackend(CKPT.agent, { cache });
+    await one.score([request]);
+    await one.close();
+    const two = await openBackend(copy, { cache });
+    await two.score([request]);
+    await two.close();
+    expect(cache.stats).toEqual({ hits: 0, misses: 2 });
+  });
+
+  it('probe bpb --cache: a second run is served from the cache with the same JSON', () => {
+    const dir = tempDir();
+    const run = () => spawnSync(process.execPath, [PROBE_BIN, 'bpb', '--ckpt', CKPT.agent, '--probes', DEMO_PROBES, '--cache', dir, '--json'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000 });
+    const first = run();
+    expect(first.status, first.stderr).toBe(0);
+    const stored = entries(dir);
+    expect(stored).toBeGreaterThan(0);
+    const second = run();
+    expect(second.stdout).toBe(first.stdout);
+    expect(entries(dir)).toBe(stored);
+  });
+});
