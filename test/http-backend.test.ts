@@ -128,7 +128,7 @@ describe('HTTP backend against probe serve', () => {
     const b = new FaultProxy(served.url);
     const [ua, ub] = [await a.start(), await b.start()];
     try {
-      const http = await HttpBackend.open(`${ua}/v1,${ub}/v1`, { kind: 'openai', model: 'test-model', tokenizerDir: CKPT.attention, endpoint: { retries: 1, backoffMs: 5, timeoutMs: 20_000, concurrency: 1 }, cooldownMs: 300 });
+      const http = await HttpBackend.open(`${ua}/v1,${ub}/v1`, { kind: 'openai', model: 'test-model', tokenizerDir: CKPT.attention, endpoint: { retries: 1, backoffMs: 5, timeoutMs: 20_000, concurrency: 1 }, cooldownMs: 3_000 });
       const count = (p: FaultProxy) => p.seen.filter((s) => s.endsWith('/v1/completions')).length;
       const one = () => http.score([{ context: items[0]!.context, continuations: [items[0]!.gold] }]);
       await one(); // a fails twice (its retry included) and is taken out; b answers
@@ -136,7 +136,7 @@ describe('HTTP backend against probe serve', () => {
       await one();
       await one();
       expect(count(a)).toBe(2); // still cooling down
-      await new Promise((r) => setTimeout(r, 350));
+      await new Promise((r) => setTimeout(r, 3_100));
       await one();
       await one();
       expect(count(a)).toBeGreaterThan(2); // back in rotation
