@@ -11,9 +11,10 @@
  * Episode files are append-only and every line is written whole; a line cut short by a
  * kill (no final newline) is ignored when reading, so a crash never breaks a file.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { InputError } from '../errors.ts';
+import { writeFileAtomic } from '../util/atomic-file.ts';
 import type { RunBehaviour } from './behaviour.ts';
 import type { EpisodeStep, Termination } from './episode.ts';
 import type { AsapPrefix } from './prefix.ts';
@@ -39,18 +40,8 @@ export interface EpisodeEnd {
 
 export interface SavedEpisode { start: EpisodeStart | null; steps: EpisodeStep[]; end: EpisodeEnd | null }
 
-export function writeJsonAtomic(file: string, value: unknown): void {
-  mkdirSync(dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(value, null, 2)}\n`);
-  renameSync(tmp, file);
-}
-
-export function writeTextAtomic(file: string, text: string): void {
-  mkdirSync(dirname(file), { recursive: true });
-  const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, text);
-  renameSync(tmp, file);
+function writeJsonAtomic(file: string, value: unknown): void {
+  writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`);
 }
 
 /** A file-system-safe name for a checkpoint (its path, flattened). */
@@ -127,7 +118,7 @@ export class AsapStore {
   }
 
   writeTranscript(start: EpisodeStart, text: string): void {
-    writeTextAtomic(this.episodeFile(start.checkpoint, start.instance, start.run, 'md'), text);
+    writeFileAtomic(this.episodeFile(start.checkpoint, start.instance, start.run, 'md'), text);
   }
 
   writeResults(results: unknown): string {

@@ -7,8 +7,9 @@
  * stored: only answers that came back whole.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
+import { writeFileAtomic } from '../util/atomic-file.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from './types.ts';
 
 /** Bump when the meaning of a cached answer changes (scoring rule, sampler). */
@@ -34,11 +35,7 @@ export class ResultCache {
   }
 
   put(key: string, value: unknown): void {
-    const file = this.file(key);
-    mkdirSync(join(file, '..'), { recursive: true });
-    const tmp = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`;
-    writeFileSync(tmp, JSON.stringify(value));
-    renameSync(tmp, file);
+    writeFileAtomic(this.file(key), JSON.stringify(value));
   }
 }
 

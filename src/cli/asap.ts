@@ -10,7 +10,7 @@ import { InputError } from '../errors.ts';
 import { formatTable } from '../report/table.ts';
 import { SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
-import { positiveInteger } from './args.ts';
+import { nonNegativeInteger, positiveInteger } from './args.ts';
 import { ASAP_K_VALUES, runAsapOverCheckpoints } from './asap-runs.ts';
 import { reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
@@ -19,12 +19,6 @@ interface AsapFlags extends HttpFlags {
   ckpt?: string[]; tasks: string; reference: string; instances?: string[]; limit?: number; runs: number; concurrency: number;
   profile: ToolProfile; format: AsapFormatName; prefixSteps: number; maxSteps: number; maxTokens: number;
   temperature: number; topP: number; seed: number; actionTimeout: number; sandbox: SandboxKind; out?: string; json?: boolean; cache?: string;
-}
-
-function nonNegativeInteger(value: string): number {
-  const n = Number(value);
-  if (!Number.isInteger(n) || n < 0) throw new InputError({ file: '--prefix-steps' }, `expected a whole number ≥ 0, got ${JSON.stringify(value)}`);
-  return n;
 }
 
 export function asapCommand(): Command {

@@ -64,13 +64,14 @@ export function screenCommand(): Command {
         cheap_rank: (bpbRank[i]! + mcqRank[i]!) / 2, pass_at: null, shortlisted: false, asap: null,
       })).sort((a, b) => a.cheap_rank - b.cheap_rank || a.bpb - b.bpb);
 
+      const http = httpOptions(flags, flags.ckpt);
       const top = rows.slice(0, flags.passkTop ?? 2 * flags.shortlist);
       const tasks = new Map(loadTasks(flags.tasks).map((t) => [t.instance_id, t]));
       const pools = new TaskPools((t) => openSandbox('local', t), 2);
       const leaseFor = pools.leaseFor;
       try {
         for (const row of top) {
-          const backend = await openBackend(row.checkpoint, { http: httpOptions(flags, flags.ckpt) });
+          const backend = await openBackend(row.checkpoint, { http });
           try {
             const result: PasskResult = await scorePassk(row.checkpoint, backend, cheap.items.filter((i) => tasks.has(i.task)), {
               n: flags.n, ks: [1, 2, 4, 8, 16].filter((k) => k <= flags.n), temperature: 0.7, topP: 0.95, maxTokens: 1024, seed: flags.seed,
@@ -96,7 +97,7 @@ export function screenCommand(): Command {
         const asap = await runAsapOverCheckpoints(shortlist, [...tasks.values()].filter((t) => probeTasks.has(t.instance_id)), {
           tasksPath: flags.tasks, reference: flags.reference, runs: flags.asapRuns, concurrency: flags.concurrency, profile: 'bash', format: 'md+xml',
           prefixSteps: DEFAULT_PREFIX_STEPS, maxSteps: flags.asapMaxSteps, maxTokens: 2048, temperature: 0.7, topP: 0.95, seed: flags.seed,
-          actionTimeoutS: 120, sandbox: 'local', out: flags.asapOut, quiet: Boolean(flags.json), http: httpOptions(flags, flags.ckpt),
+          actionTimeoutS: 120, sandbox: 'local', out: flags.asapOut, quiet: Boolean(flags.json), http,
         });
         asapOut = asap.out;
         failures.push(...asap.failures);
