@@ -10,7 +10,7 @@ import { splitContinuations } from '../boundary.ts';
 import { readTokenizerDir } from '../onnx/checkpoint.ts';
 import { CheckpointTokenizer } from '../onnx/tokenizer.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
-import { parseSamples, parseScore, parseTokenize, sampleCall, scoreCall, ServerContractError, type ServerKind, tokenizeCall } from './servers.ts';
+import { checkCanScore, parseSamples, parseScore, parseTokenize, sampleCall, scoreCall, ServerContractError, type ServerKind, tokenizeCall } from './servers.ts';
 import { DEFAULT_ENDPOINT_OPTIONS, Endpoint, EndpointPool, type EndpointOptions } from './transport.ts';
 
 export interface HttpBackendOptions {
@@ -88,14 +88,17 @@ export class HttpBackend implements CompletionBackend {
   /** What stands for an empty context: BOS (or EOS) of the local tokenizer, else the server's special tokens for "". */
   private async prefixIds(): Promise<number[]> {
     if (this.tokenizer) return [this.tokenizer.prefixId];
-    const answer = await this.pool.json(tokenizeCall(this.kind, this.model, '').path, { model: this.model, prompt: '', add_special_tokens: true }, this.signal);
-    const ids = parseTokenize(this.kind, answer);
+    const call = tokenizeCall(this.kind, this.model, '', true);
+    const ids = parseTokenize(this.kind, await this.pool.json(call.path, call.body, this.signal));
     if (ids.length === 0) throw new ProbeError(`${this.id}: an empty context needs a BOS token; the server adds none, so give --tokenizer`);
     return ids;
   }
 
   async score(requests: ScoreRequest[]): Promise<ScoreResult[][]> {
-    return this.named(Promise.all(requests.map((r) => this.scoreOne(r))));
+    return this.named((async () => {
+      checkCanScore(this.kind);
+      return Promise.all(requests.map((r) => this.scoreOne(r)));
+    })());
   }
 
   /** A server that breaks the contract is bad input: exit 2, naming the server and the field. */
@@ -149,10 +152,7 @@ export class HttpBackend implements CompletionBackend {
     const text = this.tokenizer ? this.tokenizer.decode(prompt) : request.prompt;
     // TGI has no n: one request per sample, seeded seed + i as vLLM seeds its children.
     const perRequest = this.kind === 'tgi' ? 1 : request.n;
-    const calls = Array.from({ length: request.n / perRequest }, (_, i) => sampleCall(this.kind, this.model, {
-      prompt: text, promptIds: prompt, n: perRequest, temperature: request.temperature, topP: request.topP, topK: request.topK,
-      maxTokens: request.maxTokens, stop: request.stop, seed: request.seed + i,
-    }));
+    const calls = Array.from({ length: request.n / perRequest }, (_, i) => sampleCall(this.kind, this.model, { ...request, prompt: text, promptIds: prompt, n: perRequest, seed: request.seed + i }));
     const answers = await Promise.all(calls.map((c) => this.pool.json(c.path, c.body, this.signal)));
     const parsed = answers.flatMap((a) => parseSamples(this.kind, a, request.stop));
     if (parsed.length !== request.n) throw new ProbeError(`${this.id} returned ${parsed.length} samples for n = ${request.n}`);

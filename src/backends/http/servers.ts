@@ -9,6 +9,7 @@
  * and what was missing.
  */
 import { ProbeError } from '../../errors.ts';
+import type { SampleRequest } from '../types.ts';
 
 export const SERVER_KINDS = ['openai', 'vllm', 'sglang', 'tgi', 'llamacpp'] as const;
 export type ServerKind = (typeof SERVER_KINDS)[number];
@@ -45,8 +46,17 @@ export function scoreCall(kind: ServerKind, model: string, ids: number[], text: 
     case 'tgi':
       return { path: '/generate', body: { inputs: text, parameters: { max_new_tokens: 1, details: true, decoder_input_details: true } } };
     case 'llamacpp':
-      throw new ServerContractError(`server kind llamacpp cannot score prompts: ${SCORING_METHOD.llamacpp}; serve the checkpoint with vLLM, SGLang, TGI or probe serve`, 'echo');
+      return refuseScoring(kind);
   }
+}
+
+/** Kinds that cannot return prompt log-probs are refused before any request is made. */
+export function checkCanScore(kind: ServerKind): void {
+  if (kind === 'llamacpp') refuseScoring(kind);
+}
+
+function refuseScoring(kind: ServerKind): never {
+  throw new ServerContractError(`server kind ${kind} cannot score prompts: ${SCORING_METHOD[kind]}; serve the checkpoint with vLLM, SGLang, TGI or probe serve`, 'echo');
 }
 
 /** The request field a server ignored or answered wrongly, per kind (what an error message names). */
@@ -133,17 +143,10 @@ export function parseScore(kind: ServerKind, answer: unknown, ids: number[]): Pr
   }
 }
 
-export interface SampleCallOptions {
-  prompt: string;
+/** A sample request as sent: `prompt` is the (window-cut) text, `promptIds` its tokens. */
+export interface SampleCallOptions extends SampleRequest {
   /** The prompt as token ids: sent where the server takes ids, so it sees exactly our tokens. */
   promptIds: number[];
-  n: number;
-  temperature: number;
-  topP: number;
-  topK?: number;
-  maxTokens: number;
-  stop: string[];
-  seed: number;
 }
 
 export interface ParsedSample {
@@ -208,10 +211,11 @@ export function parseSamples(kind: ServerKind, answer: unknown, stops: string[])
 }
 
 /** `/tokenize` per kind: what to send, and the ids in the answer. */
-export function tokenizeCall(kind: ServerKind, model: string, text: string): ScoreCall {
-  if (kind === 'llamacpp') return { path: '/tokenize', body: { content: text, add_special: false } };
+/** `addSpecial`: with the model's special tokens (BOS), as the prefix of an empty context needs; TGI always adds them. */
+export function tokenizeCall(kind: ServerKind, model: string, text: string, addSpecial = false): ScoreCall {
+  if (kind === 'llamacpp') return { path: '/tokenize', body: { content: text, add_special: addSpecial } };
   if (kind === 'tgi') return { path: '/tokenize', body: { inputs: text } };
-  return { path: '/tokenize', body: { model, prompt: text, add_special_tokens: false } };
+  return { path: '/tokenize', body: { model, prompt: text, add_special_tokens: addSpecial } };
 }
 
 export function parseTokenize(kind: ServerKind, answer: unknown): number[] {
