@@ -12,7 +12,8 @@ import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { CKPT, PROBE_BIN, tempDir } from './helpers/paths.ts';
 
 const CONTAMINATED = join(REPO_ROOT, 'checkpoints', 'contaminated-agent');
-const ARGS = ['asap', '--ckpt', CKPT.attention, CONTAMINATED, '--instances', 'shop__pricing-1', 'stats__median-7', '--runs', '2', '--max-steps', '6', '--concurrency', '2'];
+// No cache: the resumed run must rebuild what the kill lost from the run directory alone.
+const ARGS = ['asap', '--ckpt', CKPT.attention, CONTAMINATED, '--instances', 'shop__pricing-1', 'stats__median-7', '--runs', '2', '--max-steps', '6', '--concurrency', '2', '--no-cache'];
 
 function probe(args: string[]) {
   const run = spawnSync(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 300_000 });
@@ -96,7 +97,10 @@ describe.skipIf(!hasBubblewrap())('probe asap', () => {
     });
     await new Promise((resolve) => child.once('exit', resolve));
     expect(existsSync(join(killed, 'results.json'))).toBe(false);
-    const resumed = probe([...ARGS, '--out', killed, '--json']);
+    const refused = probe([...ARGS, '--out', killed, '--json']);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/run\.json: this directory already holds a run: pass --resume/);
+    const resumed = probe([...ARGS, '--out', killed, '--json', '--resume']);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(comparable(JSON.parse(resumed.stdout) as AsapJson)).toEqual(comparable(out));
     expect(episodeSteps(killed)).toEqual(episodeSteps(whole));
@@ -115,8 +119,8 @@ describe.skipIf(!hasBubblewrap())('probe asap', () => {
 
     const ok = probe(['asap', '--ckpt', CKPT.agent, '--instances', 'stats__median-7', '--runs', '1', '--max-steps', '2', '--out', out]);
     expect(ok.code, ok.stderr).toBe(0);
-    const other = probe(['asap', '--ckpt', CKPT.agent, '--instances', 'stats__median-7', '--runs', '1', '--max-steps', '3', '--out', out]);
+    const other = probe(['asap', '--ckpt', CKPT.agent, '--instances', 'stats__median-7', '--runs', '1', '--max-steps', '3', '--out', out, '--resume']);
     expect(other.code).toBe(2);
-    expect(other.stderr).toMatch(/asap\.json: field "max_steps": this directory holds an ASAP run with other settings \(max_steps: 2 → 3\)/);
+    expect(other.stderr).toMatch(/run\.json: field "config\.max_steps": the run here was started with 2, this one has 3/);
   }, 300_000);
 });

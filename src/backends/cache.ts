@@ -8,12 +8,18 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { join, relative } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from './types.ts';
 
 /** Bump when the meaning of a cached answer changes (scoring rule, sampler). */
 export const CACHE_VERSION = 1;
+
+/** Where the cache lives unless `--cache DIR` says otherwise: $PROBE_CACHE_DIR, else the user's cache directory. */
+export function defaultCacheDir(): string {
+  return process.env.PROBE_CACHE_DIR || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'probe');
+}
 
 export class ResultCache {
   readonly stats = { hits: 0, misses: 0 };

@@ -2,21 +2,23 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { describeCause, InputError } from '../errors.ts';
-import { fillTemplate, loadAptItems, scoreAptbench } from '../probes/aptbench.ts';
+import { fillTemplate, loadAptItems, scoreAptbench, type AptResult } from '../probes/aptbench.ts';
 import { formatTable } from '../report/table.ts';
-import { forEachCheckpoint, reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
+import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
+import { emitResults, forEachCheckpoint, itemHooks, reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
 import { positiveInteger } from './args.ts';
+import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
 
-interface AptFlags { items: string; prompt: string; ckpt?: string[]; limit?: number; json?: boolean }
+interface AptFlags extends RunFlags { items: string; prompt: string; ckpt?: string[]; limit?: number; json?: boolean }
 
 export function aptbenchCommand(): Command {
-  return new Command('aptbench')
+  return addRunOptions(new Command('aptbench')
     .description('Score APTBench-format items: letters by generation and likelihood, commands by exact match, free text by ROUGE-L.')
     .requiredOption('--items <file.jsonl>', 'APTBench items')
     .requiredOption('--prompt <template>', 'few-shot prompt template with $FIELD$ placeholders')
     .option('--ckpt <dir...>', 'checkpoint directories; default: the embedded ladder')
     .option('--limit <n>', 'use only the first N items', positiveInteger)
-    .option('--json', 'print one JSON document on stdout')
+    .option('--json', 'print one JSON document on stdout'))
     .addHelpText('after', '\nExample:\n  probe aptbench --items ../shared/data/real/aptbench/issue_fix_locate/items.jsonl --prompt ../shared/data/real/aptbench/issue_fix_locate/prompt_3shot.txt')
     .action(async (flags: AptFlags) => {
       let items = loadAptItems(flags.items);
@@ -28,17 +30,23 @@ export function aptbenchCommand(): Command {
         throw new InputError({ file: flags.prompt }, `cannot read the prompt template: ${describeCause(error)}`, { cause: error });
       }
       for (const item of items) fillTemplate(template, item, flags.items); // every placeholder resolvable before any work
+      checkResume(flags);
       const checkpoints = resolveCheckpoints(flags.ckpt);
-      const { results, failures } = await forEachCheckpoint(checkpoints, items.length, Boolean(flags.json),
-        (ckpt, backend, tick) => scoreAptbench(ckpt, backend, items, template, flags.items, tick));
+      const dir = flags.out
+        ? RunDir.open(flags.out, { verb: 'aptbench', config: { prompt: template }, checkpoints: checkpointRecords(checkpoints), probe_set: probeSetRecord(flags.items, items), seeds: {} }, { resume: Boolean(flags.resume) })
+        : undefined;
+      const run = { dir, quiet: Boolean(flags.json) };
+      const { results, failures } = await forEachCheckpoint(checkpoints, { units: items.length, quiet: run.quiet, cache: resultCache(flags), label: 'aptbench' },
+        (ckpt, backend, tick) => scoreAptbench(ckpt, backend, items, template, flags.items, itemHooks(dir, 'aptbench', ckpt, tick)));
       const errors = reportFailures(failures);
-      if (flags.json) {
-        process.stdout.write(`${JSON.stringify({ results, ...errors }, null, 2)}\n`);
-        return;
-      }
-      const pct = (v: number | null) => (v === null ? '-' : `${(100 * v).toFixed(1)}%`);
-      process.stderr.write(`\nAPTBench items from ${flags.items} (${items.length})\n\n`);
-      process.stderr.write(`${formatTable(['checkpoint', 'letter acc', 'likelihood acc', 'exact match', 'rouge-L', 'truncated'],
-        results.map((r) => [r.checkpoint, pct(r.letter_acc), pct(r.likelihood_acc), pct(r.exact_match), r.rouge_l === null ? '-' : r.rouge_l.toFixed(3), String(r.items.filter((i) => i.truncated).length)]), [1, 2, 3, 4, 5])}\n`);
+      if (!run.quiet) printTable(results, flags, items.length);
+      emitResults(run, { results, ...errors });
     });
+}
+
+function printTable(results: AptResult[], flags: AptFlags, items: number): void {
+  const pct = (v: number | null) => (v === null ? '-' : `${(100 * v).toFixed(1)}%`);
+  process.stderr.write(`\nAPTBench items from ${flags.items} (${items})\n\n`);
+  process.stderr.write(`${formatTable(['checkpoint', 'letter acc', 'likelihood acc', 'exact match', 'rouge-L', 'truncated'],
+    results.map((r) => [r.checkpoint, pct(r.letter_acc), pct(r.likelihood_acc), pct(r.exact_match), r.rouge_l === null ? '-' : r.rouge_l.toFixed(3), String(r.items.filter((i) => i.truncated).length)]), [1, 2, 3, 4, 5])}\n`);
 }

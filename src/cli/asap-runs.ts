@@ -12,7 +12,8 @@ import { type AsapResult, runAsap } from '../asap/run.ts';
 import { AsapStore } from '../asap/store.ts';
 import type { InputError } from '../errors.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
-import { ResultCache } from '../backends/cache.ts';
+import type { ResultCache } from '../backends/cache.ts';
+import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import type { EndpointFailure } from '../backends/http/transport.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { openSandbox, type SandboxKind } from '../sandbox/open.ts';
@@ -24,8 +25,8 @@ export const ASAP_K_VALUES = [1, 2, 4, 8, 16, 32, 64];
 export interface AsapRunSettings {
   /** For checkpoints behind servers. */
   http?: HttpBackendOptions;
-  /** Cache directory for seeded model calls. */
-  cacheDir?: string;
+  /** Cache of seeded model calls. */
+  cache?: ResultCache | undefined;
   tasksPath: string;
   reference: string;
   runs: number;
@@ -41,6 +42,11 @@ export interface AsapRunSettings {
   actionTimeoutS: number;
   sandbox: SandboxKind;
   out?: string;
+  /**
+   * Continue the run in `out` (required when it holds one). Absent when the ASAP run is a
+   * part of a larger run directory (`probe screen`) that does the checking.
+   */
+  resume?: boolean;
   quiet: boolean;
 }
 
@@ -62,6 +68,12 @@ export async function runAsapOverCheckpoints(checkpoints: string[], tasks: Loade
     temperature: s.temperature, top_p: s.topP, seed: s.seed, action_timeout_s: s.actionTimeoutS, sandbox: s.sandbox,
   };
   const out = s.out ?? join('runs', `asap-${createHash('sha256').update(JSON.stringify(protocol)).digest('hex').slice(0, 12)}`);
+  if (s.resume !== undefined) {
+    RunDir.open(out, {
+      verb: 'asap', config: protocol, checkpoints: checkpointRecords(checkpoints),
+      probe_set: probeSetRecord(resolve(s.tasksPath), tasks.map((t) => t.instance_id)), seeds: { episodes: s.seed },
+    }, { resume: s.resume });
+  }
   const store = new AsapStore(out);
   const pools = new TaskPools((t) => openSandbox(s.sandbox, t), s.concurrency);
   try {
@@ -69,10 +81,10 @@ export async function runAsapOverCheckpoints(checkpoints: string[], tasks: Loade
     const { instances, excluded } = await prepareInstances(tasks, s.reference, { steps: s.prefixSteps, profile: s.profile, format }, store, pools.leaseFor);
     for (const e of excluded) process.stderr.write(`probe: excluded ${e.instance}: ${e.reason}\n`);
     if (!s.quiet) process.stderr.write(`${claimed === 'resumed' ? 'Resuming' : 'Writing'} the ASAP run in ${out} (${instances.length} instances × ${s.runs} runs)\n`);
-    const { results, failures } = await forEachCheckpoint(checkpoints, instances.length * s.runs, s.quiet, (ckpt, backend, tick) => runAsap(ckpt, backend, instances, {
+    const { results, failures } = await forEachCheckpoint(checkpoints, { units: instances.length * s.runs, quiet: s.quiet, http: s.http, cache: s.cache, label: 'asap' }, (ckpt, backend, tick) => runAsap(ckpt, backend, instances, {
       runs: s.runs, concurrency: s.concurrency, seed: s.seed, ks: ASAP_K_VALUES, store, leaseFor: pools.leaseFor, onEpisode: tick,
       settings: { format, profile: s.profile, maxSteps: s.maxSteps, maxTokens: s.maxTokens, temperature: s.temperature, topP: s.topP, actionTimeoutMs: s.actionTimeoutS * 1000 },
-    }), s.http, s.cacheDir ? new ResultCache(s.cacheDir) : undefined);
+    }));
     const resultsFile = store.writeResults({ settings: protocol, runs: s.runs, excluded, results });
     return { out, resultsFile, instances: instances.length, excluded, results, failures };
   } finally {

@@ -1,33 +1,33 @@
 /** `probe bpb`: Decisive-Action BPB of every checkpoint on a probe set. */
 import { Command } from 'commander';
-import { rankByBpb, scoreBpb } from '../probes/bpb.ts';
+import { rankByBpb, scoreBpb, type BpbItem } from '../probes/bpb.ts';
 import { formatTable } from '../report/table.ts';
-import { addScoringOptions, reportFailures, runOverCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, scoreCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
 
 export function bpbCommand(): Command {
   return addScoringOptions(new Command('bpb')
     .description('Bits per byte of each probe\'s gold decisive action given its context (lower is better).'))
-    .addHelpText('after', '\nExample:\n  probe bpb --ckpt checkpoints/ngram-prose checkpoints/ngram-agent --probes probes/ --json')
+    .addHelpText('after', '\nExample:\n  probe bpb --ckpt checkpoints/ngram-prose checkpoints/ngram-agent --probes probes/ --out runs/bpb-ladder --json')
     .action(async (flags: ScoringFlags) => {
-      const { items, results, failures } = await runOverCheckpoints(flags, (all) => all, (ckpt, backend, its, tick) => scoreBpb(ckpt, backend, its, tick));
+      const run = prepareScoringRun(flags, 'bpb', { config: {} });
+      const { results, failures } = await scoreCheckpoints<Awaited<ReturnType<typeof scoreBpb>>, BpbItem>(run, 'bpb', (ckpt, backend, hooks) => scoreBpb(ckpt, backend, run.items, hooks));
       const ranking = rankByBpb(results);
       const errors = reportFailures(failures);
-      if (flags.json) {
-        process.stdout.write(`${JSON.stringify({
-          results: results.map((r) => ({ checkpoint: r.checkpoint, backend: r.backend, bpb: r.bpb, nats: r.nats, bytes: r.bytes, tokens: r.tokens,
-            items: r.items.map((i) => ({ id: i.id, bpb: i.bpb, nats: i.nats, bytes: i.bytes, tokens: i.tokens, truncated: i.truncated, greedy: i.greedy })) })),
-          ranking,
-          ...errors,
-        }, null, 2)}\n`);
-      } else if (results.length) {
+      if (!run.quiet && results.length) {
         const byName = new Map(results.map((r) => [r.checkpoint, r]));
         const rows = ranking.map((name, i) => {
           const r = byName.get(name)!;
           const truncated = r.items.filter((it) => it.truncated).length;
           return [String(i + 1), name, r.bpb.toFixed(4), String(r.items.length), String(r.tokens), String(r.bytes), String(truncated)];
         });
-        process.stderr.write(`\nDecisive-Action BPB on ${items.length} probe items (lower is better)\n\n`);
+        process.stderr.write(`\nDecisive-Action BPB on ${run.items.length} probe items (lower is better)\n\n`);
         process.stderr.write(`${formatTable(['rank', 'checkpoint', 'bpb', 'items', 'tokens', 'bytes', 'truncated'], rows, [0, 2, 3, 4, 5, 6])}\n`);
       }
+      emitResults(run, {
+        results: results.map((r) => ({ checkpoint: r.checkpoint, backend: r.backend, bpb: r.bpb, nats: r.nats, bytes: r.bytes, tokens: r.tokens,
+          items: r.items.map((i) => ({ id: i.id, bpb: i.bpb, nats: i.nats, bytes: i.bytes, tokens: i.tokens, truncated: i.truncated, greedy: i.greedy })) })),
+        ranking,
+        ...errors,
+      });
     });
 }

@@ -46,7 +46,7 @@ export function buildCommand(): Command {
       const items: ProbeItem[] = [];
       const outcomes: Array<{ trajectory: string; task: string | null; decisiveStep: number | null; rejected: string | null }> = [];
       let inputErrors = 0;
-      const progress = createProgress(files.length, !flags.json);
+      const progress = createProgress({ total: files.length, enabled: !flags.json });
       for (const file of files) {
         const task = taskForTrajectory(file, tasks);
         try {
@@ -72,7 +72,7 @@ export function buildCommand(): Command {
           inputErrors++;
           outcomes.push({ trajectory: file, task: task?.instance_id ?? null, decisiveStep: null, rejected: describeCause(error) });
         }
-        progress.tick(file);
+        progress.tick(); progress.label(file);
       }
       progress.stop();
       await samplerBackend?.close();

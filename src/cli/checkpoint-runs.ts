@@ -1,38 +1,47 @@
 /**
  * What every scoring verb shares: the checkpoints and probe items to use (checked before
- * any work), one backend open at a time, a progress bar, and broken checkpoints reported
- * without discarding the others' results.
+ * any work), the run directory and cache, one backend open at a time, progress, and broken
+ * checkpoints reported without discarding the others' results.
  */
 import { relative } from 'node:path';
 import { Command } from 'commander';
+import type { ResultCache } from '../backends/cache.ts';
+import type { HttpBackendOptions } from '../backends/http/backend.ts';
+import { EndpointFailure } from '../backends/http/transport.ts';
 import { checkCheckpoint, openBackend } from '../backends/open.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { embeddedCheckpointDirs, EMBEDDED_PROBES } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { loadProbeItems } from '../probes/load.ts';
+import type { ItemHooks } from '../probes/memo.ts';
 import { createProgress } from '../report/progress.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
+import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { positiveInteger } from './args.ts';
-import type { HttpBackendOptions } from '../backends/http/backend.ts';
-import { EndpointFailure } from '../backends/http/transport.ts';
-import { ResultCache } from '../backends/cache.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
+import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
 
-export interface ScoringFlags extends HttpFlags { ckpt?: string[]; probes?: string; json?: boolean; limit?: number; cache?: string }
+export interface ScoringFlags extends HttpFlags, RunFlags { ckpt?: string[]; probes?: string; json?: boolean; limit?: number }
 
 export function addScoringOptions(command: Command): Command {
-  return addHttpOptions(command
+  return addRunOptions(addHttpOptions(command
     .option('--ckpt <dir|url...>', 'checkpoint directories (transformers.js layout) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder'))
     .option('--probes <file|dir>', 'probe items (.jsonl file or a directory of them); default: the shipped demo probes')
     .option('--limit <n>', 'use only the first N probe items', positiveInteger)
-    .option('--json', 'print one JSON document on stdout')
-    .option('--cache <dir>', 'answer repeated deterministic backend calls (scores, seeded samples) from this cache directory');
+    .option('--json', 'print one JSON document on stdout'));
 }
 
-export interface CheckpointRuns<R> {
+export type Failure = InputError | EndpointFailure;
+
+/** A scoring run with its input checked: items, checkpoints, and where results go. */
+export interface ScoringRun {
   items: ProbeItem[];
-  results: R[];
-  failures: Array<InputError | EndpointFailure>;
+  checkpoints: string[];
+  http: HttpBackendOptions;
+  cache: ResultCache | undefined;
+  /** The run directory (`--out`), when there is one. */
+  dir: RunDir | undefined;
+  quiet: boolean;
 }
 
 /** The checkpoints named by `--ckpt`, or the embedded ladder; each checked before any work. */
@@ -42,22 +51,61 @@ export function resolveCheckpoints(ckpt: string[] | undefined, http: HttpBackend
   return checkpoints;
 }
 
-/** Runs `run` with each checkpoint's backend in turn, one open at a time, under one progress bar. */
+/**
+ * Checks every input before any work (so a typo never costs a finished result) and opens
+ * the run directory: a new one, or with --resume the same run continued.
+ */
+export function prepareScoringRun(flags: ScoringFlags, verb: string, settings: { config: Record<string, unknown>; seeds?: Record<string, number>; select?: (items: ProbeItem[]) => ProbeItem[] }): ScoringRun {
+  checkResume(flags);
+  const source = flags.probes ?? EMBEDDED_PROBES;
+  let items = loadProbeItems(source);
+  if (settings.select) items = settings.select(items);
+  if (flags.limit !== undefined) items = items.slice(0, flags.limit);
+  const http = httpOptions(flags, flags.ckpt);
+  const checkpoints = resolveCheckpoints(flags.ckpt, http);
+  const dir = flags.out
+    ? RunDir.open(flags.out, { verb, config: settings.config, checkpoints: checkpointRecords(checkpoints), probe_set: probeSetRecord(source, items), seeds: settings.seeds ?? {} }, { resume: Boolean(flags.resume) })
+    : undefined;
+  if (dir?.status === 'resumed' && !flags.json) process.stderr.write(`Resuming the run in ${dir.dir}\n`);
+  return { items, checkpoints, http, cache: resultCache(flags), dir, quiet: Boolean(flags.json) };
+}
+
+/** Progress and the run directory's memo for one probe × checkpoint. */
+export function itemHooks<T>(dir: RunDir | undefined, probe: string, checkpoint: string, tick: (reused: boolean) => void): ItemHooks<T> {
+  const memo = dir?.memo<T>(probe, checkpoint);
+  let reused = false;
+  return {
+    // A finished item read back from the log is progress, but not work for the ETA.
+    ...(memo ? { memo: { get: (id: string) => { const v = memo.get(id); reused = v !== undefined; return v; }, put: (id: string, v: T) => memo.put(id, v) } } : {}),
+    onItem: () => { tick(reused); reused = false; },
+  };
+}
+
+export interface CheckpointLoopOptions {
+  /** Progress units per checkpoint. */
+  units: number;
+  quiet: boolean;
+  http?: HttpBackendOptions;
+  cache?: ResultCache | undefined;
+  /** Shown beside the bar. */
+  label?: string;
+}
+
+/** Runs `run` with each checkpoint's backend in turn, one open at a time, under one progress display. */
 export async function forEachCheckpoint<R>(
-  checkpoints: string[], units: number, quiet: boolean,
-  run: (checkpoint: string, backend: CompletionBackend, tick: () => void) => Promise<R>,
-  http: HttpBackendOptions = {},
-  cache?: ResultCache,
-): Promise<{ results: R[]; failures: Array<InputError | EndpointFailure> }> {
-  const progress = createProgress(checkpoints.length * units, !quiet);
+  checkpoints: string[], options: CheckpointLoopOptions,
+  run: (checkpoint: string, backend: CompletionBackend, tick: (reused?: boolean) => void) => Promise<R>,
+): Promise<{ results: R[]; failures: Failure[] }> {
+  const progress = createProgress({ total: checkpoints.length * options.units, perCheckpoint: checkpoints.map((name) => ({ name, units: options.units })), enabled: !options.quiet });
   const results: R[] = [];
-  const failures: Array<InputError | EndpointFailure> = [];
+  const failures: Failure[] = [];
   try {
     for (const ckpt of checkpoints) {
+      progress.label(`${options.label ? `${options.label}: ` : ''}${ckpt}`);
       try {
-        const backend = await openBackend(ckpt, { http, ...(cache ? { cache } : {}) });
+        const backend = await openBackend(ckpt, { http: options.http ?? {}, ...(options.cache ? { cache: options.cache } : {}) });
         try {
-          results.push(await run(ckpt, backend, () => progress.tick(ckpt)));
+          results.push(await run(ckpt, backend, (reused = false) => progress.tick(ckpt, reused)));
         } finally {
           await backend.close();
         }
@@ -73,25 +121,26 @@ export async function forEachCheckpoint<R>(
   return { results, failures };
 }
 
-export async function runOverCheckpoints<R>(
-  flags: ScoringFlags,
-  select: (items: ProbeItem[]) => ProbeItem[],
-  run: (checkpoint: string, backend: CompletionBackend, items: ProbeItem[], tick: () => void) => Promise<R>,
-): Promise<CheckpointRuns<R>> {
-  // All input is checked before any work, so a typo never costs a finished result.
-  let items = select(loadProbeItems(flags.probes ?? EMBEDDED_PROBES));
-  if (flags.limit !== undefined) items = items.slice(0, flags.limit);
-  const http = httpOptions(flags, flags.ckpt);
-  const checkpoints = resolveCheckpoints(flags.ckpt, http);
-  const cache = flags.cache ? new ResultCache(flags.cache) : undefined;
-  const { results, failures } = await forEachCheckpoint(checkpoints, items.length, Boolean(flags.json), (ckpt, backend, tick) => run(ckpt, backend, items, tick), http, cache);
-  return { items, results, failures };
+/** One probe over every checkpoint of a prepared run. */
+export function scoreCheckpoints<R, T>(
+  run: ScoringRun, probe: string,
+  score: (checkpoint: string, backend: CompletionBackend, hooks: ItemHooks<T>) => Promise<R>,
+): Promise<{ results: R[]; failures: Failure[] }> {
+  return forEachCheckpoint(run.checkpoints, { units: run.items.length, quiet: run.quiet, http: run.http, cache: run.cache, label: probe },
+    (ckpt, backend, tick) => score(ckpt, backend, itemHooks<T>(run.dir, probe, ckpt, tick)));
 }
 
 /** The `errors` field of a verb's JSON, and the exit code they imply: 2 for bad input, else 1 (a server that failed). */
-export function reportFailures(failures: Array<InputError | EndpointFailure>): Record<string, unknown> {
+export function reportFailures(failures: Failure[]): Record<string, unknown> {
   if (failures.length === 0) return {};
   for (const f of failures) process.stderr.write(`probe: ${f.message}\n`);
   process.exitCode = failures.some((f) => f instanceof InputError) ? 2 : 1;
   return { errors: failures.map((f) => (f instanceof InputError ? { file: f.location.file, field: f.location.field ?? null, message: f.message } : { file: null, field: null, message: f.message })) };
+}
+
+/** Prints the verb's JSON document (with --json) and keeps it as the run's results.json (with --out). */
+export function emitResults(run: Pick<ScoringRun, 'dir' | 'quiet'>, document: Record<string, unknown>): void {
+  const file = run.dir?.writeResults(document);
+  if (run.quiet) process.stdout.write(`${JSON.stringify(document, null, 2)}\n`);
+  else if (file) process.stderr.write(`\nResults: ${file}\n`);
 }

@@ -1,8 +1,8 @@
 /** `probe mcq`: gold decisive action vs verifier-rejected distractors. */
 import { Command, Option } from 'commander';
-import { scoreMcq, type McqStyle } from '../probes/mcq.ts';
+import { scoreMcq, type McqItem, type McqResult, type McqStyle } from '../probes/mcq.ts';
 import { formatTable } from '../report/table.ts';
-import { addScoringOptions, reportFailures, runOverCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, scoreCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
 
 interface McqFlags extends ScoringFlags { style: McqStyle; seed: number }
 
@@ -13,21 +13,20 @@ export function mcqCommand(): Command {
     .option('--seed <n>', 'shuffles the option order of --style letter', (v) => Number.parseInt(v, 10), 0))
     .addHelpText('after', '\nExample:\n  probe mcq --ckpt checkpoints/ngram-agent checkpoints/attn-agent --probes probes/demo.jsonl --json')
     .action(async (flags: McqFlags) => {
-      const { items, results, failures } = await runOverCheckpoints(flags, (all) => all, (ckpt, backend, its, tick) => scoreMcq(ckpt, backend, its, flags.style, flags.seed, tick));
+      const run = prepareScoringRun(flags, 'mcq', { config: { style: flags.style }, seeds: { option_order: flags.seed } });
+      const { results, failures } = await scoreCheckpoints<McqResult, McqItem>(run, 'mcq', (ckpt, backend, hooks) => scoreMcq(ckpt, backend, run.items, flags.style, flags.seed, hooks));
       const errors = reportFailures(failures);
       const ranking = [...results].sort((a, b) => b.acc - a.acc).map((r) => r.checkpoint);
-      if (flags.json) {
-        process.stdout.write(`${JSON.stringify({ results, ranking, ...errors }, null, 2)}\n`);
-        return;
+      if (!run.quiet && results.length) {
+        const pct = (v: number | null) => (v === null || Number.isNaN(v) ? '-' : `${(100 * v).toFixed(1)}%`);
+        const byName = new Map(results.map((r) => [r.checkpoint, r]));
+        const rows = ranking.map((name, i) => {
+          const r = byName.get(name)!;
+          return [String(i + 1), name, pct(r.acc), pct(r.acc_norm), pct(r.acc_pmi), String(r.items.length), String(r.skipped.length)];
+        });
+        process.stderr.write(`\nPatch MCQ (${flags.style}) on ${run.items.length} probe items (higher is better)\n\n`);
+        process.stderr.write(`${formatTable(['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi', 'asked', 'no distractors'], rows, [0, 2, 3, 4, 5, 6])}\n`);
       }
-      if (!results.length) return;
-      const pct = (v: number | null) => (v === null || Number.isNaN(v) ? '-' : `${(100 * v).toFixed(1)}%`);
-      const byName = new Map(results.map((r) => [r.checkpoint, r]));
-      const rows = ranking.map((name, i) => {
-        const r = byName.get(name)!;
-        return [String(i + 1), name, pct(r.acc), pct(r.acc_norm), pct(r.acc_pmi), String(r.items.length), String(r.skipped.length)];
-      });
-      process.stderr.write(`\nPatch MCQ (${flags.style}) on ${items.length} probe items (higher is better)\n\n`);
-      process.stderr.write(`${formatTable(['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi', 'asked', 'no distractors'], rows, [0, 2, 3, 4, 5, 6])}\n`);
+      emitResults(run, { results, ranking, ...errors });
     });
 }

@@ -1,15 +1,15 @@
 /** `probe passk`: sample continuations at T*, run them in a jailed sandbox, verify. */
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
-import { scorePassk } from '../probes/passk.ts';
+import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
 import { restoreProbeState } from '../probes/restore.ts';
 import { formatTable } from '../report/table.ts';
 import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import { loadTasks } from '../verify/load-task.ts';
-import { addScoringOptions, reportFailures, runOverCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, scoreCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
 import { positiveInteger } from './args.ts';
 
 interface PasskFlags extends ScoringFlags { tasks: string; steps: number; n: number; temperature: number; topP: number; maxTokens: number; seed: number; sandbox: SandboxKind; concurrency: number }
@@ -31,25 +31,29 @@ export function passkCommand(): Command {
     .addHelpText('after', '\nExample:\n  probe passk --ckpt checkpoints/attn-agent --probes probes/demo.jsonl -n 16 --json')
     .action(async (flags: PasskFlags) => {
       const tasks = new Map(loadTasks(flags.tasks).map((t) => [t.instance_id, t]));
+      const run = prepareScoringRun(flags, 'passk', {
+        config: { tasks: resolve(flags.tasks), n: flags.n, temperature: flags.temperature, top_p: flags.topP, max_tokens: flags.maxTokens, steps: flags.steps, sandbox: flags.sandbox },
+        seeds: { sampling: flags.seed },
+        select: (all) => {
+          for (const item of all) if (!tasks.has(item.task)) throw new InputError({ file: flags.tasks, field: 'instance_id' }, `no task record for probe ${item.id} (task ${item.task})`);
+          return all;
+        },
+      });
       const pools = new TaskPools((t) => openSandbox(flags.sandbox, t), flags.concurrency);
       const leaseFor = pools.leaseFor;
       try {
-        const { items, results, failures } = await runOverCheckpoints(flags, (all) => {
-          for (const item of all) if (!tasks.has(item.task)) throw new InputError({ file: flags.tasks, field: 'instance_id' }, `no task record for probe ${item.id} (task ${item.task})`);
-          return all;
-        }, (ckpt, backend, its, tick) => scorePassk(ckpt, backend, its, {
+        const { results, failures } = await scoreCheckpoints<PasskResult, PasskItem>(run, 'passk', (ckpt, backend, hooks) => scorePassk(ckpt, backend, run.items, {
           n: flags.n, ks: K_VALUES, steps: flags.steps, temperature: flags.temperature, topP: flags.topP, maxTokens: flags.maxTokens, seed: flags.seed,
           taskOf: (item) => tasks.get(item.task)!, leaseFor, restore: restoreProbeState,
-        }, tick));
+        }, hooks));
         const errors = reportFailures(failures);
-        if (flags.json) {
-          process.stdout.write(`${JSON.stringify({ results, ...errors }, null, 2)}\n`);
-          return;
+        if (!run.quiet) {
+          const ks = K_VALUES.filter((k) => k <= flags.n);
+          const rows = results.map((r) => [r.checkpoint, ...ks.map((k) => (100 * r.pass_at[String(k)]!).toFixed(1) + '%'), (100 * r.parse_failure_rate).toFixed(1) + '%']);
+          process.stderr.write(`\nPrefix-conditioned pass@k on ${run.items.length} probe items, n = ${flags.n}\n\n`);
+          process.stderr.write(`${formatTable(['checkpoint', ...ks.map((k) => `pass@${k}`), 'unparsable'], rows, ks.map((_, i) => i + 1).concat(ks.length + 1))}\n`);
         }
-        const ks = K_VALUES.filter((k) => k <= flags.n);
-        const rows = results.map((r) => [r.checkpoint, ...ks.map((k) => (100 * r.pass_at[String(k)]!).toFixed(1) + '%'), (100 * r.parse_failure_rate).toFixed(1) + '%']);
-        process.stderr.write(`\nPrefix-conditioned pass@k on ${items.length} probe items, n = ${flags.n}\n\n`);
-        process.stderr.write(`${formatTable(['checkpoint', ...ks.map((k) => `pass@${k}`), 'unparsable'], rows, ks.map((_, i) => i + 1).concat(ks.length + 1))}\n`);
+        emitResults(run, { results, ...errors });
       } finally {
         await pools.close();
       }

@@ -10,6 +10,7 @@ import { sampleOne } from '../backends/single.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { describeCause, InputError } from '../errors.ts';
 import { LETTER_REGEX } from './mcq.ts';
+import { memoized, type ItemHooks } from './memo.ts';
 
 export type AptItem = Record<string, unknown> & { uuid?: string };
 export type AptKind = 'choice' | 'completion' | 'free-text';
@@ -125,11 +126,12 @@ async function scoreItem(backend: CompletionBackend, item: AptItem, prompt: stri
   };
 }
 
-export async function scoreAptbench(checkpoint: string, backend: CompletionBackend, items: AptItem[], template: string, file: string, onItem?: () => void): Promise<AptResult> {
+export async function scoreAptbench(checkpoint: string, backend: CompletionBackend, items: AptItem[], template: string, file: string, hooks: ItemHooks<AptItemResult> = {}): Promise<AptResult> {
   const results: AptItemResult[] = [];
-  for (const item of items) {
-    results.push(await scoreItem(backend, item, fillTemplate(template, item, file)));
-    onItem?.();
+  for (const [i, item] of items.entries()) {
+    // Items are keyed by uuid where they have one, else by position in the file.
+    results.push(await memoized(hooks.memo, item.uuid ?? `#${i}`, () => scoreItem(backend, item, fillTemplate(template, item, file))));
+    hooks.onItem?.();
   }
   const rate = (list: AptItemResult[], f: (r: AptItemResult) => boolean) => (list.length ? list.filter(f).length / list.length : null);
   const choice = results.filter((r) => r.kind === 'choice');

@@ -5,6 +5,7 @@
 import type { CompletionBackend } from '../backends/types.ts';
 import { scoreContinuation } from '../backends/single.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
+import { memoized, type ItemHooks } from './memo.ts';
 
 export interface BpbItem {
   id: string;
@@ -31,13 +32,17 @@ export function bitsPerByte(nats: number, bytes: number): number {
   return bytes === 0 ? NaN : nats / (Math.LN2 * bytes);
 }
 
-export async function scoreBpb(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], onItem?: () => void): Promise<BpbResult> {
+async function scoreItem(backend: CompletionBackend, item: ProbeItem): Promise<BpbItem> {
+  const r = await scoreContinuation(backend, item.context, item.gold);
+  const nats = -r.tokenLogprobs.reduce((a, b) => a + b, 0);
+  return { id: item.id, task: item.task, bpb: bitsPerByte(nats, r.bytes), nats, bytes: r.bytes, tokens: r.tokens.length, truncated: r.truncated, greedy: r.greedy };
+}
+
+export async function scoreBpb(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], hooks: ItemHooks<BpbItem> = {}): Promise<BpbResult> {
   const scored: BpbItem[] = [];
   for (const item of items) {
-    const r = await scoreContinuation(backend, item.context, item.gold);
-    const nats = -r.tokenLogprobs.reduce((a, b) => a + b, 0);
-    scored.push({ id: item.id, task: item.task, bpb: bitsPerByte(nats, r.bytes), nats, bytes: r.bytes, tokens: r.tokens.length, truncated: r.truncated, greedy: r.greedy });
-    onItem?.();
+    scored.push(await memoized(hooks.memo, item.id, () => scoreItem(backend, item)));
+    hooks.onItem?.();
   }
   const nats = scored.reduce((a, i) => a + i.nats, 0);
   const bytes = scored.reduce((a, i) => a + i.bytes, 0);

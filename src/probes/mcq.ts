@@ -15,6 +15,7 @@ import type { CompletionBackend, ScoreResult } from '../backends/types.ts';
 import { ProbeError } from '../errors.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import { createRng } from '../util/rng.ts';
+import { memoized, type ItemHooks } from './memo.ts';
 
 export type McqStyle = 'likelihood' | 'letter';
 
@@ -87,13 +88,13 @@ async function letterItem(backend: CompletionBackend, item: ProbeItem, seed: num
   return { id: item.id, options: options.length, pick: { letter: picked }, correct: picked === 0, correct_norm: null, correct_pmi: null, generated: sample?.text ?? '' };
 }
 
-export async function scoreMcq(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], style: McqStyle, seed: number, onItem?: () => void): Promise<McqResult> {
+export async function scoreMcq(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], style: McqStyle, seed: number, hooks: ItemHooks<McqItem> = {}): Promise<McqResult> {
   const asked: McqItem[] = [];
   const skipped: string[] = [];
   for (const item of items) {
     if (item.distractors.length === 0) skipped.push(item.id);
-    else asked.push(style === 'likelihood' ? await likelihoodItem(backend, item) : await letterItem(backend, item, seed));
-    onItem?.();
+    else asked.push(await memoized(hooks.memo, item.id, () => (style === 'likelihood' ? likelihoodItem(backend, item) : letterItem(backend, item, seed))));
+    hooks.onItem?.();
   }
   const rate = (pick: (i: McqItem) => boolean | null) => (asked.length ? asked.filter((i) => pick(i) === true).length / asked.length : NaN);
   return {

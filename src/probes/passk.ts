@@ -17,6 +17,7 @@ import { runAction } from '../replay/execute.ts';
 import { verifySandbox } from '../verify/verifier.ts';
 import { InputError } from '../errors.ts';
 import { renderObservation } from '../trajectories/mdxml.ts';
+import { memoized, type ItemHooks } from './memo.ts';
 
 /** How a sampled action ends, per item format, and how to put the stop back. */
 export function stopsFor(format: string): { stops: string[]; keepStop: boolean } {
@@ -122,36 +123,41 @@ async function rollout(backend: CompletionBackend, item: ProbeItem, task: Loaded
   });
 }
 
-export async function scorePassk(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], options: PasskOptions, onItem?: () => void): Promise<PasskResult> {
+export async function scorePassk(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], options: PasskOptions, hooks: ItemHooks<PasskItem> = {}): Promise<PasskResult> {
   const scored: PasskItem[] = [];
   if ((options.steps ?? 1) > 1) {
     for (const item of items) {
       if (!rolloutFormat(item.format)) throw new InputError({ file: item.source.file, field: 'format' }, `--steps > 1 is supported for md+xml and mini-swe-agent items, not ${item.format} (probe ${item.id})`);
     }
     for (const item of items) {
-      const task = options.taskOf(item);
-      const judged: PasskSample[] = [];
-      for (let i = 0; i < options.n; i++) judged.push(await rollout(backend, item, task, options, i));
-      scored.push({ id: item.id, task: item.task, n: judged.length, c: judged.filter((j) => j.resolved).length, parse_failures: judged.filter((j) => !j.parsed).length, samples: judged });
-      onItem?.();
+      scored.push(await memoized(hooks.memo, item.id, async () => {
+        const task = options.taskOf(item);
+        const judged: PasskSample[] = [];
+        for (let i = 0; i < options.n; i++) judged.push(await rollout(backend, item, task, options, i));
+        return passkItem(item, judged);
+      }));
+      hooks.onItem?.();
     }
     return summarize(checkpoint, backend, options, scored);
   }
   for (const item of items) {
-    const { stops } = stopsFor(item.format);
-    const request: SampleRequest = { prompt: item.context, n: options.n, temperature: options.temperature, topP: options.topP, maxTokens: options.maxTokens, stop: stops, seed: options.seed };
-    const samples = await sampleOne(backend, request);
-    const task = options.taskOf(item);
-    const cache = new Map<string, PasskSample>();
-    const judged: PasskSample[] = [];
-    for (const s of samples) {
-      const text = sampledActionText(s, item.format);
-      judged.push(await judgeSample(text, item, task, options, cache));
-    }
-    scored.push({ id: item.id, task: item.task, n: judged.length, c: judged.filter((j) => j.resolved).length, parse_failures: judged.filter((j) => !j.parsed).length, samples: judged });
-    onItem?.();
+    scored.push(await memoized(hooks.memo, item.id, async () => {
+      const { stops } = stopsFor(item.format);
+      const request: SampleRequest = { prompt: item.context, n: options.n, temperature: options.temperature, topP: options.topP, maxTokens: options.maxTokens, stop: stops, seed: options.seed };
+      const samples = await sampleOne(backend, request);
+      const task = options.taskOf(item);
+      const cache = new Map<string, PasskSample>();
+      const judged: PasskSample[] = [];
+      for (const s of samples) judged.push(await judgeSample(sampledActionText(s, item.format), item, task, options, cache));
+      return passkItem(item, judged);
+    }));
+    hooks.onItem?.();
   }
   return summarize(checkpoint, backend, options, scored);
+}
+
+function passkItem(item: ProbeItem, judged: PasskSample[]): PasskItem {
+  return { id: item.id, task: item.task, n: judged.length, c: judged.filter((j) => j.resolved).length, parse_failures: judged.filter((j) => !j.parsed).length, samples: judged };
 }
 
 function summarize(checkpoint: string, backend: CompletionBackend, options: PasskOptions, scored: PasskItem[]): PasskResult {

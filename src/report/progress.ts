@@ -1,22 +1,104 @@
-/** A progress bar on stderr for long commands; silent when asked to be or when stderr is not a terminal. */
-import cliProgress from 'cli-progress';
-
+/**
+ * Progress on stderr for long commands: an overall bar with its ETA, and a line of
+ * per-checkpoint counts. Silent when asked to be (`--json`) or when the stream is not a
+ * terminal. Items answered from a resumed run's log or the cache count as done but not
+ * into the rate, so the ETA is that of the work left.
+ */
 export interface Progress {
-  tick(label?: string): void;
+  /** One unit of `checkpoint` finished; `reused` when it was read back rather than computed. */
+  tick(checkpoint?: string, reused?: boolean): void;
+  /** What the bar is doing now (a phase, a checkpoint). */
+  label(text: string): void;
   stop(): void;
 }
 
-export function createProgress(total: number, enabled: boolean): Progress {
-  if (!enabled || !process.stderr.isTTY) return { tick: () => {}, stop: () => {} };
-  const bar = new cliProgress.SingleBar({
-    stream: process.stderr,
-    format: '{bar} {value}/{total} | ETA {eta_formatted} | {label}',
-    hideCursor: true,
-    clearOnComplete: true,
-  }, cliProgress.Presets.shades_classic);
-  bar.start(total, 0, { label: '' });
+export interface ProgressOptions {
+  total: number;
+  /** Checkpoints and the units each has, for the per-checkpoint counts. */
+  perCheckpoint?: Array<{ name: string; units: number }>;
+  enabled: boolean;
+  stream?: NodeJS.WriteStream | (NodeJS.WritableStream & { isTTY?: boolean; columns?: number });
+  /** Milliseconds between redraws. */
+  intervalMs?: number;
+  now?: () => number;
+}
+
+const SILENT: Progress = { tick: () => {}, label: () => {}, stop: () => {} };
+
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms) || ms < 0) return '--';
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+/** A short display name: the last path segment of a checkpoint directory. */
+function shortName(checkpoint: string): string {
+  return checkpoint.replace(/\/+$/, '').split('/').pop() || checkpoint;
+}
+
+export function createProgress(options: ProgressOptions): Progress {
+  const stream = options.stream ?? process.stderr;
+  if (!options.enabled || !stream.isTTY || options.total <= 0) return SILENT;
+  const now = options.now ?? Date.now;
+  const started = now();
+  const counts = new Map((options.perCheckpoint ?? []).map((c) => [c.name, { done: 0, units: c.units }]));
+  let done = 0;
+  let computed = 0;
+  let label = '';
+  let drawnLines = 0;
+  let lastDraw = 0;
+
+  const lines = (): string[] => {
+    const width = Math.max(40, stream.columns ?? 80);
+    const fraction = Math.min(1, done / options.total);
+    const elapsed = now() - started;
+    // Rate from computed units only: resumed or cached ones took no time.
+    const eta = done >= options.total ? 0 : computed === 0 ? NaN : ((options.total - done) * elapsed) / computed;
+    const barWidth = 24;
+    const filled = Math.round(fraction * barWidth);
+    const head = `${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)} ${done}/${options.total} ${(100 * fraction).toFixed(0).padStart(3)}% | ${formatDuration(elapsed)} elapsed | ETA ${formatDuration(eta)}`;
+    const out = [`${head}${label ? ` | ${label}` : ''}`.slice(0, width - 1)];
+    if (counts.size > 0) {
+      const parts = [...counts].map(([name, c]) => `${shortName(name)} ${c.done}/${c.units}${c.done >= c.units ? ' ✓' : ''}`);
+      out.push(`  ${parts.join(' · ')}`.slice(0, width - 1));
+    }
+    return out;
+  };
+
+  const draw = (force = false) => {
+    const t = now();
+    if (!force && t - lastDraw < (options.intervalMs ?? 100)) return;
+    lastDraw = t;
+    // Back to the first line drawn last time, then rewrite every line.
+    let text = drawnLines > 1 ? `\x1b[${drawnLines - 1}A\r` : '\r';
+    const current = lines();
+    text += current.map((l) => `\x1b[2K${l}`).join('\n');
+    drawnLines = current.length;
+    stream.write(text);
+  };
+
+  draw(true);
   return {
-    tick: (label = '') => bar.increment(1, { label }),
-    stop: () => bar.stop(),
+    tick(checkpoint, reused = false) {
+      done++;
+      if (!reused) computed++;
+      const c = checkpoint === undefined ? undefined : counts.get(checkpoint);
+      if (c) c.done++;
+      draw(done >= options.total);
+    },
+    label(text) {
+      label = text;
+      draw();
+    },
+    stop() {
+      // Erase what was drawn: the tables that follow start on a clean line.
+      let text = drawnLines > 1 ? `\x1b[${drawnLines - 1}A\r` : '\r';
+      text += Array.from({ length: drawnLines }, () => '\x1b[2K').join('\n');
+      text += drawnLines > 1 ? `\x1b[${drawnLines - 1}A\r` : '\r';
+      stream.write(text);
+      drawnLines = 0;
+    },
   };
 }

@@ -1,0 +1,124 @@
+/**
+ * The ladder as `probe screen` and `probe demo` run it: BPB and MCQ for every checkpoint,
+ * pass@K for the best by combined rank, a shortlist by pass@1, and ASAP episodes for the
+ * shortlist. Each rung writes its items to the run directory as they finish, so a killed
+ * ladder resumes where it stopped.
+ */
+import { join, resolve } from 'node:path';
+import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
+import type { BpbItem, BpbResult } from '../probes/bpb.ts';
+import { scoreBpb } from '../probes/bpb.ts';
+import { scoreMcq, type McqItem, type McqResult } from '../probes/mcq.ts';
+import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
+import { restoreProbeState } from '../probes/restore.ts';
+import { openSandbox } from '../sandbox/open.ts';
+import { TaskPools } from '../sandbox/pool.ts';
+import type { LoadedTask } from '../schema/task.ts';
+import { averageRanks } from '../stats/correlation.ts';
+import { runAsapOverCheckpoints } from './asap-runs.ts';
+import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from './checkpoint-runs.ts';
+
+export interface LadderSettings {
+  shortlist: number;
+  /** Checkpoints that get pass@K (default: twice the shortlist). */
+  passkTop?: number | undefined;
+  n: number;
+  seed: number;
+  tasks: LoadedTask[];
+  tasksPath: string;
+  reference: string;
+  asapRuns: number;
+  asapMaxSteps: number;
+  /** Only the first N instances get ASAP episodes (default: all the probes' tasks). */
+  asapInstances?: number | undefined;
+  /** ASAP run directory when the ladder has no run directory of its own. */
+  asapOut?: string | undefined;
+  concurrency: number;
+}
+
+export interface LadderRow {
+  checkpoint: string;
+  bpb: number;
+  mcq_acc: number;
+  mcq_acc_norm: number | null;
+  /** Mean of the BPB rank and the MCQ rank (1 = best). */
+  cheap_rank: number;
+  pass_at: Record<string, number> | null;
+  shortlisted: boolean;
+  /** ASAP on the shortlist: Pass@1, Intersection@n and the headline behaviour rates. */
+  asap: { pass_at_1: number; intersection: number; parsable_turns: number; valid_tool_calls: number; autonomous_edits: number } | null;
+}
+
+export interface LadderOutcome {
+  rows: LadderRow[];
+  shortlist: string[];
+  asapOut: string | null;
+  failures: Failure[];
+}
+
+/** What decides a ladder's results, for run.json (a resumed run must match it). */
+export function ladderConfig(s: LadderSettings): Record<string, unknown> {
+  return {
+    shortlist: s.shortlist, passk_top: s.passkTop ?? 2 * s.shortlist, n: s.n, tasks: resolve(s.tasksPath), reference: resolve(s.reference),
+    asap_runs: s.asapRuns, asap_max_steps: s.asapMaxSteps, asap_instances: s.asapInstances ?? null,
+  };
+}
+
+export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<LadderOutcome> {
+  const { items, dir } = run;
+  const cheap = await forEachCheckpoint(run.checkpoints, { units: 2 * items.length, quiet: run.quiet, http: run.http, cache: run.cache, label: 'bpb + mcq' }, async (ckpt, backend, tick) => {
+    const bpb = await scoreBpb(ckpt, backend, items, itemHooks<BpbItem>(dir, 'bpb', ckpt, tick));
+    const mcq = await scoreMcq(ckpt, backend, items, 'likelihood', s.seed, itemHooks<McqItem>(dir, 'mcq', ckpt, tick));
+    return { bpb, mcq };
+  });
+  const results = cheap.results as Array<{ bpb: BpbResult; mcq: McqResult }>;
+  const bpbRank = averageRanks(results.map((r) => r.bpb.bpb));
+  const mcqRank = averageRanks(results.map((r) => -r.mcq.acc));
+  const rows: LadderRow[] = results.map((r, i) => ({
+    checkpoint: r.bpb.checkpoint, bpb: r.bpb.bpb, mcq_acc: r.mcq.acc, mcq_acc_norm: r.mcq.acc_norm,
+    cheap_rank: (bpbRank[i]! + mcqRank[i]!) / 2, pass_at: null, shortlisted: false, asap: null,
+  })).sort((a, b) => a.cheap_rank - b.cheap_rank || a.bpb - b.bpb);
+  dir?.writeResults({ bpb: results.map((r) => r.bpb), mcq: results.map((r) => r.mcq) }, 'cheap.json');
+
+  const failures = [...cheap.failures];
+  const top = rows.slice(0, s.passkTop ?? 2 * s.shortlist);
+  const tasks = new Map(s.tasks.map((t) => [t.instance_id, t]));
+  const passkItems = items.filter((i) => tasks.has(i.task));
+  const pools = new TaskPools((t) => openSandbox('local', t), 2);
+  try {
+    const passk = await forEachCheckpoint(top.map((r) => r.checkpoint), { units: passkItems.length, quiet: run.quiet, http: run.http, cache: run.cache, label: 'pass@k' },
+      (ckpt, backend, tick) => scorePassk(ckpt, backend, passkItems, {
+        n: s.n, ks: [1, 2, 4, 8, 16].filter((k) => k <= s.n), temperature: 0.7, topP: 0.95, maxTokens: 1024, seed: s.seed,
+        taskOf: (item) => tasks.get(item.task)!, leaseFor: pools.leaseFor, restore: restoreProbeState,
+      }, itemHooks<PasskItem>(dir, 'passk', ckpt, tick)));
+    failures.push(...passk.failures);
+    for (const r of passk.results as PasskResult[]) rows.find((x) => x.checkpoint === r.checkpoint)!.pass_at = r.pass_at;
+    dir?.writeResults({ passk: passk.results }, 'passk.json');
+  } finally {
+    await pools.close();
+  }
+  // The shortlist: pass@1 among those that got pass@K, ties broken by the cheap rank.
+  const ranked = top.filter((r) => r.pass_at !== null).sort((a, b) => (b.pass_at!['1'] ?? 0) - (a.pass_at!['1'] ?? 0) || a.cheap_rank - b.cheap_rank);
+  for (const row of ranked.slice(0, s.shortlist)) row.shortlisted = true;
+  const shortlist = ranked.slice(0, s.shortlist).map((r) => r.checkpoint);
+
+  // The last rung: whole episodes for the shortlist only, on the tasks the probes come from.
+  let asapOut: string | null = null;
+  if (s.asapRuns > 0 && shortlist.length > 0) {
+    const probeTasks = new Set(items.map((i) => i.task));
+    let asapTasks = s.tasks.filter((t) => probeTasks.has(t.instance_id));
+    if (s.asapInstances !== undefined) asapTasks = asapTasks.slice(0, s.asapInstances);
+    const asap = await runAsapOverCheckpoints(shortlist, asapTasks, {
+      tasksPath: s.tasksPath, reference: s.reference, runs: s.asapRuns, concurrency: s.concurrency, profile: 'bash', format: 'md+xml',
+      prefixSteps: DEFAULT_PREFIX_STEPS, maxSteps: s.asapMaxSteps, maxTokens: 2048, temperature: 0.7, topP: 0.95, seed: s.seed,
+      actionTimeoutS: 120, sandbox: 'local', out: dir ? join(dir.dir, 'asap') : s.asapOut, quiet: run.quiet, http: run.http, cache: run.cache,
+    });
+    asapOut = asap.out;
+    failures.push(...asap.failures);
+    for (const r of asap.results) {
+      const row = rows.find((x) => x.checkpoint === r.checkpoint)!;
+      row.asap = { pass_at_1: r.pass_at['1']!, intersection: r.intersection, parsable_turns: r.behaviour.parsable_turns, valid_tool_calls: r.behaviour.valid_tool_calls, autonomous_edits: r.behaviour.autonomous_edits };
+    }
+  }
+  return { rows, shortlist, asapOut, failures };
+}

@@ -1,0 +1,168 @@
+/**
+ * A run directory: what a run was (run.json), what it computed item by item (one
+ * append-only samples.jsonl per probe) and what it concluded (results.json).
+ *
+ *   run.json               verb, probe version, git commit, config, checkpoint content
+ *                          hashes, probe-set hash, seeds — a resumed run must match them
+ *   <probe>/samples.jsonl  one line per item × checkpoint, written as each finishes
+ *   results.json           written (atomically) when the run ends
+ *
+ * A run that was interrupted (SIGINT, kill -9) continues with `--resume`: finished lines are
+ * read back, the rest is computed. An existing run is never continued or overwritten
+ * without `--resume`.
+ */
+import { createHash } from 'node:crypto';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { checkpointContentHash } from '../backends/cache.ts';
+import { isServerAddress } from '../backends/open.ts';
+import { REPO_ROOT } from '../embedded.ts';
+import { InputError } from '../errors.ts';
+import type { ItemMemo } from '../probes/memo.ts';
+import { writeFileAtomic } from '../util/atomic-file.ts';
+import { JsonlLog } from './jsonl-log.ts';
+
+export interface CheckpointRecord {
+  name: string;
+  /** Every file's path and bytes, hashed; null for a checkpoint behind a server. */
+  content_hash: string | null;
+}
+
+export interface RunManifest {
+  verb: string;
+  probe_version: string;
+  git: { commit: string | null; dirty: boolean | null };
+  created: string;
+  resumed: string[];
+  argv: string[];
+  /** Everything that decides the results; a resumed run must match it. */
+  config: Record<string, unknown>;
+  checkpoints: CheckpointRecord[];
+  probe_set: { source: string; sha256: string; items: number } | null;
+  seeds: Record<string, number>;
+}
+
+export type ManifestInput = Pick<RunManifest, 'verb' | 'config' | 'checkpoints' | 'probe_set' | 'seeds'>;
+
+/** One finished item of one checkpoint, as a samples.jsonl line. */
+export interface SampleLine<T> { checkpoint: string; item: string; result: T }
+
+export function probeVersion(): string {
+  return (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+function gitState(): RunManifest['git'] {
+  const head = spawnSync('git', ['-C', REPO_ROOT, 'rev-parse', 'HEAD'], { encoding: 'utf8' });
+  if (head.status !== 0) return { commit: null, dirty: null };
+  const status = spawnSync('git', ['-C', REPO_ROOT, 'status', '--porcelain', '--untracked-files=no'], { encoding: 'utf8' });
+  return { commit: head.stdout.trim(), dirty: status.status === 0 ? status.stdout.trim().length > 0 : null };
+}
+
+export function checkpointRecords(checkpoints: string[]): CheckpointRecord[] {
+  return checkpoints.map((name) => ({ name, content_hash: isServerAddress(name) ? null : checkpointContentHash(name) }));
+}
+
+/** The probe set as used (after selection and --limit): where it came from and a hash of its items. */
+export function probeSetRecord(source: string, items: readonly unknown[]): NonNullable<RunManifest['probe_set']> {
+  const hash = createHash('sha256');
+  for (const item of items) hash.update(JSON.stringify(item)).update('\n');
+  return { source, sha256: hash.digest('hex'), items: items.length };
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+export class RunDir {
+  readonly manifest: RunManifest;
+  readonly status: 'new' | 'resumed';
+  private readonly logs = new Map<string, { log: JsonlLog<SampleLine<unknown>>; done: Map<string, unknown> }>();
+
+  private constructor(readonly dir: string, manifest: RunManifest, status: 'new' | 'resumed') {
+    this.manifest = manifest;
+    this.status = status;
+  }
+
+  static manifestFile(dir: string): string {
+    return join(dir, 'run.json');
+  }
+
+  /** Starts a run in `dir`, or (with `resume`) continues the one there after checking it is the same run. */
+  static open(dir: string, input: ManifestInput, options: { resume: boolean; argv?: string[] }): RunDir {
+    const file = RunDir.manifestFile(dir);
+    const now = new Date().toISOString();
+    if (!existsSync(file)) {
+      mkdirSync(dir, { recursive: true });
+      const manifest: RunManifest = {
+        verb: input.verb, probe_version: probeVersion(), git: gitState(), created: now, resumed: [], argv: options.argv ?? process.argv.slice(2),
+        config: input.config, checkpoints: input.checkpoints, probe_set: input.probe_set, seeds: input.seeds,
+      };
+      writeFileAtomic(file, `${JSON.stringify(manifest, null, 2)}\n`);
+      return new RunDir(dir, manifest, 'new');
+    }
+    if (!options.resume) throw new InputError({ file }, 'this directory already holds a run: pass --resume to continue it, or choose another --out');
+    let previous: RunManifest;
+    try {
+      previous = JSON.parse(readFileSync(file, 'utf8')) as RunManifest;
+    } catch (error) {
+      throw new InputError({ file }, 'not a run manifest (JSON)', { cause: error });
+    }
+    const mismatch = (field: string, was: unknown, now: unknown) =>
+      new InputError({ file, field }, `the run here was started with ${JSON.stringify(was)}, this one has ${JSON.stringify(now)}; resume with the same settings or choose another --out`);
+    if (previous.verb !== input.verb) throw mismatch('verb', previous.verb, input.verb);
+    for (const key of new Set([...Object.keys(previous.config ?? {}), ...Object.keys(input.config)])) {
+      if (!same(previous.config?.[key], input.config[key])) throw mismatch(`config.${key}`, previous.config?.[key], input.config[key]);
+    }
+    if (!same(previous.seeds, input.seeds)) throw mismatch('seeds', previous.seeds, input.seeds);
+    if (previous.probe_set?.sha256 !== input.probe_set?.sha256) throw mismatch('probe_set.sha256', previous.probe_set?.sha256, input.probe_set?.sha256);
+    // Checkpoints may be added to a run; one that is in it must be byte-for-byte the same.
+    const checkpoints = [...previous.checkpoints];
+    for (const c of input.checkpoints) {
+      const known = checkpoints.find((p) => p.name === c.name);
+      if (!known) checkpoints.push(c);
+      else if (known.content_hash !== c.content_hash) throw mismatch(`checkpoints.${c.name}.content_hash`, known.content_hash, c.content_hash);
+    }
+    const manifest: RunManifest = { ...previous, checkpoints, resumed: [...(previous.resumed ?? []), now] };
+    writeFileAtomic(file, `${JSON.stringify(manifest, null, 2)}\n`);
+    return new RunDir(dir, manifest, 'resumed');
+  }
+
+  samplesFile(probe: string): string {
+    return join(this.dir, probe, 'samples.jsonl');
+  }
+
+  private logOf(probe: string) {
+    let entry = this.logs.get(probe);
+    if (!entry) {
+      const log = new JsonlLog<SampleLine<unknown>>(this.samplesFile(probe));
+      const done = new Map<string, unknown>();
+      for (const line of log.read()) done.set(JSON.stringify([line.checkpoint, line.item]), line.result);
+      entry = { log, done };
+      this.logs.set(probe, entry);
+    }
+    return entry;
+  }
+
+  /** The finished items of one probe × checkpoint, and where new ones are saved. */
+  memo<T>(probe: string, checkpoint: string): ItemMemo<T> {
+    const entry = this.logOf(probe);
+    return {
+      get: (id) => entry.done.get(JSON.stringify([checkpoint, id])) as T | undefined,
+      put: (id, result) => {
+        entry.log.append({ checkpoint, item: id, result });
+        entry.done.set(JSON.stringify([checkpoint, id]), result);
+      },
+    };
+  }
+
+  /** How many items of a probe × checkpoint are finished (for progress on resume). */
+  finished(probe: string, checkpoint: string, ids: string[]): number {
+    const entry = this.logOf(probe);
+    return ids.filter((id) => entry.done.has(JSON.stringify([checkpoint, id]))).length;
+  }
+
+  writeResults(results: unknown, name = 'results.json'): string {
+    const file = join(this.dir, name);
+    writeFileAtomic(file, `${JSON.stringify(results, null, 2)}\n`);
+    return file;
+  }
+}

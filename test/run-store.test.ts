@@ -1,0 +1,121 @@
+/**
+ * The run directory: crash-safe sample logs, run.json and its checks on --resume, and a
+ * scoring run killed with SIGKILL midway that resumes to the results of an uninterrupted one.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { appendFileSync, cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { checkpointContentHash } from '../src/backends/cache.ts';
+import { REPO_ROOT } from '../src/embedded.ts';
+import { InputError } from '../src/errors.ts';
+import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { JsonlLog, readJsonl } from '../src/store/jsonl-log.ts';
+import { checkpointRecords, probeSetRecord, RunDir, type RunManifest } from '../src/store/run-dir.ts';
+import { CKPT, PROBE_BIN, tempDir } from './helpers/paths.ts';
+
+describe('JsonlLog', () => {
+  it('keeps only whole lines, and cuts a line left half-written by a kill before the next append', () => {
+    const file = join(tempDir(), 'samples.jsonl');
+    const log = new JsonlLog<{ n: number }>(file);
+    log.append({ n: 1 });
+    appendFileSync(file, '{"n": 2, "cut sh');
+    expect(readJsonl(file)).toEqual([{ n: 1 }]);
+    const reopened = new JsonlLog<{ n: number }>(file);
+    reopened.append({ n: 3 });
+    expect(readFileSync(file, 'utf8')).toBe('{"n":1}\n{"n":3}\n');
+  });
+
+  it('names the file and line of a whole line that is not JSON', () => {
+    const file = join(tempDir(), 'samples.jsonl');
+    writeFileSync(file, '{"n":1}\nnot json\n');
+    expect(() => readJsonl(file)).toThrow(InputError);
+    expect(() => readJsonl(file)).toThrow(/samples\.jsonl:2: not a JSON record/);
+  });
+});
+
+describe('RunDir', () => {
+  const input = (config: Record<string, unknown>, ckpt = CKPT.agent) => ({
+    verb: 'bpb', config, checkpoints: checkpointRecords([ckpt]), probe_set: probeSetRecord('probes.jsonl', [{ id: 'a' }, { id: 'b' }]), seeds: { sampling: 0 },
+  });
+
+  it('records what the run was, refuses to continue without --resume, and checks the settings and checkpoints on resume', () => {
+    const dir = join(tempDir(), 'run');
+    const run = RunDir.open(dir, input({ n: 4 }), { resume: false, argv: ['bpb'] });
+    expect(run.status).toBe('new');
+    const manifest = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunManifest;
+    expect(manifest.probe_version).toBe(JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).version);
+    expect(manifest.git.commit === null || /^[0-9a-f]{40}$/.test(manifest.git.commit)).toBe(true);
+    expect(manifest.checkpoints).toEqual([{ name: CKPT.agent, content_hash: checkpointContentHash(CKPT.agent) }]);
+    expect(manifest.probe_set).toMatchObject({ source: 'probes.jsonl', items: 2 });
+    expect(manifest.probe_set!.sha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(manifest.seeds).toEqual({ sampling: 0 });
+
+    run.memo<number>('bpb', CKPT.agent).put('a', 1.5);
+    expect(() => RunDir.open(dir, input({ n: 4 }), { resume: false })).toThrow(/run\.json: this directory already holds a run: pass --resume/);
+    expect(() => RunDir.open(dir, input({ n: 8 }), { resume: true })).toThrow(/run\.json: field "config\.n": the run here was started with 4, this one has 8/);
+
+    // A checkpoint whose bytes changed since the run started is not the same checkpoint.
+    const changed = join(tempDir(), 'ckpt');
+    cpSync(CKPT.agent, changed, { recursive: true });
+    const first = RunDir.open(join(tempDir(), 'run2'), input({}, changed), { resume: false });
+    expect(first.status).toBe('new');
+    appendFileSync(join(changed, 'config.json'), ' ');
+    expect(() => RunDir.open(first.dir, input({}, changed), { resume: true })).toThrow(/field "checkpoints\..*\.content_hash"/);
+
+    const resumed = RunDir.open(dir, input({ n: 4 }), { resume: true });
+    expect(resumed.status).toBe('resumed');
+    expect(resumed.memo<number>('bpb', CKPT.agent).get('a')).toBe(1.5);
+    expect(resumed.memo<number>('bpb', CKPT.agent).get('b')).toBeUndefined();
+    expect(resumed.memo<number>('bpb', CKPT.prose).get('a')).toBeUndefined();
+    expect(resumed.manifest.resumed).toHaveLength(1);
+  });
+});
+
+function probe(args: string[]) {
+  const run = spawnSync(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 600_000 });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+describe.skipIf(!hasBubblewrap())('a scoring run killed with SIGKILL', () => {
+  // Sampling, sandboxes and the verifier: the most stateful of the scoring verbs. No cache,
+  // so only the run directory can carry work across the kill.
+  const ARGS = ['passk', '--ckpt', CKPT.attention, CKPT.agent, '--probes', join(REPO_ROOT, 'probes', 'demo.jsonl'), '--limit', '5', '-n', '3', '--max-tokens', '256', '--no-cache'];
+
+  it('resumes with --resume to results equal to an uninterrupted run, computing each item once', async () => {
+    const whole = join(tempDir(), 'whole');
+    const uninterrupted = probe([...ARGS, '--out', whole, '--json']);
+    expect(uninterrupted.code, uninterrupted.stderr).toBe(0);
+
+    const killed = join(tempDir(), 'killed');
+    const samples = join(killed, 'passk', 'samples.jsonl');
+    const child = spawn(process.execPath, [PROBE_BIN, ...ARGS, '--out', killed, '--json'], { cwd: REPO_ROOT, stdio: 'ignore' });
+    const linesAtKill = await new Promise<number>((resolve, reject) => {
+      const poll = setInterval(() => {
+        const lines = existsSync(samples) ? readFileSync(samples, 'utf8').split('\n').length - 1 : 0;
+        if (lines >= 3) {
+          clearInterval(poll);
+          child.kill('SIGKILL');
+          resolve(lines);
+        }
+      }, 10);
+      child.once('exit', () => { clearInterval(poll); reject(new Error('the run finished before it could be killed')); });
+    });
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect(linesAtKill).toBeLessThan(10);
+    expect(existsSync(join(killed, 'results.json'))).toBe(false);
+
+    const resumed = probe([...ARGS, '--out', killed, '--json', '--resume']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toEqual(JSON.parse(uninterrupted.stdout));
+    expect(JSON.parse(readFileSync(join(killed, 'results.json'), 'utf8'))).toEqual(JSON.parse(readFileSync(join(whole, 'results.json'), 'utf8')));
+    // Finished items were read back, not computed again: one line per item × checkpoint.
+    const lines = readJsonl<{ checkpoint: string; item: string }>(samples);
+    expect(lines).toHaveLength(10);
+    expect(new Set(lines.map((l) => `${l.checkpoint}\t${l.item}`)).size).toBe(10);
+    const manifest = JSON.parse(readFileSync(join(killed, 'run.json'), 'utf8')) as RunManifest;
+    expect(manifest.verb).toBe('passk');
+    expect(manifest.config).toMatchObject({ n: 3, max_tokens: 256 });
+    expect(manifest.resumed).toHaveLength(1);
+  }, 900_000);
+});
