@@ -60,8 +60,14 @@ describe('RunDir', () => {
     cpSync(CKPT.agent, changed, { recursive: true });
     const first = RunDir.open(join(tempDir(), 'run2'), input({}, changed), { resume: false });
     expect(first.status).toBe('new');
+    first.memo<number>('bpb', changed).put('a', 2);
     appendFileSync(join(changed, 'config.json'), ' ');
     expect(() => RunDir.open(first.dir, input({}, changed), { resume: true })).toThrow(/field "checkpoints\..*\.content_hash"/);
+
+    // A directory where nothing was computed yet (the run stopped on bad input) takes a new run.
+    expect(RunDir.open(join(tempDir(), 'run3'), input({ n: 1 }), { resume: false }).status).toBe('new');
+    const restarted = RunDir.open(join(tempDir(), 'run4'), input({ n: 1 }), { resume: false });
+    expect(RunDir.open(restarted.dir, input({ n: 2 }), { resume: false }).manifest.config).toEqual({ n: 2 });
 
     const resumed = RunDir.open(dir, input({ n: 4 }), { resume: true });
     expect(resumed.status).toBe('resumed');

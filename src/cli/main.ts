@@ -11,6 +11,8 @@ import { passkCommand } from './passk.ts';
 import { screenCommand } from './screen.ts';
 import { serveCommand } from './serve.ts';
 import { replayCommand } from './replay.ts';
+import { demoCommand } from './demo.ts';
+import { reportCommand } from './report.ts';
 
 export function buildProgram(): Command {
   const program = new Command('probe')
@@ -18,6 +20,7 @@ export function buildProgram(): Command {
     .version(process.env.npm_package_version ?? '0.1.0')
     .exitOverride()
     .showHelpAfterError();
+  program.addCommand(demoCommand());
   program.addCommand(replayCommand());
   program.addCommand(buildCommand());
   program.addCommand(bpbCommand());
@@ -28,6 +31,7 @@ export function buildProgram(): Command {
   program.addCommand(screenCommand());
   program.addCommand(correlateCommand());
   program.addCommand(serveCommand());
+  program.addCommand(reportCommand());
   // addCommand does not pass exitOverride down: without it a usage error would exit 1 from inside commander.
   for (const command of program.commands) command.exitOverride().showHelpAfterError();
   return program;

@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { checkpointContentHash } from '../backends/cache.ts';
 import { isServerAddress } from '../backends/open.ts';
@@ -72,6 +72,12 @@ export function probeSetRecord(source: string, items: readonly unknown[]): NonNu
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
+/** Whether a run directory holds anything computed: a sample log, ASAP episodes, results. */
+function holdsWork(dir: string): boolean {
+  return readdirSync(dir, { withFileTypes: true }).some((e) =>
+    e.name === 'results.json' || e.name === 'episodes' || (e.isDirectory() && (existsSync(join(dir, e.name, 'samples.jsonl')) || existsSync(join(dir, e.name, 'episodes')))));
+}
+
 export class RunDir {
   readonly manifest: RunManifest;
   readonly status: 'new' | 'resumed';
@@ -90,7 +96,8 @@ export class RunDir {
   static open(dir: string, input: ManifestInput, options: { resume: boolean; argv?: string[] }): RunDir {
     const file = RunDir.manifestFile(dir);
     const now = new Date().toISOString();
-    if (!existsSync(file)) {
+    // A run that stopped on bad input before any work is simply started again.
+    if (!existsSync(file) || !holdsWork(dir)) {
       mkdirSync(dir, { recursive: true });
       const manifest: RunManifest = {
         verb: input.verb, probe_version: probeVersion(), git: gitState(), created: now, resumed: [], argv: options.argv ?? process.argv.slice(2),

@@ -1,0 +1,86 @@
+/**
+ * `probe demo`: the whole ladder on what ships in the repository — build the probes from
+ * the demo trajectories, BPB and MCQ for every embedded checkpoint, pass@K for the best,
+ * ASAP episodes for the shortlist — then the ranking table and an HTML report.
+ */
+import { existsSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { Command } from 'commander';
+import { embeddedCheckpointDirs, REPO_ROOT } from '../embedded.ts';
+import { InputError } from '../errors.ts';
+import { collectRuns } from '../report/collect.ts';
+import { renderReport } from '../report/html.ts';
+import { writeFileAtomic } from '../util/atomic-file.ts';
+import { openSandbox } from '../sandbox/open.ts';
+import { loadTasks } from '../verify/load-task.ts';
+import { positiveInteger } from './args.ts';
+import { buildProbeSet } from './build-run.ts';
+import { prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
+import { ladderConfig, runLadder, type LadderSettings } from './ladder-run.ts';
+import { addRunOptions, type RunFlags } from './run-options.ts';
+import { printLadder } from './screen.ts';
+
+interface DemoFlags extends RunFlags { json?: boolean; n: number; asapRuns: number; asapMaxSteps: number; asapInstances: number; shortlist: number; concurrency: number }
+
+const TRAJECTORIES = join(REPO_ROOT, 'trajectories');
+const TASKS = join(REPO_ROOT, 'verifiers');
+
+function timestamp(): string {
+  return new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
+}
+
+export function demoCommand(): Command {
+  return addRunOptions(new Command('demo')
+    .description('The whole ladder on the embedded checkpoints and demo suite: build probes, BPB, MCQ, pass@K, ASAP for the shortlist; ends with the ranking and an HTML report.')
+    .option('--shortlist <n>', 'checkpoints that get ASAP episodes', positiveInteger, 2)
+    .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 4)
+    .option('--asap-runs <n>', 'ASAP episodes per instance', positiveInteger, 2)
+    .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 12)
+    .option('--asap-instances <n>', 'instances that get ASAP episodes', positiveInteger, 6)
+    .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
+    .option('--json', 'print one JSON document on stdout'), 'run directory (default: runs/demo-<time>)')
+    .addHelpText('after', '\nExample:\n  probe demo            # about 7 minutes on 2 CPU cores\n  probe demo --out runs/demo --resume')
+    .action(async (flags: DemoFlags) => {
+      const started = Date.now();
+      const out = flags.out ?? join('runs', `demo-${timestamp()}`);
+      const quiet = Boolean(flags.json);
+      const say = (text: string) => { if (!quiet) process.stderr.write(text); };
+      const tasks = loadTasks(TASKS);
+      const probesFile = join(out, 'probes.jsonl');
+
+      // 1. The probe set, built once per run directory (a resumed demo keeps the one it built).
+      if (!existsSync(probesFile)) {
+        if (existsSync(join(out, 'run.json')) && !flags.resume) throw new InputError({ file: join(out, 'run.json') }, 'this directory already holds a run: pass --resume to continue it, or choose another --out');
+        say(`Building probes from ${relative(process.cwd(), TRAJECTORIES) || TRAJECTORIES} (replaying each trajectory in a jailed sandbox)\n`);
+        const built = await buildProbeSet({
+          trajectories: TRAJECTORIES, tasks, contexts: ['native', 'asap'], restore: 'patch', distractors: true,
+          replay: { openSandbox: (t) => openSandbox('local', t), sandboxName: 'local', concurrency: 4, repeats: 3 }, quiet,
+        });
+        if (built.inputErrors) throw new InputError({ file: TRAJECTORIES }, `${built.inputErrors} demo trajectories could not be read`);
+        writeFileAtomic(probesFile, built.items.map((i) => JSON.stringify(i)).join('\n') + '\n');
+        say(`${built.items.length} probe items from ${built.trajectories.filter((t) => !t.rejected).length} trajectories → ${probesFile}\n`);
+      }
+
+      // 2. The ladder, into the same run directory.
+      const settings: LadderSettings = {
+        shortlist: flags.shortlist, n: flags.n, seed: 0, tasks, tasksPath: TASKS, reference: TRAJECTORIES,
+        asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, asapInstances: flags.asapInstances, concurrency: flags.concurrency,
+      };
+      const scoring: ScoringFlags = { ...flags, out, probes: probesFile, ckpt: embeddedCheckpointDirs().map((d) => relative(process.cwd(), d) || '.') };
+      const run = prepareScoringRun(scoring, 'demo', { config: ladderConfig(settings), seeds: { sampling: 0 } });
+      const outcome = await runLadder(run, settings);
+      const errors = reportFailures(outcome.failures);
+      run.dir!.writeResults({ results: outcome.rows, shortlist: outcome.shortlist, asap_out: outcome.asapOut, ...errors });
+
+      // 3. The report.
+      const html = join(out, 'report.html');
+      writeFileAtomic(html, renderReport(collectRuns([out]), { title: 'probe demo: the embedded checkpoint ladder' }));
+      const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+      if (quiet) {
+        process.stdout.write(`${JSON.stringify({ out, report: html, minutes: Number(minutes), results: outcome.rows, shortlist: outcome.shortlist, ...errors }, null, 2)}\n`);
+        return;
+      }
+      printLadder(outcome, run.items.length, flags.n);
+      say(`\nHTML report: ${html}\nRun directory: ${out} (${minutes} min)\n`);
+    });
+}

@@ -1,0 +1,59 @@
+/** `probe report`: rankings from finished run directories, and one self-contained HTML file to share. */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { Command } from 'commander';
+import { collectRuns, type ReportData } from '../report/collect.ts';
+import { renderReport } from '../report/html.ts';
+import { formatTable } from '../report/table.ts';
+import { readScores } from './correlate.ts';
+
+interface ReportFlags { html?: string; downstream?: string; title?: string; json?: boolean }
+
+export function reportCommand(): Command {
+  return new Command('report')
+    .description('Rank checkpoints from run directories (any verb\'s --out) and write a self-contained HTML report: tables, charts, per-item drill-down, ASAP transcripts.')
+    .argument('<runs...>', 'run directories')
+    .option('--html <file>', 'write the HTML report here')
+    .option('--downstream <file.csv>', 'downstream scores (checkpoint,score rows) for the correlation scatter')
+    .option('--title <text>', 'report title', 'probe report')
+    .option('--json', 'print the collected results as one JSON document on stdout')
+    .addHelpText('after', '\nExample:\n  probe report runs/demo --html runs/demo/report.html --downstream swebench.csv')
+    .action((runs: string[], flags: ReportFlags) => {
+      const data = collectRuns(runs);
+      const downstream = flags.downstream ? readScores(flags.downstream) : undefined;
+      let html: string | null = null;
+      if (flags.html) {
+        html = resolve(flags.html);
+        mkdirSync(dirname(html), { recursive: true });
+        writeFileSync(html, renderReport(data, { title: flags.title, ...(downstream ? { downstream } : {}) }));
+      }
+      if (flags.json) {
+        process.stdout.write(`${JSON.stringify(summary(data, html), null, 2)}\n`);
+        return;
+      }
+      printRankings(data);
+      if (html) process.stderr.write(`\nHTML report: ${html}\n`);
+    });
+}
+
+function summary(data: ReportData, html: string | null) {
+  return {
+    runs: data.runs.map((r) => ({ dir: r.dir, verb: r.verb })),
+    bpb: data.bpb.map((r) => ({ checkpoint: r.checkpoint, bpb: r.bpb })),
+    mcq: data.mcq.map((r) => ({ checkpoint: r.checkpoint, acc: r.acc, acc_norm: r.acc_norm, acc_pmi: r.acc_pmi })),
+    passk: data.passk.map((r) => ({ checkpoint: r.checkpoint, pass_at: r.pass_at })),
+    asap: data.asap.map((r) => ({ checkpoint: r.checkpoint, pass_at: r.pass_at, intersection: r.intersection, behaviour: r.behaviour })),
+    shortlist: data.ladder?.shortlist ?? null,
+    html,
+  };
+}
+
+function printRankings(data: ReportData): void {
+  const pct = (v: number | null | undefined) => (v === null || v === undefined || Number.isNaN(v) ? '-' : `${(100 * v).toFixed(1)}%`);
+  const out = (title: string, headers: string[], rows: string[][]) => process.stderr.write(`\n${title}\n\n${formatTable(headers, rows, headers.map((_, i) => i).slice(2))}\n`);
+  if (data.bpb.length) out('Decisive-Action BPB (lower is better)', ['rank', 'checkpoint', 'bpb'], [...data.bpb].sort((a, b) => a.bpb - b.bpb).map((r, i) => [String(i + 1), r.checkpoint, r.bpb.toFixed(4)]));
+  if (data.mcq.length) out('Patch MCQ', ['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi'], [...data.mcq].sort((a, b) => b.acc - a.acc).map((r, i) => [String(i + 1), r.checkpoint, pct(r.acc), pct(r.acc_norm), pct(r.acc_pmi)]));
+  if (data.passk.length) out('Prefix-conditioned pass@k', ['rank', 'checkpoint', 'pass@1', 'pass@n'], [...data.passk].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r, i) => [String(i + 1), r.checkpoint, pct(r.pass_at['1']), pct(r.pass_at[String(r.n)])]));
+  if (data.asap.length) out('ASAP', ['rank', 'checkpoint', 'pass@1', '∩@n', 'parsable', 'edits'], [...data.asap].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r, i) => [String(i + 1), r.checkpoint, pct(r.pass_at['1']), pct(r.intersection), pct(r.behaviour.parsable_turns), pct(r.behaviour.autonomous_edits)]));
+  if (data.ladder) process.stderr.write(`\nShortlist: ${data.ladder.shortlist.join(', ') || 'none'}\n`);
+}

@@ -1,0 +1,95 @@
+/**
+ * Reads finished run directories (any verb) into one report: per-probe results, the
+ * ladder's shortlist, the probe items behind them and where ASAP transcripts are.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import type { AsapResult } from '../asap/run.ts';
+import { InputError } from '../errors.ts';
+import type { BpbResult } from '../probes/bpb.ts';
+import { loadProbeItems } from '../probes/load.ts';
+import type { McqResult } from '../probes/mcq.ts';
+import type { PasskResult } from '../probes/passk.ts';
+import type { ProbeItem } from '../schema/probe-item.ts';
+import type { RunManifest } from '../store/run-dir.ts';
+
+/** A ladder row as `probe screen`/`probe demo` write it. */
+export interface LadderRowData {
+  checkpoint: string;
+  bpb: number;
+  mcq_acc: number;
+  cheap_rank: number;
+  pass_at: Record<string, number> | null;
+  shortlisted: boolean;
+  asap: { pass_at_1: number; intersection: number; parsable_turns: number; valid_tool_calls: number; autonomous_edits: number } | null;
+}
+
+export interface ReportRun { dir: string; verb: string; manifest: RunManifest | null }
+
+export interface ReportData {
+  runs: ReportRun[];
+  bpb: BpbResult[];
+  mcq: McqResult[];
+  passk: PasskResult[];
+  asap: AsapResult[];
+  ladder: { rows: LadderRowData[]; shortlist: string[] } | null;
+  /** The probe items the results refer to, by id (for the drill-down). */
+  items: Map<string, ProbeItem>;
+}
+
+function readJson<T>(file: string, what: string): T {
+  if (!existsSync(file)) throw new InputError({ file }, `missing: ${what}`);
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as T;
+  } catch (error) {
+    throw new InputError({ file }, `not JSON (${what})`, { cause: error });
+  }
+}
+
+function readJsonIf<T>(file: string): T | undefined {
+  return existsSync(file) ? readJson<T>(file, 'results') : undefined;
+}
+
+/** Probe items of a run, from the probe set its run.json names (resolved against the run's own directory or the cwd). */
+function probeItemsOf(dir: string, manifest: RunManifest | null): ProbeItem[] {
+  const source = manifest?.probe_set?.source;
+  if (!source || manifest?.verb === 'asap' || manifest?.verb === 'aptbench') return [];
+  const candidates = isAbsolute(source) ? [source] : [resolve(source), resolve(dir, source)];
+  const found = candidates.find((c) => existsSync(c));
+  return found ? loadProbeItems(found) : [];
+}
+
+export function collectRuns(dirs: string[]): ReportData {
+  const data: ReportData = { runs: [], bpb: [], mcq: [], passk: [], asap: [], ladder: null, items: new Map() };
+  for (const dir of dirs) {
+    const manifestFile = join(dir, 'run.json');
+    const manifest = existsSync(manifestFile) ? readJson<RunManifest>(manifestFile, 'run manifest') : null;
+    // An ASAP directory from before run.json existed still says what it is.
+    const verb = manifest?.verb ?? (existsSync(join(dir, 'asap.json')) ? 'asap' : undefined);
+    if (!verb) throw new InputError({ file: manifestFile }, 'not a run directory (no run.json): give directories written with --out');
+    const resultsFile = join(dir, 'results.json');
+    if (!existsSync(resultsFile)) throw new InputError({ file: resultsFile }, 'the run has not finished: continue it with --resume, then report');
+    const results = readJson<Record<string, unknown>>(resultsFile, 'results');
+    switch (verb) {
+      case 'bpb': data.bpb.push(...(results.results as BpbResult[])); break;
+      case 'mcq': data.mcq.push(...(results.results as McqResult[])); break;
+      case 'passk': data.passk.push(...(results.results as PasskResult[])); break;
+      case 'asap': data.asap.push(...(results.results as AsapResult[])); break;
+      case 'screen':
+      case 'demo': {
+        const cheap = readJsonIf<{ bpb: BpbResult[]; mcq: McqResult[] }>(join(dir, 'cheap.json'));
+        data.bpb.push(...(cheap?.bpb ?? []));
+        data.mcq.push(...(cheap?.mcq ?? []));
+        data.passk.push(...(readJsonIf<{ passk: PasskResult[] }>(join(dir, 'passk.json'))?.passk ?? []));
+        data.asap.push(...(readJsonIf<{ results: AsapResult[] }>(join(dir, 'asap', 'results.json'))?.results ?? []));
+        data.ladder = { rows: results.results as LadderRowData[], shortlist: results.shortlist as string[] };
+        break;
+      }
+      case 'aptbench': break; // no per-probe charts of its own yet; listed under the runs
+      default: throw new InputError({ file: manifestFile, field: 'verb' }, `unknown verb ${JSON.stringify(verb)}`);
+    }
+    for (const item of probeItemsOf(dir, manifest)) data.items.set(item.id, item);
+    data.runs.push({ dir, verb, manifest });
+  }
+  return data;
+}

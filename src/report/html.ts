@@ -1,0 +1,190 @@
+/**
+ * The shareable report: one HTML file with its styles and charts inline, readable offline.
+ * Sections (each with a stable id): runs, ranking, bpb, mcq, passk, asap, correlation,
+ * items (drill-down per probe item) and transcripts (ASAP episodes).
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { basename } from 'node:path';
+import type { AsapResult } from '../asap/run.ts';
+import type { BpbResult } from '../probes/bpb.ts';
+import { spearman } from '../stats/correlation.ts';
+import type { ReportData } from './collect.ts';
+import { barChart, escapeXml as esc, lineChart, scatter, stackedBars } from './svg.ts';
+
+export const REPORT_SECTIONS = ['runs', 'ranking', 'bpb', 'mcq', 'passk', 'asap', 'correlation', 'items', 'transcripts'] as const;
+
+export interface ReportOptions {
+  title?: string;
+  /** Downstream scores by checkpoint name (or its directory's base name). */
+  downstream?: Map<string, number>;
+  /** Longest transcript shown whole; longer ones keep their end. */
+  maxTranscriptChars?: number;
+  generatedAt?: Date;
+}
+
+const pct = (v: number | null | undefined) => (v === null || v === undefined || Number.isNaN(v) ? '–' : `${(100 * v).toFixed(1)}%`);
+const short = (checkpoint: string) => basename(checkpoint.replace(/\/+$/, '')) || checkpoint;
+const num = (v: number, digits = 4) => (Number.isFinite(v) ? v.toFixed(digits) : '–');
+
+function table(headers: string[], rows: Array<Array<string | number>>, numeric: number[] = []): string {
+  const cell = (tag: string, value: string | number, i: number) => `<${tag}${numeric.includes(i) ? ' class="num"' : ''}>${typeof value === 'number' ? value : value}</${tag}>`;
+  return `<table><thead><tr>${headers.map((h, i) => cell('th', esc(h), i)).join('')}</tr></thead><tbody>${rows.map((r) => `<tr>${r.map((v, i) => cell('td', v, i)).join('')}</tr>`).join('')}</tbody></table>`;
+}
+
+function section(id: string, title: string, body: string): string {
+  return `<section id="${id}"><h2>${esc(title)}</h2>${body}</section>`;
+}
+
+const empty = (what: string) => `<p class="empty">${esc(what)}</p>`;
+
+function runsSection(data: ReportData): string {
+  const rows = data.runs.map((r) => {
+    const m = r.manifest;
+    const ckpts = (m?.checkpoints ?? []).map((c) => `${esc(short(c.name))} <code>${c.content_hash ? c.content_hash.slice(0, 12) : 'server'}</code>`).join('<br>');
+    return [`<code>${esc(r.dir)}</code>`, esc(r.verb), esc(m?.probe_version ?? '–'), m?.git.commit ? `<code>${m.git.commit.slice(0, 12)}</code>${m.git.dirty ? ' (modified)' : ''}` : '–',
+      esc(m?.created ?? '–'), m?.probe_set ? `${m.probe_set.items} items <code>${m.probe_set.sha256.slice(0, 12)}</code>` : '–', ckpts || '–',
+      m ? `<code>${esc(JSON.stringify(m.seeds))}</code>` : '–'];
+  });
+  return section('runs', 'Runs', table(['run directory', 'verb', 'probe', 'git', 'started', 'probe set', 'checkpoints (content hash)', 'seeds'], rows));
+}
+
+function rankingSection(data: ReportData): string {
+  let body = '';
+  if (data.ladder) {
+    body += `<p>Shortlist for post-training: <strong>${data.ladder.shortlist.map((c) => esc(short(c))).join(', ') || 'none'}</strong></p>`;
+    body += table(['checkpoint', 'BPB', 'MCQ acc', 'cheap rank', 'pass@1', 'ASAP pass@1', 'ASAP parsable', 'ASAP edits', 'shortlist'],
+      data.ladder.rows.map((r) => [esc(r.checkpoint), num(r.bpb), pct(r.mcq_acc), r.cheap_rank.toFixed(1), pct(r.pass_at?.['1']), pct(r.asap?.pass_at_1), pct(r.asap?.parsable_turns), pct(r.asap?.autonomous_edits), r.shortlisted ? '✔' : '']),
+      [1, 2, 3, 4, 5, 6, 7]);
+  }
+  const ranked: string[] = [];
+  if (data.bpb.length) ranked.push(`<li>BPB (lower is better): ${[...data.bpb].sort((a, b) => a.bpb - b.bpb).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
+  if (data.mcq.length) ranked.push(`<li>MCQ accuracy: ${[...data.mcq].sort((a, b) => b.acc - a.acc).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
+  if (data.passk.length) ranked.push(`<li>pass@1: ${[...data.passk].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
+  if (data.asap.length) ranked.push(`<li>ASAP pass@1: ${[...data.asap].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
+  body += ranked.length ? `<h3>Ranking per probe</h3><ol class="plain">${ranked.join('')}</ol>` : '';
+  return section('ranking', 'Ranking', body || empty('No results in these runs.'));
+}
+
+function bpbSection(results: BpbResult[]): string {
+  if (!results.length) return section('bpb', 'Decisive-Action BPB', empty('No BPB results in these runs.'));
+  const sorted = [...results].sort((a, b) => a.bpb - b.bpb);
+  return section('bpb', 'Decisive-Action BPB',
+    table(['rank', 'checkpoint', 'BPB', 'items', 'tokens', 'bytes', 'truncated'], sorted.map((r, i) => [i + 1, esc(r.checkpoint), num(r.bpb), r.items.length, r.tokens, r.bytes, r.items.filter((x) => x.truncated).length]), [0, 2, 3, 4, 5, 6])
+    + barChart('Bits per byte of the gold decisive action (lower is better)', sorted.map((r) => ({ label: short(r.checkpoint), value: r.bpb })), (v) => v.toFixed(3)));
+}
+
+function mcqSection(data: ReportData): string {
+  if (!data.mcq.length) return section('mcq', 'Patch MCQ', empty('No MCQ results in these runs.'));
+  const sorted = [...data.mcq].sort((a, b) => b.acc - a.acc);
+  return section('mcq', 'Patch MCQ',
+    table(['checkpoint', 'style', 'acc', 'acc_norm', 'acc_pmi', 'asked', 'no distractors'], sorted.map((r) => [esc(r.checkpoint), r.style, pct(r.acc), pct(r.acc_norm), pct(r.acc_pmi), r.items.length, r.skipped.length]), [2, 3, 4, 5, 6])
+    + barChart('MCQ accuracy: gold preferred over every verifier-rejected distractor', sorted.map((r) => ({ label: short(r.checkpoint), value: r.acc })), pct, { max: 1 }));
+}
+
+function passkSection(data: ReportData): string {
+  if (!data.passk.length) return section('passk', 'Prefix-conditioned pass@k', empty('No pass@k results in these runs.'));
+  const ks = [...new Set(data.passk.flatMap((r) => Object.keys(r.pass_at).map(Number)))].sort((a, b) => a - b);
+  return section('passk', 'Prefix-conditioned pass@k',
+    table(['checkpoint', 'n', ...ks.map((k) => `pass@${k}`), 'unparsable'], data.passk.map((r) => [esc(r.checkpoint), r.n, ...ks.map((k) => pct(r.pass_at[String(k)])), pct(r.parse_failure_rate)]), ks.map((_, i) => i + 1).concat(ks.length + 1, ks.length + 2))
+    + barChart('pass@1 at the decisive step', data.passk.map((r) => ({ label: short(r.checkpoint), value: r.pass_at['1'] ?? NaN })), pct, { max: 1 })
+    + lineChart('pass@k curves (unbiased estimator)', data.passk.map((r) => ({ name: short(r.checkpoint), points: ks.filter((k) => r.pass_at[String(k)] !== undefined).map((k) => [k, r.pass_at[String(k)]!] as [number, number]) })),
+      { logX: true, xLabel: 'k', yLabel: 'pass@k', yMin: 0, yMax: 1 }));
+}
+
+const TERMINATIONS = ['submitted', 'submitted_empty', 'step_limit', 'repeated_action', 'format_error'] as const;
+
+function asapSection(results: AsapResult[]): string {
+  if (!results.length) return section('asap', 'ASAP episodes', empty('No ASAP results in these runs.'));
+  const b = (r: AsapResult) => r.behaviour;
+  const body = table(['checkpoint', 'runs', 'pass@1', '∩@n', 'parsable turns', 'valid calls', 'edits', 'testing', 'applicable patch', 'empty patch', 'submitted', 'regressions', 'turns'],
+    results.map((r) => [esc(r.checkpoint), `${r.instances} × ${r.runs}`, pct(r.pass_at['1']), pct(r.intersection), pct(b(r).parsable_turns), pct(b(r).valid_tool_calls), pct(b(r).autonomous_edits),
+      pct(b(r).active_testing), pct(b(r).applicable_patch), pct(b(r).empty_patch), pct(b(r).explicit_submission), pct(b(r).regressions), b(r).mean_turns.toFixed(1)]), [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
+    + stackedBars('How episodes ended', [...TERMINATIONS], results.map((r) => ({ label: short(r.checkpoint), parts: TERMINATIONS.map((t) => r.terminations[t] ?? 0) })))
+    + stackedBars('Turns: parsable with a valid tool call, parsable but invalid, unparsable (turn-weighted)', ['valid call', 'parsable, invalid', 'unparsable'],
+      results.map((r) => {
+        const valid = b(r).valid_tool_calls;
+        const parsable = Math.max(b(r).parsable_turns, valid);
+        return { label: short(r.checkpoint), parts: [valid, parsable - valid, 1 - parsable].map((v) => Math.round(1000 * Math.max(0, v))) };
+      }));
+  return section('asap', 'ASAP episodes', body);
+}
+
+function correlationSection(data: ReportData, downstream: Map<string, number> | undefined): string {
+  if (!downstream) return section('correlation', 'Correlation with downstream scores', empty('No downstream scores given (probe report … --downstream scores.csv).'));
+  const score = (c: string) => downstream.get(c) ?? downstream.get(short(c));
+  const metrics: Array<{ name: string; values: Array<{ checkpoint: string; value: number }> }> = [
+    { name: 'BPB', values: data.bpb.map((r) => ({ checkpoint: r.checkpoint, value: r.bpb })) },
+    { name: 'MCQ acc', values: data.mcq.map((r) => ({ checkpoint: r.checkpoint, value: r.acc })) },
+    { name: 'pass@1', values: data.passk.map((r) => ({ checkpoint: r.checkpoint, value: r.pass_at['1'] ?? NaN })) },
+    { name: 'ASAP pass@1', values: data.asap.map((r) => ({ checkpoint: r.checkpoint, value: r.pass_at['1'] ?? NaN })) },
+  ];
+  let body = '';
+  for (const m of metrics) {
+    const points = m.values.filter((v) => score(v.checkpoint) !== undefined).map((v) => ({ label: short(v.checkpoint), x: v.value, y: score(v.checkpoint)! }));
+    if (points.length === 0) continue;
+    const rho = points.length >= 2 ? spearman(points.map((p) => p.x), points.map((p) => p.y)) : NaN;
+    body += scatter(`${m.name} against the downstream score (Spearman ρ = ${Number.isFinite(rho) ? rho.toFixed(2) : 'n/a'}, ${points.length} checkpoints)`, points, { xLabel: m.name, yLabel: 'downstream score' });
+  }
+  return section('correlation', 'Correlation with downstream scores', body || empty('None of these checkpoints has a downstream score.'));
+}
+
+function itemsSection(data: ReportData): string {
+  const ids = [...new Set([...data.bpb, ...data.mcq, ...data.passk].flatMap((r) => r.items.map((i) => i.id)))];
+  if (!ids.length) return section('items', 'Items', empty('No per-item results in these runs.'));
+  const body = ids.map((id) => {
+    const item = data.items.get(id);
+    const rows = [...new Set([...data.bpb, ...data.mcq, ...data.passk].map((r) => r.checkpoint))].map((c) => {
+      const bpb = data.bpb.find((r) => r.checkpoint === c)?.items.find((i) => i.id === id);
+      const mcq = data.mcq.find((r) => r.checkpoint === c)?.items.find((i) => i.id === id);
+      const passk = data.passk.find((r) => r.checkpoint === c)?.items.find((i) => i.id === id);
+      const pick = mcq && 'acc' in mcq.pick ? mcq.pick.acc : mcq && 'letter' in mcq.pick ? mcq.pick.letter : null;
+      return [esc(short(c)), bpb ? num(bpb.bpb) : '–', mcq ? `${mcq.correct ? '✔' : '✘'} picked ${pick === 0 ? 'gold' : pick === null || pick < 0 ? 'none (tie)' : `distractor ${pick}`}` : '–',
+        passk ? `${passk.c}/${passk.n}` : '–'];
+    });
+    const samples = data.passk.flatMap((r) => (r.items.find((i) => i.id === id)?.samples ?? []).map((s, k) => ({ checkpoint: r.checkpoint, k, s })));
+    return `<details class="item"><summary><code>${esc(id)}</code> — ${esc(item?.task ?? '')}</summary>`
+      + table(['checkpoint', 'BPB', 'MCQ', 'pass@k resolved'], rows)
+      + (item ? `<h4>Context (${item.context.length} chars)</h4><pre class="context">${esc(item.context)}</pre><h4>Gold action</h4><pre class="gold">${esc(item.gold)}</pre>`
+        + (item.distractors.length ? `<h4>Distractors (rejected by the verifier)</h4>${item.distractors.map((d, i) => `<pre class="distractor"><b>${i + 1}.</b> ${esc(d)}</pre>`).join('')}` : '<p class="empty">No distractors.</p>')
+        : '<p class="empty">The probe set of this run is not readable here; only the scores are shown.</p>')
+      + (samples.length ? `<h4>Sampled actions and verdicts</h4>${samples.map(({ checkpoint, k, s }) => `<div class="sample ${s.resolved ? 'pass' : 'fail'}"><span>${esc(short(checkpoint))} #${k + 1}: ${s.resolved ? 'resolved' : esc(s.reason)}</span><pre>${esc(s.text)}</pre></div>`).join('')}` : '')
+      + '</details>';
+  }).join('');
+  return section('items', `Items (${ids.length})`, body);
+}
+
+function transcriptsSection(results: AsapResult[], maxChars: number): string {
+  if (!results.length) return section('transcripts', 'ASAP transcripts', empty('No ASAP episodes in these runs.'));
+  const body = results.map((r) => `<h3>${esc(r.checkpoint)}</h3>` + r.items.map((item) => `<details class="instance"><summary>${esc(item.instance)}: ${item.c}/${item.n} resolved</summary>`
+    + item.runs.map((run) => {
+      let text = existsSync(run.transcript) ? readFileSync(run.transcript, 'utf8') : `(transcript not found: ${run.transcript})`;
+      if (text.length > maxChars) text = `[… ${text.length - maxChars} earlier characters not shown; the whole transcript is ${run.transcript}]\n${text.slice(-maxChars)}`;
+      return `<details class="transcript"><summary>run ${run.run}: ${run.resolved ? 'RESOLVED' : 'not resolved'} — ${esc(run.termination)}, ${run.steps} steps</summary><pre>${esc(text)}</pre></details>`;
+    }).join('') + '</details>').join('')).join('');
+  return section('transcripts', 'ASAP transcripts', body);
+}
+
+const STYLE = `
+body{font-family:system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:16px 24px;color:#222;line-height:1.4}
+h1{margin-bottom:0}h2{border-bottom:2px solid #4e79a7;padding-bottom:4px;margin-top:36px}
+table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}th,td{border-bottom:1px solid #ddd;padding:4px 10px;text-align:left;vertical-align:top}
+th{background:#f4f6f9}td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}
+svg.chart{display:block;margin:12px 0;max-width:100%;height:auto}
+pre{background:#f7f7f7;border:1px solid #e5e5e5;padding:8px;white-space:pre-wrap;word-break:break-word;max-height:480px;overflow:auto;font-size:12px}
+pre.gold{border-left:4px solid #59a14f}pre.distractor{border-left:4px solid #e15759}
+.sample.pass span{color:#2e7d32}.sample.fail span{color:#b71c1c}
+details{margin:4px 0}summary{cursor:pointer}.empty{color:#777;font-style:italic}ol.plain li{margin:2px 0}
+.meta{color:#666;font-size:13px}
+`;
+
+export function renderReport(data: ReportData, options: ReportOptions = {}): string {
+  const title = options.title ?? 'probe report';
+  const sections = [
+    runsSection(data), rankingSection(data), bpbSection(data.bpb), mcqSection(data), passkSection(data), asapSection(data.asap),
+    correlationSection(data, options.downstream), itemsSection(data), transcriptsSection(data.asap, options.maxTranscriptChars ?? 200_000),
+  ];
+  const nav = REPORT_SECTIONS.map((id) => `<a href="#${id}">${id}</a>`).join(' · ');
+  return `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)}</title><style>${STYLE}</style></head>`
+    + `<body><header><h1>${esc(title)}</h1><p class="meta">Generated ${esc((options.generatedAt ?? new Date()).toISOString())} from ${data.runs.length} run${data.runs.length === 1 ? '' : 's'} · ${nav}</p></header>`
+    + `<main>${sections.join('\n')}</main></body></html>\n`;
+}
