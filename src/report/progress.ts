@@ -51,18 +51,27 @@ export function createProgress(options: ProgressOptions): Progress {
   let lastDraw = 0;
 
   const lines = (): string[] => {
-    const width = Math.max(40, stream.columns ?? 80);
+    const width = Math.max(40, stream.columns || 80);
     const fraction = Math.min(1, done / options.total);
     const elapsed = now() - started;
     // Rate from computed units only: resumed or cached ones took no time.
     const eta = done >= options.total ? 0 : computed === 0 ? NaN : ((options.total - done) * elapsed) / computed;
-    const barWidth = 24;
+    const barWidth = 16;
     const filled = Math.round(fraction * barWidth);
-    const head = `${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)} ${done}/${options.total} ${(100 * fraction).toFixed(0).padStart(3)}% | ${formatDuration(elapsed)} elapsed | ETA ${formatDuration(eta)}`;
+    const head = `${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)} ${done}/${options.total} ${(100 * fraction).toFixed(0).padStart(3)}% | ETA ${formatDuration(eta)} | ${formatDuration(elapsed)} elapsed`;
     const out = [`${head}${label ? ` | ${label}` : ''}`.slice(0, width - 1)];
     if (counts.size > 0) {
       const parts = [...counts].map(([name, c]) => `${shortName(name)} ${c.done}/${c.units}${c.done >= c.units ? ' ✓' : ''}`);
-      out.push(`  ${parts.join(' · ')}`.slice(0, width - 1));
+      // As many lines as the counts need at this width.
+      let line = ' ';
+      for (const part of parts) {
+        if (line.length > 1 && line.length + part.length + 3 > width - 1) {
+          out.push(line);
+          line = ' ';
+        }
+        line += `${line.length > 1 ? ' ·' : ''} ${part}`;
+      }
+      out.push(line.slice(0, width - 1));
     }
     return out;
   };
