@@ -1,5 +1,6 @@
 /** APTBench-format items: the shipped samples run, and each scoring rule is checked. */
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { choiceLetters, fillTemplate, kindOf, loadAptItems, rougeL, scoreAptbench } from '../src/probes/aptbench.ts';
@@ -63,15 +64,23 @@ describe.skipIf(!hasRealData)('the shipped APTBench samples', () => {
 });
 
 describe.skipIf(!hasRealData)('probe aptbench (command line)', () => {
-  it('runs the shipped samples and prints the documented JSON', async () => {
+  it('runs the shipped samples, prints the documented JSON, keeps a run directory and reports it', async () => {
     const { spawnSync } = await import('node:child_process');
-    const { PROBE_BIN } = await import('./helpers/paths.ts');
-    const run = spawnSync(process.execPath, [PROBE_BIN, 'aptbench', '--items', real('aptbench/env_setup_action/items.jsonl'),
-      '--prompt', real('aptbench/env_setup_action/prompt_3shot.txt'), '--ckpt', CKPT.agent, '--limit', '2', '--json'], { encoding: 'utf8', timeout: 120_000 });
+    const { PROBE_BIN, tempDir } = await import('./helpers/paths.ts');
+    const out = join(tempDir(), 'apt');
+    const probe = (args: string[]) => spawnSync(process.execPath, [PROBE_BIN, ...args], { encoding: 'utf8', timeout: 120_000 });
+    const run = probe(['aptbench', '--items', real('aptbench/env_setup_action/items.jsonl'),
+      '--prompt', real('aptbench/env_setup_action/prompt_3shot.txt'), '--ckpt', CKPT.agent, '--limit', '2', '--out', out, '--json']);
     expect(run.status, run.stderr).toBe(0);
-    const out = JSON.parse(run.stdout) as { results: Array<{ checkpoint: string; exact_match: number; items: unknown[] }> };
-    expect(out.results).toHaveLength(1);
-    expect(out.results[0]!.items).toHaveLength(2);
-    expect(typeof out.results[0]!.exact_match).toBe('number');
+    const doc = JSON.parse(run.stdout) as { results: Array<{ checkpoint: string; exact_match: number; items: unknown[] }> };
+    expect(doc.results).toHaveLength(1);
+    expect(doc.results[0]!.items).toHaveLength(2);
+    expect(typeof doc.results[0]!.exact_match).toBe('number');
+    expect(readFileSync(join(out, 'aptbench', 'samples.jsonl'), 'utf8').trim().split('\n')).toHaveLength(2);
+    expect(JSON.parse(readFileSync(join(out, 'results.json'), 'utf8'))).toEqual(doc);
+    const html = join(out, 'report.html');
+    const report = probe(['report', out, '--html', html]);
+    expect(report.status, report.stderr).toBe(0);
+    expect(readFileSync(html, 'utf8')).toMatch(/<section id="aptbench">.*ngram-agent/s);
   });
 });

@@ -82,6 +82,13 @@ describe.skipIf(!hasBubblewrap() || chromiumUnavailable())('probe report in head
     expect(transcripts).toContain('# Task');
     expect(transcripts).toMatch(/run 0: (RESOLVED|not resolved)/);
 
+    // A large ASAP run keeps the file readable: past --max-transcripts, transcripts are listed by path.
+    const capped = join(tempDir(), 'capped.html');
+    expect(probe(['report', screenDir, '--html', capped, '--max-transcripts', '1']).code).toBe(0);
+    const cappedHtml = readFileSync(capped, 'utf8');
+    expect(cappedHtml.match(/<details class="transcript">/g)).toHaveLength(1);
+    expect(cappedHtml).toMatch(/<p class="transcript-path">run 0: .*<code>.*run-0\.md<\/code>/);
+
     const png = join(tempDir(), 'report.png');
     screenshot(html, png);
     expect(statSync(png).size).toBeGreaterThan(20_000);

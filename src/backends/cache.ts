@@ -7,9 +7,9 @@
  * stored: only answers that came back whole.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from './types.ts';
 
@@ -56,13 +56,42 @@ function filesUnder(dir: string): string[] {
   });
 }
 
-/** The content hash of a checkpoint directory: every file's path and bytes. */
-export function checkpointContentHash(dir: string): string {
+/** A file's SHA-256, read in chunks: ONNX weights of real checkpoints run to many gigabytes. */
+function sha256OfFile(file: string): string {
   const hash = createHash('sha256');
-  for (const file of filesUnder(dir)) {
-    hash.update(relative(dir, file)).update('\0').update(sha256(readFileSync(file))).update('\0');
+  const buffer = Buffer.allocUnsafe(4 << 20);
+  const fd = openSync(file, 'r');
+  try {
+    for (let n = readSync(fd, buffer); n > 0; n = readSync(fd, buffer)) hash.update(buffer.subarray(0, n));
+  } finally {
+    closeSync(fd);
   }
   return hash.digest('hex');
+}
+
+/** Hashes already computed in this process, with the file sizes and times they were computed from. */
+const contentHashes = new Map<string, { stamp: string; hash: string }>();
+
+/**
+ * The content hash of a checkpoint directory: every file's path and bytes. A checkpoint
+ * of many gigabytes is read once per process: asked again, the hash is reused while every
+ * file keeps its size and modification time.
+ */
+export function checkpointContentHash(dir: string): string {
+  const files = filesUnder(dir);
+  const stamp = files.map((file) => {
+    const st = statSync(file);
+    return `${relative(dir, file)}\0${st.size}\0${st.mtimeMs}`;
+  }).join('\n');
+  const known = contentHashes.get(resolve(dir));
+  if (known?.stamp === stamp) return known.hash;
+  const hash = createHash('sha256');
+  for (const file of files) {
+    hash.update(relative(dir, file)).update('\0').update(sha256OfFile(file)).update('\0');
+  }
+  const digest = hash.digest('hex');
+  contentHashes.set(resolve(dir), { stamp, hash: digest });
+  return digest;
 }
 
 /** Wraps a backend so repeated calls are answered from the cache. */

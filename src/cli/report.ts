@@ -5,9 +5,10 @@ import { Command } from 'commander';
 import { collectRuns, type ReportData } from '../report/collect.ts';
 import { renderReport } from '../report/html.ts';
 import { formatTable } from '../report/table.ts';
+import { nonNegativeInteger } from './args.ts';
 import { readScores } from './correlate.ts';
 
-interface ReportFlags { html?: string; downstream?: string; title?: string; json?: boolean }
+interface ReportFlags { html?: string; downstream?: string; title?: string; maxTranscripts: number; json?: boolean }
 
 export function reportCommand(): Command {
   return new Command('report')
@@ -16,6 +17,7 @@ export function reportCommand(): Command {
     .option('--html <file>', 'write the HTML report here')
     .option('--downstream <file.csv>', 'downstream scores (checkpoint,score rows) for the correlation scatter')
     .option('--title <text>', 'report title', 'probe report')
+    .option('--max-transcripts <n>', 'ASAP transcripts included in the HTML (the others are listed by path)', nonNegativeInteger, 200)
     .option('--json', 'print the collected results as one JSON document on stdout')
     .addHelpText('after', '\nExample:\n  probe report runs/demo --html runs/demo/report.html --downstream swebench.csv')
     .action((runs: string[], flags: ReportFlags) => {
@@ -25,7 +27,7 @@ export function reportCommand(): Command {
       if (flags.html) {
         html = resolve(flags.html);
         mkdirSync(dirname(html), { recursive: true });
-        writeFileSync(html, renderReport(data, { title: flags.title, ...(downstream ? { downstream } : {}) }));
+        writeFileSync(html, renderReport(data, { title: flags.title, maxTranscripts: flags.maxTranscripts, ...(downstream ? { downstream } : {}) }));
       }
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(summary(data, html), null, 2)}\n`);

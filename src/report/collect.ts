@@ -6,6 +6,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve } from 'node:path';
 import type { AsapResult } from '../asap/run.ts';
 import { InputError } from '../errors.ts';
+import type { AptResult } from '../probes/aptbench.ts';
 import type { BpbResult } from '../probes/bpb.ts';
 import { loadProbeItems } from '../probes/load.ts';
 import type { McqResult } from '../probes/mcq.ts';
@@ -32,6 +33,7 @@ export interface ReportData {
   mcq: McqResult[];
   passk: PasskResult[];
   asap: AsapResult[];
+  aptbench: AptResult[];
   ladder: { rows: LadderRowData[]; shortlist: string[] } | null;
   /** The probe items the results refer to, by id (for the drill-down). */
   items: Map<string, ProbeItem>;
@@ -60,7 +62,7 @@ function probeItemsOf(dir: string, manifest: RunManifest | null): ProbeItem[] {
 }
 
 export function collectRuns(dirs: string[]): ReportData {
-  const data: ReportData = { runs: [], bpb: [], mcq: [], passk: [], asap: [], ladder: null, items: new Map() };
+  const data: ReportData = { runs: [], bpb: [], mcq: [], passk: [], asap: [], aptbench: [], ladder: null, items: new Map() };
   for (const dir of dirs) {
     const manifestFile = join(dir, 'run.json');
     const manifest = existsSync(manifestFile) ? readJson<RunManifest>(manifestFile, 'run manifest') : null;
@@ -85,7 +87,7 @@ export function collectRuns(dirs: string[]): ReportData {
         data.ladder = { rows: results.results as LadderRowData[], shortlist: results.shortlist as string[] };
         break;
       }
-      case 'aptbench': break; // no per-probe charts of its own yet; listed under the runs
+      case 'aptbench': data.aptbench.push(...(results.results as AptResult[])); break;
       default: throw new InputError({ file: manifestFile, field: 'verb' }, `unknown verb ${JSON.stringify(verb)}`);
     }
     for (const item of probeItemsOf(dir, manifest)) data.items.set(item.id, item);

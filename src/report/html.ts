@@ -19,6 +19,8 @@ export interface ReportOptions {
   downstream?: Map<string, number>;
   /** Longest transcript shown whole; longer ones keep their end. */
   maxTranscriptChars?: number;
+  /** Transcripts included in the file; the others are listed with their paths (a large ASAP run has thousands). */
+  maxTranscripts?: number;
   generatedAt?: Date;
 }
 
@@ -109,6 +111,14 @@ function asapSection(results: AsapResult[]): string {
   return section('asap', 'ASAP episodes', body);
 }
 
+/** Only when the runs include APTBench items: their scores are another view, not a rung of the ladder. */
+function aptbenchSection(data: ReportData): string {
+  if (!data.aptbench.length) return '';
+  return section('aptbench', 'APTBench items',
+    table(['checkpoint', 'items', 'letter acc', 'likelihood acc', 'exact match', 'ROUGE-L'],
+      data.aptbench.map((r) => [esc(r.checkpoint), r.items.length, pct(r.letter_acc), pct(r.likelihood_acc), pct(r.exact_match), r.rouge_l === null ? '–' : r.rouge_l.toFixed(3)]), [1, 2, 3, 4, 5]));
+}
+
 function correlationSection(data: ReportData, downstream: Map<string, number> | undefined): string {
   if (!downstream) return section('correlation', 'Correlation with downstream scores', empty('No downstream scores given (probe report … --downstream scores.csv).'));
   const score = (c: string) => downstream.get(c) ?? downstream.get(short(c));
@@ -147,21 +157,25 @@ function itemsSection(data: ReportData): string {
       + (item ? `<h4>Context (${item.context.length} chars)</h4><pre class="context">${esc(item.context)}</pre><h4>Gold action</h4><pre class="gold">${esc(item.gold)}</pre>`
         + (item.distractors.length ? `<h4>Distractors (rejected by the verifier)</h4>${item.distractors.map((d, i) => `<pre class="distractor"><b>${i + 1}.</b> ${esc(d)}</pre>`).join('')}` : '<p class="empty">No distractors.</p>')
         : '<p class="empty">The probe set of this run is not readable here; only the scores are shown.</p>')
-      + (samples.length ? `<h4>Sampled actions and verdicts</h4>${samples.map(({ checkpoint, k, s }) => `<div class="sample ${s.resolved ? 'pass' : 'fail'}"><span>${esc(short(checkpoint))} #${k + 1}: ${s.resolved ? 'resolved' : esc(s.reason)}</span><pre>${esc(s.text)}</pre></div>`).join('')}` : '')
+      + (samples.length ? `<h4>Sampled actions and verdicts</h4>${samples.map(({ checkpoint, k, s }) => `<div class="sample ${s.resolved ? 'pass' : 'fail'}"><span>${esc(short(checkpoint))} #${k + 1}: ${s.resolved ? 'resolved' : esc(s.reason)}</span><pre>${esc(s.text.length > 20_000 ? `${s.text.slice(0, 20_000)}\n[… ${s.text.length - 20_000} more characters]` : s.text)}</pre></div>`).join('')}` : '')
       + '</details>';
   }).join('');
   return section('items', `Items (${ids.length})`, body);
 }
 
-function transcriptsSection(results: AsapResult[], maxChars: number): string {
+function transcriptsSection(results: AsapResult[], maxChars: number, maxTranscripts: number): string {
   if (!results.length) return section('transcripts', 'ASAP transcripts', empty('No ASAP episodes in these runs.'));
+  let included = 0;
   const body = results.map((r) => `<h3>${esc(r.checkpoint)}</h3>` + r.items.map((item) => `<details class="instance"><summary>${esc(item.instance)}: ${item.c}/${item.n} resolved</summary>`
     + item.runs.map((run) => {
+      const head = `run ${run.run}: ${run.resolved ? 'RESOLVED' : 'not resolved'} — ${esc(run.termination)}, ${run.steps} steps`;
+      if (included++ >= maxTranscripts) return `<p class="transcript-path">${head}: <code>${esc(run.transcript)}</code></p>`;
       let text = existsSync(run.transcript) ? readFileSync(run.transcript, 'utf8') : `(transcript not found: ${run.transcript})`;
       if (text.length > maxChars) text = `[… ${text.length - maxChars} earlier characters not shown; the whole transcript is ${run.transcript}]\n${text.slice(-maxChars)}`;
-      return `<details class="transcript"><summary>run ${run.run}: ${run.resolved ? 'RESOLVED' : 'not resolved'} — ${esc(run.termination)}, ${run.steps} steps</summary><pre>${esc(text)}</pre></details>`;
+      return `<details class="transcript"><summary>${head}</summary><pre>${esc(text)}</pre></details>`;
     }).join('') + '</details>').join('')).join('');
-  return section('transcripts', 'ASAP transcripts', body);
+  const note = included > maxTranscripts ? `<p class="meta">${maxTranscripts} of ${included} transcripts are included; the others are listed with their paths (probe report --max-transcripts N).</p>` : '';
+  return section('transcripts', 'ASAP transcripts', note + body);
 }
 
 const STYLE = `
@@ -180,8 +194,8 @@ details{margin:4px 0}summary{cursor:pointer}.empty{color:#777;font-style:italic}
 export function renderReport(data: ReportData, options: ReportOptions = {}): string {
   const title = options.title ?? 'probe report';
   const sections = [
-    runsSection(data), rankingSection(data), bpbSection(data.bpb), mcqSection(data), passkSection(data), asapSection(data.asap),
-    correlationSection(data, options.downstream), itemsSection(data), transcriptsSection(data.asap, options.maxTranscriptChars ?? 200_000),
+    runsSection(data), rankingSection(data), bpbSection(data.bpb), mcqSection(data), passkSection(data), asapSection(data.asap), aptbenchSection(data),
+    correlationSection(data, options.downstream), itemsSection(data), transcriptsSection(data.asap, options.maxTranscriptChars ?? 100_000, options.maxTranscripts ?? 200),
   ];
   const nav = REPORT_SECTIONS.map((id) => `<a href="#${id}">${id}</a>`).join(' · ');
   return `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)}</title><style>${STYLE}</style></head>`

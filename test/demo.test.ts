@@ -1,0 +1,60 @@
+/**
+ * `probe demo`: probes built from the demo trajectories, the ladder, the report — in one
+ * run directory that a second invocation refuses without --resume and finishes with it.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../src/embedded.ts';
+import { hasBubblewrap } from '../src/sandbox/local.ts';
+import type { RunManifest } from '../src/store/run-dir.ts';
+import { PROBE_BIN, tempDir } from './helpers/paths.ts';
+
+function probe(args: string[]) {
+  const run = spawnSync(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 900_000 });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+describe.skipIf(!hasBubblewrap())('probe demo', () => {
+  it('builds the probes, runs the ladder on the embedded checkpoints and writes the report', () => {
+    const out = join(tempDir(), 'demo');
+    // Smaller than the default demo (the full one is measured in the README), the same path through the code.
+    const args = ['demo', '--out', out, '-n', '2', '--asap-runs', '1', '--asap-instances', '2', '--asap-max-steps', '8', '--json'];
+    const run = probe(args);
+    expect(run.code, run.stderr).toBe(0);
+    const doc = JSON.parse(run.stdout) as { out: string; report: string; minutes: number; shortlist: string[]; results: Array<{ checkpoint: string; bpb: number; pass_at: Record<string, number> | null; asap: unknown }> };
+    expect(doc.report).toBe(join(out, 'report.html'));
+    expect(existsSync(doc.report)).toBe(true);
+
+    // The probes were built here by replaying the shipped trajectories: 11 of 12 have a T*, two context formats each.
+    const probes = readFileSync(join(out, 'probes.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; distractors: string[] });
+    expect(probes).toHaveLength(22);
+    expect(probes.some((p) => p.distractors.length > 0)).toBe(true);
+    const manifest = JSON.parse(readFileSync(join(out, 'run.json'), 'utf8')) as RunManifest;
+    expect(manifest.verb).toBe('demo');
+    expect(manifest.checkpoints.map((c) => c.name.split('/').pop())).toEqual(['ngram-prose', 'ngram-code', 'ngram-agent', 'attn-agent', 'contaminated-agent']);
+    expect(manifest.probe_set!.items).toBe(22);
+
+    // The ladder: the contaminated control first by BPB and pass@1 and on the shortlist; ASAP ran for the shortlist only.
+    expect(doc.results[0]!.checkpoint).toMatch(/contaminated-agent$/);
+    expect(doc.results.map((r) => r.bpb)).toEqual([...doc.results.map((r) => r.bpb)].sort((a, b) => a - b));
+    expect(doc.results[0]!.pass_at!['1']).toBeGreaterThan(0);
+    expect(doc.shortlist).toHaveLength(2);
+    expect(doc.results.filter((r) => r.asap !== null).map((r) => r.checkpoint).sort()).toEqual([...doc.shortlist].sort());
+    const html = readFileSync(doc.report, 'utf8');
+    for (const id of ['runs', 'ranking', 'bpb', 'mcq', 'passk', 'asap', 'items', 'transcripts']) expect(html).toContain(`<section id="${id}">`);
+
+    // A finished demo directory is not overwritten; with --resume everything is read back.
+    const lines = (probeName: string) => readFileSync(join(out, probeName, 'samples.jsonl'), 'utf8').split('\n').length;
+    const before = ['bpb', 'mcq', 'passk'].map(lines);
+    const again = probe(args);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toMatch(/already holds a run: pass --resume/);
+    const resumed = probe([...args, '--resume']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const redo = JSON.parse(resumed.stdout) as typeof doc;
+    expect(redo.results).toEqual(doc.results);
+    expect(['bpb', 'mcq', 'passk'].map(lines)).toEqual(before);
+  }, 1_200_000);
+});
