@@ -3,7 +3,7 @@
  * ladder's shortlist, the probe items behind them and where ASAP transcripts are.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
+import { basename, isAbsolute, join, resolve } from 'node:path';
 import type { AsapResult } from '../asap/run.ts';
 import { InputError } from '../errors.ts';
 import type { AptResult } from '../probes/aptbench.ts';
@@ -52,11 +52,12 @@ function readJsonIf<T>(file: string): T | undefined {
   return existsSync(file) ? readJson<T>(file, 'results') : undefined;
 }
 
-/** Probe items of a run, from the probe set its run.json names (resolved against the run's own directory or the cwd). */
+/** Probe items of a run, from the probe set its run.json names (resolved against the cwd or the run's own directory). */
 function probeItemsOf(dir: string, manifest: RunManifest | null): ProbeItem[] {
   const source = manifest?.probe_set?.source;
   if (!source || manifest?.verb === 'asap' || manifest?.verb === 'aptbench') return [];
-  const candidates = isAbsolute(source) ? [source] : [resolve(source), resolve(dir, source)];
+  // A probe set kept inside the run directory (probe demo) is found wherever the directory moved.
+  const candidates = isAbsolute(source) ? [source, join(dir, basename(source))] : [resolve(source), resolve(dir, source), join(dir, basename(source))];
   const found = candidates.find((c) => existsSync(c));
   return found ? loadProbeItems(found) : [];
 }

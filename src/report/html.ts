@@ -101,13 +101,15 @@ function asapSection(results: AsapResult[]): string {
   const body = table(['checkpoint', 'runs', 'pass@1', '∩@n', 'parsable turns', 'valid calls', 'edits', 'testing', 'applicable patch', 'empty patch', 'submitted', 'regressions', 'turns'],
     results.map((r) => [esc(r.checkpoint), `${r.instances} × ${r.runs}`, pct(r.pass_at['1']), pct(r.intersection), pct(b(r).parsable_turns), pct(b(r).valid_tool_calls), pct(b(r).autonomous_edits),
       pct(b(r).active_testing), pct(b(r).applicable_patch), pct(b(r).empty_patch), pct(b(r).explicit_submission), pct(b(r).regressions), b(r).mean_turns.toFixed(1)]), [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
-    + stackedBars('How episodes ended', [...TERMINATIONS], results.map((r) => ({ label: short(r.checkpoint), parts: TERMINATIONS.map((t) => r.terminations[t] ?? 0) })))
-    + stackedBars('Turns: parsable with a valid tool call, parsable but invalid, unparsable (turn-weighted)', ['valid call', 'parsable, invalid', 'unparsable'],
+    + stackedBars('How episodes ended', [...TERMINATIONS], results.map((r) => ({ label: short(r.checkpoint), parts: TERMINATIONS.map((t) => r.terminations[t] ?? 0) })), 'episodes')
+    + stackedBars('Model turns: a valid tool call, parsable but not a valid call, unparsable', ['valid call', 'parsable, invalid', 'unparsable'],
       results.map((r) => {
-        const valid = b(r).valid_tool_calls;
-        const parsable = Math.max(b(r).parsable_turns, valid);
-        return { label: short(r.checkpoint), parts: [valid, parsable - valid, 1 - parsable].map((v) => Math.round(1000 * Math.max(0, v))) };
-      }));
+        // Back from the turn-weighted rates to counts: every turn is in exactly one part.
+        const turns = Math.round(b(r).mean_turns * b(r).runs);
+        const valid = Math.round(b(r).valid_tool_calls * turns);
+        const parsable = Math.max(Math.round(b(r).parsable_turns * turns), valid);
+        return { label: short(r.checkpoint), parts: [valid, parsable - valid, turns - parsable] };
+      }), 'turns');
   return section('asap', 'ASAP episodes', body);
 }
 

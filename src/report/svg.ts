@@ -39,7 +39,7 @@ export function barChart(title: string, bars: Bar[], format: (v: number) => stri
 export interface StackedBar { label: string; parts: number[] }
 
 /** Bars of parts stacked to their share of the bar's total, with a legend of the categories. */
-export function stackedBars(title: string, categories: string[], bars: StackedBar[]): string {
+export function stackedBars(title: string, categories: string[], bars: StackedBar[], unit = ''): string {
   const labelWidth = Math.min(260, 16 + 7 * Math.max(8, ...bars.map((b) => b.label.length)));
   const plot = 360;
   const row = 26;
@@ -55,14 +55,14 @@ export function stackedBars(title: string, categories: string[], bars: StackedBa
       x += w;
       return rect;
     }).join('');
-    return `<text x="${labelWidth - 6}" y="${y + 16}" text-anchor="end">${escapeXml(b.label)}</text>${rects}<text x="${labelWidth + plot + 6}" y="${y + 16}">${total}</text>`;
+    return `<text x="${labelWidth - 6}" y="${y + 16}" text-anchor="end">${escapeXml(b.label)}</text>${rects}<text x="${labelWidth + plot + 6}" y="${y + 16}">${total}${unit ? ` ${escapeXml(unit)}` : ''}</text>`;
   }).join('');
   const legend = categories.map((c, j) => {
     const x = 8 + (j % 4) * 150;
     const y = legendY + Math.floor(j / 4) * 18;
     return `<rect x="${x}" y="${y}" width="12" height="12" fill="${PALETTE[j % PALETTE.length]}"/><text x="${x + 16}" y="${y + 10}">${escapeXml(c)}</text>`;
   }).join('');
-  return svg(Math.max(labelWidth + plot + 50, 620), legendY + Math.ceil(categories.length / 4) * 18 + 6, title, body + legend, 'stacked');
+  return svg(Math.max(labelWidth + plot + 110, 620), legendY + Math.ceil(categories.length / 4) * 18 + 6, title, body + legend, 'stacked');
 }
 
 export interface Series { name: string; points: Array<[number, number]> }
