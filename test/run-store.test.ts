@@ -88,27 +88,38 @@ describe.skipIf(!hasBubblewrap())('a scoring run killed with SIGKILL', () => {
   // so only the run directory can carry work across the kill.
   const ARGS = ['passk', '--ckpt', CKPT.attention, CKPT.agent, '--probes', join(REPO_ROOT, 'probes', 'demo.jsonl'), '--limit', '5', '-n', '3', '--max-tokens', '256', '--no-cache'];
 
+  let uninterrupted: ReturnType<typeof probe>;
+  let whole: string;
+
+  /** Starts the run, and sends `signal` once `lines` items are in its log; resolves to the lines seen then. */
+  async function interrupt(dir: string, signal: NodeJS.Signals, lines: number): Promise<{ lines: number; code: number | null; signal: NodeJS.Signals | null }> {
+    const samples = join(dir, 'passk', 'samples.jsonl');
+    const child = spawn(process.execPath, [PROBE_BIN, ...ARGS, '--out', dir, '--json'], { cwd: REPO_ROOT, stdio: 'ignore' });
+    const seen = await new Promise<number>((resolve, reject) => {
+      const poll = setInterval(() => {
+        const n = existsSync(samples) ? readFileSync(samples, 'utf8').split('\n').length - 1 : 0;
+        if (n >= lines) {
+          clearInterval(poll);
+          child.kill(signal);
+          resolve(n);
+        }
+      }, 10);
+      child.once('exit', () => { clearInterval(poll); reject(new Error('the run finished before it could be interrupted')); });
+    });
+    const [code, sig] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+    return { lines: seen, code, signal: sig };
+  }
+
   it('resumes with --resume to results equal to an uninterrupted run, computing each item once', async () => {
-    const whole = join(tempDir(), 'whole');
-    const uninterrupted = probe([...ARGS, '--out', whole, '--json']);
+    whole = join(tempDir(), 'whole');
+    uninterrupted = probe([...ARGS, '--out', whole, '--json']);
     expect(uninterrupted.code, uninterrupted.stderr).toBe(0);
 
     const killed = join(tempDir(), 'killed');
     const samples = join(killed, 'passk', 'samples.jsonl');
-    const child = spawn(process.execPath, [PROBE_BIN, ...ARGS, '--out', killed, '--json'], { cwd: REPO_ROOT, stdio: 'ignore' });
-    const linesAtKill = await new Promise<number>((resolve, reject) => {
-      const poll = setInterval(() => {
-        const lines = existsSync(samples) ? readFileSync(samples, 'utf8').split('\n').length - 1 : 0;
-        if (lines >= 3) {
-          clearInterval(poll);
-          child.kill('SIGKILL');
-          resolve(lines);
-        }
-      }, 10);
-      child.once('exit', () => { clearInterval(poll); reject(new Error('the run finished before it could be killed')); });
-    });
-    await new Promise((resolve) => child.once('exit', resolve));
-    expect(linesAtKill).toBeLessThan(10);
+    const stopped = await interrupt(killed, 'SIGKILL', 3);
+    expect(stopped.signal).toBe('SIGKILL');
+    expect(stopped.lines).toBeLessThan(10);
     expect(existsSync(join(killed, 'results.json'))).toBe(false);
 
     const resumed = probe([...ARGS, '--out', killed, '--json', '--resume']);
@@ -123,5 +134,16 @@ describe.skipIf(!hasBubblewrap())('a scoring run killed with SIGKILL', () => {
     expect(manifest.verb).toBe('passk');
     expect(manifest.config).toMatchObject({ n: 3, max_tokens: 256 });
     expect(manifest.resumed).toHaveLength(1);
+  }, 900_000);
+
+  it('after Ctrl-C (SIGINT) too', async () => {
+    const interrupted = join(tempDir(), 'interrupted');
+    const stopped = await interrupt(interrupted, 'SIGINT', 2);
+    expect(stopped.code === 130 || stopped.signal === 'SIGINT').toBe(true);
+    expect(existsSync(join(interrupted, 'results.json'))).toBe(false);
+    const resumed = probe([...ARGS, '--out', interrupted, '--json', '--resume']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toEqual(JSON.parse(uninterrupted.stdout));
+    expect(readJsonl(join(interrupted, 'passk', 'samples.jsonl'))).toHaveLength(10);
   }, 900_000);
 });
