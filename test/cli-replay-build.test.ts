@@ -1,6 +1,6 @@
 /** `probe replay` and `probe build` as a user runs them. */
-import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
@@ -77,6 +77,56 @@ describe.skipIf(!hasBubblewrap())('probe build', () => {
     expect(items[1]!.gold).toBe("```bash\nsed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py\n```");
     expect(items[2]!.gold).toBe("<bash>\nsed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py\n</bash>");
   });
+});
+
+describe.skipIf(!hasBubblewrap())('probe build, killed and resumed', () => {
+  it('keeps each replayed trajectory as it finishes; --resume replays only the rest and writes the same probes', async () => {
+    const dir = tempDir();
+    const trajectories = join(dir, 'trajectories');
+    mkdirSync(trajectories);
+    for (const name of ['cart-js__total-8.mini.traj.json', 'shop__pricing-1.mini.traj.json', 'stats__median-7.mini.traj.json']) copyFileSync(join(REPO_ROOT, 'trajectories', name), join(trajectories, name));
+    const args = (out: string) => ['build', '--trajectories', trajectories, '--tasks', join(REPO_ROOT, 'verifiers'), '--out', out, '--context', 'native', '--json'];
+    // The replay's drift figure depends on timings in test output; everything else must match.
+    const comparable = (file: string) => readFileSync(file, 'utf8').trim().split('\n').map((l) => {
+      const item = JSON.parse(l) as { replay: Record<string, unknown> };
+      return { ...item, replay: { ...item.replay, mean_drift: undefined } };
+    });
+
+    const whole = join(dir, 'whole.jsonl');
+    expect(probe(args(whole)).code).toBe(0);
+    expect(existsSync(`${whole}.progress.jsonl`)).toBe(false);
+
+    const out = join(dir, 'killed.jsonl');
+    const log = `${out}.progress.jsonl`;
+    const child = spawn(process.execPath, [PROBE_BIN, ...args(out)], { cwd: REPO_ROOT, stdio: 'ignore' });
+    await new Promise<void>((resolve, reject) => {
+      const poll = setInterval(() => {
+        // The header and one finished trajectory.
+        if (existsSync(log) && readFileSync(log, 'utf8').split('\n').length - 1 >= 2) {
+          clearInterval(poll);
+          child.kill('SIGKILL');
+          resolve();
+        }
+      }, 10);
+      child.once('exit', () => { clearInterval(poll); reject(new Error('the build finished before it could be killed')); });
+    });
+    await new Promise((resolve) => child.once('exit', resolve));
+    expect(existsSync(out)).toBe(false);
+    const kept = readFileSync(log, 'utf8').split('\n').length - 1;
+
+    const refused = probe(args(out));
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/killed\.jsonl\.progress\.jsonl: an interrupted build left its progress here: pass --resume/);
+    const other = probe([...args(out), '--restore', 'replay', '--resume']);
+    expect(other.code).toBe(2);
+    expect(other.stderr).toMatch(/field "restore": the interrupted build used "patch", this one "replay"/);
+
+    const resumed = probe([...args(out), '--resume']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(comparable(out)).toEqual(comparable(whole));
+    expect(existsSync(log)).toBe(false);
+    expect(kept).toBeGreaterThanOrEqual(2);
+  }, 600_000);
 });
 
 describe.skipIf(!hasBubblewrap())('probe build --restore replay', () => {

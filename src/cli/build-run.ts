@@ -3,8 +3,9 @@
  * against its task, cut a probe item at T* per context format, search distractors.
  * A bad trajectory is a rejection, not a stop: the others are still built.
  */
-import { readdirSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, join, resolve } from 'node:path';
 import type { CompletionBackend } from '../backends/types.ts';
 import { describeCause, InputError } from '../errors.ts';
 import { probeItemFrom, taskForTrajectory, withDistractors, type RestoreMode } from '../replay/build.ts';
@@ -15,6 +16,7 @@ import { createProgress } from '../report/progress.ts';
 import { SandboxPool } from '../sandbox/pool.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import type { LoadedTask } from '../schema/task.ts';
+import type { ItemMemo } from '../probes/memo.ts';
 import { importTrajectory } from '../trajectories/import.ts';
 
 export interface BuildSettings {
@@ -27,11 +29,18 @@ export interface BuildSettings {
   sampler?: { name: string; backend: CompletionBackend; n: number; seed: number } | undefined;
   replay: ReplayOptions;
   quiet: boolean;
+  /** Trajectories already built (a resumed build), by file name; new ones are saved as they finish. */
+  memo?: ItemMemo<TrajectoryBuild> | undefined;
 }
+
+export interface TrajectoryOutcome { trajectory: string; task: string | null; decisiveStep: number | null; rejected: string | null }
+
+/** What one trajectory gave: its probe items (one per context format) or why it was rejected. */
+export interface TrajectoryBuild { outcome: TrajectoryOutcome; items: ProbeItem[] }
 
 export interface BuildOutcome {
   items: ProbeItem[];
-  trajectories: Array<{ trajectory: string; task: string | null; decisiveStep: number | null; rejected: string | null }>;
+  trajectories: TrajectoryOutcome[];
   /** Trajectories rejected as bad input (a malformed file, no task). */
   inputErrors: number;
 }
@@ -39,6 +48,33 @@ export interface BuildOutcome {
 export function trajectoryFiles(dir: string): string[] {
   if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new InputError({ file: dir }, 'not a directory of trajectories');
   return readdirSync(dir).filter((f) => !f.startsWith('.')).sort().map((f) => join(dir, f)).filter((f) => statSync(f).isFile());
+}
+
+async function buildTrajectory(file: string, s: BuildSettings, root: string): Promise<TrajectoryBuild> {
+  const task = taskForTrajectory(file, s.tasks);
+  if (!task) throw new InputError({ file }, 'no task whose instance_id starts its file name');
+  const trajectory = importTrajectory(file);
+  const pool = new SandboxPool(s.replay.openSandbox, task, s.replay.concurrency ?? 4);
+  try {
+    const replay = await replayTrajectory(trajectory, task, { ...s.replay, pool });
+    const cache: VerdictCache = new Map();
+    const repoFiles = replay.decisiveStep ? (await pool.lease((sb) => sb.exec('git ls-files'))).output.split('\n').filter(Boolean) : [];
+    const items: ProbeItem[] = [];
+    for (const format of s.contexts) {
+      const item = probeItemFrom(trajectory, task, replay, format, root, s.restore);
+      if (item) items.push(s.distractors ? await withDistractors(item, trajectory, task, replay, format, pool.lease, cache, repoFiles, s.sampler) : item);
+    }
+    return { outcome: { trajectory: file, task: task.instance_id, decisiveStep: replay.decisiveStep?.index ?? null, rejected: replay.rejected }, items };
+  } finally {
+    await pool.close();
+  }
+}
+
+/** A hash of every trajectory file's name and bytes: a resumed build must see the same ones. */
+export function trajectoriesHash(dir: string): string {
+  const hash = createHash('sha256');
+  for (const file of trajectoryFiles(dir)) hash.update(basename(file)).update('\0').update(readFileSync(file)).update('\0');
+  return hash.digest('hex');
 }
 
 export async function buildProbeSet(s: BuildSettings): Promise<BuildOutcome> {
@@ -49,30 +85,20 @@ export async function buildProbeSet(s: BuildSettings): Promise<BuildOutcome> {
   try {
     for (const file of files) {
       progress.label(`replaying ${file}`);
-      const task = taskForTrajectory(file, s.tasks);
+      const known = s.memo?.get(basename(file));
       try {
-        if (!task) throw new InputError({ file }, 'no task whose instance_id starts its file name');
-        const trajectory = importTrajectory(file);
-        const pool = new SandboxPool(s.replay.openSandbox, task, s.replay.concurrency ?? 4);
-        try {
-          const replay = await replayTrajectory(trajectory, task, { ...s.replay, pool });
-          const cache: VerdictCache = new Map();
-          const repoFiles = replay.decisiveStep ? (await pool.lease((sb) => sb.exec('git ls-files'))).output.split('\n').filter(Boolean) : [];
-          for (const format of s.contexts) {
-            const item = probeItemFrom(trajectory, task, replay, format, root, s.restore);
-            if (item) outcome.items.push(s.distractors ? await withDistractors(item, trajectory, task, replay, format, pool.lease, cache, repoFiles, s.sampler) : item);
-          }
-          outcome.trajectories.push({ trajectory: file, task: task.instance_id, decisiveStep: replay.decisiveStep?.index ?? null, rejected: replay.rejected });
-        } finally {
-          await pool.close();
-        }
+        const built = known ?? await buildTrajectory(file, s, root);
+        // A replay's verdict is kept (a rejection included); a file that could not be read is not, so a fixed file is built next time.
+        if (!known) s.memo?.put(basename(file), built);
+        outcome.items.push(...built.items);
+        outcome.trajectories.push(built.outcome);
       } catch (error) {
         if (!(error instanceof InputError)) throw error;
         // A bad file is recorded as a rejection; the other trajectories are still built.
         outcome.inputErrors++;
-        outcome.trajectories.push({ trajectory: file, task: task?.instance_id ?? null, decisiveStep: null, rejected: describeCause(error) });
+        outcome.trajectories.push({ trajectory: file, task: taskForTrajectory(file, s.tasks)?.instance_id ?? null, decisiveStep: null, rejected: describeCause(error) });
       }
-      progress.tick();
+      progress.tick(undefined, known !== undefined);
     }
   } finally {
     progress.stop();

@@ -1,16 +1,18 @@
 /** `probe build`: replay every trajectory against its task and write probe items at T*. */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { checkCheckpoint, openBackend } from '../backends/open.ts';
 import type { RestoreMode } from '../replay/build.ts';
 import { CONTEXT_FORMATS, type ContextFormat } from '../replay/render-context.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { positiveInteger } from './args.ts';
-import { buildProbeSet } from './build-run.ts';
+import { buildProbeSet, trajectoriesHash, type TrajectoryBuild } from './build-run.ts';
+import { checkpointContentHash } from '../backends/cache.ts';
+import { UnitLog } from '../store/unit-log.ts';
+import { writeFileAtomic } from '../util/atomic-file.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
-interface BuildFlags extends SandboxFlags { trajectories: string; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; distractorCkpt?: string; distractorSamples: number; json?: boolean }
+interface BuildFlags extends SandboxFlags { resume?: boolean; trajectories: string; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; distractorCkpt?: string; distractorSamples: number; json?: boolean }
 
 export function buildCommand(): Command {
   return addSandboxOptions(new Command('build')
@@ -23,6 +25,7 @@ export function buildCommand(): Command {
     .option('--no-distractors', 'skip distractor search (each candidate costs a verifier run)')
     .option('--distractor-ckpt <dir>', 'also offer actions sampled from this checkpoint at T* as distractor candidates')
     .option('--distractor-samples <n>', 'samples drawn per item with --distractor-ckpt', positiveInteger, 8)
+    .option('--resume', 'continue an interrupted build from <out>.progress.jsonl (trajectories already replayed are not replayed again)')
     .option('--json', 'print a JSON summary on stdout'))
     .addHelpText('after', '\nExample:\n  probe build --trajectories trajectories --tasks verifiers --out probes/demo.jsonl --context native asap')
     .action(async (flags: BuildFlags) => {
@@ -30,13 +33,19 @@ export function buildCommand(): Command {
       if (flags.distractorCkpt) checkCheckpoint(flags.distractorCkpt);
       const samplerBackend = flags.distractorCkpt && flags.distractors ? await openBackend(flags.distractorCkpt) : undefined;
       const sampler = samplerBackend ? { name: flags.distractorCkpt!, backend: samplerBackend, n: flags.distractorSamples, seed: 0 } : undefined;
+      // Each replayed trajectory is logged as it finishes, so a killed build resumes; the log goes once the output is written.
+      const progressLog = UnitLog.open<TrajectoryBuild>(`${flags.out}.progress.jsonl`, {
+        trajectories: trajectoriesHash(flags.trajectories), tasks: resolve(flags.tasks), context: flags.context, restore: flags.restore,
+        distractors: flags.distractors, distractor_ckpt: flags.distractorCkpt && flags.distractors ? checkpointContentHash(flags.distractorCkpt) : null,
+        distractor_samples: flags.distractorSamples, sandbox: flags.sandbox, repeats: flags.repeats,
+      }, { resume: Boolean(flags.resume), what: 'build' });
       const outcome = await buildProbeSet({
         trajectories: flags.trajectories, tasks, contexts: flags.context, restore: flags.restore, distractors: flags.distractors, sampler,
-        replay: replayOptions(flags), quiet: Boolean(flags.json),
+        replay: replayOptions(flags), quiet: Boolean(flags.json), memo: progressLog,
       }).finally(() => samplerBackend?.close());
       const { items, trajectories: outcomes, inputErrors } = outcome;
-      mkdirSync(dirname(resolve(flags.out)), { recursive: true });
-      writeFileSync(flags.out, items.map((i) => JSON.stringify(i)).join('\n') + (items.length ? '\n' : ''));
+      writeFileAtomic(flags.out, items.map((i) => JSON.stringify(i)).join('\n') + (items.length ? '\n' : ''));
+      progressLog.remove();
       if (flags.json) process.stdout.write(`${JSON.stringify({ out: flags.out, items: items.length, trajectories: outcomes }, null, 2)}\n`);
       else {
         for (const o of outcomes) process.stderr.write(`${o.rejected ? 'rejected' : `T* = ${o.decisiveStep}`.padEnd(8)}  ${o.trajectory}${o.rejected ? `: ${o.rejected}` : ''}\n`);

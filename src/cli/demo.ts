@@ -14,7 +14,8 @@ import { writeFileAtomic } from '../util/atomic-file.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { positiveInteger } from './args.ts';
-import { buildProbeSet } from './build-run.ts';
+import { buildProbeSet, trajectoriesHash, type TrajectoryBuild } from './build-run.ts';
+import { UnitLog } from '../store/unit-log.ts';
 import { prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
 import { ladderConfig, runLadder, type LadderSettings } from './ladder-run.ts';
 import { addRunOptions, type RunFlags } from './run-options.ts';
@@ -52,12 +53,14 @@ export function demoCommand(): Command {
       if (!existsSync(probesFile)) {
         if (existsSync(join(out, 'run.json')) && !flags.resume) throw new InputError({ file: join(out, 'run.json') }, 'this directory already holds a run: pass --resume to continue it, or choose another --out');
         say(`Building probes from ${relative(process.cwd(), TRAJECTORIES) || TRAJECTORIES} (replaying each trajectory in a jailed sandbox)\n`);
+        const progressLog = UnitLog.open<TrajectoryBuild>(join(out, 'build.progress.jsonl'), { trajectories: trajectoriesHash(TRAJECTORIES) }, { resume: Boolean(flags.resume), what: 'probe build' });
         const built = await buildProbeSet({
           trajectories: TRAJECTORIES, tasks, contexts: ['native', 'asap'], restore: 'patch', distractors: true,
-          replay: { openSandbox: (t) => openSandbox('local', t), sandboxName: 'local', concurrency: 4, repeats: 3 }, quiet,
+          replay: { openSandbox: (t) => openSandbox('local', t), sandboxName: 'local', concurrency: 4, repeats: 3 }, quiet, memo: progressLog,
         });
         if (built.inputErrors) throw new InputError({ file: TRAJECTORIES }, `${built.inputErrors} demo trajectories could not be read`);
         writeFileAtomic(probesFile, built.items.map((i) => JSON.stringify(i)).join('\n') + '\n');
+        progressLog.remove();
         say(`${built.items.length} probe items from ${built.trajectories.filter((t) => !t.rejected).length} trajectories → ${probesFile}\n`);
       }
 
