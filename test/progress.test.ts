@@ -42,13 +42,16 @@ describe('progress', () => {
 
   it('wraps the per-checkpoint counts to the terminal width', () => {
     const term = new Terminal(true, 40);
-    const names = ['ngram-prose', 'ngram-code', 'ngram-agent', 'attn-agent', 'contaminated-agent'];
+    const names = ['ngram-prose', 'a-checkpoint-name-far-longer-than-the-terminal-is-wide', 'ngram-agent', 'attn-agent', 'contaminated-agent'];
     const progress = createProgress({ total: 10, perCheckpoint: names.map((name) => ({ name, units: 2 })), enabled: true, stream: term, intervalMs: 0 });
     progress.tick('ngram-prose');
     const lines = term.screen();
     expect(lines.length).toBeGreaterThan(2);
     for (const line of lines) expect(line.length).toBeLessThan(40);
     expect(lines.slice(1).join(' ')).toContain('contaminated-agent 0/2');
+    // Fewer lines on a later draw (never here, but the renderer must not leave one behind): as many lines as before.
+    progress.tick('ngram-prose');
+    expect(term.screen()).toHaveLength(lines.length);
   });
 
   it('writes nothing when the stream is not a terminal or when asked to be quiet', () => {

@@ -7,7 +7,8 @@ import { existsSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
-import { REPORT_SECTIONS } from '../src/report/html.ts';
+import type { ReportData } from '../src/report/collect.ts';
+import { renderReport, REPORT_SECTIONS } from '../src/report/html.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { chromiumUnavailable, renderedDom, screenshot } from './helpers/chromium.ts';
 import { CKPT, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
@@ -29,6 +30,22 @@ describe('probe report', () => {
     const broken = probe(['report', dir]);
     expect(broken.code).toBe(2);
     expect(broken.stderr).toContain(`${results}: not JSON`);
+  });
+});
+
+describe('renderReport', () => {
+  it('escapes every text that comes from files or models, and survives missing numbers', () => {
+    const evil = '<img src=x onerror=alert(1)>';
+    const data: ReportData = {
+      runs: [{ dir: `/runs/${evil}`, verb: 'mcq', manifest: null }],
+      bpb: [{ checkpoint: evil, backend: 'onnx', bpb: NaN, nats: 0, bytes: 0, tokens: 0, items: [{ id: evil, task: 't', bpb: NaN, nats: 0, bytes: 0, tokens: 0, truncated: false, greedy: false }] }],
+      mcq: [{ checkpoint: evil, backend: 'onnx', style: evil as never, acc: 0, acc_norm: null, acc_pmi: null, skipped: [], items: [{ id: evil, options: 2, pick: { acc: -1, acc_norm: 0, acc_pmi: 0 }, correct: false, correct_norm: true, correct_pmi: true }] }],
+      passk: [{ checkpoint: evil, backend: 'onnx', n: 2, pass_at: { '1': null as unknown as number, '2': 0.5 }, parse_failure_rate: 0, items: [{ id: evil, task: 't', n: 2, c: 1, parse_failures: 0, samples: [{ text: evil, parsed: true, resolved: false, reason: evil }] }] }],
+      asap: [], aptbench: [], ladder: { rows: [], shortlist: [evil] }, items: new Map(),
+    };
+    const html = renderReport(data, { downstream: new Map([[evil, 1]]) });
+    expect(html).not.toContain('<img');
+    expect(html).toContain('&lt;img src=x onerror=alert(1)&gt;');
   });
 });
 

@@ -4,7 +4,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkpointContentHash } from '../src/backends/cache.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
@@ -26,11 +26,26 @@ describe('JsonlLog', () => {
     expect(readFileSync(file, 'utf8')).toBe('{"n":1}\n{"n":3}\n');
   });
 
-  it('names the file and line of a whole line that is not JSON', () => {
+  it('drops a garbled last line (a power loss) but names the file and line of a bad line with records after it', () => {
     const file = join(tempDir(), 'samples.jsonl');
-    writeFileSync(file, '{"n":1}\nnot json\n');
+    writeFileSync(file, '{"n":1}\n\u0000\u0000\u0000\n');
+    expect(readJsonl(file)).toEqual([{ n: 1 }]);
+    new JsonlLog<{ n: number }>(file).append({ n: 2 });
+    expect(readFileSync(file, 'utf8')).toBe('{"n":1}\n{"n":2}\n');
+    writeFileSync(file, '{"n":1}\nnot json\n{"n":3}\n');
     expect(() => readJsonl(file)).toThrow(InputError);
     expect(() => readJsonl(file)).toThrow(/samples\.jsonl:2: not a JSON record/);
+  });
+
+  it('reads back numbers JSON cannot hold exactly as they were', () => {
+    const file = join(tempDir(), 'samples.jsonl');
+    const log = new JsonlLog<{ nats: number; list: number[]; text: string }>(file);
+    log.append({ nats: Infinity, list: [NaN, -Infinity, 1.5], text: 'Infinity' });
+    const [back] = readJsonl<{ nats: number; list: number[]; text: string }>(file);
+    expect(back!.nats).toBe(Infinity);
+    expect(back!.list[0]).toBeNaN();
+    expect(back!.list.slice(1)).toEqual([-Infinity, 1.5]);
+    expect(back!.text).toBe('Infinity');
   });
 });
 
@@ -46,7 +61,7 @@ describe('RunDir', () => {
     const manifest = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunManifest;
     expect(manifest.probe_version).toBe(JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).version);
     expect(manifest.git.commit === null || /^[0-9a-f]{40}$/.test(manifest.git.commit)).toBe(true);
-    expect(manifest.checkpoints).toEqual([{ name: CKPT.agent, content_hash: checkpointContentHash(CKPT.agent) }]);
+    expect(manifest.checkpoints).toEqual([{ name: CKPT.agent, path: CKPT.agent, content_hash: checkpointContentHash(CKPT.agent) }]);
     expect(manifest.probe_set).toMatchObject({ source: 'probes.jsonl', items: 2 });
     expect(manifest.probe_set!.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(manifest.seeds).toEqual({ sampling: 0 });
@@ -69,9 +84,15 @@ describe('RunDir', () => {
     const restarted = RunDir.open(join(tempDir(), 'run4'), input({ n: 1 }), { resume: false });
     expect(RunDir.open(restarted.dir, input({ n: 2 }), { resume: false }).manifest.config).toEqual({ n: 2 });
 
+    writeFileSync(join(dir, 'results.json'), '{}');
     const resumed = RunDir.open(dir, input({ n: 4 }), { resume: true });
     expect(resumed.status).toBe('resumed');
+    // The old conclusion is gone until this run writes its own.
+    expect(existsSync(join(dir, 'results.json'))).toBe(false);
     expect(resumed.memo<number>('bpb', CKPT.agent).get('a')).toBe(1.5);
+    // One checkpoint however it is spelled: relative to another working directory, or with ./
+    expect(resumed.memo<number>('bpb', relative(process.cwd(), CKPT.agent)).get('a')).toBe(1.5);
+    expect(resumed.memo<number>('bpb', `${CKPT.agent}/`).get('a')).toBe(1.5);
     expect(resumed.memo<number>('bpb', CKPT.agent).get('b')).toBeUndefined();
     expect(resumed.memo<number>('bpb', CKPT.prose).get('a')).toBeUndefined();
     expect(resumed.manifest.resumed).toHaveLength(1);

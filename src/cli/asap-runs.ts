@@ -18,7 +18,7 @@ import type { EndpointFailure } from '../backends/http/transport.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { openSandbox, type SandboxKind } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
-import { forEachCheckpoint } from './checkpoint-runs.ts';
+import { forEachCheckpoint, servedAs } from './checkpoint-runs.ts';
 
 export const ASAP_K_VALUES = [1, 2, 4, 8, 16, 32, 64];
 
@@ -65,7 +65,7 @@ export async function runAsapOverCheckpoints(checkpoints: string[], tasks: Loade
   const protocol = {
     tasks: resolve(s.tasksPath), reference: resolve(s.reference), instances: tasks.map((t) => t.instance_id), profile: s.profile, format: s.format,
     prefix_steps: s.prefixSteps, max_steps: s.maxSteps, max_tokens: s.maxTokens,
-    temperature: s.temperature, top_p: s.topP, seed: s.seed, action_timeout_s: s.actionTimeoutS, sandbox: s.sandbox,
+    temperature: s.temperature, top_p: s.topP, seed: s.seed, action_timeout_s: s.actionTimeoutS, sandbox: s.sandbox, ...servedAs(s.http ?? {}),
   };
   const out = s.out ?? join('runs', `asap-${createHash('sha256').update(JSON.stringify(protocol)).digest('hex').slice(0, 12)}`);
   if (s.resume !== undefined) {

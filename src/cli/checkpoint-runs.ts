@@ -3,7 +3,7 @@
  * any work), the run directory and cache, one backend open at a time, progress, and broken
  * checkpoints reported without discarding the others' results.
  */
-import { relative } from 'node:path';
+import { relative, resolve } from 'node:path';
 import { Command } from 'commander';
 import type { ResultCache } from '../backends/cache.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
@@ -11,7 +11,8 @@ import { EndpointFailure } from '../backends/http/transport.ts';
 import { checkCheckpoint, openBackend } from '../backends/open.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { embeddedCheckpointDirs, EMBEDDED_PROBES } from '../embedded.ts';
-import { InputError } from '../errors.ts';
+import { InputError, ProbeError } from '../errors.ts';
+import { interruptedBy } from '../util/interrupt.ts';
 import { loadProbeItems } from '../probes/load.ts';
 import type { ItemHooks } from '../probes/memo.ts';
 import { createProgress } from '../report/progress.ts';
@@ -31,7 +32,7 @@ export function addScoringOptions(command: Command): Command {
     .option('--json', 'print one JSON document on stdout'));
 }
 
-export type Failure = InputError | EndpointFailure;
+export type Failure = ProbeError | EndpointFailure;
 
 /** A scoring run with its input checked: items, checkpoints, and where results go. */
 export interface ScoringRun {
@@ -64,10 +65,19 @@ export function prepareScoringRun(flags: ScoringFlags, verb: string, settings: {
   const http = httpOptions(flags, flags.ckpt);
   const checkpoints = resolveCheckpoints(flags.ckpt, http);
   const dir = flags.out
-    ? RunDir.open(flags.out, { verb, config: settings.config, checkpoints: checkpointRecords(checkpoints), probe_set: probeSetRecord(source, items), seeds: settings.seeds ?? {} }, { resume: Boolean(flags.resume) })
+    ? RunDir.open(flags.out, { verb, config: { ...settings.config, ...servedAs(http) }, checkpoints: checkpointRecords(checkpoints), probe_set: probeSetRecord(source, items), seeds: settings.seeds ?? {} }, { resume: Boolean(flags.resume) })
     : undefined;
   if (dir?.status === 'resumed' && !flags.json) process.stderr.write(`Resuming the run in ${dir.dir}\n`);
   return { items, checkpoints, http, cache: resultCache(flags), dir, quiet: Boolean(flags.json) };
+}
+
+/** For checkpoints behind servers, what picks the model and its tokenizer: a resumed run must ask for the same. */
+export function servedAs(http: HttpBackendOptions): Record<string, unknown> {
+  return {
+    ...(http.kind ? { server_kind: http.kind } : {}),
+    ...(http.model ? { server_model: http.model } : {}),
+    ...(http.tokenizerDir ? { tokenizer: resolve(http.tokenizerDir) } : {}),
+  };
 }
 
 /** Progress and the run directory's memo for one probe × checkpoint. */
@@ -110,8 +120,9 @@ export async function forEachCheckpoint<R>(
           await backend.close();
         }
       } catch (error) {
-        // One broken checkpoint (or unreachable server) must not discard the others' results: report it and go on.
-        if (!(error instanceof InputError) && !(error instanceof EndpointFailure)) throw error;
+        // One broken checkpoint (bad files, an unreachable server, a runtime that fails on its graph) must not
+        // discard the others' results: report it and go on. A shutdown, or a bug, stops the run.
+        if (interruptedBy() || !(error instanceof ProbeError || error instanceof EndpointFailure)) throw error;
         failures.push(error);
       }
     }

@@ -18,7 +18,7 @@ import { buildProbeSet, trajectoriesHash, type TrajectoryBuild } from './build-r
 import { UnitLog } from '../store/unit-log.ts';
 import { prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
 import { ladderConfig, runLadder, type LadderSettings } from './ladder-run.ts';
-import { addRunOptions, type RunFlags } from './run-options.ts';
+import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
 import { printLadder } from './screen.ts';
 
 interface DemoFlags extends RunFlags { json?: boolean; n: number; asapRuns: number; asapMaxSteps: number; asapInstances: number; shortlist: number; concurrency: number }
@@ -43,6 +43,7 @@ export function demoCommand(): Command {
     .addHelpText('after', '\nExample:\n  probe demo            # about 7 minutes on 2 CPU cores\n  probe demo --out runs/demo --resume')
     .action(async (flags: DemoFlags) => {
       const started = Date.now();
+      checkResume(flags);
       const out = flags.out ?? join('runs', `demo-${timestamp()}`);
       const quiet = Boolean(flags.json);
       const say = (text: string) => { if (!quiet) process.stderr.write(text); };

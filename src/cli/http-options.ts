@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { SERVER_KINDS, type ServerKind } from '../backends/http/servers.ts';
 import { positiveInteger } from './args.ts';
+import { noteInterrupt } from '../util/interrupt.ts';
 
 export interface HttpFlags { serverKind?: ServerKind; tokenizer?: string; model?: string; httpConcurrency?: number; httpTimeout?: number; httpRetries?: number }
 
@@ -30,6 +31,7 @@ function interruptSignal(): AbortSignal {
     interrupt = controller;
     for (const signal of ['SIGINT', 'SIGTERM'] as const) {
       process.once(signal, () => {
+        noteInterrupt(signal);
         controller.abort(new Error(`interrupted by ${signal}`));
         if (process.listenerCount(signal) === 0) setImmediate(() => process.kill(process.pid, signal));
       });

@@ -5,6 +5,7 @@
  * ladder resumes where it stopped.
  */
 import { join, resolve } from 'node:path';
+import { referenceFiles } from '../asap/prepare.ts';
 import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
 import type { BpbItem, BpbResult } from '../probes/bpb.ts';
 import { scoreBpb } from '../probes/bpb.ts';
@@ -64,8 +65,17 @@ export function ladderConfig(s: LadderSettings): Record<string, unknown> {
   };
 }
 
+/** The instances that get ASAP episodes: the probes' tasks (the first N with asapInstances). */
+function asapTasksOf(run: ScoringRun, s: LadderSettings): LoadedTask[] {
+  const probeTasks = new Set(run.items.map((i) => i.task));
+  const tasks = s.tasks.filter((t) => probeTasks.has(t.instance_id));
+  return s.asapInstances === undefined ? tasks : tasks.slice(0, s.asapInstances);
+}
+
 export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<LadderOutcome> {
   const { items, dir } = run;
+  // The last rung's input is checked before the first rung's work: a missing reference must not cost hours.
+  if (s.asapRuns > 0) referenceFiles(s.reference, asapTasksOf(run, s));
   const cheap = await forEachCheckpoint(run.checkpoints, { units: 2 * items.length, quiet: run.quiet, http: run.http, cache: run.cache, label: 'bpb + mcq' }, async (ckpt, backend, tick) => {
     const bpb = await scoreBpb(ckpt, backend, items, itemHooks<BpbItem>(dir, 'bpb', ckpt, tick));
     const mcq = await scoreMcq(ckpt, backend, items, 'likelihood', s.seed, itemHooks<McqItem>(dir, 'mcq', ckpt, tick));
@@ -105,10 +115,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   // The last rung: whole episodes for the shortlist only, on the tasks the probes come from.
   let asapOut: string | null = null;
   if (s.asapRuns > 0 && shortlist.length > 0) {
-    const probeTasks = new Set(items.map((i) => i.task));
-    let asapTasks = s.tasks.filter((t) => probeTasks.has(t.instance_id));
-    if (s.asapInstances !== undefined) asapTasks = asapTasks.slice(0, s.asapInstances);
-    const asap = await runAsapOverCheckpoints(shortlist, asapTasks, {
+    const asap = await runAsapOverCheckpoints(shortlist, asapTasksOf(run, s), {
       tasksPath: s.tasksPath, reference: s.reference, runs: s.asapRuns, concurrency: s.concurrency, profile: 'bash', format: 'md+xml',
       prefixSteps: DEFAULT_PREFIX_STEPS, maxSteps: s.asapMaxSteps, maxTokens: 2048, temperature: 0.7, topP: 0.95, seed: s.seed,
       actionTimeoutS: 120, sandbox: 'local', out: dir ? join(dir.dir, 'asap') : s.asapOut, quiet: run.quiet, http: run.http, cache: run.cache,

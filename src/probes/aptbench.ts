@@ -129,8 +129,8 @@ async function scoreItem(backend: CompletionBackend, item: AptItem, prompt: stri
 export async function scoreAptbench(checkpoint: string, backend: CompletionBackend, items: AptItem[], template: string, file: string, hooks: ItemHooks<AptItemResult> = {}): Promise<AptResult> {
   const results: AptItemResult[] = [];
   for (const [i, item] of items.entries()) {
-    // Items are keyed by uuid where they have one, else by position in the file.
-    results.push(await memoized(hooks.memo, item.uuid ?? `#${i}`, () => scoreItem(backend, item, fillTemplate(template, item, file))));
+    // Keyed by position and uuid: uuids are not checked to be unique, and a file edited under a resumed run changes the key.
+    results.push(await memoized(hooks.memo, `${i}:${item.uuid ?? ''}`, () => scoreItem(backend, item, fillTemplate(template, item, file))));
     hooks.onItem?.();
   }
   const rate = (list: AptItemResult[], f: (r: AptItemResult) => boolean) => (list.length ? list.filter(f).length / list.length : null);

@@ -3,8 +3,9 @@
  * ladder's shortlist, the probe items behind them and where ASAP transcripts are.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { basename, isAbsolute, join, resolve } from 'node:path';
+import { basename, isAbsolute, join, resolve, sep } from 'node:path';
 import type { AsapResult } from '../asap/run.ts';
+import { AsapStore } from '../asap/store.ts';
 import { InputError } from '../errors.ts';
 import type { AptResult } from '../probes/aptbench.ts';
 import type { BpbResult } from '../probes/bpb.ts';
@@ -12,7 +13,7 @@ import { loadProbeItems } from '../probes/load.ts';
 import type { McqResult } from '../probes/mcq.ts';
 import type { PasskResult } from '../probes/passk.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
-import type { RunManifest } from '../store/run-dir.ts';
+import { probeSetRecord, type RunManifest } from '../store/run-dir.ts';
 
 /** A ladder row as `probe screen`/`probe demo` write it. */
 export interface LadderRowData {
@@ -52,14 +53,41 @@ function readJsonIf<T>(file: string): T | undefined {
   return existsSync(file) ? readJson<T>(file, 'results') : undefined;
 }
 
-/** Probe items of a run, from the probe set its run.json names (resolved against the cwd or the run's own directory). */
+/**
+ * The probe items a run used, for the drill-down: its probe set (a copy inside the run
+ * directory first, then where run.json says it was), accepted only if its first items
+ * hash to the run's probe-set hash — another file of the same name is not shown.
+ */
 function probeItemsOf(dir: string, manifest: RunManifest | null): ProbeItem[] {
-  const source = manifest?.probe_set?.source;
-  if (!source || manifest?.verb === 'asap' || manifest?.verb === 'aptbench') return [];
-  // A probe set kept inside the run directory (probe demo) is found wherever the directory moved.
-  const candidates = isAbsolute(source) ? [source, join(dir, basename(source))] : [resolve(source), resolve(dir, source), join(dir, basename(source))];
-  const found = candidates.find((c) => existsSync(c));
-  return found ? loadProbeItems(found) : [];
+  const set = manifest?.probe_set;
+  if (!set?.source || manifest?.verb === 'asap' || manifest?.verb === 'aptbench') return [];
+  const source = set.source;
+  const candidates = [join(dir, basename(source)), ...(isAbsolute(source) ? [source] : [resolve(source), resolve(dir, source)])];
+  for (const candidate of candidates.filter((c) => existsSync(c))) {
+    let items: ProbeItem[];
+    try {
+      items = loadProbeItems(candidate);
+    } catch {
+      continue; // not a probe set: look further
+    }
+    if (probeSetRecord(source, items.slice(0, set.items)).sha256 === set.sha256) return items.slice(0, set.items);
+  }
+  return [];
+}
+
+/**
+ * Transcript paths from where the episodes are in the run directory now, not from the
+ * paths recorded when it ran: a moved directory still reports, and a report never reads
+ * a file outside the runs it was given.
+ */
+function withTranscriptsIn(asapDir: string, results: AsapResult[]): AsapResult[] {
+  const store = new AsapStore(asapDir);
+  const root = resolve(asapDir) + sep;
+  const inside = (file: string) => (resolve(file).startsWith(root) ? file : '');
+  return results.map((r) => ({
+    ...r,
+    items: r.items.map((item) => ({ ...item, runs: item.runs.map((run) => ({ ...run, transcript: inside(store.episodeFile(r.checkpoint, String(item.instance), Number(run.run), 'md')) })) })),
+  }));
 }
 
 export function collectRuns(dirs: string[]): ReportData {
@@ -77,14 +105,14 @@ export function collectRuns(dirs: string[]): ReportData {
       case 'bpb': data.bpb.push(...(results.results as BpbResult[])); break;
       case 'mcq': data.mcq.push(...(results.results as McqResult[])); break;
       case 'passk': data.passk.push(...(results.results as PasskResult[])); break;
-      case 'asap': data.asap.push(...(results.results as AsapResult[])); break;
+      case 'asap': data.asap.push(...withTranscriptsIn(dir, results.results as AsapResult[])); break;
       case 'screen':
       case 'demo': {
         const cheap = readJsonIf<{ bpb: BpbResult[]; mcq: McqResult[] }>(join(dir, 'cheap.json'));
         data.bpb.push(...(cheap?.bpb ?? []));
         data.mcq.push(...(cheap?.mcq ?? []));
         data.passk.push(...(readJsonIf<{ passk: PasskResult[] }>(join(dir, 'passk.json'))?.passk ?? []));
-        data.asap.push(...(readJsonIf<{ results: AsapResult[] }>(join(dir, 'asap', 'results.json'))?.results ?? []));
+        data.asap.push(...withTranscriptsIn(join(dir, 'asap'), readJsonIf<{ results: AsapResult[] }>(join(dir, 'asap', 'results.json'))?.results ?? []));
         data.ladder = { rows: results.results as LadderRowData[], shortlist: results.shortlist as string[] };
         break;
       }

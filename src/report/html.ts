@@ -26,11 +26,20 @@ export interface ReportOptions {
 
 const pct = (v: number | null | undefined) => (v === null || v === undefined || Number.isNaN(v) ? '–' : `${(100 * v).toFixed(1)}%`);
 const short = (checkpoint: string) => basename(checkpoint.replace(/\/+$/, '')) || checkpoint;
-const num = (v: number, digits = 4) => (Number.isFinite(v) ? v.toFixed(digits) : '–');
+const num = (v: number | null | undefined, digits = 4) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(digits) : '–');
 
-function table(headers: string[], rows: Array<Array<string | number>>, numeric: number[] = []): string {
-  const cell = (tag: string, value: string | number, i: number) => `<${tag}${numeric.includes(i) ? ' class="num"' : ''}>${typeof value === 'number' ? value : value}</${tag}>`;
-  return `<table><thead><tr>${headers.map((h, i) => cell('th', esc(h), i)).join('')}</tr></thead><tbody>${rows.map((r) => `<tr>${r.map((v, i) => cell('td', v, i)).join('')}</tr>`).join('')}</tbody></table>`;
+/** Markup a table cell holds as it is; every other cell is text and escaped. */
+class Raw {
+  constructor(readonly html: string) {}
+}
+const raw = (html: string) => new Raw(html);
+
+type Cell = string | number | null | undefined | Raw;
+
+function table(headers: string[], rows: Cell[][], numeric: number[] = []): string {
+  const cell = (tag: string, value: Cell, i: number) =>
+    `<${tag}${numeric.includes(i) ? ' class="num"' : ''}>${value instanceof Raw ? value.html : esc(value === null || value === undefined ? '–' : String(value))}</${tag}>`;
+  return `<table><thead><tr>${headers.map((h, i) => cell('th', h, i)).join('')}</tr></thead><tbody>${rows.map((r) => `<tr>${r.map((v, i) => cell('td', v, i)).join('')}</tr>`).join('')}</tbody></table>`;
 }
 
 function section(id: string, title: string, body: string): string {
@@ -42,10 +51,11 @@ const empty = (what: string) => `<p class="empty">${esc(what)}</p>`;
 function runsSection(data: ReportData): string {
   const rows = data.runs.map((r) => {
     const m = r.manifest;
-    const ckpts = (m?.checkpoints ?? []).map((c) => `${esc(short(c.name))} <code>${c.content_hash ? c.content_hash.slice(0, 12) : 'server'}</code>`).join('<br>');
-    return [`<code>${esc(r.dir)}</code>`, esc(r.verb), esc(m?.probe_version ?? '–'), m?.git.commit ? `<code>${m.git.commit.slice(0, 12)}</code>${m.git.dirty ? ' (modified)' : ''}` : '–',
-      esc(m?.created ?? '–'), m?.probe_set ? `${m.probe_set.items} items <code>${m.probe_set.sha256.slice(0, 12)}</code>` : '–', ckpts || '–',
-      m ? `<code>${esc(JSON.stringify(m.seeds))}</code>` : '–'];
+    const code = (text: string) => `<code>${esc(text)}</code>`;
+    const ckpts = (m?.checkpoints ?? []).map((c) => `${esc(short(c.name))} ${code(c.content_hash ? String(c.content_hash).slice(0, 12) : 'server')}`).join('<br>');
+    return [raw(code(r.dir)), r.verb, m?.probe_version, m?.git?.commit ? raw(`${code(String(m.git.commit).slice(0, 12))}${m.git.dirty ? ' (modified)' : ''}`) : null,
+      m?.created, m?.probe_set ? raw(`${esc(String(m.probe_set.items))} items ${code(String(m.probe_set.sha256).slice(0, 12))}`) : null, ckpts ? raw(ckpts) : null,
+      m ? raw(code(JSON.stringify(m.seeds))) : null];
   });
   return section('runs', 'Runs', table(['run directory', 'verb', 'probe', 'git', 'started', 'probe set', 'checkpoints (content hash)', 'seeds'], rows));
 }
@@ -55,7 +65,7 @@ function rankingSection(data: ReportData): string {
   if (data.ladder) {
     body += `<p>Shortlist for post-training: <strong>${data.ladder.shortlist.map((c) => esc(short(c))).join(', ') || 'none'}</strong></p>`;
     body += table(['checkpoint', 'BPB', 'MCQ acc', 'cheap rank', 'pass@1', 'ASAP pass@1', 'ASAP parsable', 'ASAP edits', 'shortlist'],
-      data.ladder.rows.map((r) => [esc(r.checkpoint), num(r.bpb), pct(r.mcq_acc), r.cheap_rank.toFixed(1), pct(r.pass_at?.['1']), pct(r.asap?.pass_at_1), pct(r.asap?.parsable_turns), pct(r.asap?.autonomous_edits), r.shortlisted ? '✔' : '']),
+      data.ladder.rows.map((r) => [r.checkpoint, num(r.bpb), pct(r.mcq_acc), num(r.cheap_rank, 1), pct(r.pass_at?.['1']), pct(r.asap?.pass_at_1), pct(r.asap?.parsable_turns), pct(r.asap?.autonomous_edits), r.shortlisted ? '✔' : '']),
       [1, 2, 3, 4, 5, 6, 7]);
   }
   const ranked: string[] = [];
@@ -71,7 +81,7 @@ function bpbSection(results: BpbResult[]): string {
   if (!results.length) return section('bpb', 'Decisive-Action BPB', empty('No BPB results in these runs.'));
   const sorted = [...results].sort((a, b) => a.bpb - b.bpb);
   return section('bpb', 'Decisive-Action BPB',
-    table(['rank', 'checkpoint', 'BPB', 'items', 'tokens', 'bytes', 'truncated'], sorted.map((r, i) => [i + 1, esc(r.checkpoint), num(r.bpb), r.items.length, r.tokens, r.bytes, r.items.filter((x) => x.truncated).length]), [0, 2, 3, 4, 5, 6])
+    table(['rank', 'checkpoint', 'BPB', 'items', 'tokens', 'bytes', 'truncated'], sorted.map((r, i) => [i + 1, r.checkpoint, num(r.bpb), r.items.length, r.tokens, r.bytes, r.items.filter((x) => x.truncated).length]), [0, 2, 3, 4, 5, 6])
     + barChart('Bits per byte of the gold decisive action (lower is better)', sorted.map((r) => ({ label: short(r.checkpoint), value: r.bpb })), (v) => v.toFixed(3)));
 }
 
@@ -79,7 +89,7 @@ function mcqSection(data: ReportData): string {
   if (!data.mcq.length) return section('mcq', 'Patch MCQ', empty('No MCQ results in these runs.'));
   const sorted = [...data.mcq].sort((a, b) => b.acc - a.acc);
   return section('mcq', 'Patch MCQ',
-    table(['checkpoint', 'style', 'acc', 'acc_norm', 'acc_pmi', 'asked', 'no distractors'], sorted.map((r) => [esc(r.checkpoint), r.style, pct(r.acc), pct(r.acc_norm), pct(r.acc_pmi), r.items.length, r.skipped.length]), [2, 3, 4, 5, 6])
+    table(['checkpoint', 'style', 'acc', 'acc_norm', 'acc_pmi', 'asked', 'no distractors'], sorted.map((r) => [r.checkpoint, r.style, pct(r.acc), pct(r.acc_norm), pct(r.acc_pmi), r.items.length, r.skipped.length]), [2, 3, 4, 5, 6])
     + barChart('MCQ accuracy: gold preferred over every verifier-rejected distractor', sorted.map((r) => ({ label: short(r.checkpoint), value: r.acc })), pct, { max: 1 }));
 }
 
@@ -87,9 +97,9 @@ function passkSection(data: ReportData): string {
   if (!data.passk.length) return section('passk', 'Prefix-conditioned pass@k', empty('No pass@k results in these runs.'));
   const ks = [...new Set(data.passk.flatMap((r) => Object.keys(r.pass_at).map(Number)))].sort((a, b) => a - b);
   return section('passk', 'Prefix-conditioned pass@k',
-    table(['checkpoint', 'n', ...ks.map((k) => `pass@${k}`), 'unparsable'], data.passk.map((r) => [esc(r.checkpoint), r.n, ...ks.map((k) => pct(r.pass_at[String(k)])), pct(r.parse_failure_rate)]), ks.map((_, i) => i + 1).concat(ks.length + 1, ks.length + 2))
+    table(['checkpoint', 'n', ...ks.map((k) => `pass@${k}`), 'unparsable'], data.passk.map((r) => [r.checkpoint, r.n, ...ks.map((k) => pct(r.pass_at[String(k)])), pct(r.parse_failure_rate)]), ks.map((_, i) => i + 1).concat(ks.length + 1, ks.length + 2))
     + barChart('pass@1 at the decisive step', data.passk.map((r) => ({ label: short(r.checkpoint), value: r.pass_at['1'] ?? NaN })), pct, { max: 1 })
-    + lineChart('pass@k curves (unbiased estimator)', data.passk.map((r) => ({ name: short(r.checkpoint), points: ks.filter((k) => r.pass_at[String(k)] !== undefined).map((k) => [k, r.pass_at[String(k)]!] as [number, number]) })),
+    + lineChart('pass@k curves (unbiased estimator)', data.passk.map((r) => ({ name: short(r.checkpoint), points: ks.filter((k) => Number.isFinite(r.pass_at[String(k)])).map((k) => [k, r.pass_at[String(k)]!] as [number, number]) })),
       { logX: true, xLabel: 'k', yLabel: 'pass@k', yMin: 0, yMax: 1 }));
 }
 
@@ -99,8 +109,8 @@ function asapSection(results: AsapResult[]): string {
   if (!results.length) return section('asap', 'ASAP episodes', empty('No ASAP results in these runs.'));
   const b = (r: AsapResult) => r.behaviour;
   const body = table(['checkpoint', 'runs', 'pass@1', '∩@n', 'parsable turns', 'valid calls', 'edits', 'testing', 'applicable patch', 'empty patch', 'submitted', 'regressions', 'turns'],
-    results.map((r) => [esc(r.checkpoint), `${r.instances} × ${r.runs}`, pct(r.pass_at['1']), pct(r.intersection), pct(b(r).parsable_turns), pct(b(r).valid_tool_calls), pct(b(r).autonomous_edits),
-      pct(b(r).active_testing), pct(b(r).applicable_patch), pct(b(r).empty_patch), pct(b(r).explicit_submission), pct(b(r).regressions), b(r).mean_turns.toFixed(1)]), [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
+    results.map((r) => [r.checkpoint, `${r.instances} × ${r.runs}`, pct(r.pass_at['1']), pct(r.intersection), pct(b(r).parsable_turns), pct(b(r).valid_tool_calls), pct(b(r).autonomous_edits),
+      pct(b(r).active_testing), pct(b(r).applicable_patch), pct(b(r).empty_patch), pct(b(r).explicit_submission), pct(b(r).regressions), num(b(r).mean_turns, 1)]), [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
     + stackedBars('How episodes ended', [...TERMINATIONS], results.map((r) => ({ label: short(r.checkpoint), parts: TERMINATIONS.map((t) => r.terminations[t] ?? 0) })), 'episodes')
     + stackedBars('Model turns: a valid tool call, parsable but not a valid call, unparsable', ['valid call', 'parsable, invalid', 'unparsable'],
       results.map((r) => {
@@ -118,7 +128,7 @@ function aptbenchSection(data: ReportData): string {
   if (!data.aptbench.length) return '';
   return section('aptbench', 'APTBench items',
     table(['checkpoint', 'items', 'letter acc', 'likelihood acc', 'exact match', 'ROUGE-L'],
-      data.aptbench.map((r) => [esc(r.checkpoint), r.items.length, pct(r.letter_acc), pct(r.likelihood_acc), pct(r.exact_match), r.rouge_l === null ? '–' : r.rouge_l.toFixed(3)]), [1, 2, 3, 4, 5]));
+      data.aptbench.map((r) => [r.checkpoint, r.items.length, pct(r.letter_acc), pct(r.likelihood_acc), pct(r.exact_match), num(r.rouge_l, 3)]), [1, 2, 3, 4, 5]));
 }
 
 function correlationSection(data: ReportData, downstream: Map<string, number> | undefined): string {
@@ -150,7 +160,7 @@ function itemsSection(data: ReportData): string {
       const mcq = data.mcq.find((r) => r.checkpoint === c)?.items.find((i) => i.id === id);
       const passk = data.passk.find((r) => r.checkpoint === c)?.items.find((i) => i.id === id);
       const pick = mcq && 'acc' in mcq.pick ? mcq.pick.acc : mcq && 'letter' in mcq.pick ? mcq.pick.letter : null;
-      return [esc(short(c)), bpb ? num(bpb.bpb) : '–', mcq ? `${mcq.correct ? '✔' : '✘'} picked ${pick === 0 ? 'gold' : pick === null || pick < 0 ? 'none (tie)' : `distractor ${pick}`}` : '–',
+      return [short(c), bpb ? num(bpb.bpb) : '–', mcq ? `${mcq.correct ? '✔' : '✘'} picked ${pick === 0 ? 'gold' : pick === null || pick < 0 ? 'none (tie)' : `distractor ${pick}`}` : '–',
         passk ? `${passk.c}/${passk.n}` : '–'];
     });
     const samples = data.passk.flatMap((r) => (r.items.find((i) => i.id === id)?.samples ?? []).map((s, k) => ({ checkpoint: r.checkpoint, k, s })));
@@ -158,7 +168,7 @@ function itemsSection(data: ReportData): string {
       + table(['checkpoint', 'BPB', 'MCQ', 'pass@k resolved'], rows)
       + (item ? `<h4>Context (${item.context.length} chars)</h4><pre class="context">${esc(item.context)}</pre><h4>Gold action</h4><pre class="gold">${esc(item.gold)}</pre>`
         + (item.distractors.length ? `<h4>Distractors (rejected by the verifier)</h4>${item.distractors.map((d, i) => `<pre class="distractor"><b>${i + 1}.</b> ${esc(d)}</pre>`).join('')}` : '<p class="empty">No distractors.</p>')
-        : '<p class="empty">The probe set of this run is not readable here; only the scores are shown.</p>')
+        : '<p class="empty">The probe set of this run is not here (or has changed since the run); only the scores are shown.</p>')
       + (samples.length ? `<h4>Sampled actions and verdicts</h4>${samples.map(({ checkpoint, k, s }) => `<div class="sample ${s.resolved ? 'pass' : 'fail'}"><span>${esc(short(checkpoint))} #${k + 1}: ${s.resolved ? 'resolved' : esc(s.reason)}</span><pre>${esc(s.text.length > 20_000 ? `${s.text.slice(0, 20_000)}\n[… ${s.text.length - 20_000} more characters]` : s.text)}</pre></div>`).join('')}` : '')
       + '</details>';
   }).join('');
@@ -168,9 +178,9 @@ function itemsSection(data: ReportData): string {
 function transcriptsSection(results: AsapResult[], maxChars: number, maxTranscripts: number): string {
   if (!results.length) return section('transcripts', 'ASAP transcripts', empty('No ASAP episodes in these runs.'));
   let included = 0;
-  const body = results.map((r) => `<h3>${esc(r.checkpoint)}</h3>` + r.items.map((item) => `<details class="instance"><summary>${esc(item.instance)}: ${item.c}/${item.n} resolved</summary>`
+  const body = results.map((r) => `<h3>${esc(r.checkpoint)}</h3>` + r.items.map((item) => `<details class="instance"><summary>${esc(item.instance)}: ${esc(`${item.c}/${item.n}`)} resolved</summary>`
     + item.runs.map((run) => {
-      const head = `run ${run.run}: ${run.resolved ? 'RESOLVED' : 'not resolved'} — ${esc(run.termination)}, ${run.steps} steps`;
+      const head = esc(`run ${run.run}: ${run.resolved ? 'RESOLVED' : 'not resolved'} — ${run.termination}, ${run.steps} steps`);
       if (included++ >= maxTranscripts) return `<p class="transcript-path">${head}: <code>${esc(run.transcript)}</code></p>`;
       let text = existsSync(run.transcript) ? readFileSync(run.transcript, 'utf8') : `(transcript not found: ${run.transcript})`;
       if (text.length > maxChars) text = `[… ${text.length - maxChars} earlier characters not shown; the whole transcript is ${run.transcript}]\n${text.slice(-maxChars)}`;

@@ -66,7 +66,7 @@ export function createProgress(options: ProgressOptions): Progress {
       let line = ' ';
       for (const part of parts) {
         if (line.length > 1 && line.length + part.length + 3 > width - 1) {
-          out.push(line);
+          out.push(line.slice(0, width - 1)); // a line wider than the terminal would wrap and throw the redraw off
           line = ' ';
         }
         line += `${line.length > 1 ? ' ·' : ''} ${part}`;
@@ -83,6 +83,8 @@ export function createProgress(options: ProgressOptions): Progress {
     // Back to the first line drawn last time, then rewrite every line.
     let text = drawnLines > 1 ? `\x1b[${drawnLines - 1}A\r` : '\r';
     const current = lines();
+    // Never fewer lines than last time (the counts can wrap differently): a shorter draw would leave a stale line below.
+    while (current.length < drawnLines) current.push('');
     text += current.map((l) => `\x1b[2K${l}`).join('\n');
     drawnLines = current.length;
     stream.write(text);

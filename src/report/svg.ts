@@ -95,7 +95,8 @@ function axes(xs: number[], ys: number[], options: { logX?: boolean; yMin?: numb
 }
 
 /** Lines through points, one per series (log₂ x for pass@k). */
-export function lineChart(title: string, series: Series[], options: { logX?: boolean; xLabel: string; yLabel: string; yMin?: number; yMax?: number }): string {
+export function lineChart(title: string, allSeries: Series[], options: { logX?: boolean; xLabel: string; yLabel: string; yMin?: number; yMax?: number }): string {
+  const series = allSeries.map((s) => ({ ...s, points: s.points.filter((p) => finite(p[0]) && finite(p[1])) }));
   const xs = series.flatMap((s) => s.points.map((p) => p[0]));
   const ys = series.flatMap((s) => s.points.map((p) => p[1]));
   if (xs.length === 0) return svg(480, 40, title, '<text x="8" y="34">no data</text>', 'line');

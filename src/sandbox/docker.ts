@@ -11,6 +11,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import Docker from 'dockerode';
 import tar from 'tar-stream';
 import { ProbeError } from '../errors.ts';
+import { noteInterrupt } from '../util/interrupt.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
 import { EXCLUDE_ARTIFACTS, restoreState, treeDiff } from './git-state.ts';
 import { checkoutTemplate, TOOLS_DIR, TOOLS_MOUNT } from './local.ts';
@@ -57,6 +58,7 @@ function installSignalCleanup(): void {
   handlersInstalled = true;
   for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     process.once(signal, () => {
+      noteInterrupt(signal);
       void Promise.allSettled([...live].map((sb) => sb.close())).then(() => process.kill(process.pid, signal));
     });
   }

@@ -1,28 +1,60 @@
 /**
  * Append-only JSON Lines that survive a crash: every record is one `write` of a whole line,
- * and a reader keeps only lines that end in a newline. A line cut short by a kill is
- * dropped when the log is reopened for appending, so the next record never fuses with it.
+ * and a reader keeps only lines that end in a newline and parse. A last line cut short or
+ * garbled by a kill or a power loss is dropped when the log is reopened for appending, so
+ * the next record never fuses with it. Numbers JSON cannot hold (NaN, ±Infinity: the
+ * log-likelihood of an impossible token) are written tagged and read back exactly.
  */
 import { appendFileSync, existsSync, mkdirSync, readFileSync, truncateSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { InputError } from '../errors.ts';
+import { ProbeError, InputError } from '../errors.ts';
+import { interruptedBy } from '../util/interrupt.ts';
+
+const NUMBER_TAG = '$number';
+
+function encode(_key: string, value: unknown): unknown {
+  return typeof value === 'number' && !Number.isFinite(value) ? { [NUMBER_TAG]: String(value) } : value;
+}
+
+function decode(_key: string, value: unknown): unknown {
+  if (value && typeof value === 'object' && !Array.isArray(value)) {
+    const keys = Object.keys(value);
+    if (keys.length === 1 && keys[0] === NUMBER_TAG) return Number((value as Record<string, string>)[NUMBER_TAG]);
+  }
+  return value;
+}
+
+export function toJsonLine(record: unknown): string {
+  return `${JSON.stringify(record, encode)}\n`;
+}
+
+/** The records of a log's text, and the byte length of its intact part (everything after it is a damaged tail). */
+function parse<T>(file: string, text: Buffer): { records: T[]; intact: number } {
+  const records: T[] = [];
+  let start = 0;
+  let line = 0;
+  while (start < text.length) {
+    const end = text.indexOf(0x0a, start);
+    line++;
+    if (end < 0) break; // no newline: cut short
+    const body = text.subarray(start, end).toString('utf8');
+    if (body.trim()) {
+      try {
+        records.push(JSON.parse(body, decode) as T);
+      } catch (error) {
+        // Only the last line can be a crash's leftover; a bad line with records after it was not written by us.
+        if (end + 1 >= text.length) break;
+        throw new InputError({ file, line }, 'not a JSON record (the run log is damaged)', { cause: error });
+      }
+    }
+    start = end + 1;
+  }
+  return { records, intact: start };
+}
 
 /** The complete records of a log (none if it does not exist yet). */
 export function readJsonl<T>(file: string): T[] {
-  if (!existsSync(file)) return [];
-  const text = readFileSync(file, 'utf8');
-  const complete = text.slice(0, text.lastIndexOf('\n') + 1);
-  const records: T[] = [];
-  complete.split('\n').forEach((line, i) => {
-    if (!line.trim()) return;
-    try {
-      records.push(JSON.parse(line) as T);
-    } catch (error) {
-      // A whole line that does not parse was not written by us: say where, never guess.
-      throw new InputError({ file, line: i + 1 }, 'not a JSON record (the run log is damaged)', { cause: error });
-    }
-  });
-  return records;
+  return existsSync(file) ? parse<T>(file, readFileSync(file)).records : [];
 }
 
 export class JsonlLog<T> {
@@ -35,17 +67,20 @@ export class JsonlLog<T> {
   }
 
   append(record: T): void {
+    // Work finished while the process is shutting down may have been cut short by it: never keep it.
+    const signal = interruptedBy();
+    if (signal) throw new ProbeError(`interrupted by ${signal}: not saving a result finished during shutdown (rerun with --resume)`);
     if (!this.opened) this.open();
-    appendFileSync(this.file, `${JSON.stringify(record)}\n`);
+    appendFileSync(this.file, toJsonLine(record));
   }
 
-  /** Cuts a partial last line (a kill mid-write) before the first append. */
+  /** Cuts a damaged tail (a kill mid-write) before the first append. */
   private open(): void {
     mkdirSync(dirname(this.file), { recursive: true });
     if (existsSync(this.file)) {
       const text = readFileSync(this.file);
-      const end = text.lastIndexOf(0x0a) + 1;
-      if (end < text.length) truncateSync(this.file, end);
+      const { intact } = parse(this.file, text);
+      if (intact < text.length) truncateSync(this.file, intact);
     }
     this.opened = true;
   }

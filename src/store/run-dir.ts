@@ -13,8 +13,8 @@
  */
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { checkpointContentHash } from '../backends/cache.ts';
 import { isServerAddress } from '../backends/open.ts';
 import { REPO_ROOT } from '../embedded.ts';
@@ -24,7 +24,10 @@ import { writeFileAtomic } from '../util/atomic-file.ts';
 import { JsonlLog } from './jsonl-log.ts';
 
 export interface CheckpointRecord {
+  /** As given on the command line (what tables show). */
   name: string;
+  /** What identifies it across working directories: the absolute directory, or the server URL. */
+  path: string;
   /** Every file's path and bytes, hashed; null for a checkpoint behind a server. */
   content_hash: string | null;
 }
@@ -45,7 +48,7 @@ export interface RunManifest {
 
 export type ManifestInput = Pick<RunManifest, 'verb' | 'config' | 'checkpoints' | 'probe_set' | 'seeds'>;
 
-/** One finished item of one checkpoint, as a samples.jsonl line. */
+/** One finished item of one checkpoint (its absolute directory or URL), as a samples.jsonl line. */
 export interface SampleLine<T> { checkpoint: string; item: string; result: T }
 
 export function probeVersion(): string {
@@ -60,7 +63,12 @@ function gitState(): RunManifest['git'] {
 }
 
 export function checkpointRecords(checkpoints: string[]): CheckpointRecord[] {
-  return checkpoints.map((name) => ({ name, content_hash: isServerAddress(name) ? null : checkpointContentHash(name) }));
+  return checkpoints.map((name) => ({ name, path: checkpointPath(name), content_hash: isServerAddress(name) ? null : checkpointContentHash(name) }));
+}
+
+/** The key of a checkpoint in a run: `./a`, `a` and `/abs/a` are one checkpoint. */
+export function checkpointPath(checkpoint: string): string {
+  return isServerAddress(checkpoint) ? checkpoint : resolve(checkpoint);
 }
 
 /** The probe set as used (after selection and --limit): where it came from and a hash of its items. */
@@ -69,6 +77,9 @@ export function probeSetRecord(source: string, items: readonly unknown[]): NonNu
   for (const item of items) hash.update(JSON.stringify(item)).update('\n');
   return { source, sha256: hash.digest('hex'), items: items.length };
 }
+
+/** Files a run writes when a stage or the whole run is done. */
+const CONCLUSIONS = ['results.json', 'cheap.json', 'passk.json', join('asap', 'results.json')];
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
@@ -124,12 +135,14 @@ export class RunDir {
     // Checkpoints may be added to a run; one that is in it must be byte-for-byte the same.
     const checkpoints = [...previous.checkpoints];
     for (const c of input.checkpoints) {
-      const known = checkpoints.find((p) => p.name === c.name);
+      const known = checkpoints.find((p) => (p.path ?? resolve(p.name)) === c.path);
       if (!known) checkpoints.push(c);
       else if (known.content_hash !== c.content_hash) throw mismatch(`checkpoints.${c.name}.content_hash`, known.content_hash, c.content_hash);
     }
     const manifest: RunManifest = { ...previous, checkpoints, resumed: [...(previous.resumed ?? []), now] };
     writeFileAtomic(file, `${JSON.stringify(manifest, null, 2)}\n`);
+    // What the run concluded before is no longer its conclusion: a report must wait for this one to finish.
+    for (const concluded of CONCLUSIONS) rmSync(join(dir, concluded), { force: true });
     return new RunDir(dir, manifest, 'resumed');
   }
 
@@ -142,7 +155,7 @@ export class RunDir {
     if (!entry) {
       const log = new JsonlLog<SampleLine<unknown>>(this.samplesFile(probe));
       const done = new Map<string, unknown>();
-      for (const line of log.read()) done.set(JSON.stringify([line.checkpoint, line.item]), line.result);
+      for (const line of log.read()) done.set(JSON.stringify([checkpointPath(line.checkpoint), line.item]), line.result);
       entry = { log, done };
       this.logs.set(probe, entry);
     }
@@ -152,19 +165,14 @@ export class RunDir {
   /** The finished items of one probe × checkpoint, and where new ones are saved. */
   memo<T>(probe: string, checkpoint: string): ItemMemo<T> {
     const entry = this.logOf(probe);
+    const path = checkpointPath(checkpoint);
     return {
-      get: (id) => entry.done.get(JSON.stringify([checkpoint, id])) as T | undefined,
+      get: (id) => entry.done.get(JSON.stringify([path, id])) as T | undefined,
       put: (id, result) => {
-        entry.log.append({ checkpoint, item: id, result });
-        entry.done.set(JSON.stringify([checkpoint, id]), result);
+        entry.log.append({ checkpoint: path, item: id, result });
+        entry.done.set(JSON.stringify([path, id]), result);
       },
     };
-  }
-
-  /** How many items of a probe × checkpoint are finished (for progress on resume). */
-  finished(probe: string, checkpoint: string, ids: string[]): number {
-    const entry = this.logOf(probe);
-    return ids.filter((id) => entry.done.has(JSON.stringify([checkpoint, id]))).length;
   }
 
   writeResults(results: unknown, name = 'results.json'): string {

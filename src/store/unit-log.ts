@@ -46,10 +46,6 @@ export class UnitLog<T> implements ItemMemo<T> {
     this.done.set(id, value);
   }
 
-  get finished(): number {
-    return this.done.size;
-  }
-
   /** The job is done and its output written: the progress log has served its purpose. */
   remove(): void {
     rmSync(this.log.file, { force: true });
