@@ -1,6 +1,6 @@
 /** The cache of deterministic backend calls: hits, seeds in the key, content hashes, no cached errors. */
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CachedBackend, checkpointContentHash, ResultCache } from '../src/backends/cache.ts';
@@ -86,5 +86,24 @@ describe('cached backend', () => {
     const second = run();
     expect(second.stdout).toBe(first.stdout);
     expect(entries(dir)).toBe(stored);
+  });
+
+  it('is on by default ($PROBE_CACHE_DIR), off with --no-cache, and a cache that cannot be written only warns', () => {
+    const dir = tempDir();
+    const bpb = (args: string[], env: NodeJS.ProcessEnv = {}) => spawnSync(process.execPath, [PROBE_BIN, 'bpb', '--ckpt', CKPT.agent, '--probes', DEMO_PROBES, '--limit', '3', '--json', ...args],
+      { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000, env: { ...process.env, PROBE_CACHE_DIR: dir, ...env } });
+    const off = bpb(['--no-cache']);
+    expect(off.status, off.stderr).toBe(0);
+    expect(existsSync(dir) ? entries(dir) : 0).toBe(0);
+    const on = bpb([]);
+    expect(on.stdout).toBe(off.stdout);
+    expect(entries(dir)).toBeGreaterThan(0);
+    // A file where the cache directory should be: every write fails.
+    const blocked = join(tempDir(), 'a-file');
+    writeFileSync(blocked, '');
+    const unwritable = bpb(['--cache', join(blocked, 'cache')]);
+    expect(unwritable.status, unwritable.stderr).toBe(0);
+    expect(unwritable.stdout).toBe(off.stdout);
+    expect(unwritable.stderr.match(/warning: cannot write the cache/g)).toHaveLength(1);
   });
 });

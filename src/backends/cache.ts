@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
+import { describeCause } from '../errors.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from './types.ts';
 
@@ -23,6 +24,7 @@ export function defaultCacheDir(): string {
 
 export class ResultCache {
   readonly stats = { hits: 0, misses: 0 };
+  private unwritable = false;
 
   constructor(readonly dir: string) {}
 
@@ -40,8 +42,15 @@ export class ResultCache {
     }
   }
 
+  /** A cache that cannot be written (a read-only home, a full disk) slows a run down; it must not stop it. */
   put(key: string, value: unknown): void {
-    writeFileAtomic(this.file(key), JSON.stringify(value));
+    if (this.unwritable) return;
+    try {
+      writeFileAtomic(this.file(key), JSON.stringify(value));
+    } catch (error) {
+      this.unwritable = true;
+      process.stderr.write(`probe: warning: cannot write the cache in ${this.dir} (${describeCause(error)}); going on without storing results there (--cache DIR or --no-cache)\n`);
+    }
   }
 }
 
