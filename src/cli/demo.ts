@@ -40,7 +40,7 @@ export function demoCommand(): Command {
     .option('--asap-instances <n>', 'instances that get ASAP episodes', positiveInteger, 6)
     .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
     .option('--json', 'print one JSON document on stdout'), 'run directory (default: runs/demo-<time>)')
-    .addHelpText('after', '\nExample:\n  probe demo            # about 6 minutes on 2 CPU cores\n  probe demo --out runs/demo --resume')
+    .addHelpText('after', '\nExample:\n  probe demo            # 5 to 6 minutes on 2 CPU cores\n  probe demo --out runs/demo --resume')
     .action(async (flags: DemoFlags) => {
       const started = Date.now();
       checkResume(flags);
