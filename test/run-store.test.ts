@@ -4,6 +4,7 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, cpSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkpointContentHash } from '../src/backends/cache.ts';
@@ -12,7 +13,7 @@ import { InputError } from '../src/errors.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { JsonlLog, readJsonl } from '../src/store/jsonl-log.ts';
 import { checkpointRecords, probeSetRecord, RunDir, type RunManifest } from '../src/store/run-dir.ts';
-import { CKPT, PROBE_BIN, tempDir } from './helpers/paths.ts';
+import { CKPT, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
 
 describe('JsonlLog', () => {
   it('keeps only whole lines, and cuts a line left half-written by a kill before the next append', () => {
@@ -96,6 +97,27 @@ describe('RunDir', () => {
     expect(resumed.memo<number>('bpb', CKPT.agent).get('b')).toBeUndefined();
     expect(resumed.memo<number>('bpb', CKPT.prose).get('a')).toBeUndefined();
     expect(resumed.manifest.resumed).toHaveLength(1);
+  });
+
+  it('lets one process write a run at a time, and takes over the lock of one that died', async () => {
+    const dir = join(tempDir(), 'locked');
+    const bpb = (...extra: string[]) => spawnSync(process.execPath, [PROBE_BIN, 'bpb', '--ckpt', CKPT.agent, '--probes', DEMO_PROBES, '--limit', '2', '--out', dir, '--json', ...extra], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000 });
+    const first = bpb();
+    expect(first.status, first.stderr).toBe(0);
+    expect(existsSync(join(dir, '.lock'))).toBe(false); // released at exit
+    // Another live process on this host holds it.
+    const holder = spawn('sleep', ['60']);
+    writeFileSync(join(dir, '.lock'), JSON.stringify({ pid: holder.pid, host: hostname(), since: 'then' }));
+    const refused = bpb('--resume');
+    expect(refused.status).toBe(2);
+    expect(refused.stderr).toMatch(new RegExp(`\\.lock: this run is being written by process ${holder.pid} on `));
+    holder.kill('SIGKILL');
+    await new Promise((resolve) => holder.once('exit', resolve));
+    // Its holder is gone (as after kill -9): the lock is stale and taken over.
+    const resumed = bpb('--resume');
+    expect(resumed.status, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout)).toEqual(JSON.parse(first.stdout));
+    expect(existsSync(join(dir, '.lock'))).toBe(false);
   });
 });
 

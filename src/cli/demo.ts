@@ -3,7 +3,7 @@
  * the demo trajectories, BPB and MCQ for every embedded checkpoint, pass@K for the best,
  * ASAP episodes for the shortlist — then the ranking table and an HTML report.
  */
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { Command } from 'commander';
 import { embeddedCheckpointDirs, REPO_ROOT } from '../embedded.ts';
@@ -15,6 +15,7 @@ import { openSandbox } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { positiveInteger } from './args.ts';
 import { buildProbeSet, trajectoriesHash, type TrajectoryBuild } from './build-run.ts';
+import { lockRunDir } from '../store/run-lock.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
 import { ladderConfig, runLadder, type LadderSettings } from './ladder-run.ts';
@@ -49,6 +50,8 @@ export function demoCommand(): Command {
       const say = (text: string) => { if (!quiet) process.stderr.write(text); };
       const tasks = loadTasks(TASKS);
       const probesFile = join(out, 'probes.jsonl');
+      mkdirSync(out, { recursive: true });
+      lockRunDir(out); // from the build on: one demo writes this directory at a time
 
       // 1. The probe set, built once per run directory (a resumed demo keeps the one it built).
       if (!existsSync(probesFile)) {

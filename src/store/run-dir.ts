@@ -9,7 +9,7 @@
  *
  * A run that was interrupted (SIGINT, kill -9) continues with `--resume`: finished lines are
  * read back, the rest is computed. An existing run is never continued or overwritten
- * without `--resume`.
+ * without `--resume`, and only one process writes a run at a time (`.lock`).
  */
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
@@ -22,6 +22,7 @@ import { InputError } from '../errors.ts';
 import type { ItemMemo } from '../probes/memo.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { JsonlLog } from './jsonl-log.ts';
+import { lockRunDir } from './run-lock.ts';
 
 export interface CheckpointRecord {
   /** As given on the command line (what tables show). */
@@ -107,9 +108,11 @@ export class RunDir {
   static open(dir: string, input: ManifestInput, options: { resume: boolean; argv?: string[] }): RunDir {
     const file = RunDir.manifestFile(dir);
     const now = new Date().toISOString();
+    if (existsSync(dir)) lockRunDir(dir);
     // A run that stopped on bad input before any work is simply started again.
     if (!existsSync(file) || !holdsWork(dir)) {
       mkdirSync(dir, { recursive: true });
+      lockRunDir(dir);
       const manifest: RunManifest = {
         verb: input.verb, probe_version: probeVersion(), git: gitState(), created: now, resumed: [], argv: options.argv ?? process.argv.slice(2),
         config: input.config, checkpoints: input.checkpoints, probe_set: input.probe_set, seeds: input.seeds,
