@@ -11,6 +11,8 @@ import { checkpointContentHash } from '../src/backends/cache.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { AsapStore } from '../src/asap/store.ts';
+import type { EpisodeStep } from '../src/asap/episode.ts';
 import { JsonlLog, readJsonl } from '../src/store/jsonl-log.ts';
 import { checkpointRecords, probeSetRecord, RunDir, type RunManifest } from '../src/store/run-dir.ts';
 import { CKPT, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
@@ -47,6 +49,22 @@ describe('JsonlLog', () => {
     expect(back!.list[0]).toBeNaN();
     expect(back!.list.slice(1)).toEqual([-Infinity, 1.5]);
     expect(back!.text).toBe('Infinity');
+  });
+});
+
+describe('ASAP episode files', () => {
+  it('are the same crash-safe logs: a step appended after a kill mid-line does not fuse with the cut line', () => {
+    const dir = tempDir();
+    const start = { type: 'start' as const, checkpoint: 'ckpt', instance: 'task-1', run: 0, seed: 7 };
+    const step = (n: number) => ({ index: n, completion: `step ${n}` }) as unknown as EpisodeStep;
+    new AsapStore(dir).startEpisode(start);
+    new AsapStore(dir).appendStep(start, step(0));
+    appendFileSync(new AsapStore(dir).episodeFile('ckpt', 'task-1', 0, 'jsonl'), '{"type":"step","index":1,"compl');
+    // The resumed run: a new store reads the episode back and goes on from the last whole step.
+    const resumed = new AsapStore(dir);
+    expect(resumed.readEpisode('ckpt', 'task-1', 0).steps).toEqual([step(0)]);
+    resumed.appendStep(start, step(1));
+    expect(new AsapStore(dir).readEpisode('ckpt', 'task-1', 0)).toMatchObject({ start, steps: [step(0), step(1)], end: null });
   });
 });
 

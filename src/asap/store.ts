@@ -8,12 +8,14 @@
  *   episodes/<checkpoint>/<instance>/run-<r>.md      the transcript as the model saw it
  *   results.json                                written when the run finishes
  *
- * Episode files are append-only and every line is written whole; a line cut short by a
- * kill (no final newline) is ignored when reading, so a crash never breaks a file.
+ * Episode files are the run store's crash-safe logs (`JsonlLog`): append-only, every line
+ * written whole, and a line cut short by a kill dropped before a resumed episode appends.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 import { InputError } from '../errors.ts';
+import { JsonlLog, readJsonl } from '../store/jsonl-log.ts';
+import { changedSettings } from '../store/settings-diff.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import type { RunBehaviour } from './behaviour.ts';
 import type { EpisodeStep, Termination } from './episode.ts';
@@ -49,8 +51,20 @@ export function checkpointKey(checkpoint: string): string {
   return checkpoint.replace(/^(\.?\/)+/, '').replace(/\/+$/, '').replace(/[^A-Za-z0-9._-]+/g, '_') || 'checkpoint';
 }
 
+type EpisodeLine = EpisodeStart | ({ type: 'step' } & EpisodeStep) | EpisodeEnd;
+
 export class AsapStore {
+  /** One log per episode file, so a resumed episode's damaged tail is cut once, before its first append. */
+  private readonly logs = new Map<string, JsonlLog<EpisodeLine>>();
+
   constructor(readonly dir: string) {}
+
+  private episodeLog(start: EpisodeStart): JsonlLog<EpisodeLine> {
+    const file = this.episodeFile(start.checkpoint, start.instance, start.run, 'jsonl');
+    let log = this.logs.get(file);
+    if (!log) this.logs.set(file, (log = new JsonlLog<EpisodeLine>(file)));
+    return log;
+  }
 
   /** Records the settings, or checks that a resumed run uses the same ones. */
   claim(settings: Record<string, unknown>): 'new' | 'resumed' {
@@ -59,7 +73,7 @@ export class AsapStore {
     if (existsSync(file) && !existsSync(join(this.dir, 'episodes'))) rmSync(join(this.dir, 'prefixes'), { recursive: true, force: true });
     else if (existsSync(file)) {
       const previous = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-      const differs = Object.keys({ ...previous, ...settings }).filter((k) => JSON.stringify(previous[k]) !== JSON.stringify(settings[k]));
+      const differs = changedSettings(previous, settings);
       if (differs.length > 0) {
         throw new InputError({ file, field: differs[0] }, `this directory holds an ASAP run with other settings (${differs.map((k) => `${k}: ${JSON.stringify(previous[k])} → ${JSON.stringify(settings[k])}`).join('; ')}); use another --out or the same settings to resume`);
       }
@@ -89,12 +103,7 @@ export class AsapStore {
   readEpisode(checkpoint: string, instance: string, run: number): SavedEpisode {
     const file = this.episodeFile(checkpoint, instance, run, 'jsonl');
     const saved: SavedEpisode = { start: null, steps: [], end: null };
-    if (!existsSync(file)) return saved;
-    const text = readFileSync(file, 'utf8');
-    const complete = text.slice(0, text.lastIndexOf('\n') + 1);
-    for (const line of complete.split('\n')) {
-      if (!line.trim()) continue;
-      const record = JSON.parse(line) as { type: string };
+    for (const record of readJsonl<{ type: string }>(file)) {
       if (record.type === 'start') saved.start = record as EpisodeStart;
       else if (record.type === 'step') saved.steps.push(stripType(record) as unknown as EpisodeStep);
       else if (record.type === 'end') saved.end = record as EpisodeEnd;
@@ -104,17 +113,17 @@ export class AsapStore {
 
   /** Starts an episode file afresh (a partial file of an episode that cannot resume is replaced). */
   startEpisode(start: EpisodeStart): void {
-    const file = this.episodeFile(start.checkpoint, start.instance, start.run, 'jsonl');
-    mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(file, `${JSON.stringify(start)}\n`);
+    const log = this.episodeLog(start);
+    log.reset();
+    log.append(start);
   }
 
   appendStep(start: EpisodeStart, step: EpisodeStep): void {
-    appendFileSync(this.episodeFile(start.checkpoint, start.instance, start.run, 'jsonl'), `${JSON.stringify({ type: 'step', ...step })}\n`);
+    this.episodeLog(start).append({ type: 'step', ...step });
   }
 
   endEpisode(start: EpisodeStart, end: EpisodeEnd): void {
-    appendFileSync(this.episodeFile(start.checkpoint, start.instance, start.run, 'jsonl'), `${JSON.stringify(end)}\n`);
+    this.episodeLog(start).append(end);
   }
 
   writeTranscript(start: EpisodeStart, text: string): void {

@@ -5,7 +5,7 @@
  * the next record never fuses with it. Numbers JSON cannot hold (NaN, ±Infinity: the
  * log-likelihood of an impossible token) are written tagged and read back exactly.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, truncateSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, truncateSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { ProbeError, InputError } from '../errors.ts';
 import { interruptedBy } from '../util/interrupt.ts';
@@ -59,11 +59,23 @@ export function readJsonl<T>(file: string): T[] {
 
 export class JsonlLog<T> {
   private opened = false;
+  /** What the last read found: the intact length and the file's length, so the first append need not read again. */
+  private lastRead: { intact: number; length: number } | undefined;
 
   constructor(readonly file: string) {}
 
   read(): T[] {
-    return readJsonl<T>(this.file);
+    if (!existsSync(this.file)) return [];
+    const text = readFileSync(this.file);
+    const { records, intact } = parse<T>(this.file, text);
+    this.lastRead = { intact, length: text.length };
+    return records;
+  }
+
+  /** Starts the log afresh: whatever the file held is gone. */
+  reset(): void {
+    rmSync(this.file, { force: true });
+    this.lastRead = undefined;
   }
 
   append(record: T): void {
@@ -77,11 +89,8 @@ export class JsonlLog<T> {
   /** Cuts a damaged tail (a kill mid-write) before the first append. */
   private open(): void {
     mkdirSync(dirname(this.file), { recursive: true });
-    if (existsSync(this.file)) {
-      const text = readFileSync(this.file);
-      const { intact } = parse(this.file, text);
-      if (intact < text.length) truncateSync(this.file, intact);
-    }
+    if (!this.lastRead && existsSync(this.file)) this.read();
+    if (this.lastRead && this.lastRead.intact < this.lastRead.length) truncateSync(this.file, this.lastRead.intact);
     this.opened = true;
   }
 }

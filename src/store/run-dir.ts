@@ -23,6 +23,7 @@ import type { ItemMemo } from '../probes/memo.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { JsonlLog } from './jsonl-log.ts';
 import { lockRunDir } from './run-lock.ts';
+import { changedSettings } from './settings-diff.ts';
 
 export interface CheckpointRecord {
   /** As given on the command line (what tables show). */
@@ -79,10 +80,13 @@ export function probeSetRecord(source: string, items: readonly unknown[]): NonNu
   return { source, sha256: hash.digest('hex'), items: items.length };
 }
 
+/** A run directory that holds a run is continued only when asked to (also said by `probe demo` before its build). */
+export function existingRunError(manifestFile: string): InputError {
+  return new InputError({ file: manifestFile }, 'this directory already holds a run: pass --resume to continue it, or choose another --out');
+}
+
 /** Files a run writes when a stage or the whole run is done. */
 const CONCLUSIONS = ['results.json', 'cheap.json', 'passk.json', join('asap', 'results.json')];
-
-const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 /** Whether a run directory holds anything computed: a sample log, ASAP episodes, results. */
 function holdsWork(dir: string): boolean {
@@ -108,11 +112,10 @@ export class RunDir {
   static open(dir: string, input: ManifestInput, options: { resume: boolean; argv?: string[] }): RunDir {
     const file = RunDir.manifestFile(dir);
     const now = new Date().toISOString();
-    if (existsSync(dir)) lockRunDir(dir);
+    mkdirSync(dir, { recursive: true });
+    lockRunDir(dir);
     // A run that stopped on bad input before any work is simply started again.
     if (!existsSync(file) || !holdsWork(dir)) {
-      mkdirSync(dir, { recursive: true });
-      lockRunDir(dir);
       const manifest: RunManifest = {
         verb: input.verb, probe_version: probeVersion(), git: gitState(), created: now, resumed: [], argv: options.argv ?? process.argv.slice(2),
         config: input.config, checkpoints: input.checkpoints, probe_set: input.probe_set, seeds: input.seeds,
@@ -120,7 +123,7 @@ export class RunDir {
       writeFileAtomic(file, `${JSON.stringify(manifest, null, 2)}\n`);
       return new RunDir(dir, manifest, 'new');
     }
-    if (!options.resume) throw new InputError({ file }, 'this directory already holds a run: pass --resume to continue it, or choose another --out');
+    if (!options.resume) throw existingRunError(file);
     let previous: RunManifest;
     try {
       previous = JSON.parse(readFileSync(file, 'utf8')) as RunManifest;
@@ -130,10 +133,9 @@ export class RunDir {
     const mismatch = (field: string, was: unknown, now: unknown) =>
       new InputError({ file, field }, `the run here was started with ${JSON.stringify(was)}, this one has ${JSON.stringify(now)}; resume with the same settings or choose another --out`);
     if (previous.verb !== input.verb) throw mismatch('verb', previous.verb, input.verb);
-    for (const key of new Set([...Object.keys(previous.config ?? {}), ...Object.keys(input.config)])) {
-      if (!same(previous.config?.[key], input.config[key])) throw mismatch(`config.${key}`, previous.config?.[key], input.config[key]);
-    }
-    if (!same(previous.seeds, input.seeds)) throw mismatch('seeds', previous.seeds, input.seeds);
+    const [changed] = changedSettings(previous.config ?? {}, input.config);
+    if (changed !== undefined) throw mismatch(`config.${changed}`, previous.config?.[changed], input.config[changed]);
+    if (JSON.stringify(previous.seeds) !== JSON.stringify(input.seeds)) throw mismatch('seeds', previous.seeds, input.seeds);
     if (previous.probe_set?.sha256 !== input.probe_set?.sha256) throw mismatch('probe_set.sha256', previous.probe_set?.sha256, input.probe_set?.sha256);
     // Checkpoints may be added to a run; one that is in it must be byte-for-byte the same.
     const checkpoints = [...previous.checkpoints];

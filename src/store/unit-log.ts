@@ -4,10 +4,10 @@
  * Rerunning with `resume` reads the finished units back; a log left by an interrupted job is
  * never silently restarted or mixed with other settings.
  */
-import { existsSync, rmSync } from 'node:fs';
 import { InputError } from '../errors.ts';
 import type { ItemMemo } from '../probes/memo.ts';
 import { JsonlLog } from './jsonl-log.ts';
+import { changedSettings } from './settings-diff.ts';
 
 type Line<T> = { header: Record<string, unknown> } | { id: string; value: T };
 
@@ -24,15 +24,14 @@ export class UnitLog<T> implements ItemMemo<T> {
     const unit = new UnitLog<T>(log);
     if (previous && lines.length > 1) {
       if (!options.resume) throw new InputError({ file }, `an interrupted ${options.what} left its progress here: pass --resume to continue it, or delete the file to start over`);
-      for (const key of new Set([...Object.keys(previous), ...Object.keys(header)])) {
-        if (JSON.stringify(previous[key]) !== JSON.stringify(header[key])) {
-          throw new InputError({ file, field: key }, `the interrupted ${options.what} used ${JSON.stringify(previous[key])}, this one ${JSON.stringify(header[key])}; use the same settings to resume, or delete the file`);
-        }
+      const [key] = changedSettings(previous, header);
+      if (key !== undefined) {
+        throw new InputError({ file, field: key }, `the interrupted ${options.what} used ${JSON.stringify(previous[key])}, this one ${JSON.stringify(header[key])}; use the same settings to resume, or delete the file`);
       }
       for (const line of lines.slice(1)) if ('id' in line) unit.done.set(line.id, line.value);
       return unit;
     }
-    if (existsSync(file)) rmSync(file);
+    log.reset();
     log.append({ header });
     return unit;
   }
@@ -48,6 +47,6 @@ export class UnitLog<T> implements ItemMemo<T> {
 
   /** The job is done and its output written: the progress log has served its purpose. */
   remove(): void {
-    rmSync(this.log.file, { force: true });
+    this.log.reset();
   }
 }
