@@ -7,7 +7,7 @@ import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
 import type { AsapResult } from '../asap/run.ts';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
-import { formatTable } from '../report/table.ts';
+import { formatPercent, formatTable } from '../report/table.ts';
 import { SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { nonNegativeInteger, positiveInteger } from './args.ts';
@@ -73,16 +73,15 @@ export function asapCommand(): Command {
 }
 
 function printTables(results: AsapResult[], flags: AsapFlags, instances: number): void {
-  const pct = (v: number) => (Number.isNaN(v) ? '-' : `${(100 * v).toFixed(1)}%`);
   const ks = ASAP_K_VALUES.filter((k) => k <= flags.runs);
   const kMax = ks.at(-1)!;
   process.stderr.write(`\nASAP on ${instances} instances × ${flags.runs} runs (${flags.format}, ${flags.profile} profile, ${flags.prefixSteps}-step prefix)\n\n`);
   process.stderr.write(`${formatTable(['checkpoint', 'pass@1', ...(kMax > 1 ? [`pass@${kMax}`] : []), `∩@${flags.runs}`, 'parsable', 'valid calls', 'edits', 'testing', 'submitted', 'empty patch', 'turns'],
-    results.map((r) => [r.checkpoint, pct(r.pass_at['1']!), ...(kMax > 1 ? [pct(r.pass_at[String(kMax)]!)] : []), pct(r.intersection),
-      pct(r.behaviour.parsable_turns), pct(r.behaviour.valid_tool_calls), pct(r.behaviour.autonomous_edits), pct(r.behaviour.active_testing),
-      pct(r.behaviour.explicit_submission), pct(r.behaviour.empty_patch), r.behaviour.mean_turns.toFixed(1)]),
+    results.map((r) => [r.checkpoint, formatPercent(r.pass_at['1']!), ...(kMax > 1 ? [formatPercent(r.pass_at[String(kMax)]!)] : []), formatPercent(r.intersection),
+      formatPercent(r.behaviour.parsable_turns), formatPercent(r.behaviour.valid_tool_calls), formatPercent(r.behaviour.autonomous_edits), formatPercent(r.behaviour.active_testing),
+      formatPercent(r.behaviour.explicit_submission), formatPercent(r.behaviour.empty_patch), r.behaviour.mean_turns.toFixed(1)]),
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].slice(0, kMax > 1 ? 10 : 9))}\n`);
   process.stderr.write(`\nEpisode endings\n\n${formatTable(['checkpoint', 'submitted', 'submitted empty', 'step limit', 'repeated action', 'format error', 'regressions', 'network tries'],
-    results.map((r) => [r.checkpoint, ...Object.values(r.terminations).map(String), pct(r.behaviour.regressions), `${r.behaviour.network_attempts} (${r.behaviour.network_blocked} blocked)`]),
+    results.map((r) => [r.checkpoint, ...Object.values(r.terminations).map(String), formatPercent(r.behaviour.regressions), `${r.behaviour.network_attempts} (${r.behaviour.network_blocked} blocked)`]),
     [1, 2, 3, 4, 5, 6])}\n`);
 }

@@ -17,6 +17,7 @@ import { SandboxPool } from '../sandbox/pool.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { ItemMemo } from '../probes/memo.ts';
+import { writeFileAtomic } from '../util/atomic-file.ts';
 import { importTrajectory } from '../trajectories/import.ts';
 
 export interface BuildSettings {
@@ -68,6 +69,11 @@ async function buildTrajectory(file: string, s: BuildSettings, root: string): Pr
   } finally {
     await pool.close();
   }
+}
+
+/** A probe set as JSON Lines, written whole or not at all. */
+export function writeProbeItems(file: string, items: readonly ProbeItem[]): void {
+  writeFileAtomic(file, items.map((i) => JSON.stringify(i)).join('\n') + (items.length ? '\n' : ''));
 }
 
 /** A hash of every trajectory file's name and bytes: a resumed build must see the same ones. */

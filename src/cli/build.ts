@@ -6,10 +6,9 @@ import type { RestoreMode } from '../replay/build.ts';
 import { CONTEXT_FORMATS, type ContextFormat } from '../replay/render-context.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { positiveInteger } from './args.ts';
-import { buildProbeSet, trajectoriesHash, type TrajectoryBuild } from './build-run.ts';
+import { buildProbeSet, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from './build-run.ts';
 import { checkpointContentHash } from '../backends/cache.ts';
 import { UnitLog } from '../store/unit-log.ts';
-import { writeFileAtomic } from '../util/atomic-file.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
 interface BuildFlags extends SandboxFlags { resume?: boolean; trajectories: string; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; distractorCkpt?: string; distractorSamples: number; json?: boolean }
@@ -44,7 +43,7 @@ export function buildCommand(): Command {
         replay: replayOptions(flags), quiet: Boolean(flags.json), memo: progressLog,
       }).finally(() => samplerBackend?.close());
       const { items, trajectories: outcomes, inputErrors } = outcome;
-      writeFileAtomic(flags.out, items.map((i) => JSON.stringify(i)).join('\n') + (items.length ? '\n' : ''));
+      writeProbeItems(flags.out, items);
       progressLog.remove();
       if (flags.json) process.stdout.write(`${JSON.stringify({ out: flags.out, items: items.length, trajectories: outcomes }, null, 2)}\n`);
       else {

@@ -1,9 +1,8 @@
 /** `probe correlate`: how well each probe metric ranks checkpoints against downstream scores. */
 import { readFileSync } from 'node:fs';
-import { basename } from 'node:path';
 import { Command } from 'commander';
 import { describeCause, InputError } from '../errors.ts';
-import { formatTable } from '../report/table.ts';
+import { downstreamScore, formatTable } from '../report/table.ts';
 import { bootstrap, kendallTauB, pearson, spearman, type Interval } from '../stats/correlation.ts';
 import { metricsFromDocument, type MetricSeries } from '../stats/metrics.ts';
 import { createRng } from '../util/rng.ts';
@@ -34,18 +33,13 @@ export function readScores(file: string): Map<string, number> {
   return scores;
 }
 
-/** The downstream score of a checkpoint: by its exact name, else by its directory's base name. */
-function scoreOf(scores: Map<string, number>, checkpoint: string): number | undefined {
-  return scores.get(checkpoint) ?? scores.get(basename(checkpoint.replace(/\/+$/, '')));
-}
-
 interface Row { metric: string; checkpoints: number; spearman: number; kendall: number; pearson: number; spearman_ci_checkpoints: Interval; spearman_ci_items: Interval }
 
 function correlateMetric(series: MetricSeries, scores: Map<string, number>, resamples: number, seed: number): Row | undefined {
-  const names = [...series.items.keys()].filter((c) => scoreOf(scores, c) !== undefined);
+  const names = [...series.items.keys()].filter((c) => downstreamScore(scores, c) !== undefined);
   if (names.length < 2) return undefined;
   const metric = (items: Map<string, unknown[]>, ckpts: string[]) => ckpts.map((c) => series.aggregate(items.get(c)!));
-  const y = names.map((c) => scoreOf(scores, c)!);
+  const y = names.map((c) => downstreamScore(scores, c)!);
   const x = metric(series.items, names);
   const overCheckpoints = bootstrap(names.map((c, i) => ({ x: x[i]!, y: y[i]! })), (s) => spearman(s.map((p) => p.x), s.map((p) => p.y)), createRng('correlate', seed, series.name, 'ckpt'), resamples);
   // Over items: resample the item indices (the same items for every checkpoint) and recompute each metric.

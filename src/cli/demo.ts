@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { Command } from 'commander';
-import { embeddedCheckpointDirs, REPO_ROOT } from '../embedded.ts';
+import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { collectRuns } from '../report/collect.ts';
 import { renderReport } from '../report/html.ts';
@@ -14,13 +14,13 @@ import { writeFileAtomic } from '../util/atomic-file.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { positiveInteger } from './args.ts';
-import { buildProbeSet, trajectoriesHash, type TrajectoryBuild } from './build-run.ts';
+import { buildProbeSet, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from './build-run.ts';
+import { existingRunError } from '../store/run-dir.ts';
 import { lockRunDir } from '../store/run-lock.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
-import { ladderConfig, runLadder, type LadderSettings } from './ladder-run.ts';
+import { ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
 import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
-import { printLadder } from './screen.ts';
 
 interface DemoFlags extends RunFlags { json?: boolean; n: number; asapRuns: number; asapMaxSteps: number; asapInstances: number; shortlist: number; concurrency: number }
 
@@ -55,7 +55,7 @@ export function demoCommand(): Command {
 
       // 1. The probe set, built once per run directory (a resumed demo keeps the one it built).
       if (!existsSync(probesFile)) {
-        if (existsSync(join(out, 'run.json')) && !flags.resume) throw new InputError({ file: join(out, 'run.json') }, 'this directory already holds a run: pass --resume to continue it, or choose another --out');
+        if (existsSync(join(out, 'run.json')) && !flags.resume) throw existingRunError(join(out, 'run.json'));
         say(`Building probes from ${relative(process.cwd(), TRAJECTORIES) || TRAJECTORIES} (replaying each trajectory in a jailed sandbox)\n`);
         const progressLog = UnitLog.open<TrajectoryBuild>(join(out, 'build.progress.jsonl'), { trajectories: trajectoriesHash(TRAJECTORIES) }, { resume: Boolean(flags.resume), what: 'probe build' });
         const built = await buildProbeSet({
@@ -63,7 +63,7 @@ export function demoCommand(): Command {
           replay: { openSandbox: (t) => openSandbox('local', t), sandboxName: 'local', concurrency: 4, repeats: 3 }, quiet, memo: progressLog,
         });
         if (built.inputErrors) throw new InputError({ file: TRAJECTORIES }, `${built.inputErrors} demo trajectories could not be read`);
-        writeFileAtomic(probesFile, built.items.map((i) => JSON.stringify(i)).join('\n') + '\n');
+        writeProbeItems(probesFile, built.items);
         progressLog.remove();
         say(`${built.items.length} probe items from ${built.trajectories.filter((t) => !t.rejected).length} trajectories → ${probesFile}\n`);
       }
@@ -73,7 +73,7 @@ export function demoCommand(): Command {
         shortlist: flags.shortlist, n: flags.n, seed: 0, tasks, tasksPath: TASKS, reference: TRAJECTORIES,
         asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, asapInstances: flags.asapInstances, concurrency: flags.concurrency,
       };
-      const scoring: ScoringFlags = { ...flags, out, probes: probesFile, ckpt: embeddedCheckpointDirs().map((d) => relative(process.cwd(), d) || '.') };
+      const scoring: ScoringFlags = { ...flags, out, probes: probesFile };
       const run = prepareScoringRun(scoring, 'demo', { config: ladderConfig(settings), seeds: { sampling: 0 } });
       const outcome = await runLadder(run, settings);
       const errors = reportFailures(outcome.failures);

@@ -15,6 +15,8 @@ import { restoreProbeState } from '../probes/restore.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
+import type { LadderRow } from '../report/collect.ts';
+import { formatPercent, formatTable } from '../report/table.ts';
 import { averageRanks } from '../stats/correlation.ts';
 import { runAsapOverCheckpoints } from './asap-runs.ts';
 import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from './checkpoint-runs.ts';
@@ -35,19 +37,6 @@ export interface LadderSettings {
   /** ASAP run directory when the ladder has no run directory of its own. */
   asapOut?: string | undefined;
   concurrency: number;
-}
-
-export interface LadderRow {
-  checkpoint: string;
-  bpb: number;
-  mcq_acc: number;
-  mcq_acc_norm: number | null;
-  /** Mean of the BPB rank and the MCQ rank (1 = best). */
-  cheap_rank: number;
-  pass_at: Record<string, number> | null;
-  shortlisted: boolean;
-  /** ASAP on the shortlist: Pass@1, Intersection@n and the headline behaviour rates. */
-  asap: { pass_at_1: number; intersection: number; parsable_turns: number; valid_tool_calls: number; autonomous_edits: number } | null;
 }
 
 export interface LadderOutcome {
@@ -128,4 +117,15 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
     }
   }
   return { rows, shortlist, asapOut, failures };
+}
+
+/** The ladder's table and recommendation, on stderr. */
+export function printLadder(outcome: LadderOutcome, items: number, n: number): void {
+  process.stderr.write(`\nScreening ${outcome.rows.length} checkpoints on ${items} probe items\n\n`);
+  process.stderr.write(`${formatTable(['checkpoint', 'bpb', 'mcq acc', 'cheap rank', 'pass@1', `pass@${n}`, 'asap pass@1', 'asap parsable', 'asap edits', 'shortlist'],
+    outcome.rows.map((r) => [r.checkpoint, r.bpb.toFixed(3), formatPercent(r.mcq_acc), r.cheap_rank.toFixed(1), formatPercent(r.pass_at?.['1']), formatPercent(r.pass_at?.[String(n)]),
+      formatPercent(r.asap?.pass_at_1), formatPercent(r.asap?.parsable_turns), formatPercent(r.asap?.autonomous_edits), r.shortlisted ? 'yes' : '']),
+    [1, 2, 3, 4, 5, 6, 7, 8])}\n\n`);
+  process.stderr.write(`Recommendation: post-train ${outcome.shortlist.join(', ')}\n`);
+  if (outcome.asapOut) process.stderr.write(`ASAP transcripts of the shortlist: ${join(outcome.asapOut, 'episodes')}\n`);
 }

@@ -1,7 +1,7 @@
 /** `probe mcq`: gold decisive action vs verifier-rejected distractors. */
 import { Command, Option } from 'commander';
 import { scoreMcq, type McqItem, type McqResult, type McqStyle } from '../probes/mcq.ts';
-import { formatTable } from '../report/table.ts';
+import { formatPercent, formatTable } from '../report/table.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, scoreCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
 
 interface McqFlags extends ScoringFlags { style: McqStyle; seed: number }
@@ -18,11 +18,10 @@ export function mcqCommand(): Command {
       const errors = reportFailures(failures);
       const ranking = [...results].sort((a, b) => b.acc - a.acc).map((r) => r.checkpoint);
       if (!run.quiet && results.length) {
-        const pct = (v: number | null) => (v === null || Number.isNaN(v) ? '-' : `${(100 * v).toFixed(1)}%`);
         const byName = new Map(results.map((r) => [r.checkpoint, r]));
         const rows = ranking.map((name, i) => {
           const r = byName.get(name)!;
-          return [String(i + 1), name, pct(r.acc), pct(r.acc_norm), pct(r.acc_pmi), String(r.items.length), String(r.skipped.length)];
+          return [String(i + 1), name, formatPercent(r.acc), formatPercent(r.acc_norm), formatPercent(r.acc_pmi), String(r.items.length), String(r.skipped.length)];
         });
         process.stderr.write(`\nPatch MCQ (${flags.style}) on ${run.items.length} probe items (higher is better)\n\n`);
         process.stderr.write(`${formatTable(['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi', 'asked', 'no distractors'], rows, [0, 2, 3, 4, 5, 6])}\n`);

@@ -5,13 +5,10 @@
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { REPO_ROOT } from '../embedded.ts';
-import { formatTable } from '../report/table.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { positiveInteger } from './args.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
-import { ladderConfig, runLadder, type LadderOutcome, type LadderSettings } from './ladder-run.ts';
-
-export type { LadderRow as ScreenRow } from './ladder-run.ts';
+import { ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
 
 interface ScreenFlags extends ScoringFlags { shortlist: number; passkTop?: number; n: number; tasks: string; seed: number; asapRuns: number; asapMaxSteps: number; asapOut?: string; reference: string; concurrency: number }
 
@@ -40,15 +37,4 @@ export function screenCommand(): Command {
       if (!run.quiet) printLadder(outcome, run.items.length, flags.n);
       emitResults(run, { results: outcome.rows, shortlist: outcome.shortlist, asap_out: outcome.asapOut, ...errors });
     });
-}
-
-export function printLadder(outcome: LadderOutcome, items: number, n: number): void {
-  const pct = (v: number | undefined | null) => (v === undefined || v === null ? '-' : `${(100 * v).toFixed(1)}%`);
-  process.stderr.write(`\nScreening ${outcome.rows.length} checkpoints on ${items} probe items\n\n`);
-  process.stderr.write(`${formatTable(['checkpoint', 'bpb', 'mcq acc', 'cheap rank', 'pass@1', `pass@${n}`, 'asap pass@1', 'asap parsable', 'asap edits', 'shortlist'],
-    outcome.rows.map((r) => [r.checkpoint, r.bpb.toFixed(3), pct(r.mcq_acc), r.cheap_rank.toFixed(1), pct(r.pass_at?.['1']), pct(r.pass_at?.[String(n)]),
-      pct(r.asap?.pass_at_1), pct(r.asap?.parsable_turns), pct(r.asap?.autonomous_edits), r.shortlisted ? 'yes' : '']),
-    [1, 2, 3, 4, 5, 6, 7, 8])}\n\n`);
-  process.stderr.write(`Recommendation: post-train ${outcome.shortlist.join(', ')}\n`);
-  if (outcome.asapOut) process.stderr.write(`ASAP transcripts of the shortlist: ${join(outcome.asapOut, 'episodes')}\n`);
 }

@@ -15,14 +15,17 @@ import type { PasskResult } from '../probes/passk.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import { probeSetRecord, type RunManifest } from '../store/run-dir.ts';
 
-/** A ladder row as `probe screen`/`probe demo` write it. */
-export interface LadderRowData {
+/** A row of the ladder, as `probe screen` and `probe demo` write it in results.json. */
+export interface LadderRow {
   checkpoint: string;
   bpb: number;
   mcq_acc: number;
+  mcq_acc_norm: number | null;
+  /** Mean of the BPB rank and the MCQ rank (1 = best). */
   cheap_rank: number;
   pass_at: Record<string, number> | null;
   shortlisted: boolean;
+  /** ASAP on the shortlist: Pass@1, Intersection@n and the headline behaviour rates. */
   asap: { pass_at_1: number; intersection: number; parsable_turns: number; valid_tool_calls: number; autonomous_edits: number } | null;
 }
 
@@ -35,7 +38,7 @@ export interface ReportData {
   passk: PasskResult[];
   asap: AsapResult[];
   aptbench: AptResult[];
-  ladder: { rows: LadderRowData[]; shortlist: string[] } | null;
+  ladder: { rows: LadderRow[]; shortlist: string[] } | null;
   /** The probe items the results refer to, by id (for the drill-down). */
   items: Map<string, ProbeItem>;
 }
@@ -113,7 +116,7 @@ export function collectRuns(dirs: string[]): ReportData {
         data.mcq.push(...(cheap?.mcq ?? []));
         data.passk.push(...(readJsonIf<{ passk: PasskResult[] }>(join(dir, 'passk.json'))?.passk ?? []));
         data.asap.push(...withTranscriptsIn(join(dir, 'asap'), readJsonIf<{ results: AsapResult[] }>(join(dir, 'asap', 'results.json'))?.results ?? []));
-        data.ladder = { rows: results.results as LadderRowData[], shortlist: results.shortlist as string[] };
+        data.ladder = { rows: results.results as LadderRow[], shortlist: results.shortlist as string[] };
         break;
       }
       case 'aptbench': data.aptbench.push(...(results.results as AptResult[])); break;

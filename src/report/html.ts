@@ -4,11 +4,11 @@
  * items (drill-down per probe item) and transcripts (ASAP episodes).
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { basename } from 'node:path';
 import type { AsapResult } from '../asap/run.ts';
 import type { BpbResult } from '../probes/bpb.ts';
 import { spearman } from '../stats/correlation.ts';
 import type { ReportData } from './collect.ts';
+import { downstreamScore, formatPercent, shortCheckpointName } from './table.ts';
 import { barChart, escapeXml as esc, lineChart, scatter, stackedBars } from './svg.ts';
 
 export const REPORT_SECTIONS = ['runs', 'ranking', 'bpb', 'mcq', 'passk', 'asap', 'correlation', 'items', 'transcripts'] as const;
@@ -24,8 +24,8 @@ export interface ReportOptions {
   generatedAt?: Date;
 }
 
-const pct = (v: number | null | undefined) => (v === null || v === undefined || Number.isNaN(v) ? '–' : `${(100 * v).toFixed(1)}%`);
-const short = (checkpoint: string) => basename(checkpoint.replace(/\/+$/, '')) || checkpoint;
+const pct = (v: number | null | undefined) => formatPercent(v, '–');
+const short = shortCheckpointName;
 const num = (v: number | null | undefined, digits = 4) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(digits) : '–');
 
 /** Markup a table cell holds as it is; every other cell is text and escaped. */
@@ -133,7 +133,7 @@ function aptbenchSection(data: ReportData): string {
 
 function correlationSection(data: ReportData, downstream: Map<string, number> | undefined): string {
   if (!downstream) return section('correlation', 'Correlation with downstream scores', empty('No downstream scores given (probe report … --downstream scores.csv).'));
-  const score = (c: string) => downstream.get(c) ?? downstream.get(short(c));
+  const score = (c: string) => downstreamScore(downstream, c);
   const metrics: Array<{ name: string; values: Array<{ checkpoint: string; value: number }> }> = [
     { name: 'BPB', values: data.bpb.map((r) => ({ checkpoint: r.checkpoint, value: r.bpb })) },
     { name: 'MCQ acc', values: data.mcq.map((r) => ({ checkpoint: r.checkpoint, value: r.acc })) },
@@ -153,17 +153,24 @@ function correlationSection(data: ReportData, downstream: Map<string, number> | 
 function itemsSection(data: ReportData): string {
   const ids = [...new Set([...data.bpb, ...data.mcq, ...data.passk].flatMap((r) => r.items.map((i) => i.id)))];
   if (!ids.length) return section('items', 'Items', empty('No per-item results in these runs.'));
+  // Looked up once per item and checkpoint: a paper-sized run has thousands of items.
+  const byCheckpoint = <T extends { id: string }>(results: Array<{ checkpoint: string; items: T[] }>) =>
+    new Map([...results].reverse().map((r) => [r.checkpoint, new Map(r.items.map((i) => [i.id, i]))])); // the first run of a checkpoint wins
+  const bpbOf = byCheckpoint(data.bpb);
+  const mcqOf = byCheckpoint(data.mcq);
+  const passkOf = byCheckpoint(data.passk);
+  const checkpoints = [...new Set([...data.bpb, ...data.mcq, ...data.passk].map((r) => r.checkpoint))];
   const body = ids.map((id) => {
     const item = data.items.get(id);
-    const rows = [...new Set([...data.bpb, ...data.mcq, ...data.passk].map((r) => r.checkpoint))].map((c) => {
-      const bpb = data.bpb.find((r) => r.checkpoint === c)?.items.find((i) => i.id === id);
-      const mcq = data.mcq.find((r) => r.checkpoint === c)?.items.find((i) => i.id === id);
-      const passk = data.passk.find((r) => r.checkpoint === c)?.items.find((i) => i.id === id);
+    const rows = checkpoints.map((c) => {
+      const bpb = bpbOf.get(c)?.get(id);
+      const mcq = mcqOf.get(c)?.get(id);
+      const passk = passkOf.get(c)?.get(id);
       const pick = mcq && 'acc' in mcq.pick ? mcq.pick.acc : mcq && 'letter' in mcq.pick ? mcq.pick.letter : null;
       return [short(c), bpb ? num(bpb.bpb) : '–', mcq ? `${mcq.correct ? '✔' : '✘'} picked ${pick === 0 ? 'gold' : pick === null || pick < 0 ? 'none (tie)' : `distractor ${pick}`}` : '–',
         passk ? `${passk.c}/${passk.n}` : '–'];
     });
-    const samples = data.passk.flatMap((r) => (r.items.find((i) => i.id === id)?.samples ?? []).map((s, k) => ({ checkpoint: r.checkpoint, k, s })));
+    const samples = data.passk.flatMap((r) => (passkOf.get(r.checkpoint)?.get(id)?.samples ?? []).map((s, k) => ({ checkpoint: r.checkpoint, k, s })));
     return `<details class="item"><summary><code>${esc(id)}</code> — ${esc(item?.task ?? '')}</summary>`
       + table(['checkpoint', 'BPB', 'MCQ', 'pass@k resolved'], rows)
       + (item ? `<h4>Context (${item.context.length} chars)</h4><pre class="context">${esc(item.context)}</pre><h4>Gold action</h4><pre class="gold">${esc(item.gold)}</pre>`

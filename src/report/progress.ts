@@ -4,6 +4,8 @@
  * terminal. Items answered from a resumed run's log or the cache count as done but not
  * into the rate, so the ETA is that of the work left.
  */
+import { shortCheckpointName } from './table.ts';
+
 export interface Progress {
   /** One unit of `checkpoint` finished; `reused` when it was read back rather than computed. */
   tick(checkpoint?: string, reused?: boolean): void;
@@ -33,11 +35,6 @@ export function formatDuration(ms: number): string {
   return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
 }
 
-/** A short display name: the last path segment of a checkpoint directory. */
-function shortName(checkpoint: string): string {
-  return checkpoint.replace(/\/+$/, '').split('/').pop() || checkpoint;
-}
-
 export function createProgress(options: ProgressOptions): Progress {
   const stream = options.stream ?? process.stderr;
   if (!options.enabled || !stream.isTTY || options.total <= 0) return SILENT;
@@ -61,7 +58,7 @@ export function createProgress(options: ProgressOptions): Progress {
     const head = `${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)} ${done}/${options.total} ${(100 * fraction).toFixed(0).padStart(3)}% | ETA ${formatDuration(eta)} | ${formatDuration(elapsed)} elapsed`;
     const out = [`${head}${label ? ` | ${label}` : ''}`.slice(0, width - 1)];
     if (counts.size > 0) {
-      const parts = [...counts].map(([name, c]) => `${shortName(name)} ${c.done}/${c.units}${c.done >= c.units ? ' ✓' : ''}`);
+      const parts = [...counts].map(([name, c]) => `${shortCheckpointName(name)} ${c.done}/${c.units}${c.done >= c.units ? ' ✓' : ''}`);
       // As many lines as the counts need at this width.
       let line = ' ';
       for (const part of parts) {
