@@ -1,13 +1,15 @@
 /**
  * An ASAP run for one checkpoint: n episodes per instance, run concurrently against one
  * shared backend, each in its own leased jailed sandbox, each saved step by step (a
- * finished episode is never run again; an unfinished one resumes from its last step).
+ * finished episode is never run again; an unfinished one is run again from its start:
+ * what its commands left in /tmp is not part of the saved state, and a resumed run must
+ * equal an uninterrupted one — the cache makes the model calls of the rerun free).
  * The final patch (the working-tree diff) is applied to a clean base and graded by the
  * task's verifier; Pass@k is unbiased, Intersection@n counts instances solved in all n runs.
  */
 import type { CompletionBackend } from '../backends/types.ts';
 import { ProbeError } from '../errors.ts';
-import { TOOL_STATE_FILE, writeToolState } from '../replay/execute.ts';
+import { writeToolState } from '../replay/execute.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
 import type { Sandbox } from '../sandbox/types.ts';
@@ -67,11 +69,6 @@ export function episodeSeed(seed: number, instance: string, run: number): number
   return deriveSeed(seed, instance, run);
 }
 
-async function setToolState(sb: Sandbox, state: string | null): Promise<void> {
-  if (state) await writeToolState(sb, state);
-  else await sb.exec(`rm -f ${TOOL_STATE_FILE}`, { timeoutMs: 10_000 });
-}
-
 function relevantFiles(instance: AsapInstance): string[] {
   return instance.task.patch ? patchFiles(instance.task.patch).map((f) => f.path) : instance.prefix.solutionFiles;
 }
@@ -100,15 +97,13 @@ async function runOne(checkpoint: string, backend: CompletionBackend, instance: 
   const start: EpisodeStart = { type: 'start', checkpoint, instance: task.instance_id, run, seed: episodeSeed(options.seed, task.instance_id, run) };
   const saved = store.readEpisode(checkpoint, task.instance_id, run);
   if (saved.end) return saved.end;
-  const resumed = saved.start?.seed === start.seed ? saved.steps : [];
-  if (resumed.length === 0) store.startEpisode(start);
+  store.startEpisode(start);
   return options.leaseFor(task)(async (sb) => {
     const started = performance.now();
-    const last = resumed.at(-1);
-    await sb.restore({ base_commit: task.base_commit, patch: last?.patch ?? prefix.state.patch });
-    await setToolState(sb, last ? last.toolState : prefix.state.toolState);
+    await sb.restore({ base_commit: task.base_commit, patch: prefix.state.patch });
+    await writeToolState(sb, prefix.state.toolState); // restore left /tmp empty
     const setupMs = performance.now() - started;
-    const steps = [...resumed];
+    const steps: EpisodeStep[] = [];
     const result = await runEpisode({
       backend, sandbox: sb, baseCommit: task.base_commit, prefixText: prefix.text, prefixState: prefix.state,
       onStep: async (step) => {
@@ -116,19 +111,18 @@ async function runOne(checkpoint: string, backend: CompletionBackend, instance: 
         steps.push(step);
         store.writeTranscript(start, transcriptOf(start, instance, steps, settings));
       },
-    }, { ...settings, seed: start.seed }, resumed);
+    }, { ...settings, seed: start.seed });
     const finalPatch = result.steps.at(-1)?.patch ?? prefix.state.patch;
     const verifyStarted = performance.now();
     const graded = await gradeFinal(sb, task, finalPatch);
     const verifyMs = performance.now() - verifyStarted;
     const behaviour = runBehaviour(result.steps, { termination: result.termination, patch: finalPatch, applies: graded.applies, passToPassFailed: graded.verdict?.passToPass.failed ?? [] }, { testCmd: task.test_cmd, relevantFiles: relevantFiles(instance), prefixPatch: prefix.state.patch });
-    const fresh = result.steps.slice(resumed.length);
     const end: EpisodeEnd = {
       type: 'end', termination: result.termination, resolved: graded.verdict?.resolved ?? false, reason: graded.reason, final_patch: finalPatch,
       fail_to_pass: graded.verdict?.failToPass ?? { passed: [], failed: task.FAIL_TO_PASS },
       pass_to_pass: graded.verdict?.passToPass ?? { passed: [], failed: task.PASS_TO_PASS },
       behaviour,
-      model_ms: fresh.reduce((a, s) => a + s.modelMs, 0), sandbox_ms: fresh.reduce((a, s) => a + s.sandboxMs, 0),
+      model_ms: result.steps.reduce((a, s) => a + s.modelMs, 0), sandbox_ms: result.steps.reduce((a, s) => a + s.sandboxMs, 0),
       setup_ms: setupMs, verify_ms: verifyMs, wall_ms: performance.now() - started,
     };
     store.endEpisode(start, end);

@@ -13,6 +13,7 @@ import { renderReport } from '../report/html.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
+import { ensureRequirements } from '../setup/requirements.ts';
 import { positiveInteger } from './args.ts';
 import { buildProbeSet, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from './build-run.ts';
 import { existingRunError } from '../store/run-dir.ts';
@@ -22,7 +23,7 @@ import { prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoi
 import { ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
 import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
 
-interface DemoFlags extends RunFlags { json?: boolean; n: number; asapRuns: number; asapMaxSteps: number; asapInstances: number; shortlist: number; concurrency: number }
+interface DemoFlags extends RunFlags { json?: boolean; install: boolean; n: number; asapRuns: number; asapMaxSteps: number; asapInstances: number; shortlist: number; concurrency: number }
 
 const TRAJECTORIES = join(REPO_ROOT, 'trajectories');
 const TASKS = join(REPO_ROOT, 'verifiers');
@@ -40,6 +41,7 @@ export function demoCommand(): Command {
     .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
     .option('--asap-instances <n>', 'instances that get ASAP episodes', positiveInteger, 6)
     .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
+    .option('--no-install', 'do not install missing system packages (bubblewrap, python3-pytest, git) even as root')
     .option('--json', 'print one JSON document on stdout'), 'run directory (default: runs/demo-<time>)')
     .addHelpText('after', '\nExample:\n  probe demo            # 5 to 6 minutes on 2 CPU cores\n  probe demo --out runs/demo --resume')
     .action(async (flags: DemoFlags) => {
@@ -48,6 +50,8 @@ export function demoCommand(): Command {
       const out = flags.out ?? join('runs', `demo-${timestamp()}`);
       const quiet = Boolean(flags.json);
       const say = (text: string) => { if (!quiet) process.stderr.write(text); };
+      // A bare machine has no bubblewrap or pytest yet: as root, install them (saying so) before any work.
+      ensureRequirements({ install: flags.install, log: (line) => process.stderr.write(line) });
       const tasks = loadTasks(TASKS);
       const probesFile = join(out, 'probes.jsonl');
       mkdirSync(out, { recursive: true });

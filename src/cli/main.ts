@@ -13,6 +13,7 @@ import { serveCommand } from './serve.ts';
 import { replayCommand } from './replay.ts';
 import { demoCommand } from './demo.ts';
 import { reportCommand } from './report.ts';
+import { setupCommand } from './setup.ts';
 
 export function buildProgram(): Command {
   const program = new Command('probe')
@@ -32,6 +33,7 @@ export function buildProgram(): Command {
   program.addCommand(correlateCommand());
   program.addCommand(serveCommand());
   program.addCommand(reportCommand());
+  program.addCommand(setupCommand());
   // addCommand does not pass exitOverride down: without it a usage error would exit 1 from inside commander.
   for (const command of program.commands) command.exitOverride().showHelpAfterError();
   return program;

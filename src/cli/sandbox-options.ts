@@ -8,15 +8,14 @@ export function addSandboxOptions(command: Command): Command {
   return command
     .addOption(new Option('--sandbox <kind>', 'where commands run').choices([...SANDBOX_KINDS]).default('local'))
     .option('--concurrency <n>', 'sandboxes verifying states at once', positiveInteger, 4)
-    .option('--repeats <n>', 'times the final state is verified (a varying verdict marks the task flaky)', positiveInteger, 3)
-    .option('--unconfined', 'allow a trusted replay without bubblewrap (plain subprocesses, loud warning)');
+    .option('--repeats <n>', 'times the final state is verified (a varying verdict marks the task flaky)', positiveInteger, 3);
 }
 
-export interface SandboxFlags { sandbox: SandboxKind; concurrency: number; repeats: number; unconfined?: boolean }
+export interface SandboxFlags { sandbox: SandboxKind; concurrency: number; repeats: number }
 
 export function replayOptions(flags: SandboxFlags): ReplayOptions {
   return {
-    openSandbox: (task) => openSandbox(flags.sandbox, task, { allowUnconfined: flags.unconfined }),
+    openSandbox: (task) => openSandbox(flags.sandbox, task),
     sandboxName: flags.sandbox,
     concurrency: flags.concurrency,
     repeats: flags.repeats,

@@ -14,8 +14,8 @@ import type { Sandbox } from '../sandbox/types.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
 import { parseActionText, UnparsableAction } from '../trajectories/parse-action.ts';
 import { runAction } from '../replay/execute.ts';
-import { verifySandbox } from '../verify/verifier.ts';
-import { InputError } from '../errors.ts';
+import { verifySandbox, type Verdict } from '../verify/verifier.ts';
+import { InputError, ProbeError } from '../errors.ts';
 import { renderObservation } from '../trajectories/mdxml.ts';
 import { memoized, type ItemHooks } from './memo.ts';
 
@@ -68,6 +68,22 @@ export interface PasskOptions {
   restore: (sb: Sandbox, item: ProbeItem, task: LoadedTask) => Promise<void>;
 }
 
+/**
+ * Grades what the sampled actions changed in the tree, and nothing else: the sandbox is
+ * restored to base + that diff first, so what they left in /tmp, the home or `.git`, and
+ * any process they started, cannot touch the test run.
+ */
+async function gradeChanges(sb: Sandbox, task: LoadedTask): Promise<Pick<Verdict, 'resolved' | 'reason' | 'failToPass' | 'passToPass'>> {
+  const patch = await sb.diff();
+  try {
+    await sb.restore({ base_commit: task.base_commit, patch });
+  } catch (error) {
+    if (!(error instanceof ProbeError)) throw error;
+    return { resolved: false, reason: `its changes do not apply to a clean tree: ${error.message}`, failToPass: { passed: [], failed: task.FAIL_TO_PASS }, passToPass: { passed: [], failed: task.PASS_TO_PASS } };
+  }
+  return verifySandbox(sb, task);
+}
+
 /** Parses one sampled action, applies it at the item's T* state and verifies (cached per distinct action). */
 export async function judgeSample(text: string, item: ProbeItem, task: LoadedTask, options: Pick<PasskOptions, 'leaseFor' | 'restore'>, cache: Map<string, PasskSample>): Promise<PasskSample> {
   let action: TrajectoryAction;
@@ -85,7 +101,7 @@ export async function judgeSample(text: string, item: ProbeItem, task: LoadedTas
   const verdict = await lease(async (sb) => {
     await options.restore(sb, item, task);
     await runAction(sb, action, 60_000);
-    return verifySandbox(sb, task);
+    return gradeChanges(sb, task);
   });
   const sample = { text, parsed: true, resolved: verdict.resolved, reason: verdict.resolved ? 'resolved' : verdict.reason ?? `failing: ${[...verdict.failToPass.failed, ...verdict.passToPass.failed].slice(0, 3).join(', ')}` };
   cache.set(key, sample);
@@ -118,7 +134,7 @@ async function rollout(backend: CompletionBackend, item: ProbeItem, task: Loaded
       const ran = await runAction(sb, action, 60_000);
       prompt += text + format.observe(ran.output, ran.exitCode);
     }
-    const verdict = await verifySandbox(sb, task);
+    const verdict = await gradeChanges(sb, task);
     return { text: texts.join('\n'), parsed: true, resolved: verdict.resolved, reason: verdict.resolved ? `resolved after ${texts.length} step(s)` : verdict.reason ?? 'failing' };
   });
 }

@@ -1,30 +1,30 @@
 /**
- * The `local` sandbox: the task repository checked out at its workdir (`/testbed`)
- * inside a bubblewrap jail — system read-only, network, pid, ipc and uts namespaces
- * unshared, a private /tmp that lives as long as the sandbox. Timeouts kill the whole
- * process group; output is capped.
- *
- * Without bubblewrap, commands can run as plain subprocesses for *trusted* replays only
- * (`allowUnconfined`), with a loud warning; model-generated commands require the jail.
+ * The `local` sandbox: the task repository at its workdir (`/testbed`) inside a bubblewrap
+ * jail (jail.ts: an unprivileged user, no capabilities, no network), with a /tmp (also the
+ * home) of its own. The sandbox's directory is root-owned and the jail writes only inside
+ * `work/` and `tmp/`; every file going in or out passes through a jailed command, so the
+ * host never opens a path the model could have turned into a link. `restore` rebuilds the
+ * tree from a read-only copy of the base inside the jail, `.git` and /tmp included: nothing
+ * a command left behind survives. No process outlives its command (pid namespace). Timeouts
+ * kill the whole process group; output is capped.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, posix } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
 import { InputError, ProbeError } from '../errors.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
-import { EXCLUDE_ARTIFACTS, restoreState, treeDiff } from './git-state.ts';
-import { DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_OUTPUT_CAP, type ExecOptions, type ExecResult, type Sandbox, type SandboxOptions } from './types.ts';
+import { mountQuota, SANDBOX_PREFIX, sweepDeadQuotas, unmountQuota } from './disk-quota.ts';
+import { applyStatePatch, EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
+import { BASE_MOUNT, jailArgs, jailedShell, jailProblem, makeJailDir, newJailIdentity, type JailIdentity, type JailMounts } from './jail.ts';
+import { DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_OUTPUT_CAP, FILE_OUTPUT_CAP, type ExecOptions, type ExecResult, type Sandbox, type SandboxOptions } from './types.ts';
 
-/** Tools that run inside every sandbox (the editors), mounted at TOOLS_MOUNT. */
-export const TOOLS_DIR = join(dirname(fileURLToPath(import.meta.url)), 'tools');
-export const TOOLS_MOUNT = '/opt/probe-tools';
+/** The editors' sources (the Docker sandbox copies them in). */
+export { TOOLS_MOUNT, TOOLS_SOURCE as TOOLS_DIR } from './jail.ts';
 
-let bwrapAvailable: boolean | undefined;
+/** Whether commands can be jailed here (tests skip the local sandbox otherwise). */
 export function hasBubblewrap(): boolean {
-  bwrapAvailable ??= spawnSync('bwrap', ['--ro-bind', '/', '/', 'true'], { stdio: 'ignore' }).status === 0;
-  return bwrapAvailable;
+  return jailProblem() === null;
 }
 
 const GIT_IDENTITY = {
@@ -55,15 +55,19 @@ process.once('exit', () => {
   for (const dir of templates.values()) rmSync(dirname(dir), { recursive: true, force: true });
 });
 
-/** A checkout of the task's repository at its base commit (made once per process). */
+/**
+ * A checkout of the task's repository at its base commit (made once per process), readable
+ * by any uid (the jails copy it as their own unprivileged user) and written by none of them.
+ */
 export function checkoutTemplate(task: LoadedTask): string {
   const key = `${task.file}#${task.instance_id}`;
   const cached = templates.get(key);
   if (cached) return cached;
   if (!task.repoDir) throw new InputError({ file: task.file, field: 'repo_path' }, 'the local sandbox needs a repo_path (use --sandbox docker for image-only tasks)');
-  const dir = join(mkdtempSync(join(tmpdir(), 'probe-repo-')), 'repo');
+  const parent = mkdtempSync(join(tmpdir(), 'probe-repo-'));
+  const dir = join(parent, 'repo');
   if (existsSync(join(task.repoDir, '.git'))) {
-    git(dirname(dir), ['clone', '-q', '--no-local', task.repoDir, dir]);
+    git(parent, ['clone', '-q', '--no-local', task.repoDir, dir]);
     git(dir, ['checkout', '-q', task.base_commit]);
   } else {
     cpSync(task.repoDir, dir, { recursive: true });
@@ -75,11 +79,20 @@ export function checkoutTemplate(task: LoadedTask): string {
   git(dir, ['config', 'user.name', 'probe']);
   git(dir, ['config', 'user.email', 'probe@localhost']);
   spawnSync('bash', ['-c', EXCLUDE_ARTIFACTS], { cwd: dir });
+  chmodSync(parent, 0o755);
+  spawnSync('chmod', ['-R', 'a+rX,go-w', dir]);
   templates.set(key, dir);
   return dir;
 }
 
-let warnedUnconfined = false;
+/** Empties the workdir and /tmp, then copies the base tree in, as the jail user. */
+const RESET_TREE = [
+  'chmod -R u+rwX "$PROBE_WORKDIR" /tmp 2>/dev/null',
+  'find "$PROBE_WORKDIR" /tmp -mindepth 1 -delete',
+  `cp -a --no-preserve=ownership ${BASE_MOUNT}/. "$PROBE_WORKDIR"/`,
+].join('; ');
+
+interface RawResult { stdout: Buffer; exitCode: number; timedOut: boolean; truncated: boolean; durationMs: number }
 
 export class LocalSandbox implements Sandbox {
   readonly provider = 'local';
@@ -87,121 +100,111 @@ export class LocalSandbox implements Sandbox {
 
   private constructor(
     readonly workdir: string,
-    private readonly hostWork: string,
-    private readonly hostTmp: string,
-    private readonly jailed: boolean,
+    private readonly root: string,
+    private readonly mounts: JailMounts,
+    private readonly identity: JailIdentity,
     private readonly outputCap: number,
     private readonly baseCommit: string,
+    private readonly quotaMounted: boolean,
   ) {}
 
   static async create(task: LoadedTask, options: SandboxOptions = {}): Promise<LocalSandbox> {
-    const jailed = hasBubblewrap();
-    if (!jailed) {
-      if (!options.allowUnconfined) {
-        throw new ProbeError('bubblewrap (bwrap) is not available: commands cannot be confined. Install it (apt-get install bubblewrap) or use --sandbox docker.');
-      }
-      if (!warnedUnconfined) {
-        warnedUnconfined = true;
-        process.stderr.write('probe: WARNING: bubblewrap is missing; running a trusted replay as plain subprocesses, unconfined and with network access\n');
-      }
+    const problem = jailProblem();
+    if (problem) throw new ProbeError(`${problem}; or use --sandbox docker`);
+    sweepDeadQuotas();
+    const base = checkoutTemplate(task);
+    const root = mkdtempSync(join(tmpdir(), SANDBOX_PREFIX));
+    chmodSync(root, 0o755);
+    const quotaMounted = mountQuota(root);
+    const identity = newJailIdentity();
+    const mounts: JailMounts = { work: join(root, 'work'), workdir: task.workdir, tmp: join(root, 'tmp'), base };
+    makeJailDir(mounts.work, identity);
+    makeJailDir(mounts.tmp, identity);
+    const sb = new LocalSandbox(task.workdir, root, mounts, identity, options.outputCap ?? DEFAULT_OUTPUT_CAP, task.base_commit, quotaMounted);
+    try {
+      await sb.restore({ base_commit: task.base_commit, patch: '' });
+    } catch (error) {
+      await sb.close();
+      throw error;
     }
-    const root = mkdtempSync(join(tmpdir(), 'probe-sandbox-'));
-    const hostWork = join(root, 'work');
-    const hostTmp = join(root, 'tmp');
-    cpSync(checkoutTemplate(task), hostWork, { recursive: true });
-    mkdirSync(hostTmp);
-    return new LocalSandbox(task.workdir, hostWork, hostTmp, jailed, options.outputCap ?? DEFAULT_OUTPUT_CAP, task.base_commit);
+    return sb;
   }
 
-  /** Host path of a path inside the sandbox (the workdir and /tmp are the writable ones). */
-  private hostPath(path: string): string {
-    const abs = posix.isAbsolute(path) ? posix.normalize(path) : posix.join(this.workdir, path);
-    for (const [inside, host] of [[this.workdir, this.hostWork], ['/tmp', this.hostTmp]] as const) {
-      const rel = posix.relative(inside, abs);
-      if (rel === '' || (!rel.startsWith('..') && !posix.isAbsolute(rel))) return join(host, rel);
-    }
-    throw new ProbeError(`${path} is outside the sandbox's writable directories (${this.workdir}, /tmp)`);
-  }
-
-  private command(command: string, cwd: string, env: Record<string, string>): { file: string; args: string[]; cwd: string } {
-    // `exec 2>&1` merges stderr into stdout at the descriptor, so output interleaves as on a terminal.
-    const shell = ['bash', '-c', 'exec 2>&1\neval "$1"', 'bash', command];
-    const baseEnv = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/tmp', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1', TERM: 'dumb', ...env };
-    if (!this.jailed) {
-      return { file: shell[0]!, args: shell.slice(1), cwd: this.hostPath(cwd) };
-    }
-    const args = [
-      '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/sbin', '/sbin',
-      '--symlink', 'usr/lib', '/lib', '--symlink', 'usr/lib64', '/lib64', '--ro-bind', '/etc', '/etc',
-      '--bind', this.hostWork, this.workdir, '--bind', this.hostTmp, '/tmp', '--ro-bind', TOOLS_DIR, TOOLS_MOUNT,
-      '--dev', '/dev', '--proc', '/proc', '--chdir', cwd,
-      '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--die-with-parent', '--new-session', '--clearenv',
-      ...Object.entries(baseEnv).flatMap(([k, v]) => ['--setenv', k, v]),
-      ...shell,
-    ];
-    return { file: 'bwrap', args, cwd: this.hostTmp };
-  }
-
-  exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+  /** Runs argv in the jail: stdout only, or stdout and stderr interleaved (`merge`). */
+  private run(command: string, options: ExecOptions & { merge: boolean }): Promise<RawResult> {
     if (this.closed) return Promise.reject(new ProbeError('sandbox is closed'));
-    const { file, args, cwd } = this.command(command, options.cwd ?? this.workdir, options.env ?? {});
+    const cwd = options.cwd ?? this.workdir;
+    const args = jailArgs(this.mounts, cwd, { PROBE_WORKDIR: this.workdir, ...options.env }, jailedShell(command, options.merge));
     const timeoutMs = options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
+    const cap = options.outputCap ?? this.outputCap;
     const started = performance.now();
     return new Promise((resolve, reject) => {
-      const child = spawn(file, args, {
-        cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'],
-        env: this.jailed ? {} : { ...process.env, PYTHONDONTWRITEBYTECODE: '1', ...options.env },
+      const child = spawn('bwrap', args, {
+        cwd: this.root, detached: true, env: {},
+        stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', options.merge ? 'pipe' : 'ignore'],
+        ...(this.identity.hostUid !== undefined ? { uid: this.identity.hostUid, gid: this.identity.hostGid } : {}),
       });
+      if (options.stdin !== undefined) {
+        child.stdin!.on('error', () => { /* the command may exit without reading all of it */ });
+        child.stdin!.end(options.stdin);
+      }
       const chunks: Buffer[] = [];
       let kept = 0;
       let truncated = false;
       const collect = (chunk: Buffer) => {
-        if (kept >= this.outputCap) { truncated = true; return; }
-        const room = this.outputCap - kept;
+        if (kept >= cap) { truncated = true; return; }
+        const room = cap - kept;
         chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
         if (chunk.length > room) truncated = true;
         kept += Math.min(room, chunk.length);
       };
-      child.stdout.on('data', collect);
-      child.stderr.on('data', collect);
+      child.stdout!.on('data', collect);
+      child.stderr?.on('data', collect);
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
         try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ }
       }, timeoutMs);
-      child.on('error', (error) => { clearTimeout(timer); reject(new ProbeError(`cannot start ${file}: ${error.message}`, { cause: error })); });
+      child.on('error', (error) => { clearTimeout(timer); reject(new ProbeError(`cannot start bwrap: ${error.message}`, { cause: error })); });
       child.on('close', (code, signal) => {
         clearTimeout(timer);
-        resolve({
-          output: Buffer.concat(chunks).toString('utf8'),
-          exitCode: timedOut ? 124 : code ?? (signal ? 128 + 9 : 1),
-          timedOut, truncated, durationMs: performance.now() - started,
-        });
+        resolve({ stdout: Buffer.concat(chunks), exitCode: timedOut ? 124 : code ?? (signal ? 128 + 9 : 1), timedOut, truncated, durationMs: performance.now() - started });
       });
     });
   }
 
+  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    const r = await this.run(command, { ...options, merge: true });
+    return { output: r.stdout.toString('utf8'), exitCode: r.exitCode, timedOut: r.timedOut, truncated: r.truncated, durationMs: r.durationMs };
+  }
+
   async readFile(path: string): Promise<Buffer> {
-    return readFileSync(this.hostPath(path));
+    const r = await this.run('cat -- "$PROBE_PATH"', { env: { PROBE_PATH: path }, merge: false, outputCap: FILE_OUTPUT_CAP, timeoutMs: 60_000 });
+    if (r.exitCode !== 0) throw new ProbeError(`cannot read ${path} in the local sandbox (exit ${r.exitCode})`);
+    if (r.truncated) throw new ProbeError(`${path} in the local sandbox is larger than ${FILE_OUTPUT_CAP / 2 ** 20} MiB`);
+    return r.stdout;
   }
 
   async writeFile(path: string, data: Buffer | string): Promise<void> {
-    const host = this.hostPath(path);
-    mkdirSync(dirname(host), { recursive: true });
-    writeFileSync(host, data);
+    const r = await this.exec('mkdir -p -- "$(dirname -- "$PROBE_PATH")" && cat > "$PROBE_PATH"', { env: { PROBE_PATH: path }, stdin: data, timeoutMs: 60_000 });
+    if (r.exitCode !== 0) throw new ProbeError(`cannot write ${path} in the local sandbox: ${r.output.trim().slice(0, 300)}`);
   }
 
   diff(): Promise<string> {
     return treeDiff(this, this.baseCommit);
   }
 
-  restore(state: EnvState): Promise<void> {
-    return restoreState(this, state);
+  async restore(state: EnvState): Promise<void> {
+    if (state.base_commit !== this.baseCommit) throw new ProbeError(`state is at ${state.base_commit}, this sandbox's task at ${this.baseCommit}`);
+    const reset = await this.exec(RESET_TREE, { cwd: '/', timeoutMs: 120_000 });
+    if (reset.exitCode !== 0) throw new ProbeError(`cannot reset the sandbox to ${state.base_commit}: ${reset.output.slice(0, 500)}`);
+    await applyStatePatch(this, state.patch);
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    rmSync(dirname(this.hostWork), { recursive: true, force: true });
+    if (this.quotaMounted) unmountQuota(this.root);
+    rmSync(this.root, { recursive: true, force: true });
   }
 }
