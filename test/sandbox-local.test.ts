@@ -1,6 +1,10 @@
 /** The bubblewrap sandbox: confinement, limits, state. */
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasBubblewrap, LocalSandbox } from '../src/sandbox/local.ts';
+import { LIMITS } from '../src/sandbox/types.ts';
 import { fixtureTask } from './helpers/tasks.ts';
 
 describe.skipIf(!hasBubblewrap())('local sandbox (bubblewrap)', () => {
@@ -58,5 +62,90 @@ describe.skipIf(!hasBubblewrap())('local sandbox (bubblewrap)', () => {
     await sb.restore({ base_commit: task.base_commit, patch });
     expect(await sb.diff()).toBe(patch);
     expect((await sb.readFile('notes.txt')).toString()).toBe('new\n');
+  });
+});
+
+describe.skipIf(!hasBubblewrap())('local sandbox: the jail and its limits', () => {
+  const task = fixtureTask('missing-colon');
+  let sb: LocalSandbox;
+  beforeAll(async () => {
+    process.env.PROBE_SANDBOX_DISK_MB = '64';
+    sb = await LocalSandbox.create(task);
+    delete process.env.PROBE_SANDBOX_DISK_MB;
+  });
+  afterAll(async () => { await sb.close(); });
+
+  it('runs as an unprivileged user with no capability, no shadow file, no nested user namespace, a read-only root', async () => {
+    const r = await sb.exec('grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status; grep NoNewPrivs /proc/self/status; id -u; id -g; test -e /etc/shadow && echo has-shadow; unshare -U true 2>/dev/null && echo nested; touch /etc/x /opt/x 2>/dev/null && echo wrote-root; echo end');
+    expect(r.output).toMatch(/^CapPrm:\s+0{16}\nCapEff:\s+0{16}\nCapBnd:\s+0{16}\nNoNewPrivs:\s+1\n1000\n1000\nend\n$/);
+  });
+
+  it('cannot mount, make devices or remount the system writable', async () => {
+    const r = await sb.exec('mount -t tmpfs none /tmp 2>&1; mknod /tmp/sda b 8 0 2>&1; mount -o remount,bind,rw /usr 2>&1; touch /usr/x 2>&1; echo end');
+    expect(r.output).toMatch(/must be superuser|Operation not permitted|Permission denied/);
+    expect((await sb.exec('ls /tmp/sda 2>&1')).exitCode).not.toBe(0);
+    expect(r.output).toMatch(/touch: cannot touch '\/usr\/x'/);
+  });
+
+  it('stops a fork bomb at the process limit; the next command runs', async () => {
+    const bomb = await sb.exec(`python3 -c '
+import os, time
+n = 0
+try:
+    while True:
+        if os.fork() == 0:
+            time.sleep(3); os._exit(0)
+        n += 1
+except OSError as e:
+    print("stopped after", n, "forks:", e.strerror)
+'`, { timeoutMs: 30_000 });
+    const forks = Number(/stopped after (\d+) forks: Resource temporarily unavailable/.exec(bomb.output)?.[1]);
+    expect(forks).toBeGreaterThan(LIMITS.processes / 2);
+    expect(forks).toBeLessThan(LIMITS.processes);
+    expect((await sb.exec('echo alive')).output).toBe('alive\n');
+  });
+
+  it('refuses a file over the size limit and an allocation over the memory limit', async () => {
+    const big = await sb.exec('ulimit -f; ulimit -d; python3 -c "bytearray(5 * 2**30)" 2>&1 | tail -1');
+    expect(big.output).toBe(`${LIMITS.fileBytes / 1024}\n${LIMITS.memoryBytes / 1024}\nMemoryError\n`);
+  });
+
+  it.skipIf(process.getuid?.() !== 0)('stops writing at the disk quota (a tmpfs of its own as root)', async () => {
+    const fill = await sb.exec('head -c 200000000 /dev/zero > /tmp/fill; echo "exit $?"; ls -l /tmp/fill | cut -d" " -f5');
+    expect(fill.output).toMatch(/No space left on device/);
+    expect(Number(fill.output.trim().split('\n').at(-1))).toBeLessThanOrEqual(64 * 2 ** 20);
+    await sb.restore({ base_commit: task.base_commit, patch: '' });
+    expect((await sb.exec('ls -A /tmp')).output).toBe('');
+  });
+
+  it('starts each use clean: /tmp, home, .git and processes do not survive restore', async () => {
+    await sb.exec('echo x > /tmp/planted; echo y > ~/.planted; echo "[core]\n\tfsmonitor = evil" >> .git/config; echo "*" >> .git/info/exclude; echo hook > .git/hooks/pre-commit; echo new > untracked.txt');
+    await sb.restore({ base_commit: task.base_commit, patch: '' });
+    const r = await sb.exec('ls -A /tmp; cat ~/.planted 2>&1; git config core.fsmonitor; grep -c "^\\*$" .git/info/exclude; ls .git/hooks/pre-commit 2>&1; git status --porcelain');
+    expect(r.output).not.toMatch(/planted\n|evil|untracked/);
+    expect(r.output).toContain('No such file');
+  });
+
+  it('reads and writes files through the jail: a planted link cannot reach the host', async () => {
+    const host = mkdtempSync(join(tmpdir(), 'probe-host-'));
+    await sb.exec(`ln -sf ${host}/written /tmp/link; ln -sf /etc/hostname notes.txt; ln -sf /testbed/inside.txt /tmp/inner`);
+    // The host path does not exist in the jail: the write fails there, and nothing appears on the host.
+    await expect(sb.writeFile('/tmp/link', 'through a link')).rejects.toThrow(/cannot write \/tmp\/link/);
+    expect(existsSync(join(host, 'written'))).toBe(false);
+    await sb.writeFile('/tmp/inner', 'followed inside the jail');
+    expect((await sb.exec('cat inside.txt')).output).toBe('followed inside the jail');
+    // The link resolves inside the jail, where /etc/hostname is absent.
+    await expect(sb.readFile('notes.txt')).rejects.toThrow(/cannot read notes.txt/);
+    await sb.writeFile('deep/new/dir/file.bin', Buffer.from([0, 1, 2, 255]));
+    expect([...(await sb.readFile('deep/new/dir/file.bin'))]).toEqual([0, 1, 2, 255]);
+  });
+
+  it('returns patches of any size', async () => {
+    await sb.restore({ base_commit: task.base_commit, patch: '' });
+    await sb.exec('head -c 3000000 /dev/urandom | base64 > model_file.txt');
+    const patch = await sb.diff();
+    expect(patch.length).toBeGreaterThan(4_000_000);
+    await sb.restore({ base_commit: task.base_commit, patch });
+    expect(await sb.diff()).toBe(patch);
   });
 });

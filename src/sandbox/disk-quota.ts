@@ -23,10 +23,16 @@ function mountedRoots(): Set<string> {
   return new Set(text.split('\n').map((line) => line.split(' ')[4] ?? '').filter(Boolean).map((p) => p.replace(/\\(\d{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)))));
 }
 
+/** The quota in bytes: LIMITS.diskBytes, or PROBE_SANDBOX_DISK_MB (tests use a small one). */
+export function diskQuotaBytes(): number {
+  const mb = Number(process.env.PROBE_SANDBOX_DISK_MB);
+  return Number.isFinite(mb) && mb > 0 ? Math.round(mb * 2 ** 20) : LIMITS.diskBytes;
+}
+
 /** Mounts a size-limited tmpfs at `root` when running as root; returns whether it did. */
 export function mountQuota(root: string): boolean {
   if (process.getuid?.() !== 0) return false;
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${LIMITS.diskBytes},nr_inodes=1000000,mode=0755,nosuid,nodev`, 'probe-sandbox', root], { encoding: 'utf8' });
+  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${diskQuotaBytes()},nr_inodes=1000000,mode=0755,nosuid,nodev`, 'probe-sandbox', root], { encoding: 'utf8' });
   if (mounted.status !== 0) return false; // e.g. a container without CAP_SYS_ADMIN: the per-file limit remains
   writeFileSync(join(root, OWNER_FILE), String(process.pid), { mode: 0o644 });
   return true;
