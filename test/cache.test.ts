@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { CachedBackend, checkpointContentHash, ResultCache } from '../src/backends/cache.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { openBackend } from '../src/backends/open.ts';
-import type { CompletionBackend } from '../src/backends/types.ts';
+import type { CompletionBackend, ScoreResult } from '../src/backends/types.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { CKPT, copyCheckpoint, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
 
@@ -38,7 +38,7 @@ describe('cached backend', () => {
     const second = await cached.score([request, { context: 'x = ', continuations: ['1'] }]);
     expect(second[0]).toEqual(first[0]);
     expect(calls.score).toBe(2);
-    expect(cache.stats).toEqual({ hits: 1, misses: 2 });
+    expect(cache.stats).toEqual({ hits: 1, misses: 2, damaged: 0 });
     await inner.close();
   });
 
@@ -58,6 +58,26 @@ describe('cached backend', () => {
     await inner.close();
   });
 
+  it('stores -Infinity log-probs tagged and serves them exactly; an answer that does not fit its request is never stored', async () => {
+    // An impossible token (-Infinity) and, for the second request, one result too few.
+    const result: ScoreResult = { tokenLogprobs: [-Infinity, -0.5], tokens: [1, 2], bytes: 2, greedy: false, truncated: false };
+    let calls = 0;
+    const backend: CompletionBackend = {
+      id: 'stub', encode: () => [], close: async () => {}, sample: async () => [],
+      score: async (requests) => { calls += requests.length; return requests.map(() => [result]); },
+    };
+    const dir = tempDir();
+    const cached = () => new CachedBackend(backend, new ResultCache(dir), 'stub');
+    const impossible = { context: 'a', continuations: ['bc'] };
+    const unfit = { context: 'a', continuations: ['bc', 'de'] };
+    expect(await cached().score([impossible, unfit])).toEqual([[result], [result]]);
+    expect(entries(dir)).toBe(1);
+    const again = cached();
+    expect(await again.score([impossible, unfit])).toEqual([[result], [result]]);
+    expect(calls).toBe(3); // the unfit answer is computed each time
+    expect((await again.score([impossible]))[0]![0]!.tokenLogprobs[0]).toBe(-Infinity);
+  });
+
   it('a checkpoint whose files change gets another key', async () => {
     const copy = copyCheckpoint(CKPT.agent);
     const before = checkpointContentHash(copy);
@@ -73,7 +93,7 @@ describe('cached backend', () => {
     const two = await openBackend(copy, { cache });
     await two.score([request]);
     await two.close();
-    expect(cache.stats).toEqual({ hits: 0, misses: 2 });
+    expect(cache.stats).toEqual({ hits: 0, misses: 2, damaged: 0 });
   });
 
   it('probe bpb --cache: a second run is served from the cache with the same JSON', () => {

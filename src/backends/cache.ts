@@ -2,60 +2,94 @@
  * A cache of deterministic backend calls, so the same thing is never computed twice:
  * scores, and samples (every sample request carries its seed, and the backends are
  * deterministic given it; greedy ones too). Keyed by what fixes the answer — the
- * checkpoint's content hash (or, for a server, its kind, model and URLs), the call and
- * its whole request — with one file per entry, written atomically. Errors are never
- * stored: only answers that came back whole.
+ * checkpoint's content hash (or, for a server, its kind, model, URLs and a fingerprint of
+ * the weights behind them: http/fingerprint.ts), the call and its whole request — with
+ * one file per entry, written atomically. Errors are never stored: only answers that
+ * came back whole and fit their request.
+ *
+ * An entry is served only when it is intact, answers the very request asked and has the
+ * shape that request calls for (cache-entry.ts, cache-shape.ts). Anything else is
+ * computed again and replaced, with one warning per cache directory per process: a
+ * damaged cache costs time, never a wrong number or a failed checkpoint.
  */
+import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { describeCause } from '../errors.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
+import { DamagedCacheEntry, entryId, type KeyMaterial, openEntry, sealEntry } from './cache-entry.ts';
+import { checkSampleAnswer, checkScoreAnswer } from './cache-shape.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from './types.ts';
 
-/** Bump when the meaning of a cached answer changes (scoring rule, sampler). */
-export const CACHE_VERSION = 1;
+/** Bump when the meaning of a cached answer changes (scoring rule, sampler) or the entry format does. */
+export const CACHE_VERSION = 2;
 
 /** Where the cache lives unless `--cache DIR` says otherwise: $PROBE_CACHE_DIR, else the user's cache directory. */
 export function defaultCacheDir(): string {
   return process.env.PROBE_CACHE_DIR || join(process.env.XDG_CACHE_HOME || join(homedir(), '.cache'), 'probe');
 }
 
+/** Names the first thing wrong with a stored answer, or returns undefined. */
+export type AnswerCheck = (answer: unknown) => string | undefined;
+
+/** Cache directories already warned about a damaged entry in this process: one warning each, however many entries. */
+const warnedDamaged = new Set<string>();
+
+/** Read errors that mean "no entry here" rather than a damaged one. */
+const ABSENT = new Set(['ENOENT', 'ENOTDIR']);
+
 export class ResultCache {
-  readonly stats = { hits: 0, misses: 0 };
+  /** `damaged`: entries found unfit to serve (each is computed again and replaced). */
+  readonly stats = { hits: 0, misses: 0, damaged: 0 };
   private unwritable = false;
 
   constructor(readonly dir: string) {}
 
-  private file(key: string): string {
-    return join(this.dir, key.slice(0, 2), `${key}.json`);
+  /** The file that holds the answer to `key`. */
+  file(key: KeyMaterial): string {
+    const id = entryId(key);
+    return join(this.dir, id.slice(0, 2), `${id}.json`);
   }
 
-  get<T>(key: string): T | undefined {
+  /** The stored answer to `key`, if one is there that is intact, answers `key` and passes `check`. */
+  get(key: KeyMaterial, check: AnswerCheck): unknown {
     const file = this.file(key);
-    if (!existsSync(file)) return undefined;
+    let text: string;
     try {
-      return JSON.parse(readFileSync(file, 'utf8')) as T;
-    } catch {
-      return undefined; // a damaged entry is recomputed and rewritten
+      text = readFileSync(file, 'utf8');
+    } catch (error) {
+      if (ABSENT.has((error as NodeJS.ErrnoException).code ?? '')) return undefined;
+      return this.damaged(file, new DamagedCacheEntry(`it cannot be read (${describeCause(error)})`));
+    }
+    try {
+      return openEntry(text, key, check);
+    } catch (error) {
+      if (error instanceof DamagedCacheEntry) return this.damaged(file, error);
+      throw error;
     }
   }
 
+  private damaged(file: string, error: DamagedCacheEntry): undefined {
+    this.stats.damaged++;
+    const dir = resolve(this.dir);
+    if (!warnedDamaged.has(dir)) {
+      warnedDamaged.add(dir);
+      process.stderr.write(`probe: warning: the cache in ${this.dir} holds a damaged entry, ${file}: ${error.message}; it is computed again and replaced (so is any other damaged entry in this cache, without another warning)\n`);
+    }
+    return undefined;
+  }
+
   /** A cache that cannot be written (a read-only home, a full disk) slows a run down; it must not stop it. */
-  put(key: string, value: unknown): void {
+  put(key: KeyMaterial, answer: unknown): void {
     if (this.unwritable) return;
     try {
-      writeFileAtomic(this.file(key), JSON.stringify(value));
+      writeFileAtomic(this.file(key), sealEntry(key, answer));
     } catch (error) {
       this.unwritable = true;
       process.stderr.write(`probe: warning: cannot write the cache in ${this.dir} (${describeCause(error)}); going on without storing results there (--cache DIR or --no-cache)\n`);
     }
   }
-}
-
-function sha256(text: string | Buffer): string {
-  return createHash('sha256').update(text).digest('hex');
 }
 
 function filesUnder(dir: string): string[] {
@@ -103,11 +137,20 @@ export function checkpointContentHash(dir: string): string {
   return digest;
 }
 
+/**
+ * What identifies the weights that answer: a string known up front (a checkpoint's
+ * content hash), or one found on first use (a server's canary reading, which costs a
+ * request). `undefined` from the latter means the weights cannot be told apart, and
+ * nothing is cached for that backend.
+ */
+export type Fingerprint = string | (() => Promise<string | undefined>);
+
 /** Wraps a backend so repeated calls are answered from the cache. */
 export class CachedBackend implements CompletionBackend {
   readonly id: string;
+  private fingerprinted: Promise<string | undefined> | undefined;
 
-  constructor(private readonly inner: CompletionBackend, private readonly cache: ResultCache, private readonly fingerprint: string) {
+  constructor(private readonly inner: CompletionBackend, private readonly cache: ResultCache, private readonly fingerprint: Fingerprint) {
     this.id = inner.id;
   }
 
@@ -115,14 +158,25 @@ export class CachedBackend implements CompletionBackend {
     return this.inner.encode(text);
   }
 
-  private key(op: string, request: unknown): string {
-    return sha256(JSON.stringify({ v: CACHE_VERSION, checkpoint: this.fingerprint, op, request }));
+  /** The fingerprint, taken once per backend; a failed attempt (a server down) is tried again on the next call. */
+  private weights(): Promise<string | undefined> {
+    if (typeof this.fingerprint === 'string') return Promise.resolve(this.fingerprint);
+    this.fingerprinted ??= this.fingerprint().catch((error: unknown) => {
+      this.fingerprinted = undefined;
+      throw error;
+    });
+    return this.fingerprinted;
   }
 
-  /** `storable` keeps out answers JSON cannot hold exactly (a server that gave no log-prob: NaN). */
-  private async cached<R, T>(op: string, requests: R[], compute: (missing: R[]) => Promise<T[]>, storable: (value: T) => boolean = () => true): Promise<T[]> {
-    const keys = requests.map((r) => this.key(op, r));
-    const found = keys.map((k) => this.cache.get<T>(k));
+  /** `check` says whether an answer fits its request: stored ones are served, and fresh ones stored, only if it does. */
+  private async cached<R, T>(op: string, requests: R[], compute: (missing: R[]) => Promise<T[]>, check: (request: R, answer: unknown) => string | undefined): Promise<T[]> {
+    const checkpoint = await this.weights();
+    if (checkpoint === undefined) {
+      this.cache.stats.misses += requests.length;
+      return compute(requests);
+    }
+    const keys: KeyMaterial[] = requests.map((request) => ({ v: CACHE_VERSION, checkpoint, op, request }));
+    const found = keys.map((key, i) => this.cache.get(key, (answer) => check(requests[i]!, answer)) as T | undefined);
     const missing = requests.filter((_, i) => found[i] === undefined);
     this.cache.stats.hits += requests.length - missing.length;
     this.cache.stats.misses += missing.length;
@@ -132,18 +186,18 @@ export class CachedBackend implements CompletionBackend {
       found.forEach((value, i) => {
         if (value !== undefined) return;
         found[i] = computed[next++]!;
-        if (storable(found[i]!)) this.cache.put(keys[i]!, found[i]);
+        if (check(requests[i]!, found[i]) === undefined) this.cache.put(keys[i]!, found[i]);
       });
     }
     return found as T[];
   }
 
   score(requests: ScoreRequest[]): Promise<ScoreResult[][]> {
-    return this.cached('score', requests, (missing) => this.inner.score(missing));
+    return this.cached('score', requests, (missing) => this.inner.score(missing), checkScoreAnswer);
   }
 
   sample(requests: SampleRequest[]): Promise<Sample[][]> {
-    return this.cached('sample', requests, (missing) => this.inner.sample(missing), (samples) => samples.every((s) => Number.isFinite(s.logprob)));
+    return this.cached('sample', requests, (missing) => this.inner.sample(missing), checkSampleAnswer);
   }
 
   close(): Promise<void> {

@@ -5,6 +5,7 @@ import { OnnxBackend, type OnnxBackendOptions } from './onnx/backend.ts';
 import { readCheckpointDir, readTokenizerDir } from './onnx/checkpoint.ts';
 import type { CompletionBackend } from './types.ts';
 import { CachedBackend, checkpointContentHash, type ResultCache } from './cache.ts';
+import { serverFingerprint } from './http/fingerprint.ts';
 
 export function isServerAddress(spec: string): boolean {
   return /^https?:\/\//i.test(spec);
@@ -34,9 +35,15 @@ export interface OpenOptions extends OnnxBackendOptions {
 
 export async function openBackend(spec: string, options: OpenOptions = {}): Promise<CompletionBackend> {
   checkCheckpoint(spec, options.http);
-  const backend = isServerAddress(spec) ? await HttpBackend.open(spec, options.http) : await OnnxBackend.open(spec, options);
+  if (isServerAddress(spec)) {
+    const server = await HttpBackend.open(spec, options.http);
+    if (!options.cache) return server;
+    // A server is keyed by what it says it serves, where, and a canary reading of the weights behind it (taken on first use).
+    const cache = options.cache;
+    return new CachedBackend(server, cache, () => serverFingerprint(server, cache));
+  }
+  const backend = await OnnxBackend.open(spec, options);
   if (!options.cache) return backend;
-  // A directory is keyed by its content; a server by what it says it serves and where.
-  const fingerprint = isServerAddress(spec) ? `server:${backend.id}` : `content:${checkpointContentHash(spec)}`;
-  return new CachedBackend(backend, options.cache, fingerprint);
+  // A directory is keyed by its content.
+  return new CachedBackend(backend, options.cache, `content:${checkpointContentHash(spec)}`);
 }

@@ -12,11 +12,13 @@ import { interruptedBy } from '../util/interrupt.ts';
 
 const NUMBER_TAG = '$number';
 
-function encode(_key: string, value: unknown): unknown {
+/** A `JSON.stringify` replacer that writes NaN and ±Infinity tagged (also used by the result cache). */
+export function encode(_key: string, value: unknown): unknown {
   return typeof value === 'number' && !Number.isFinite(value) ? { [NUMBER_TAG]: String(value) } : value;
 }
 
-function decode(_key: string, value: unknown): unknown {
+/** The `JSON.parse` reviver that reads `encode`'s tags back as numbers. */
+export function decode(_key: string, value: unknown): unknown {
   if (value && typeof value === 'object' && !Array.isArray(value)) {
     const keys = Object.keys(value);
     if (keys.length === 1 && keys[0] === NUMBER_TAG) return Number((value as Record<string, string>)[NUMBER_TAG]);

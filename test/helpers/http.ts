@@ -7,8 +7,9 @@ import type { AddressInfo } from 'node:net';
 import { OnnxBackend } from '../../src/backends/onnx/backend.ts';
 import { createOpenAiServer } from '../../src/serve/openai-server.ts';
 
-export async function listen(server: Server): Promise<string> {
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+/** `port` 0 picks a free one; a fixed port lets a test put other weights behind the same URL. */
+export async function listen(server: Server, port = 0): Promise<string> {
+  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
   return `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 }
 
@@ -17,10 +18,10 @@ export async function close(server: Server): Promise<void> {
   await new Promise((resolve) => server.close(resolve));
 }
 
-export async function serveCheckpoint(dir: string, batchWindowMs = 2): Promise<{ url: string; server: Server; backend: OnnxBackend }> {
+export async function serveCheckpoint(dir: string, batchWindowMs = 2, port = 0): Promise<{ url: string; server: Server; backend: OnnxBackend }> {
   const backend = await OnnxBackend.open(dir);
   const server = createOpenAiServer(backend, { model: 'test-model', batchWindowMs });
-  return { url: await listen(server), server, backend };
+  return { url: await listen(server, port), server, backend };
 }
 
 /** What the proxy does to one request: pass it, fail it, or pass it and rewrite the answer. */

@@ -50,9 +50,14 @@ export function scoreCall(kind: ServerKind, model: string, ids: number[], text: 
   }
 }
 
+/** Whether a kind can return prompt log-probs at all. */
+export function canScore(kind: ServerKind): boolean {
+  return kind !== 'llamacpp';
+}
+
 /** Kinds that cannot return prompt log-probs are refused before any request is made. */
 export function checkCanScore(kind: ServerKind): void {
-  if (kind === 'llamacpp') refuseScoring(kind);
+  if (!canScore(kind)) refuseScoring(kind);
 }
 
 function refuseScoring(kind: ServerKind): never {
