@@ -6,10 +6,17 @@
 set -euo pipefail
 image="${1:-probe-base:bookworm}"
 if docker image inspect "$image" >/dev/null 2>&1; then
-  echo "docker image $image already present"
-  exit 0
+  # Images from before the sandbox ran as uid 1000 had a root directory only root could enter.
+  if docker run --rm --user 1000:1000 --network none "$image" true >/dev/null 2>&1; then
+    echo "docker image $image already present"
+    exit 0
+  fi
+  echo "docker image $image is not usable by uid 1000; rebuilding it"
+  docker image rm -f "$image" >/dev/null
 fi
 root="$(mktemp -d)"
+# mktemp makes it 0700, and it becomes the image's `/`: the sandbox user must enter it.
+chmod 0755 "$root"
 trap 'rm -rf "$root"' EXIT
 # The Debian archive this machine's apt already uses (first URI of its sources).
 mirror="${DEBIAN_MIRROR:-$( (grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}'; \

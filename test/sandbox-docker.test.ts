@@ -1,4 +1,6 @@
-/** The Docker sandbox: the same contract as the local one, and the same T* on real trajectories. */
+/** The Docker sandbox: the same contract as the local one, the same jail, and the same T* on real trajectories. */
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BASE_IMAGE, DockerSandbox, sweepLeftovers } from '../src/sandbox/docker.ts';
@@ -6,9 +8,18 @@ import { openSandbox } from '../src/sandbox/open.ts';
 import { replayTrajectory } from '../src/replay/replay.ts';
 import type { LoadedTask } from '../src/schema/task.ts';
 import { importTrajectory } from '../src/trajectories/import.ts';
-import { skipWithoutDocker } from './helpers/docker.ts';
+import { buildRepoImage, skipWithoutDocker } from './helpers/docker.ts';
 import { hasRealData, real } from './helpers/shared-data.ts';
 import { fixtureTask } from './helpers/tasks.ts';
+
+/** A host file's digest (null when this process cannot read it): the tests check the host is untouched. */
+function hostDigest(path: string): string | null {
+  try {
+    return createHash('sha256').update(readFileSync(path)).digest('hex');
+  } catch {
+    return null;
+  }
+}
 
 describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
   const task = fixtureTask('missing-colon');
@@ -16,9 +27,9 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
   beforeAll(async () => { sb = await DockerSandbox.create(task); });
   afterAll(async () => { await sb.close(); });
 
-  it('has the repository at /testbed at its base commit', async () => {
-    const r = await sb.exec('pwd && git rev-parse HEAD && git status --porcelain');
-    expect(r.output).toBe(`/testbed\n${task.base_commit}\n`);
+  it('has the repository at /testbed at its base commit, owned by the sandbox user', async () => {
+    const r = await sb.exec('pwd && git rev-parse HEAD && git status --porcelain && stat -c %u:%g . .git/config');
+    expect(r.output).toBe(`/testbed\n${task.base_commit}\n1000:1000\n1000:1000\n`);
   });
 
   it('has no network', async () => {
@@ -34,7 +45,23 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
     expect((await sb.exec('echo still usable')).output).toBe('still usable\n');
   });
 
-  it('moves files through put/get archive and diffs and restores states', async () => {
+  it('runs commands as uid 1000 with no capabilities', async () => {
+    const r = await sb.exec('id -u; id -g; echo "$HOME"; grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status; grep NoNewPrivs /proc/self/status');
+    expect(r.output).toBe('1000\n1000\n/tmp\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\n');
+  });
+
+  it('cannot mount, make device nodes, or write the system, the pristine tree or shared scratch places', async () => {
+    for (const command of [
+      'mount -t tmpfs none /mnt', 'mknod /tmp/null c 1 3', 'touch /usr/x', 'echo x >> /etc/passwd',
+      'touch /opt/probe-pristine/testbed/x', 'echo x >> /opt/probe-pristine/testbed/.git/config', 'touch /var/tmp/x',
+    ]) {
+      const r = await sb.exec(command);
+      expect(r.exitCode, command).not.toBe(0);
+    }
+    expect((await sb.exec('ls /usr/x /var/tmp/x /opt/probe-pristine/testbed/x 2>/dev/null | wc -l')).output).toBe('0\n');
+  });
+
+  it('moves files through the jail and diffs and restores states', async () => {
     await sb.writeFile('notes/todo.txt', 'ünïcode ✓\n');
     expect((await sb.readFile('/testbed/notes/todo.txt')).toString()).toBe('ünïcode ✓\n');
     const patch = await sb.diff();
@@ -43,6 +70,87 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
     expect(await sb.diff()).toBe('');
     await sb.restore({ base_commit: task.base_commit, patch });
     expect(await sb.diff()).toBe(patch);
+    await sb.restore({ base_commit: task.base_commit, patch: '' });
+  });
+
+  it('keeps stdout and stderr interleaved and caps output per call', async () => {
+    expect((await sb.exec('echo out; echo err >&2; echo out2')).output).toBe('out\nerr\nout2\n');
+    const capped = await sb.exec('head -c 100000 /dev/zero | tr "\\0" a', { outputCap: 1000 });
+    expect(capped.output).toHaveLength(1000);
+    expect(capped.truncated).toBe(true);
+    expect((await sb.exec('cat', { stdin: 'from stdin\n' })).output).toBe('from stdin\n');
+  });
+
+  it('leaves nothing a command wrote or started alive after restore', async () => {
+    const plant = await sb.exec([
+      'mkdir -p "$HOME/.local/lib/python3.11/site-packages" && echo "raise SystemExit(0)" > "$HOME/.local/lib/python3.11/site-packages/usercustomize.py"',
+      'echo planted > /tmp/planted',
+      'git config core.hooksPath /tmp/hooks && git config alias.st "!touch /tmp/pwned"',
+      'printf "#!/bin/sh\\ntouch /tmp/pwned\\n" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit',
+      'echo "*.py" >> .git/info/exclude',
+      'echo untracked > untracked.txt && mkdir -p locked/deep && touch locked/deep/f && chmod 000 locked/deep locked',
+      'ls /dev/shm >/dev/null && echo shm > /dev/shm/planted',
+    ].join(' && '));
+    expect(plant.exitCode, plant.output).toBe(0);
+    // A background job dies with its command already: the exec returns at once, not after 1000 s.
+    const background = await sb.exec('nohup sleep 1000 >/dev/null 2>&1 & echo started');
+    expect(background.output).toBe('started\n');
+    expect(background.durationMs).toBeLessThan(10_000);
+
+    await sb.restore({ base_commit: task.base_commit, patch: '' });
+    const after = await sb.exec([
+      'ls -A /tmp; ls -A /dev/shm', 'git config --get core.hooksPath; git config --get alias.st',
+      'ls .git/hooks | grep -v "\\.sample$"', 'grep -c "^\\*\\.py$" .git/info/exclude', 'ls untracked.txt locked 2>/dev/null',
+      'ps -u 1000 -o comm= | grep -v -x -e bash -e timeout -e ps -e grep', 'git status --porcelain',
+      'cmp .git/config /opt/probe-pristine/testbed/.git/config && echo same-config',
+    ].join('; '));
+    expect(after.output).toBe('0\nsame-config\n');
+    expect(await sb.diff()).toBe('');
+  });
+
+  it('reads and writes through links the sandbox planted inside the jail only, never on the host', async () => {
+    const host = { passwd: hostDigest('/etc/passwd'), shadow: hostDigest('/etc/shadow') };
+    const containerPasswd = (await sb.exec('cat /etc/passwd')).output;
+    await sb.exec('ln -s /etc/passwd notes.txt && ln -sf /etc/shadow /tmp/x && ln -sf /usr/local/bin/evil /tmp/.probe-state.patch');
+    // Reads resolve inside the container, with the sandbox user's rights.
+    expect((await sb.readFile('notes.txt')).toString()).toBe(containerPasswd);
+    await expect(sb.readFile('/tmp/x')).rejects.toThrow(/cannot read \/tmp\/x in the docker sandbox/);
+    // Writes too: the container's own system files are not the user's to write.
+    await expect(sb.writeFile('notes.txt', 'pwned\n')).rejects.toThrow(/cannot write notes.txt/);
+    await expect(sb.writeFile('/tmp/x', 'pwned\n')).rejects.toThrow(/cannot write \/tmp\/x/);
+    await expect(sb.writeFile('/tmp/.probe-state.patch', 'pwned\n')).rejects.toThrow(/cannot write/);
+    expect((await sb.exec('cat /etc/passwd')).output).toBe(containerPasswd);
+    expect((await sb.exec('ls /usr/local/bin/evil')).exitCode).not.toBe(0);
+    expect({ passwd: hostDigest('/etc/passwd'), shadow: hostDigest('/etc/shadow') }).toEqual(host);
+    await sb.restore({ base_commit: task.base_commit, patch: '' });
+  });
+
+  it('moves large files and patches of any size', async () => {
+    const big = randomBytes(5 * 2 ** 20);
+    await sb.writeFile('big.bin', big);
+    expect((await sb.readFile('big.bin')).equals(big)).toBe(true);
+    await sb.restore({ base_commit: task.base_commit, patch: '' });
+    await sb.exec('head -c 3145728 /dev/urandom > data.bin');
+    const digest = (await sb.exec('sha256sum data.bin')).output;
+    const patch = await sb.diff();
+    expect(patch.length).toBeGreaterThan(3 * 2 ** 20);
+    await sb.restore({ base_commit: task.base_commit, patch: '' });
+    expect((await sb.exec('ls data.bin')).exitCode).not.toBe(0);
+    await sb.restore({ base_commit: task.base_commit, patch });
+    expect((await sb.exec('sha256sum data.bin')).output).toBe(digest);
+    await sb.restore({ base_commit: task.base_commit, patch: '' });
+  });
+
+  it('holds its process and file-size limits', async () => {
+    const bomb = await sb.exec(':(){ :|:& };:; sleep 10', { timeoutMs: 3000 });
+    expect(bomb.timedOut).toBe(true);
+    const later = await sb.exec('echo alive; ps -u 1000 -o comm= | wc -l');
+    expect(later.output).toMatch(/^alive\n\d+\n$/);
+    expect(Number(later.output.split('\n')[1])).toBeLessThan(10);
+    const huge = await sb.exec('head -c 2G /dev/zero > huge; echo "exit $?"; stat -c %s huge; rm -f huge');
+    expect(huge.output).toContain('File size limit exceeded');
+    expect(huge.output).toContain('exit 153');
+    expect(huge.output).toMatch(/\n1073741824\n$/);
   });
 
   it('labels its containers and removes leftovers of a dead run', async () => {
@@ -54,6 +162,40 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
     await sweepLeftovers(true);
     await expect(orphan.inspect()).rejects.toThrow(/no such container/i);
     expect((await sb.exec('echo alive')).output).toBe('alive\n'); // ours is kept
+  });
+});
+
+describe.skipIf(skipWithoutDocker)('docker sandbox for an image task (repository owned by root in the image)', () => {
+  const repoTask = fixtureTask('missing-colon');
+  let image: string;
+  let task: LoadedTask;
+  let sb: DockerSandbox;
+  beforeAll(async () => {
+    image = await buildRepoImage(repoTask, `probe-test-image-task-${process.pid}`);
+    task = { ...repoTask, image, repo_path: undefined, repoDir: undefined };
+    sb = await DockerSandbox.create(task);
+  });
+  afterAll(async () => {
+    await sb?.close();
+    if (image) await new Docker().getImage(image).remove({ force: true }).catch(() => {});
+  });
+
+  it('hands the tree to the sandbox user and keeps the base aside, read-only', async () => {
+    const r = await sb.exec('git rev-parse HEAD && git status --porcelain && stat -c %u . tests .git/HEAD && stat -c %u /opt/probe-pristine/testbed && touch x && rm x && echo editable');
+    expect(r.output).toBe(`${task.base_commit}\n1000\n1000\n1000\n0\neditable\n`);
+    expect((await sb.exec('touch /opt/probe-pristine/testbed/x')).exitCode).not.toBe(0);
+  });
+
+  it('restores states', async () => {
+    await sb.writeFile('tests/missing_colon.py', 'changed\n');
+    await sb.exec('echo tamper >> .git/config');
+    const patch = await sb.diff();
+    expect(patch).toContain('+changed');
+    await sb.restore({ base_commit: task.base_commit, patch: '' });
+    expect(await sb.diff()).toBe('');
+    expect((await sb.exec('grep -c tamper .git/config')).output).toBe('0\n');
+    await sb.restore({ base_commit: task.base_commit, patch });
+    expect(await sb.diff()).toBe(patch);
   });
 });
 

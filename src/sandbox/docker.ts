@@ -1,25 +1,60 @@
 /**
- * The `docker` sandbox (dockerode): a container from the task's image — or, for tasks
- * with a `repo_path`, from the base image with the repository copied in — with no
- * network, memory and pid limits, and labels so leftovers of a killed run are found and
- * removed at the next start. Commands are wrapped in an in-container `timeout -k`
- * (signals are not forwarded through `docker exec`); files go through put/get archive;
- * containers are removed on close and on SIGINT/SIGTERM.
+ * The `docker` sandbox (dockerode): a container from the task's image — or, for tasks with
+ * a `repo_path`, from the base image with the repository copied in — jailed as the local
+ * sandbox is:
+ *
+ * - no capabilities (`CapDrop: ALL`, root included), no new privileges, no network, memory
+ *   and pid limits, rlimits (types.ts LIMITS) on the container and again in every command;
+ * - every command runs as uid 1000 (HOME=/tmp, a size-limited tmpfs), in an in-container
+ *   `timeout -k` (docker exec forwards no signals); no process outlives its command;
+ * - the repository lives twice: a root-owned, read-only pristine copy of the base tree
+ *   (PRISTINE_ROOT) and the workdir, owned by uid 1000. `restore` empties the workdir and
+ *   /tmp as uid 1000 and copies the pristine tree back, `.git` included;
+ * - files go in and out through commands run as uid 1000 (stdin, stdout), never through
+ *   the engine's archive calls, so a link the model planted resolves inside the jail with
+ *   the sandbox user's rights.
+ *
+ * Containers carry labels, so leftovers of a killed run are removed at the next start, and
+ * are removed on close and on SIGINT/SIGTERM.
  */
 import { spawn } from 'node:child_process';
-import { PassThrough, type Readable } from 'node:stream';
+import { posix } from 'node:path';
+import { Writable, type Duplex, type Readable } from 'node:stream';
 import Docker from 'dockerode';
 import tar from 'tar-stream';
 import { ProbeError } from '../errors.ts';
 import { noteInterrupt } from '../util/interrupt.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
-import { EXCLUDE_ARTIFACTS, restoreState, treeDiff } from './git-state.ts';
+import { applyStatePatch, EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
+import { JAIL_HOME, JAIL_UID } from './jail.ts';
 import { checkoutTemplate, TOOLS_DIR, TOOLS_MOUNT } from './local.ts';
-import { DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_OUTPUT_CAP, type ExecOptions, type ExecResult, type Sandbox, type SandboxOptions } from './types.ts';
+import {
+  DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_OUTPUT_CAP, FILE_OUTPUT_CAP, LIMITS, ulimitCommand,
+  type ExecOptions, type ExecResult, type Sandbox, type SandboxOptions,
+} from './types.ts';
 
 /** Image for tasks that bring a repository rather than an image (built by scripts/docker-base-image.sh). */
 export const BASE_IMAGE = process.env.PROBE_DOCKER_IMAGE ?? 'probe-base:bookworm';
 const LABEL = 'probe.sandbox';
+/** Where the read-only base tree lives: `${PRISTINE_ROOT}${workdir}`. */
+export const PRISTINE_ROOT = '/opt/probe-pristine';
+const SANDBOX_USER = `${JAIL_UID}:${JAIL_UID}`;
+/** Root, but with no capability (the container has none): it can only touch what root owns. */
+const ROOT_USER = '0:0';
+/**
+ * /tmp (also the home) is a tmpfs, whose pages count against the container's memory: a
+ * quarter of the disk budget, so a full /tmp still leaves the commands most of their memory.
+ */
+const TMP_BYTES = LIMITS.diskBytes / 4;
+const MEMORY_BYTES = 4 * 2 ** 30;
+const PIDS = 1024;
+/** Stderr kept from commands whose stdout is data (readFile): enough for an error message. */
+const STDERR_KEPT = 4096;
+/** Git identity for commits made in the sandbox (the base image's trees have none configured). */
+const GIT_IDENTITY = {
+  GIT_AUTHOR_NAME: 'probe', GIT_AUTHOR_EMAIL: 'probe@localhost',
+  GIT_COMMITTER_NAME: 'probe', GIT_COMMITTER_EMAIL: 'probe@localhost',
+};
 
 let docker: Docker | undefined;
 function client(): Docker {
@@ -64,15 +99,90 @@ function installSignalCleanup(): void {
   }
 }
 
-function tarOf(dir: string): Readable {
-  return spawn('tar', ['-C', dir, '-c', '.'], { stdio: ['ignore', 'pipe', 'inherit'] }).stdout;
+/** A host directory as a tar stream whose entries are root's and read-only to anyone else. */
+function rootOwnedTarOf(dir: string): Readable {
+  return spawn('tar', ['-C', dir, '--owner=0', '--group=0', '--numeric-owner', '--mode=a+rX,go-w', '-c', '.'], { stdio: ['ignore', 'pipe', 'inherit'] }).stdout;
 }
+
+/** A tar holding one empty directory owned by the sandbox user (the engine keeps the owner in the header). */
+function userDirectoryTar(name: string): Readable {
+  const pack = tar.pack();
+  pack.entry({ name: `${name}/`, type: 'directory', mode: 0o755, uid: JAIL_UID, gid: JAIL_UID });
+  pack.finalize();
+  return pack as unknown as Readable;
+}
+
+/** The container's own rlimits: hard ceilings for every process in it, root's included. */
+const CONTAINER_ULIMITS = [
+  { Name: 'nproc', Soft: LIMITS.processes, Hard: LIMITS.processes },
+  { Name: 'data', Soft: LIMITS.memoryBytes, Hard: LIMITS.memoryBytes },
+  { Name: 'fsize', Soft: LIMITS.fileBytes, Hard: LIMITS.fileBytes },
+  { Name: 'core', Soft: 0, Hard: 0 },
+];
+/** The same limits, set again by each command's shell (so they hold whatever the engine did). */
+const ULIMITS = ulimitCommand({ u: LIMITS.processes, d: LIMITS.memoryBytes / 1024, f: LIMITS.fileBytes / 1024 });
+
+/**
+ * argv of a command run as the sandbox user. The outer shell kills every other process of
+ * the user before and after the command (`kill -9 -1` reaches only this container's pid
+ * namespace, and spares the shell itself): no process outlives its command, and a
+ * background job holding the output pipe cannot keep the exec open. Its own stderr goes
+ * to /dev/null so that a killed `timeout` is not reported into the command's output.
+ */
+function sandboxArgv(seconds: number, command: string, merge: boolean): string[] {
+  const inner = `${ULIMITS} || exit 125\n${merge ? 'exec 2>&1\n' : ''}eval "$1"`;
+  const outer = 'exec 3>&2 2>/dev/null; kill -9 -1; timeout -k 5 "$1" bash -c "$2" bash "$3" 2>&3 3>&-; status=$?; kill -9 -1; exit $status';
+  return ['bash', '-c', outer, 'bash', String(seconds), inner, command];
+}
+
+/** argv of a setup step run as capability-less root: no process killing (root's `sleep` keeps the container up). */
+function rootArgv(seconds: number, command: string): string[] {
+  return ['timeout', '-k', '5', String(seconds), 'bash', '-c', `set -e\nexec 2>&1\n${command}`];
+}
+
+/** A sink that keeps the first `cap` bytes written to it. */
+class Capture extends Writable {
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+  truncated = false;
+
+  constructor(private readonly cap: number) {
+    super();
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
+    const room = this.cap - this.kept;
+    if (chunk.length > room) this.truncated = true;
+    if (room > 0) {
+      this.chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+      this.kept += Math.min(room, chunk.length);
+    }
+    done();
+  }
+
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+}
+
+interface RunOptions extends ExecOptions {
+  /** stdout and stderr interleaved in `stdout`; otherwise stderr is kept apart, briefly. */
+  merge: boolean;
+  user?: string;
+}
+
+interface RawResult { stdout: Buffer; stderr: string; exitCode: number; timedOut: boolean; truncated: boolean; durationMs: number }
 
 export class DockerSandbox implements Sandbox {
   readonly provider = 'docker';
   private closed = false;
+  /** Commands run one at a time: each one ends by killing the sandbox user's other processes. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly pristine: string;
 
-  private constructor(private readonly container: Docker.Container, readonly workdir: string, private readonly outputCap: number, private readonly baseCommit: string) {}
+  private constructor(private readonly container: Docker.Container, readonly workdir: string, private readonly outputCap: number, private readonly baseCommit: string) {
+    this.pristine = `${PRISTINE_ROOT}${workdir}`;
+  }
 
   static async create(task: LoadedTask, options: SandboxOptions = {}): Promise<DockerSandbox> {
     if (!(await dockerAvailable())) throw new ProbeError('no Docker engine answers (is dockerd running?)');
@@ -85,7 +195,11 @@ export class DockerSandbox implements Sandbox {
       WorkingDir: '/',
       NetworkDisabled: true,
       Labels: { [LABEL]: '1', 'probe.pid': String(process.pid), 'probe.task': task.instance_id },
-      HostConfig: { NetworkMode: 'none', Memory: 4 * 2 ** 30, PidsLimit: 1024, Init: true },
+      HostConfig: {
+        NetworkMode: 'none', Memory: MEMORY_BYTES, PidsLimit: PIDS, Init: true,
+        CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], Ulimits: CONTAINER_ULIMITS,
+        Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${TMP_BYTES},mode=1777` },
+      },
     }).catch((error: Error) => {
       throw new ProbeError(`cannot create a container from image ${image}: ${error.message}`, { cause: error });
     });
@@ -93,15 +207,9 @@ export class DockerSandbox implements Sandbox {
     live.add(sb);
     try {
       await container.start();
-      await sb.exec(`mkdir -p ${TOOLS_MOUNT} ${task.workdir}`, { cwd: '/' });
-      await container.putArchive(tarOf(TOOLS_DIR), { path: TOOLS_MOUNT });
-      if (task.repoDir) {
-        await container.putArchive(tarOf(checkoutTemplate(task)), { path: task.workdir });
-      }
-      const head = await sb.exec(`git config --global --add safe.directory '*' && git rev-parse HEAD && ${EXCLUDE_ARTIFACTS}`);
-      if (head.exitCode !== 0 || !head.output.startsWith(task.base_commit)) {
-        throw new ProbeError(`the repository in the container is not at base_commit ${task.base_commit}: ${head.output.trim()}`);
-      }
+      await sb.install(task);
+      await sb.restore({ base_commit: task.base_commit, patch: '' });
+      await sb.checkHead();
     } catch (error) {
       await sb.close();
       throw error;
@@ -109,87 +217,125 @@ export class DockerSandbox implements Sandbox {
     return sb;
   }
 
-  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+  /**
+   * Puts the editors and the pristine tree in place as root (a checkout copied in, or the
+   * image's own tree moved aside: root owns it, so no capability is needed), and an empty
+   * workdir owned by the sandbox user, which `restore` fills.
+   */
+  private async install(task: LoadedTask): Promise<void> {
+    await this.asRoot(`mkdir -p ${TOOLS_MOUNT} "$(dirname "$PROBE_PRISTINE")" "$(dirname "$PROBE_WORKDIR")"`);
+    await this.container.putArchive(rootOwnedTarOf(TOOLS_DIR), { path: TOOLS_MOUNT });
+    if (task.repoDir) {
+      await this.asRoot('rm -rf "$PROBE_WORKDIR"; mkdir "$PROBE_PRISTINE"');
+      await this.container.putArchive(rootOwnedTarOf(checkoutTemplate(task)), { path: this.pristine });
+    } else {
+      await this.asRoot('test -d "$PROBE_WORKDIR/.git" || { echo "no git repository at $PROBE_WORKDIR in the image"; exit 1; }; mv "$PROBE_WORKDIR" "$PROBE_PRISTINE"');
+    }
+    await this.asRoot([
+      `cd "$PROBE_PRISTINE" && mkdir -p .git/info && ${EXCLUDE_ARTIFACTS}`,
+      // Chmod of root's files needs no capability; files of other owners in an image keep their modes.
+      'chmod -R a+rX,go-w "$PROBE_PRISTINE" || true',
+      // What the sandbox user could write outside the workdir and /tmp (/var/tmp, ...) would survive restore.
+      'find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp \\) -prune -o -user 0 \\( -type d -o -type f \\) -perm -0002 -print0 | xargs -0r chmod o-w',
+    ].join('\n'));
+    await this.container.putArchive(userDirectoryTar(posix.basename(this.workdir)), { path: posix.dirname(this.workdir) });
+  }
+
+  private async asRoot(script: string): Promise<void> {
+    const r = await this.run(script, { merge: true, user: ROOT_USER, cwd: '/', timeoutMs: 300_000, outputCap: 64 * 1024 });
+    if (r.exitCode !== 0) throw new ProbeError(`setting up the container failed (exit ${r.exitCode}): ${r.stdout.toString('utf8').trim().slice(0, 500)}`);
+  }
+
+  private async checkHead(): Promise<void> {
+    const head = await this.exec('git rev-parse HEAD', { timeoutMs: 60_000 });
+    if (head.exitCode !== 0 || !head.output.startsWith(this.baseCommit)) {
+      throw new ProbeError(`the repository in the container is not at base_commit ${this.baseCommit}: ${head.output.trim()}`);
+    }
+  }
+
+  /** Queues a command behind the ones already running. */
+  private run(command: string, options: RunOptions): Promise<RawResult> {
+    const result = this.queue.then(() => this.runNow(command, options));
+    this.queue = result.catch(() => {});
+    return result;
+  }
+
+  private async runNow(command: string, options: RunOptions): Promise<RawResult> {
     if (this.closed) throw new ProbeError('sandbox is closed');
     const timeoutMs = options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
     const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
+    const user = options.user ?? SANDBOX_USER;
     const started = performance.now();
+    const hasStdin = options.stdin !== undefined;
     const exec = await this.container.exec({
-      // The time limit is enforced inside the container: docker exec does not forward signals.
-      Cmd: ['timeout', '-k', '5', String(seconds), 'bash', '-c', 'exec 2>&1\neval "$1"', 'bash', command],
-      AttachStdout: true, AttachStderr: true, WorkingDir: options.cwd ?? this.workdir,
-      Env: Object.entries({ HOME: '/root', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1', TERM: 'dumb', ...options.env }).map(([k, v]) => `${k}=${v}`),
+      Cmd: user === SANDBOX_USER ? sandboxArgv(seconds, command, options.merge) : rootArgv(seconds, command),
+      User: user, AttachStdin: hasStdin, AttachStdout: true, AttachStderr: true,
+      WorkingDir: options.cwd ?? this.workdir, Env: this.environment(options.env),
     });
-    const stream = await exec.start({ hijack: true, stdin: false });
-    const chunks: Buffer[] = [];
-    let kept = 0;
-    let truncated = false;
-    const sink = new PassThrough();
-    sink.on('data', (chunk: Buffer) => {
-      const room = this.outputCap - kept;
-      if (room <= 0) { truncated = true; return; }
-      chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
-      truncated ||= chunk.length > room;
-      kept += Math.min(room, chunk.length);
-    });
-    this.container.modem.demuxStream(stream, sink, sink);
-    let hostTimedOut = false;
-    await new Promise<void>((resolve, reject) => {
-      // A backstop in case the in-container timeout itself cannot run.
-      const backstop = setTimeout(() => { hostTimedOut = true; stream.destroy(); resolve(); }, timeoutMs + 15_000);
-      stream.on('end', () => { clearTimeout(backstop); resolve(); });
-      stream.on('close', () => { clearTimeout(backstop); resolve(); });
-      stream.on('error', (error) => { clearTimeout(backstop); reject(error); });
-    });
-    const info = await exec.inspect();
-    const exitCode = hostTimedOut ? 124 : info.ExitCode ?? 1;
+    const stream = await exec.start({ hijack: true, stdin: hasStdin });
+    const stdout = new Capture(options.outputCap ?? this.outputCap);
+    const stderr = options.merge ? stdout : new Capture(STDERR_KEPT);
+    this.container.modem.demuxStream(stream, stdout, stderr);
+    const hostTimedOut = await this.finish(stream, options.stdin, timeoutMs);
+    const exitCode = hostTimedOut ? 124 : (await exec.inspect()).ExitCode ?? 1;
     return {
-      output: Buffer.concat(chunks).toString('utf8'),
+      stdout: stdout.bytes(), stderr: options.merge ? '' : stderr.bytes().toString('utf8'),
       exitCode, timedOut: hostTimedOut || exitCode === 124 || exitCode === 137,
-      truncated, durationMs: performance.now() - started,
+      truncated: stdout.truncated, durationMs: performance.now() - started,
     };
   }
 
-  private absolute(path: string): string {
-    return path.startsWith('/') ? path : `${this.workdir}/${path}`;
+  private environment(extra: Record<string, string> = {}): string[] {
+    const env = {
+      HOME: JAIL_HOME, USER: 'sandbox', TMPDIR: '/tmp', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1', TERM: 'dumb',
+      PROBE_WORKDIR: this.workdir, PROBE_PRISTINE: this.pristine, ...GIT_IDENTITY, ...extra,
+    };
+    return Object.entries(env).map(([k, v]) => `${k}=${v}`);
+  }
+
+  /**
+   * Feeds stdin (then closes it, so the command sees its end) and waits for the output to
+   * end; true when the host-side backstop, for an in-container timeout that could not
+   * run, cut it.
+   */
+  private finish(stream: Duplex, stdin: Buffer | string | undefined, timeoutMs: number): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      const backstop = setTimeout(() => { stream.destroy(); resolve(true); }, timeoutMs + 15_000);
+      const done = () => { clearTimeout(backstop); resolve(false); };
+      stream.on('end', done);
+      stream.on('close', done);
+      stream.on('error', (error) => { clearTimeout(backstop); reject(new ProbeError(`lost the connection to a container command: ${error.message}`, { cause: error })); });
+      if (stdin !== undefined) stream.end(stdin);
+    });
+  }
+
+  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
+    const r = await this.run(command, { ...options, merge: true });
+    return { output: r.stdout.toString('utf8'), exitCode: r.exitCode, timedOut: r.timedOut, truncated: r.truncated, durationMs: r.durationMs };
   }
 
   async readFile(path: string): Promise<Buffer> {
-    const archive = await this.container.getArchive({ path: this.absolute(path) }).catch((error: Error) => {
-      throw new ProbeError(`cannot read ${path} in the container: ${error.message}`, { cause: error });
-    });
-    const extract = tar.extract();
-    const parts: Buffer[] = [];
-    await new Promise<void>((resolve, reject) => {
-      extract.on('entry', (_header, entry, next) => {
-        entry.on('data', (d: unknown) => parts.push(d as Buffer));
-        entry.on('end', next);
-        entry.resume();
-      });
-      extract.on('finish', resolve);
-      extract.on('error', reject);
-      archive.pipe(extract);
-    });
-    return Buffer.concat(parts);
+    const r = await this.run('cat -- "$PROBE_PATH"', { env: { PROBE_PATH: path }, merge: false, outputCap: FILE_OUTPUT_CAP, timeoutMs: 60_000 });
+    if (r.exitCode !== 0) throw new ProbeError(`cannot read ${path} in the docker sandbox (exit ${r.exitCode}): ${r.stderr.trim().slice(0, 300)}`);
+    if (r.truncated) throw new ProbeError(`${path} in the docker sandbox is larger than ${FILE_OUTPUT_CAP / 2 ** 20} MiB`);
+    return r.stdout;
   }
 
   async writeFile(path: string, data: Buffer | string): Promise<void> {
-    const abs = this.absolute(path);
-    const slash = abs.lastIndexOf('/');
-    const dir = abs.slice(0, slash) || '/';
-    await this.exec(`mkdir -p '${dir}'`, { cwd: '/' });
-    const pack = tar.pack();
-    pack.entry({ name: abs.slice(slash + 1), mode: 0o644 }, Buffer.from(data));
-    pack.finalize();
-    await this.container.putArchive(pack as unknown as NodeJS.ReadableStream, { path: dir });
+    const r = await this.exec('mkdir -p -- "$(dirname -- "$PROBE_PATH")" && cat > "$PROBE_PATH"', { env: { PROBE_PATH: path }, stdin: data, timeoutMs: 60_000 });
+    if (r.exitCode !== 0) throw new ProbeError(`cannot write ${path} in the docker sandbox: ${r.output.trim().slice(0, 300)}`);
   }
 
   diff(): Promise<string> {
     return treeDiff(this, this.baseCommit);
   }
 
-  restore(state: EnvState): Promise<void> {
-    return restoreState(this, state);
+  async restore(state: EnvState): Promise<void> {
+    if (state.base_commit !== this.baseCommit) throw new ProbeError(`state is at ${state.base_commit}, this sandbox's task at ${this.baseCommit}`);
+    // The command's shell has already killed every process earlier commands left.
+    const reset = await this.exec(RESET_TREE, { cwd: '/', timeoutMs: 300_000 });
+    if (reset.exitCode !== 0) throw new ProbeError(`cannot reset the docker sandbox to ${state.base_commit}: ${reset.output.slice(0, 500)}`);
+    await applyStatePatch(this, state.patch);
   }
 
   async close(): Promise<void> {
@@ -199,3 +345,15 @@ export class DockerSandbox implements Sandbox {
     await this.container.remove({ force: true }).catch(() => {});
   }
 }
+
+/**
+ * Empties the workdir and the user's scratch places, then copies the pristine tree in, all
+ * as the sandbox user (chmod first: a directory the user made unreadable is still theirs).
+ */
+const RESET_TREE = [
+  'chmod -R u+rwX "$PROBE_WORKDIR" /tmp 2>/dev/null;',
+  'find "$PROBE_WORKDIR" /tmp -mindepth 1 -delete &&',
+  'cp -a --no-preserve=ownership "$PROBE_PRISTINE"/. "$PROBE_WORKDIR"/ &&',
+  // Shared memory and message queues outlive processes; only the user's own entries can go.
+  '{ { find /dev/shm /dev/mqueue -mindepth 1 -user "$(id -u)" -delete; ipcrm --all; } >/dev/null 2>&1; true; }',
+].join('\n');
