@@ -28,8 +28,8 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
   afterAll(async () => { await sb.close(); });
 
   it('has the repository at /testbed at its base commit, owned by the sandbox user', async () => {
-    const r = await sb.exec('pwd && git rev-parse HEAD && git status --porcelain && stat -c %u:%g . .git/config');
-    expect(r.output).toBe(`/testbed\n${task.base_commit}\n1000:1000\n1000:1000\n`);
+    const r = await sb.exec('pwd && git rev-parse HEAD && git status --porcelain && stat -c %U:%G . .git/config');
+    expect(r.output).toBe(`/testbed\n${task.base_commit}\nsandbox:sandbox\nsandbox:sandbox\n`);
   });
 
   it('has no network', async () => {
@@ -45,9 +45,13 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
     expect((await sb.exec('echo still usable')).output).toBe('still usable\n');
   });
 
-  it('runs commands as uid 1000 with no capabilities', async () => {
-    const r = await sb.exec('id -u; id -g; echo "$HOME"; grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status; grep NoNewPrivs /proc/self/status');
-    expect(r.output).toBe('1000\n1000\n/tmp\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\n');
+  it('runs commands as an unprivileged uid of its own with no capabilities', async () => {
+    const r = await sb.exec('id -un; id -u; echo "$HOME"; grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status; grep NoNewPrivs /proc/self/status');
+    const [name, uid, ...rest] = r.output.split('\n');
+    expect(name).toBe('sandbox');
+    // A uid no account uses, one per container: RLIMIT_NPROC counts a uid across containers.
+    expect(Number(uid)).toBeGreaterThanOrEqual(200_000);
+    expect(rest.join('\n')).toBe('/tmp\nCapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapBnd:\t0000000000000000\nNoNewPrivs:\t1\n');
   });
 
   it('cannot mount, make device nodes, or write the system, the pristine tree or shared scratch places', async () => {
@@ -101,7 +105,7 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
     const after = await sb.exec([
       'ls -A /tmp; ls -A /dev/shm', 'git config --get core.hooksPath; git config --get alias.st',
       'ls .git/hooks | grep -v "\\.sample$"', 'grep -c "^\\*\\.py$" .git/info/exclude', 'ls untracked.txt locked 2>/dev/null',
-      'ps -u 1000 -o comm= | grep -v -x -e bash -e timeout -e ps -e grep', 'git status --porcelain',
+      'ps -u sandbox -o comm= | grep -v -x -e bash -e timeout -e ps -e grep', 'git status --porcelain',
       'cmp .git/config /opt/probe-pristine/testbed/.git/config && echo same-config',
     ].join('; '));
     expect(after.output).toBe('0\nsame-config\n');
@@ -144,7 +148,7 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
   it('holds its process and file-size limits', async () => {
     const bomb = await sb.exec(':(){ :|:& };:; sleep 10', { timeoutMs: 3000 });
     expect(bomb.timedOut).toBe(true);
-    const later = await sb.exec('echo alive; ps -u 1000 -o comm= | wc -l');
+    const later = await sb.exec('echo alive; ps -u sandbox -o comm= | wc -l');
     expect(later.output).toMatch(/^alive\n\d+\n$/);
     expect(Number(later.output.split('\n')[1])).toBeLessThan(10);
     const huge = await sb.exec('head -c 2G /dev/zero > huge; echo "exit $?"; stat -c %s huge; rm -f huge');
@@ -181,8 +185,8 @@ describe.skipIf(skipWithoutDocker)('docker sandbox for an image task (repository
   });
 
   it('hands the tree to the sandbox user and keeps the base aside, read-only', async () => {
-    const r = await sb.exec('git rev-parse HEAD && git status --porcelain && stat -c %u . tests .git/HEAD && stat -c %u /opt/probe-pristine/testbed && touch x && rm x && echo editable');
-    expect(r.output).toBe(`${task.base_commit}\n1000\n1000\n1000\n0\neditable\n`);
+    const r = await sb.exec('git rev-parse HEAD && git status --porcelain && stat -c %U . tests .git/HEAD && stat -c %u /opt/probe-pristine/testbed && touch x && rm x && echo editable');
+    expect(r.output).toBe(`${task.base_commit}\nsandbox\nsandbox\nsandbox\n0\neditable\n`);
     expect((await sb.exec('touch /opt/probe-pristine/testbed/x')).exitCode).not.toBe(0);
   });
 

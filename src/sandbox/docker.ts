@@ -5,12 +5,12 @@
  *
  * - no capabilities (`CapDrop: ALL`, root included), no new privileges, no network, memory
  *   and pid limits, rlimits (types.ts LIMITS) on the container and again in every command;
- * - every command runs as uid 1000 (HOME=/tmp, a size-limited tmpfs), in an in-container
+ * - every command runs as an unprivileged uid of its own (`sandbox`; HOME=/tmp, a size-limited tmpfs), in an in-container
  *   `timeout -k` (docker exec forwards no signals); no process outlives its command;
  * - the repository lives twice: a root-owned, read-only pristine copy of the base tree
- *   (PRISTINE_ROOT) and the workdir, owned by uid 1000. `restore` empties the workdir and
- *   /tmp as uid 1000 and copies the pristine tree back, `.git` included;
- * - files go in and out through commands run as uid 1000 (stdin, stdout), never through
+ *   (PRISTINE_ROOT) and the workdir, owned by the sandbox user. `restore` empties the workdir and
+ *   /tmp as that user and copies the pristine tree back, `.git` included;
+ * - files go in and out through commands run as the sandbox user (stdin, stdout), never through
  *   the engine's archive calls, so a link the model planted resolves inside the jail with
  *   the sandbox user's rights.
  *
@@ -26,7 +26,7 @@ import { ProbeError } from '../errors.ts';
 import { noteInterrupt } from '../util/interrupt.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
 import { applyStatePatch, EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
-import { JAIL_HOME, JAIL_UID } from './jail.ts';
+import { JAIL_HOME } from './jail.ts';
 import { checkoutTemplate, TOOLS_DIR, TOOLS_MOUNT } from './local.ts';
 import {
   DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_OUTPUT_CAP, FILE_OUTPUT_CAP, LIMITS, ulimitCommand,
@@ -38,7 +38,15 @@ export const BASE_IMAGE = process.env.PROBE_DOCKER_IMAGE ?? 'probe-base:bookworm
 const LABEL = 'probe.sandbox';
 /** Where the read-only base tree lives: `${PRISTINE_ROOT}${workdir}`. */
 export const PRISTINE_ROOT = '/opt/probe-pristine';
-const SANDBOX_USER = `${JAIL_UID}:${JAIL_UID}`;
+/**
+ * Containers share the host's user namespace, and RLIMIT_NPROC counts a uid's processes
+ * across all of them: each container's sandbox user gets a uid of its own, from a range no
+ * account uses, so a fork bomb in one sandbox cannot starve a concurrent one.
+ */
+function sandboxUid(): number {
+  // Below 8^6: tar headers (the workdir goes in as a tar entry owned by it) hold six octal digits.
+  return 200_000 + Math.floor(Math.random() * 60_000);
+}
 /** Root, but with no capability (the container has none): it can only touch what root owns. */
 const ROOT_USER = '0:0';
 /**
@@ -105,9 +113,9 @@ function rootOwnedTarOf(dir: string): Readable {
 }
 
 /** A tar holding one empty directory owned by the sandbox user (the engine keeps the owner in the header). */
-function userDirectoryTar(name: string): Readable {
+function userDirectoryTar(name: string, uid: number): Readable {
   const pack = tar.pack();
-  pack.entry({ name: `${name}/`, type: 'directory', mode: 0o755, uid: JAIL_UID, gid: JAIL_UID });
+  pack.entry({ name: `${name}/`, type: 'directory', mode: 0o755, uid, gid: uid });
   pack.finalize();
   return pack as unknown as Readable;
 }
@@ -180,7 +188,11 @@ export class DockerSandbox implements Sandbox {
   private queue: Promise<unknown> = Promise.resolve();
   private readonly pristine: string;
 
-  private constructor(private readonly container: Docker.Container, readonly workdir: string, private readonly outputCap: number, private readonly baseCommit: string) {
+  /** `uid:gid` every command runs as. */
+  private readonly user: string;
+
+  private constructor(private readonly container: Docker.Container, readonly workdir: string, private readonly outputCap: number, private readonly baseCommit: string, private readonly uid = sandboxUid()) {
+    this.user = `${uid}:${uid}`;
     this.pristine = `${PRISTINE_ROOT}${workdir}`;
   }
 
@@ -236,9 +248,12 @@ export class DockerSandbox implements Sandbox {
       // Chmod of root's files needs no capability; files of other owners in an image keep their modes.
       'chmod -R a+rX,go-w "$PROBE_PRISTINE" || true',
       // What the sandbox user could write outside the workdir and /tmp (/var/tmp, ...) would survive restore.
+      // The sandbox user's account (getpwuid works for tools that ask); /etc/passwd is root's own file.
+      `grep -q '^sandbox:' /etc/passwd || echo 'sandbox:x:${this.uid}:${this.uid}:sandbox:${JAIL_HOME}:/bin/bash' >> /etc/passwd`,
+      `grep -q '^sandbox:' /etc/group || echo 'sandbox:x:${this.uid}:' >> /etc/group`,
       'find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp \\) -prune -o -user 0 \\( -type d -o -type f \\) -perm -0002 -print0 | xargs -0r chmod o-w',
     ].join('\n'));
-    await this.container.putArchive(userDirectoryTar(posix.basename(this.workdir)), { path: posix.dirname(this.workdir) });
+    await this.container.putArchive(userDirectoryTar(posix.basename(this.workdir), this.uid), { path: posix.dirname(this.workdir) });
   }
 
   private async asRoot(script: string): Promise<void> {
@@ -264,11 +279,11 @@ export class DockerSandbox implements Sandbox {
     if (this.closed) throw new ProbeError('sandbox is closed');
     const timeoutMs = options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
     const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
-    const user = options.user ?? SANDBOX_USER;
+    const user = options.user ?? this.user;
     const started = performance.now();
     const hasStdin = options.stdin !== undefined;
     const exec = await this.container.exec({
-      Cmd: user === SANDBOX_USER ? sandboxArgv(seconds, command, options.merge) : rootArgv(seconds, command),
+      Cmd: user === this.user ? sandboxArgv(seconds, command, options.merge) : rootArgv(seconds, command),
       User: user, AttachStdin: hasStdin, AttachStdout: true, AttachStderr: true,
       WorkingDir: options.cwd ?? this.workdir, Env: this.environment(options.env),
     });
