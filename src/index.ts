@@ -14,7 +14,7 @@ export type { Sandbox, ExecResult, ExecOptions } from './sandbox/types.ts';
 export { openSandbox, SANDBOX_KINDS, type SandboxKind } from './sandbox/open.ts';
 export { SandboxPool, freshSandboxes, type SandboxLease } from './sandbox/pool.ts';
 export { loadTasks, loadTaskFile } from './verify/load-task.ts';
-export { verifySandbox, verifyState, verifyRepeated, type Verdict } from './verify/verifier.ts';
+export { verifyPatch, verifySandbox, verifyState, verifyRepeated, type Tampering, type Verdict } from './verify/verifier.ts';
 export { parseTestLog } from './verify/log-parsers.ts';
 export { replayTrajectory, type ReplayResult, type ReplayStep } from './replay/replay.ts';
 export { findDistractors } from './replay/distractors.ts';

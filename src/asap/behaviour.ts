@@ -3,6 +3,7 @@
  * task. Every rule is here and in the README; each is computed from the saved steps and
  * the final verdict alone, so a report can be recomputed from a run directory.
  */
+import type { Tampering } from '../verify/harness-paths.ts';
 import type { EpisodeStep, Termination } from './episode.ts';
 import { patchFiles, sourceChanges } from './patch.ts';
 
@@ -32,6 +33,12 @@ export interface RunBehaviour {
   changed_lines: number;
   relevant_file_access: boolean;
   network_attempts: NetworkAttempt[];
+  /**
+   * Changes of the final patch the verifier dropped because they may alter how the tests
+   * run (conftest.py, runner config, shadows, the task's test files). Absent in runs
+   * recorded before it was kept.
+   */
+  tampering?: Tampering[];
 }
 
 export interface FinalOutcome {
@@ -41,6 +48,8 @@ export interface FinalOutcome {
   applies: boolean;
   /** PASS_TO_PASS tests the final patch broke. */
   passToPassFailed: string[];
+  /** What the verifier dropped from the final patch as tampering (none when not graded). */
+  tampering?: Tampering[];
 }
 
 /** Exit statuses with which a shell says the command itself was not runnable. */
@@ -171,6 +180,7 @@ export function runBehaviour(steps: readonly EpisodeStep[], final: FinalOutcome,
     changed_lines: sourceChanges(final.patch).reduce((a, f) => a + f.added.length + f.removed.length, 0),
     relevant_file_access: touchesRelevantFile(steps, final.patch, context.relevantFiles),
     network_attempts: networkAttempts(steps),
+    tampering: final.tampering ?? [],
   };
 }
 
@@ -195,6 +205,9 @@ export interface BehaviourSummary {
   mean_recoveries: number;
   network_attempts: number;
   network_blocked: number;
+  /** Share of runs whose final patch had tampering dropped, and the dropped paths in all. */
+  tampering: number;
+  tampering_paths: number;
 }
 
 export function summarizeBehaviour(runs: readonly RunBehaviour[]): BehaviourSummary {
@@ -220,5 +233,7 @@ export function summarizeBehaviour(runs: readonly RunBehaviour[]): BehaviourSumm
     mean_recoveries: mean((r) => r.recoveries.format + r.recoveries.submit + r.recoveries.repeat),
     network_attempts: runs.reduce((a, r) => a + r.network_attempts.length, 0),
     network_blocked: runs.reduce((a, r) => a + r.network_attempts.filter((x) => x.blocked).length, 0),
+    tampering: share((r) => (r.tampering?.length ?? 0) > 0),
+    tampering_paths: runs.reduce((a, r) => a + (r.tampering?.length ?? 0), 0),
   };
 }

@@ -16,7 +16,7 @@ import type { Sandbox } from '../sandbox/types.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
 import { mapLimit } from '../util/pool.ts';
 import { deriveSeed } from '../util/rng.ts';
-import { verifySandbox, type Verdict } from '../verify/verifier.ts';
+import { verifyPatch, type Verdict } from '../verify/verifier.ts';
 import { runBehaviour, summarizeBehaviour, type BehaviourSummary } from './behaviour.ts';
 import { type EpisodeSettings, type EpisodeStep, runEpisode, type Termination, TERMINATIONS, transcriptText } from './episode.ts';
 import { patchFiles } from './patch.ts';
@@ -87,7 +87,7 @@ async function gradeFinal(sb: Sandbox, task: LoadedTask, patch: string): Promise
     if (!(error instanceof ProbeError)) throw error;
     return { applies: false, verdict: null, reason: `the final patch does not apply: ${error.message}` };
   }
-  const verdict = await verifySandbox(sb, task);
+  const verdict = await verifyPatch(sb, task, { base_commit: task.base_commit, patch });
   return { applies: true, verdict, reason: verdict.resolved ? null : (verdict.reason ?? null) };
 }
 
@@ -116,7 +116,7 @@ async function runOne(checkpoint: string, backend: CompletionBackend, instance: 
     const verifyStarted = performance.now();
     const graded = await gradeFinal(sb, task, finalPatch);
     const verifyMs = performance.now() - verifyStarted;
-    const behaviour = runBehaviour(result.steps, { termination: result.termination, patch: finalPatch, applies: graded.applies, passToPassFailed: graded.verdict?.passToPass.failed ?? [] }, { testCmd: task.test_cmd, relevantFiles: relevantFiles(instance), prefixPatch: prefix.state.patch });
+    const behaviour = runBehaviour(result.steps, { termination: result.termination, patch: finalPatch, applies: graded.applies, passToPassFailed: graded.verdict?.passToPass.failed ?? [], tampering: graded.verdict?.tampering ?? [] }, { testCmd: task.test_cmd, relevantFiles: relevantFiles(instance), prefixPatch: prefix.state.patch });
     const end: EpisodeEnd = {
       type: 'end', termination: result.termination, resolved: graded.verdict?.resolved ?? false, reason: graded.reason, final_patch: finalPatch,
       fail_to_pass: graded.verdict?.failToPass ?? { passed: [], failed: task.FAIL_TO_PASS },

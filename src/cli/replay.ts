@@ -2,11 +2,20 @@
 import { Command, Option } from 'commander';
 import { InputError } from '../errors.ts';
 import { formatTable } from '../report/table.ts';
-import { replayTrajectory } from '../replay/replay.ts';
+import { replayTrajectory, type ReplayStep } from '../replay/replay.ts';
 import { TRAJECTORY_FORMATS, type TrajectoryFormat } from '../schema/trajectory.ts';
 import { importTrajectory } from '../trajectories/import.ts';
 import { loadTaskFile } from '../verify/load-task.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
+
+/** Each path the verifier dropped as tampering, with the first step whose state had it. */
+function tamperingLines(steps: ReplayStep[]): string {
+  const seen = new Map<string, string>();
+  for (const s of steps) {
+    for (const t of s.tampering ?? []) if (!seen.has(t.path)) seen.set(t.path, `  step ${s.index}: ${JSON.stringify(t.path)} — ${t.reason}`);
+  }
+  return seen.size ? `dropped from grading as tampering (the rest of the state was graded):\n${[...seen.values()].join('\n')}\n\n` : '';
+}
 
 interface ReplayFlags extends SandboxFlags { task: string; format?: TrajectoryFormat; json?: boolean }
 
@@ -26,7 +35,7 @@ export function replayCommand(): Command {
       if (flags.json) {
         process.stdout.write(`${JSON.stringify({
           task: result.task, trajectory: result.trajectory, format: result.format, sandbox: result.sandbox,
-          steps: result.steps.map((s) => ({ index: s.index, action: s.action.text, kind: s.action.kind, edits: s.edits, resolved: s.resolved, exitCode: s.exitCode, drift: s.drift })),
+          steps: result.steps.map((s) => ({ index: s.index, action: s.action.text, kind: s.action.kind, edits: s.edits, resolved: s.resolved, tampering: s.tampering, exitCode: s.exitCode, drift: s.drift })),
           decisiveStep: result.decisiveStep, rejected: result.rejected, verifierRuns: result.verifierRuns, meanDrift: result.meanDrift,
         }, null, 2)}\n`);
       } else {
@@ -37,6 +46,7 @@ export function replayCommand(): Command {
         ]);
         process.stderr.write(`\n${result.task} ← ${file} (${result.format}, ${result.sandbox} sandbox)\n\n`);
         process.stderr.write(`${formatTable(['step', 'kind', 'action', 'edits', 'tests', 'drift'], rows, [5])}\n\n`);
+        process.stderr.write(tamperingLines(result.steps));
         process.stderr.write(result.decisiveStep ? `T* = step ${result.decisiveStep.index}\n` : `no decisive step: ${result.rejected}\n`);
       }
       if (result.rejected) process.exitCode = 1;

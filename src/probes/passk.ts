@@ -14,8 +14,8 @@ import type { Sandbox } from '../sandbox/types.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
 import { parseActionText, UnparsableAction } from '../trajectories/parse-action.ts';
 import { runAction } from '../replay/execute.ts';
-import { verifySandbox, type Verdict } from '../verify/verifier.ts';
-import { InputError, ProbeError } from '../errors.ts';
+import { verifySandbox, type Tampering, type Verdict } from '../verify/verifier.ts';
+import { InputError } from '../errors.ts';
 import { renderObservation } from '../trajectories/mdxml.ts';
 import { memoized, type ItemHooks } from './memo.ts';
 
@@ -48,7 +48,11 @@ export function sampledActionText(sample: { text: string; stop?: string }, forma
   return stopsFor(format).keepStop && sample.stop ? sample.text + sample.stop : sample.text;
 }
 
-export interface PasskSample { text: string; parsed: boolean; resolved: boolean; reason: string }
+export interface PasskSample {
+  text: string; parsed: boolean; resolved: boolean; reason: string;
+  /** Changes the verifier dropped because they may alter how the tests run (graded samples only). */
+  tampering?: Tampering[];
+}
 export interface PasskItem { id: string; task: string; n: number; c: number; parse_failures: number; samples: PasskSample[] }
 export interface PasskResult { checkpoint: string; backend: string; n: number; pass_at: Record<string, number>; parse_failure_rate: number; items: PasskItem[] }
 
@@ -68,20 +72,9 @@ export interface PasskOptions {
   restore: (sb: Sandbox, item: ProbeItem, task: LoadedTask) => Promise<void>;
 }
 
-/**
- * Grades what the sampled actions changed in the tree, and nothing else: the sandbox is
- * restored to base + that diff first, so what they left in /tmp, the home or `.git`, and
- * any process they started, cannot touch the test run.
- */
-async function gradeChanges(sb: Sandbox, task: LoadedTask): Promise<Pick<Verdict, 'resolved' | 'reason' | 'failToPass' | 'passToPass'>> {
-  const patch = await sb.diff();
-  try {
-    await sb.restore({ base_commit: task.base_commit, patch });
-  } catch (error) {
-    if (!(error instanceof ProbeError)) throw error;
-    return { resolved: false, reason: `its changes do not apply to a clean tree: ${error.message}`, failToPass: { passed: [], failed: task.FAIL_TO_PASS }, passToPass: { passed: [], failed: task.PASS_TO_PASS } };
-  }
-  return verifySandbox(sb, task);
+/** A sample's record of its verdict: the outcome, and what was dropped as tampering (new field, absent in older runs). */
+function judged(verdict: Verdict, reason: string): Pick<PasskSample, 'resolved' | 'reason' | 'tampering'> {
+  return { resolved: verdict.resolved, reason, tampering: verdict.tampering };
 }
 
 /** Parses one sampled action, applies it at the item's T* state and verifies (cached per distinct action). */
@@ -101,9 +94,9 @@ export async function judgeSample(text: string, item: ProbeItem, task: LoadedTas
   const verdict = await lease(async (sb) => {
     await options.restore(sb, item, task);
     await runAction(sb, action, 60_000);
-    return gradeChanges(sb, task);
+    return verifySandbox(sb, task); // grades the tree's diff on a freshly restored base
   });
-  const sample = { text, parsed: true, resolved: verdict.resolved, reason: verdict.resolved ? 'resolved' : verdict.reason ?? `failing: ${[...verdict.failToPass.failed, ...verdict.passToPass.failed].slice(0, 3).join(', ')}` };
+  const sample = { text, parsed: true, ...judged(verdict, verdict.resolved ? 'resolved' : verdict.reason ?? `failing: ${[...verdict.failToPass.failed, ...verdict.passToPass.failed].slice(0, 3).join(', ')}`) };
   cache.set(key, sample);
   return sample;
 }
@@ -134,8 +127,8 @@ async function rollout(backend: CompletionBackend, item: ProbeItem, task: Loaded
       const ran = await runAction(sb, action, 60_000);
       prompt += text + format.observe(ran.output, ran.exitCode);
     }
-    const verdict = await gradeChanges(sb, task);
-    return { text: texts.join('\n'), parsed: true, resolved: verdict.resolved, reason: verdict.resolved ? `resolved after ${texts.length} step(s)` : verdict.reason ?? 'failing' };
+    const verdict = await verifySandbox(sb, task);
+    return { text: texts.join('\n'), parsed: true, ...judged(verdict, verdict.resolved ? `resolved after ${texts.length} step(s)` : verdict.reason ?? 'failing') };
   });
 }
 

@@ -12,7 +12,7 @@ import type { LoadedTask } from '../schema/task.ts';
 import type { Trajectory, TrajectoryAction } from '../schema/trajectory.ts';
 import type { Sandbox } from '../sandbox/types.ts';
 import { SandboxPool, type SandboxFactory } from '../sandbox/pool.ts';
-import { verifyRepeated, verifyState, type StableVerdict, type Verdict } from '../verify/verifier.ts';
+import { verifyRepeated, verifyState, type StableVerdict, type Tampering, type Verdict } from '../verify/verifier.ts';
 import { drift, recordedOutput } from './drift.ts';
 import { readToolState, runAction } from './execute.ts';
 
@@ -23,6 +23,8 @@ export interface ReplayStep {
   edits: boolean;
   /** Verdict of the cumulative patch after this step; null when the step did not edit. */
   resolved: boolean | null;
+  /** Changes the verifier dropped from that patch as tampering; null when the step did not edit. */
+  tampering: Tampering[] | null;
   exitCode: number;
   timedOut: boolean;
   output: string;
@@ -67,8 +69,8 @@ export interface ReplayOptions {
 const hash = (patch: string) => createHash('sha256').update(patch).digest('hex');
 
 /** Runs the actions; returns per-step results with the cumulative patch around each. */
-async function runSteps(sb: Sandbox, trajectory: Trajectory, actionTimeoutMs?: number): Promise<Omit<ReplayStep, 'resolved'>[]> {
-  const steps: Omit<ReplayStep, 'resolved'>[] = [];
+async function runSteps(sb: Sandbox, trajectory: Trajectory, actionTimeoutMs?: number): Promise<Omit<ReplayStep, 'resolved' | 'tampering'>[]> {
+  const steps: Omit<ReplayStep, 'resolved' | 'tampering'>[] = [];
   let before = '';
   const statefulTools = trajectory.steps.some((s) => s.action.tool === 'swe-agent' || s.action.tool === 'str_replace_editor');
   let toolState: string | null = null;
@@ -102,7 +104,7 @@ export async function replayTrajectory(trajectory: Trajectory, task: LoadedTask,
 }
 
 /** Verifies every distinct state the replay produced and finds T*. */
-async function judge(ran: Omit<ReplayStep, 'resolved'>[], trajectory: Trajectory, task: LoadedTask, pool: SandboxPool, options: ReplayOptions & { repeats: number }): Promise<ReplayResult> {
+async function judge(ran: Omit<ReplayStep, 'resolved' | 'tampering'>[], trajectory: Trajectory, task: LoadedTask, pool: SandboxPool, options: ReplayOptions & { repeats: number }): Promise<ReplayResult> {
   const { repeats } = options;
   // Distinct states: the base and every cumulative patch an editing step produced.
   const patches = new Map<string, string>([[hash(''), '']]);
@@ -118,7 +120,10 @@ async function judge(ran: Omit<ReplayStep, 'resolved'>[], trajectory: Trajectory
   if (final) verdicts.set(hash(finalPatch), final);
   const base = verdicts.get(hash(''))!;
 
-  const steps: ReplayStep[] = ran.map((s) => ({ ...s, resolved: s.edits ? verdicts.get(hash(s.patchAfter))!.resolved : null }));
+  const steps: ReplayStep[] = ran.map((s) => {
+    const verdict = s.edits ? verdicts.get(hash(s.patchAfter))! : null;
+    return { ...s, resolved: verdict?.resolved ?? null, tampering: verdict?.tampering ?? null };
+  });
   const decisive = steps.find((s) => s.resolved === true);
   const rejected =
     base.status !== 'ok' ? `base state could not be graded: ${base.reason}`

@@ -2,11 +2,24 @@
  * Test-log parsers: from a test run's output to a status per test, as SWE-bench's
  * harness does it (`pytest -rA` summary lines, unittest/django verbose lines, TAP from
  * `node --test`), plus `exit-code` for suites that only report success or failure.
+ * A test reported more than once keeps its worst status.
  */
 import type { LogParserName } from '../schema/task.ts';
 
 export type TestStatus = 'PASSED' | 'FAILED' | 'SKIPPED' | 'ERROR';
 export type TestStatusMap = Map<string, TestStatus>;
+
+const RANK: Record<TestStatus, number> = { PASSED: 0, SKIPPED: 1, FAILED: 2, ERROR: 2 };
+
+/**
+ * Records a test's status; a test reported twice keeps its worse status. A failure is never
+ * undone by a later line saying the same test passed (printed by the code under test, or by
+ * another test of the same name).
+ */
+function record(map: TestStatusMap, name: string, status: TestStatus): void {
+  const known = map.get(name);
+  if (known === undefined || RANK[status] > RANK[known]) map.set(name, status);
+}
 
 /** The name under which `exit-code` reports the whole suite. */
 export const EXIT_CODE_TEST = 'exit-code';
@@ -22,7 +35,7 @@ function parsePytest(log: string): TestStatusMap {
     const line = raw.replace(/\x1b\[[0-9;]*m/g, '').trim();
     const m = /^(PASSED|FAILED|ERROR|SKIPPED|XFAIL|XPASS) (\S+)/.exec(line);
     if (!m || m[2]!.startsWith('[')) continue;
-    map.set(m[2]!, PYTEST_STATUSES[m[1]!]!);
+    record(map, m[2]!, PYTEST_STATUSES[m[1]!]!);
   }
   return map;
 }
@@ -42,10 +55,10 @@ function parseUnittest(log: string): TestStatusMap {
     const result = OUTCOME.exec(lines[i]!) ?? (lines[i]!.trim() === name[1] ? OUTCOME.exec(lines[i + 1] ?? '') : null);
     if (!result) continue;
     const word = result[1]!;
-    map.set(name[1]!, word === 'ok' || word === 'expected failure' ? 'PASSED' : word.startsWith('skipped') ? 'SKIPPED' : word === 'ERROR' ? 'ERROR' : 'FAILED');
+    record(map, name[1]!, word === 'ok' || word === 'expected failure' ? 'PASSED' : word.startsWith('skipped') ? 'SKIPPED' : word === 'ERROR' ? 'ERROR' : 'FAILED');
   }
   // Tracebacks name failures too: "FAIL: test_x (pkg.Case.test_x)".
-  for (const m of log.matchAll(/^(FAIL|ERROR): (\S+ \([\w.]+\))/gm)) map.set(m[2]!, m[1] === 'FAIL' ? 'FAILED' : 'ERROR');
+  for (const m of log.matchAll(/^(FAIL|ERROR): (\S+ \([\w.]+\))/gm)) record(map, m[2]!, m[1] === 'FAIL' ? 'FAILED' : 'ERROR');
   return map;
 }
 
@@ -65,7 +78,7 @@ function parseNodeTest(log: string): TestStatusMap {
     if (!m) continue;
     const depth = m[1]!.length / 4;
     const name = [...stack.slice(0, depth), m[3]!].join(' > ');
-    map.set(name, m[4] ? 'SKIPPED' : m[2] === 'ok' ? 'PASSED' : 'FAILED');
+    record(map, name, m[4] ? 'SKIPPED' : m[2] === 'ok' ? 'PASSED' : 'FAILED');
     stack.length = depth;
   }
   return map;
