@@ -39,8 +39,6 @@ export interface Verdict {
   ownTests: string[];
 }
 
-const TEST_PATCH = '/tmp/.probe-test.patch';
-
 /** A verdict for a state that could not be graded: never resolved, every listed test failing. */
 function ungraded(task: LoadedTask, status: Verdict['status'], reason: string, started: number, rest: Partial<Verdict> = {}): Verdict {
   return {
@@ -76,8 +74,8 @@ export async function verifyPatch(sb: Sandbox, task: LoadedTask, state: EnvState
     return fail('error', error.message);
   }
   if (task.test_patch.trim()) {
-    await sb.writeFile(TEST_PATCH, task.test_patch);
-    const applied = await sb.exec(`git apply --whitespace=nowarn ${TEST_PATCH}`, { timeoutMs: 60_000 });
+    // On stdin: no file in /tmp for anything to have replaced or linked first.
+    const applied = await sb.exec('git apply --whitespace=nowarn -', { timeoutMs: 60_000, stdin: task.test_patch });
     if (applied.exitCode !== 0) return fail('error', `test_patch does not apply: ${applied.output.trim()}`, applied.output, applied.exitCode);
   }
   const run = await sb.exec(task.test_cmd, { timeoutMs: task.test_timeout_s * 1000 });
