@@ -3,7 +3,7 @@
  * boundary rule, cache reuse, chunking and window truncation.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { splitContinuations, splitPair } from '../src/backends/boundary.ts';
+import { encodeTail, splitContinuations, splitPair } from '../src/backends/boundary.ts';
 import { logSoftmaxAt } from '../src/backends/logits.ts';
 import { sampleOne, scoreContinuation } from '../src/backends/single.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
@@ -78,7 +78,7 @@ describe('attention checkpoint scoring', () => {
   beforeAll(async () => {
     const files = readCheckpointDir(CKPT.attention);
     tokenizer = new CheckpointTokenizer(files);
-    graph = await OnnxGraph.load(files, tokenizer.vocabSize);
+    graph = await OnnxGraph.load(files);
   });
   afterAll(async () => { await graph.close(); });
 
@@ -133,6 +133,21 @@ describe('attention checkpoint scoring', () => {
     await backend.close();
   });
 
+  it('scores a context far longer than the window from a bounded tail, exactly as from the whole encoding', async () => {
+    const gold = items[0]!.gold;
+    const long = longContext(300_000);
+    const whole = splitPair(long, gold, (t) => tokenizer.encode(t));
+    const window = 256;
+    const backend = await OnnxBackend.open(CKPT.attention, { window, chunkSize: 64 });
+    const r = await scoreContinuation(backend, long, gold);
+    expect(r!.truncated).toBe(true);
+    expect(r!.tokens).toEqual(whole.continuationTokens);
+    const kept = whole.contextTokens.slice(-(window - (whole.continuationTokens.length - 1)));
+    const expected = await uncached(graph, kept, whole.continuationTokens);
+    r!.tokenLogprobs.forEach((lp, t) => expect(Math.abs(lp - expected[t]!)).toBeLessThan(1e-4));
+    await backend.close();
+  });
+
   it('ngram checkpoints (no cache) agree with and without truncation when the window keeps their order', async () => {
     const full = await OnnxBackend.open(CKPT.code);
     const cut = await OnnxBackend.open(CKPT.code, { window: 400 });
@@ -142,6 +157,65 @@ describe('attention checkpoint scoring', () => {
     expect(b!.truncated).toBe(true);
     expect(b!.tokenLogprobs).toEqual(a!.tokenLogprobs); // a class-trigram only sees two tokens back
     await Promise.all([full.close(), cut.close()]);
+  });
+});
+
+/** About `chars` characters of agent transcripts, with the awkward parts of real contexts: indented code, long whitespace runs, a long word, non-ASCII. */
+function longContext(chars: number): string {
+  const block = [...items.map((i) => i.context), `${' '.repeat(3000)}x`, 'y'.repeat(5000), 'こんにちは 👋 '.repeat(200)].join('\n');
+  return block.repeat(Math.ceil(chars / block.length)).slice(0, chars);
+}
+
+describe('bounded tokenisation of contexts far longer than the window', () => {
+  const tokenizers = [CKPT.attention, CKPT.agent].map((dir) => new CheckpointTokenizer(readCheckpointDir(dir)));
+  const golds = [items[0]!.gold, items[1]!.gold, '<submit/>'];
+
+  it('keeps more than the window of context tokens, equal to the whole encoding\'s last ones, and encodes a small part of the text', () => {
+    for (const tokenizer of tokenizers) {
+      let encoded = 0;
+      const encode = (t: string) => { encoded += t.length; return tokenizer.encode(t); };
+      for (const cut of [0, 17]) {
+        const context = longContext(400_000 - cut);
+        const whole = splitContinuations(context, golds, (t) => tokenizer.encode(t));
+        encoded = 0;
+        const tail = splitContinuations(context, golds, encode, { keepTokens: 1024 });
+        expect(encoded).toBeLessThan(context.length / 4);
+        tail.forEach((pair, i) => {
+          expect(pair.contextTokens.length).toBeGreaterThan(1024);
+          expect(pair.contextTokens).toEqual(whole[i]!.contextTokens.slice(-pair.contextTokens.length));
+          expect(pair.continuationTokens).toEqual(whole[i]!.continuationTokens);
+          expect(pair.continuation).toBe(whole[i]!.continuation);
+        });
+        expect(encodeTail(context, 1024, (t) => tokenizer.encode(t))).toEqual(tail[0]!.contextTokens);
+      }
+    }
+  });
+
+  it('drops the tail\'s first tokens where the cut falls inside a long whitespace run, word or non-ASCII run', () => {
+    for (const tokenizer of tokenizers) {
+      const encode = (t: string) => tokenizer.encode(t);
+      for (const run of [' ', 'y', 'こ']) {
+        for (const extra of [0, 1, 2, 3]) {
+          // The first cut lands about 12k characters before the end: inside the run, whose tokens depend on where it starts.
+          const context = `${longContext(2_000)}\n${run.repeat(10_000 + extra)}x\n${longContext(6_000)}`;
+          const whole = encode(context.replace(/\s+$/u, ''));
+          const [pair] = splitContinuations(context, [items[0]!.gold], encode, { keepTokens: 1024 });
+          expect(pair!.contextTokens.length).toBeGreaterThan(1024);
+          expect(pair!.contextTokens.length).toBeLessThan(whole.length);
+          expect(pair!.contextTokens).toEqual(whole.slice(-pair!.contextTokens.length));
+        }
+      }
+    }
+  });
+
+  it('encodes a context that fits the window whole: the same pairs as without the bound', () => {
+    for (const tokenizer of tokenizers) {
+      const encode = (t: string) => tokenizer.encode(t);
+      for (const context of [...items.map((i) => i.context), longContext(60_000)]) {
+        const fits = encode(context).length + 10;
+        expect(splitContinuations(context, golds, encode, { keepTokens: fits })).toEqual(splitContinuations(context, golds, encode));
+      }
+    }
   });
 });
 

@@ -10,7 +10,7 @@ import { InputError } from '../errors.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
 import { SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
-import { nonNegativeInteger, positiveInteger } from './args.ts';
+import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger, probability } from './args.ts';
 import { ASAP_K_VALUES, runAsapOverCheckpoints } from './asap-runs.ts';
 import { reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
@@ -37,9 +37,9 @@ export function asapCommand(): Command {
     .option('--prefix-steps <k>', 'reference steps before the model starts', nonNegativeInteger, DEFAULT_PREFIX_STEPS)
     .option('--max-steps <n>', 'model steps per episode', positiveInteger, 30)
     .option('--max-tokens <n>', 'new tokens per step', positiveInteger, 2048)
-    .option('--temperature <t>', 'sampling temperature', Number.parseFloat, 0.7)
-    .option('--top-p <p>', 'nucleus mass', Number.parseFloat, 0.95)
-    .option('--seed <n>', 'seed of the run (episode seeds derive from it, the same for every checkpoint)', (v) => Number.parseInt(v, 10), 0)
+    .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, 0.7)
+    .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, 0.95)
+    .option('--seed <n>', 'seed of the run (episode seeds derive from it, the same for every checkpoint)', integer, 0)
     .option('--action-timeout <s>', 'seconds one action may run', positiveInteger, 120)
     .addOption(new Option('--sandbox <kind>', 'where the model\'s actions run (always jailed, network off)').choices([...SANDBOX_KINDS]).default('local'))
     .option('--json', 'print one JSON document on stdout')), 'run directory: run.json, asap.json, prefixes/, episodes/ (step by step), results.json; default: runs/asap-<settings hash>')
@@ -47,6 +47,8 @@ export function asapCommand(): Command {
     .action(async (flags: AsapFlags) => {
       // All input is checked before any work.
       let tasks = loadTasks(flags.tasks);
+      // An empty task file would be a run of nothing that reports success.
+      if (tasks.length === 0) throw new InputError({ file: flags.tasks }, 'holds no task records');
       if (flags.instances) {
         const known = new Set(tasks.map((t) => t.instance_id));
         const missing = flags.instances.filter((i) => !known.has(i));

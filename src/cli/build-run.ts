@@ -48,7 +48,9 @@ export interface BuildOutcome {
 
 export function trajectoryFiles(dir: string): string[] {
   if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new InputError({ file: dir }, 'not a directory of trajectories');
-  return readdirSync(dir).filter((f) => !f.startsWith('.')).sort().map((f) => join(dir, f)).filter((f) => statSync(f).isFile());
+  const files = readdirSync(dir).filter((f) => !f.startsWith('.')).sort().map((f) => join(dir, f)).filter((f) => statSync(f).isFile());
+  if (files.length === 0) throw new InputError({ file: dir }, 'holds no trajectory files');
+  return files;
 }
 
 async function buildTrajectory(file: string, s: BuildSettings, root: string): Promise<TrajectoryBuild> {

@@ -1,7 +1,9 @@
 /** `probe build`: replay every trajectory against its task and write probe items at T*. */
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { checkCheckpoint, openBackend } from '../backends/open.ts';
+import { checkCheckpoint, isServerAddress, openBackend } from '../backends/open.ts';
+import { InputError } from '../errors.ts';
+import { checkOutputFile } from '../store/output-path.ts';
 import type { RestoreMode } from '../replay/build.ts';
 import { CONTEXT_FORMATS, type ContextFormat } from '../replay/render-context.ts';
 import { loadTasks } from '../verify/load-task.ts';
@@ -22,14 +24,20 @@ export function buildCommand(): Command {
     .addOption(new Option('--context <formats...>', 'how contexts are rendered').choices([...CONTEXT_FORMATS]).default(['native']))
     .addOption(new Option('--restore <mode>', 'how a probe restores the state before T*: base commit + cumulative patch, or replaying the earlier actions').choices(['patch', 'replay']).default('patch'))
     .option('--no-distractors', 'skip distractor search (each candidate costs a verifier run)')
-    .option('--distractor-ckpt <dir>', 'also offer actions sampled from this checkpoint at T* as distractor candidates')
+    .option('--distractor-ckpt <dir>', 'also offer actions sampled from this checkpoint directory at T* as distractor candidates')
     .option('--distractor-samples <n>', 'samples drawn per item with --distractor-ckpt', positiveInteger, 8)
     .option('--resume', 'continue an interrupted build from <out>.progress.jsonl (trajectories already replayed are not replayed again)')
     .option('--json', 'print a JSON summary on stdout'))
     .addHelpText('after', '\nExample:\n  probe build --trajectories trajectories --tasks verifiers --out probes/demo.jsonl --context native asap')
     .action(async (flags: BuildFlags) => {
       const tasks = loadTasks(flags.tasks);
+      if (flags.distractorCkpt && isServerAddress(flags.distractorCkpt)) {
+        // A resumed build must sample from the same weights: it records the directory's content hash, which a server has not.
+        throw new InputError({ file: flags.distractorCkpt }, '--distractor-ckpt takes a checkpoint directory, not a server URL (its samples are recorded by the checkpoint\'s content hash)');
+      }
       if (flags.distractorCkpt) checkCheckpoint(flags.distractorCkpt);
+      // The probe set is written once, after every replay: a path that cannot take it must fail now.
+      checkOutputFile(flags.out, '--out');
       const samplerBackend = flags.distractorCkpt && flags.distractors ? await openBackend(flags.distractorCkpt) : undefined;
       const sampler = samplerBackend ? { name: flags.distractorCkpt!, backend: samplerBackend, n: flags.distractorSamples, seed: 0 } : undefined;
       // Each replayed trajectory is logged as it finishes, so a killed build resumes; the log goes once the output is written.

@@ -141,11 +141,12 @@ export function scoreCheckpoints<R, T>(
     (ckpt, backend, tick) => score(ckpt, backend, itemHooks<T>(run.dir, probe, ckpt, tick)));
 }
 
-/** The `errors` field of a verb's JSON, and the exit code they imply: 2 for bad input, else 1 (a server that failed). */
+/** The `errors` field of a verb's JSON, and the exit code they imply: 2 for bad input or environment, else 1 (a server or graph that failed). */
 export function reportFailures(failures: Failure[]): Record<string, unknown> {
   if (failures.length === 0) return {};
   for (const f of failures) process.stderr.write(`probe: ${f.message}\n`);
-  process.exitCode = failures.some((f) => f instanceof InputError) ? 2 : 1;
+  // 2 when any checkpoint was bad input or environment (a mismatched tokenizer), else 1.
+  process.exitCode = Math.max(...failures.map((f) => f.exitCode));
   return { errors: failures.map((f) => (f instanceof InputError ? { file: f.location.file, field: f.location.field ?? null, message: f.message } : { file: null, field: null, message: f.message })) };
 }
 

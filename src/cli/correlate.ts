@@ -6,7 +6,7 @@ import { downstreamScore, formatTable } from '../report/table.ts';
 import { bootstrap, kendallTauB, pearson, spearman, type Interval } from '../stats/correlation.ts';
 import { metricsFromDocument, type MetricSeries } from '../stats/metrics.ts';
 import { createRng } from '../util/rng.ts';
-import { positiveInteger } from './args.ts';
+import { integer, positiveInteger } from './args.ts';
 
 interface CorrelateFlags { results: string[]; scores: string; resamples: number; seed: number; json?: boolean }
 
@@ -57,7 +57,7 @@ export function correlateCommand(): Command {
     .requiredOption('--results <files...>', 'JSON printed by probe bpb|mcq|passk --json')
     .requiredOption('--scores <file.csv>', '"checkpoint,score" rows, e.g. post-trained SWE-bench pass@1')
     .option('--resamples <n>', 'bootstrap resamples', positiveInteger, 2000)
-    .option('--seed <n>', 'bootstrap seed', (v) => Number.parseInt(v, 10), 0)
+    .option('--seed <n>', 'bootstrap seed', integer, 0)
     .option('--json', 'print one JSON document on stdout')
     .addHelpText('after', '\nExample:\n  probe bpb --json > bpb.json && probe correlate --results bpb.json --scores swebench.csv')
     .action((flags: CorrelateFlags) => {

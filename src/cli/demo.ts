@@ -3,7 +3,7 @@
  * the demo trajectories, BPB and MCQ for every embedded checkpoint, pass@K for the best,
  * ASAP episodes for the shortlist — then the ranking table and an HTML report.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { Command } from 'commander';
 import { REPO_ROOT } from '../embedded.ts';
@@ -18,6 +18,7 @@ import { positiveInteger } from './args.ts';
 import { buildProbeSet, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from './build-run.ts';
 import { existingRunError } from '../store/run-dir.ts';
 import { lockRunDir } from '../store/run-lock.ts';
+import { ensureOutputDir } from '../store/output-path.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
 import { ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
@@ -54,7 +55,7 @@ export function demoCommand(): Command {
       ensureRequirements({ install: flags.install, log: (line) => process.stderr.write(line) });
       const tasks = loadTasks(TASKS);
       const probesFile = join(out, 'probes.jsonl');
-      mkdirSync(out, { recursive: true });
+      ensureOutputDir(out, '--out');
       lockRunDir(out); // from the build on: one demo writes this directory at a time
 
       // 1. The probe set, built once per run directory (a resumed demo keeps the one it built).

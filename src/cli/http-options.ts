@@ -2,7 +2,7 @@
 import { Command, Option } from 'commander';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { SERVER_KINDS, type ServerKind } from '../backends/http/servers.ts';
-import { positiveInteger } from './args.ts';
+import { nonNegativeInteger, positiveInteger } from './args.ts';
 import { noteInterrupt } from '../util/interrupt.ts';
 
 export interface HttpFlags { serverKind?: ServerKind; tokenizer?: string; model?: string; httpConcurrency?: number; httpTimeout?: number; httpRetries?: number }
@@ -14,7 +14,7 @@ export function addHttpOptions(command: Command): Command {
     .option('--model <name>', 'model name to request from a server (default: its first model)')
     .option('--http-concurrency <n>', 'requests in flight per server replica', positiveInteger, 8)
     .option('--http-timeout <s>', 'seconds one server request may take', positiveInteger, 600)
-    .option('--http-retries <n>', 'retries on 429, 5xx, timeouts and dropped connections', (v) => Number.parseInt(v, 10), 4);
+    .option('--http-retries <n>', 'retries on 429, 5xx, timeouts and dropped connections', nonNegativeInteger, 4);
 }
 
 let interrupt: AbortController | undefined;

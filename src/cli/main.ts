@@ -1,6 +1,5 @@
 /** The `probe` command line: one file per verb, this file only wires them and maps errors to exit codes. */
 import { Command, CommanderError } from 'commander';
-import { InputError } from '../errors.ts';
 import { bpbCommand } from './bpb.ts';
 import { buildCommand } from './build.ts';
 import { aptbenchCommand } from './aptbench.ts';
@@ -13,6 +12,7 @@ import { serveCommand } from './serve.ts';
 import { replayCommand } from './replay.ts';
 import { demoCommand } from './demo.ts';
 import { reportCommand } from './report.ts';
+import { reportError } from './exit.ts';
 import { setupCommand } from './setup.ts';
 
 export function buildProgram(): Command {
@@ -20,7 +20,7 @@ export function buildProgram(): Command {
     .description('Screen base LLM checkpoints for agentic post-training potential.')
     .version(process.env.npm_package_version ?? '0.1.0')
     .exitOverride()
-    .showHelpAfterError();
+    .addHelpText('after', '\nExit codes: 0 success, 1 failed run, 2 bad usage, input or environment (one line naming the file, field, flag, path or port).\nPROBE_DEBUG=1 adds the stack trace to every error; without it only a bug in probe prints one.');
   program.addCommand(demoCommand());
   program.addCommand(replayCommand());
   program.addCommand(buildCommand());
@@ -35,11 +35,12 @@ export function buildProgram(): Command {
   program.addCommand(reportCommand());
   program.addCommand(setupCommand());
   // addCommand does not pass exitOverride down: without it a usage error would exit 1 from inside commander.
-  for (const command of program.commands) command.exitOverride().showHelpAfterError();
+  // A usage error is one line naming the flag (not followed by the whole help): scripts and logs read it at a glance.
+  for (const command of program.commands) command.exitOverride();
   return program;
 }
 
-/** Runs the CLI; resolves to the process exit code (0 ok, 1 failed run, 2 bad usage or input). */
+/** Runs the CLI; resolves to the process exit code (0 ok, 1 failed run, 2 bad usage, input or environment; see exit.ts). */
 export async function main(argv: string[]): Promise<number> {
   try {
     await buildProgram().parseAsync(argv);
@@ -48,11 +49,6 @@ export async function main(argv: string[]): Promise<number> {
     if (error instanceof CommanderError) {
       return error.exitCode === 0 ? 0 : 2;
     }
-    if (error instanceof InputError) {
-      process.stderr.write(`probe: ${error.message}\n`);
-      return 2;
-    }
-    process.stderr.write(`probe: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    return 1;
+    return reportError(error, (text) => process.stderr.write(text));
   }
 }

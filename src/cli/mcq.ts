@@ -2,6 +2,7 @@
 import { Command, Option } from 'commander';
 import { scoreMcq, type McqItem, type McqResult, type McqStyle } from '../probes/mcq.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
+import { integer } from './args.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, scoreCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
 
 interface McqFlags extends ScoringFlags { style: McqStyle; seed: number }
@@ -10,7 +11,7 @@ export function mcqCommand(): Command {
   return addScoringOptions(new Command('mcq')
     .description('Patch MCQ: does the checkpoint prefer the gold action over distractors the verifier rejects?')
     .addOption(new Option('--style <style>', 'likelihood scoring or a generated letter (APTBench style)').choices(['likelihood', 'letter']).default('likelihood'))
-    .option('--seed <n>', 'shuffles the option order of --style letter', (v) => Number.parseInt(v, 10), 0))
+    .option('--seed <n>', 'shuffles the option order of --style letter', integer, 0))
     .addHelpText('after', '\nExample:\n  probe mcq --ckpt checkpoints/ngram-agent checkpoints/attn-agent --probes probes/demo.jsonl --json')
     .action(async (flags: McqFlags) => {
       const run = prepareScoringRun(flags, 'mcq', { config: { style: flags.style }, seeds: { option_order: flags.seed } });

@@ -10,7 +10,7 @@ import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts
 import { TaskPools } from '../sandbox/pool.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, scoreCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
-import { positiveInteger } from './args.ts';
+import { integer, nonNegativeNumber, positiveInteger, probability } from './args.ts';
 
 interface PasskFlags extends ScoringFlags { tasks: string; steps: number; n: number; temperature: number; topP: number; maxTokens: number; seed: number; sandbox: SandboxKind; concurrency: number }
 
@@ -21,10 +21,10 @@ export function passkCommand(): Command {
     .description('Prefix-conditioned pass@K: sample actions at T*, apply them in a jailed sandbox, let the task\'s tests decide.')
     .option('--tasks <dir|file>', 'task records of the probes\' tasks', join(REPO_ROOT, 'verifiers'))
     .option('-n, --n <n>', 'samples per item', positiveInteger, 16)
-    .option('--temperature <t>', 'sampling temperature', Number.parseFloat, 0.7)
-    .option('--top-p <p>', 'nucleus mass', Number.parseFloat, 0.95)
+    .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, 0.7)
+    .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, 0.95)
     .option('--max-tokens <n>', 'tokens per sampled action', positiveInteger, 1024)
-    .option('--seed <n>', 'sampling seed', (v) => Number.parseInt(v, 10), 0)
+    .option('--seed <n>', 'sampling seed (a whole number)', integer, 0)
     .option('--steps <s>', 'a short rollout of S actions (each output shown to the model) instead of one', positiveInteger, 1)
     .addOption(new Option('--sandbox <kind>', 'where sampled actions run (always jailed)').choices([...SANDBOX_KINDS]).default('local'))
     .option('--concurrency <n>', 'sandboxes per task', positiveInteger, 2))

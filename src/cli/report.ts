@@ -1,10 +1,11 @@
 /** `probe report`: rankings from finished run directories, and one self-contained HTML file to share. */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { collectRuns, type ReportData } from '../report/collect.ts';
 import { renderReport } from '../report/html.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
+import { checkOutputFile } from '../store/output-path.ts';
+import { writeFileAtomic } from '../util/atomic-file.ts';
 import { nonNegativeInteger } from './args.ts';
 import { readScores } from './correlate.ts';
 
@@ -21,13 +22,13 @@ export function reportCommand(): Command {
     .option('--json', 'print the collected results as one JSON document on stdout')
     .addHelpText('after', '\nExample:\n  probe report runs/demo --html runs/demo/report.html --downstream swebench.csv')
     .action((runs: string[], flags: ReportFlags) => {
+      if (flags.html) checkOutputFile(flags.html, '--html');
       const data = collectRuns(runs);
       const downstream = flags.downstream ? readScores(flags.downstream) : undefined;
       let html: string | null = null;
       if (flags.html) {
         html = resolve(flags.html);
-        mkdirSync(dirname(html), { recursive: true });
-        writeFileSync(html, renderReport(data, { title: flags.title, maxTranscripts: flags.maxTranscripts, ...(downstream ? { downstream } : {}) }));
+        writeFileAtomic(html, renderReport(data, { title: flags.title, maxTranscripts: flags.maxTranscripts, ...(downstream ? { downstream } : {}) }));
       }
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(summary(data, html), null, 2)}\n`);

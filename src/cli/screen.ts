@@ -5,8 +5,9 @@
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { REPO_ROOT } from '../embedded.ts';
+import { ensureOutputDir } from '../store/output-path.ts';
 import { loadTasks } from '../verify/load-task.ts';
-import { positiveInteger } from './args.ts';
+import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
 import { ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
 
@@ -18,9 +19,9 @@ export function screenCommand(): Command {
     .option('--shortlist <n>', 'checkpoints to recommend', positiveInteger, 2)
     .option('--passk-top <n>', 'checkpoints that get pass@K (default: twice the shortlist)', positiveInteger)
     .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
-    .option('--seed <n>', 'sampling seed', (v) => Number.parseInt(v, 10), 0)
+    .option('--seed <n>', 'sampling seed (a whole number)', integer, 0)
     .option('--tasks <dir|file>', 'task records of the probes\' tasks (and of the ASAP episodes)', join(REPO_ROOT, 'verifiers'))
-    .option('--asap-runs <n>', 'ASAP episodes per instance for each shortlisted checkpoint (0: none)', (v) => Number.parseInt(v, 10), 2)
+    .option('--asap-runs <n>', 'ASAP episodes per instance for each shortlisted checkpoint (0: none)', nonNegativeInteger, 2)
     .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
     .option('--reference <dir>', 'reference trajectories for the ASAP prefixes', join(REPO_ROOT, 'trajectories'))
     .option('--asap-out <dir>', 'ASAP run directory without --out (a rerun resumes it); default: runs/asap-<settings hash>, or <out>/asap')
@@ -32,6 +33,8 @@ export function screenCommand(): Command {
         reference: flags.reference, asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, asapOut: flags.asapOut, concurrency: flags.concurrency,
       };
       const run = prepareScoringRun(flags, 'screen', { config: ladderConfig(settings), seeds: { sampling: flags.seed } });
+      // The ASAP stage writes last, after the cheap stages: its directory is checked now.
+      if (flags.asapOut && !flags.out && flags.asapRuns > 0) ensureOutputDir(flags.asapOut, '--asap-out');
       const outcome = await runLadder(run, settings);
       const errors = reportFailures(outcome.failures);
       if (!run.quiet) printLadder(outcome, run.items.length, flags.n);

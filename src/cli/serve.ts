@@ -3,8 +3,9 @@ import { basename } from 'node:path';
 import { Command } from 'commander';
 import { OnnxBackend } from '../backends/onnx/backend.ts';
 import { checkCheckpoint } from '../backends/open.ts';
+import { EnvironmentError, systemErrorCode, systemReason } from '../errors.ts';
 import { createOpenAiServer } from '../serve/openai-server.ts';
-import { positiveInteger } from './args.ts';
+import { nonNegativeInteger, positiveInteger, tcpPort } from './args.ts';
 
 interface ServeFlags { ckpt: string; port: number; host: string; model?: string; maxBatch: number; batchWindow: number }
 
@@ -12,20 +13,25 @@ export function serveCommand(): Command {
   return new Command('serve')
     .description('Serve an ONNX checkpoint as an OpenAI-compatible server (/v1/completions with echo + logprobs and sampling, /v1/models, /tokenize), so many probe processes share one loaded model.')
     .requiredOption('--ckpt <dir>', 'checkpoint directory (transformers.js layout)')
-    .option('--port <port>', 'TCP port (0: any free port, printed)', (v) => (v === '0' ? 0 : positiveInteger(v)), 8000)
+    .option('--port <port>', 'TCP port, 0 to 65535 (0: any free port, printed)', tcpPort, 8000)
     .option('--host <host>', 'interface to listen on', '127.0.0.1')
     .option('--model <name>', 'model name to report (default: the directory name)')
     .option('--max-batch <n>', 'scoring requests run together in one batched forward pass, at most', positiveInteger, 16)
-    .option('--batch-window <ms>', 'how long the model waits for more requests before a turn', (v) => Number.parseInt(v, 10), 2)
+    .option('--batch-window <ms>', 'how long the model waits for more requests before a turn (≥ 0)', nonNegativeInteger, 2)
     .addHelpText('after', '\nExample:\n  probe serve --ckpt checkpoints/attn-agent --port 8000 &\n  probe bpb --ckpt http://127.0.0.1:8000/v1 --tokenizer checkpoints/attn-agent')
     .action(async (flags: ServeFlags) => {
       checkCheckpoint(flags.ckpt);
       const backend = await OnnxBackend.open(flags.ckpt);
       const server = createOpenAiServer(backend, { model: flags.model ?? basename(backend.dir), maxBatch: flags.maxBatch, batchWindowMs: flags.batchWindow });
-      await new Promise<void>((resolve, reject) => {
-        server.once('error', reject);
-        server.listen(flags.port, flags.host, () => resolve());
-      });
+      try {
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(flags.port, flags.host, () => resolve());
+        });
+      } catch (error) {
+        await backend.close();
+        throw listenError(error, flags);
+      }
       const address = server.address();
       const port = typeof address === 'object' && address ? address.port : flags.port;
       process.stderr.write(`probe serve: ${backend.dir} at http://${flags.host}:${port}/v1\n`);
@@ -37,4 +43,13 @@ export function serveCommand(): Command {
       });
       await backend.close();
     });
+}
+
+/** Why the server could not listen, naming the address: a port in use, one this user may not bind, a host that is not ours. */
+function listenError(error: unknown, flags: ServeFlags): EnvironmentError {
+  const code = systemErrorCode(error);
+  const hint = code === 'EADDRINUSE' ? '; choose another --port (0 picks a free one)'
+    : code === 'EACCES' ? '; ports below 1024 need root'
+    : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' ? '; --host must be an address of this machine' : '';
+  return new EnvironmentError(`--host ${flags.host} --port ${flags.port}: cannot listen: ${systemReason(error)}${hint}`, { cause: error });
 }

@@ -25,14 +25,50 @@ export function loadAptItems(file: string): AptItem[] {
   } catch (error) {
     throw new InputError({ file }, `cannot read items: ${describeCause(error)}`, { cause: error });
   }
-  return text.split('\n').flatMap((line, i) => {
+  const items = text.split('\n').flatMap((line, i) => {
     if (!line.trim()) return [];
+    let value: unknown;
     try {
-      return [JSON.parse(line) as AptItem];
+      value = JSON.parse(line);
     } catch (error) {
       throw new InputError({ file, line: i + 1 }, `not valid JSON: ${describeCause(error)}`, { cause: error });
     }
+    return [checkAptItem(value, { file, line: i + 1 })];
   });
+  // An empty file would be a run that scores nothing and reports success.
+  if (items.length === 0) throw new InputError({ file }, 'holds no items');
+  return items;
+}
+
+/**
+ * An item scores only if what it is scored against is there and well formed: a choice item's
+ * `answer` is an option letter (an `answer: 7` would never match and read as a wrong answer),
+ * a completion's `target_cmd` and a free-text target are strings.
+ */
+function checkAptItem(value: unknown, at: { file: string; line: number }): AptItem {
+  const fail = (field: string | undefined, problem: string) => new InputError({ ...at, ...(field ? { field } : {}) }, problem);
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw fail(undefined, 'expected a JSON object (one item per line)');
+  const item = value as AptItem;
+  const text = (field: string) => {
+    const v = item[field];
+    if (v === undefined || v === null) return undefined; // APTBench writes `"answer": null` on completion items
+    if (typeof v !== 'string') throw fail(field, `expected a string, got ${JSON.stringify(v)}`);
+    return v;
+  };
+  text('uuid');
+  const choices = text('choices');
+  const answer = text('answer');
+  const target = text('target_cmd') ?? text('target') ?? text('reference');
+  if (choices !== undefined) {
+    const letters = choiceLetters(choices);
+    if (letters.length === 0) throw fail('choices', 'lists no options as "(A) …" lines');
+    if (answer === undefined) throw fail('answer', 'missing: a choice item needs the letter of its correct option');
+    // Not checked against the offered letters: shipped APTBench items have choices cut short (answer D, options A and B shown).
+    if (!/^[A-Za-z]$/.test(answer.trim())) throw fail('answer', `${JSON.stringify(answer)} is not an option letter (A, B, …)`);
+  } else if (target === undefined && answer === undefined) {
+    throw fail(undefined, 'nothing to score against: give choices + answer, target_cmd, or a free-text target (target, reference or answer)');
+  }
+  return item;
 }
 
 export function fillTemplate(template: string, item: AptItem, file: string): string {

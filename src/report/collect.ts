@@ -14,6 +14,7 @@ import type { McqResult } from '../probes/mcq.ts';
 import type { PasskResult } from '../probes/passk.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import { probeSetRecord, type RunManifest } from '../store/run-dir.ts';
+import { readResults } from './results-schema.ts';
 
 /** A row of the ladder, as `probe screen` and `probe demo` write it in results.json. */
 export interface LadderRow {
@@ -103,23 +104,28 @@ export function collectRuns(dirs: string[]): ReportData {
     if (!verb) throw new InputError({ file: manifestFile }, 'not a run directory (no run.json): give directories written with --out');
     const resultsFile = join(dir, 'results.json');
     if (!existsSync(resultsFile)) throw new InputError({ file: resultsFile }, 'the run has not finished: continue it with --resume, then report');
-    const results = readJson<Record<string, unknown>>(resultsFile, 'results');
+    const results = readJson<unknown>(resultsFile, 'results');
     switch (verb) {
-      case 'bpb': data.bpb.push(...(results.results as BpbResult[])); break;
-      case 'mcq': data.mcq.push(...(results.results as McqResult[])); break;
-      case 'passk': data.passk.push(...(results.results as PasskResult[])); break;
-      case 'asap': data.asap.push(...withTranscriptsIn(dir, results.results as AsapResult[])); break;
+      case 'bpb': data.bpb.push(...readResults.bpb(results, resultsFile).results); break;
+      case 'mcq': data.mcq.push(...readResults.mcq(results, resultsFile).results); break;
+      case 'passk': data.passk.push(...readResults.passk(results, resultsFile).results); break;
+      case 'asap': data.asap.push(...withTranscriptsIn(dir, readResults.asap(results, resultsFile).results)); break;
       case 'screen':
       case 'demo': {
-        const cheap = readJsonIf<{ bpb: BpbResult[]; mcq: McqResult[] }>(join(dir, 'cheap.json'));
+        const ladder = readResults.ladder(results, resultsFile);
+        const stage = <T>(read: (value: unknown, file: string) => T, file: string): T | undefined => {
+          const value = readJsonIf<unknown>(file);
+          return value === undefined ? undefined : read(value, file);
+        };
+        const cheap = stage(readResults.cheap, join(dir, 'cheap.json'));
         data.bpb.push(...(cheap?.bpb ?? []));
         data.mcq.push(...(cheap?.mcq ?? []));
-        data.passk.push(...(readJsonIf<{ passk: PasskResult[] }>(join(dir, 'passk.json'))?.passk ?? []));
-        data.asap.push(...withTranscriptsIn(join(dir, 'asap'), readJsonIf<{ results: AsapResult[] }>(join(dir, 'asap', 'results.json'))?.results ?? []));
-        data.ladder = { rows: results.results as LadderRow[], shortlist: results.shortlist as string[] };
+        data.passk.push(...(stage(readResults.passkStage, join(dir, 'passk.json'))?.passk ?? []));
+        data.asap.push(...withTranscriptsIn(join(dir, 'asap'), stage(readResults.asapStage, join(dir, 'asap', 'results.json'))?.results ?? []));
+        data.ladder = { rows: ladder.results, shortlist: ladder.shortlist };
         break;
       }
-      case 'aptbench': data.aptbench.push(...(results.results as AptResult[])); break;
+      case 'aptbench': data.aptbench.push(...readResults.aptbench(results, resultsFile).results); break;
       default: throw new InputError({ file: manifestFile, field: 'verb' }, `unknown verb ${JSON.stringify(verb)}`);
     }
     for (const item of probeItemsOf(dir, manifest)) data.items.set(item.id, item);

@@ -13,7 +13,7 @@
  */
 import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { checkpointContentHash } from '../backends/cache.ts';
 import { isServerAddress } from '../backends/open.ts';
@@ -23,6 +23,7 @@ import type { ItemMemo } from '../probes/memo.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { JsonlLog } from './jsonl-log.ts';
 import { lockRunDir } from './run-lock.ts';
+import { ensureOutputDir } from './output-path.ts';
 import { changedSettings } from './settings-diff.ts';
 
 export interface CheckpointRecord {
@@ -112,7 +113,7 @@ export class RunDir {
   static open(dir: string, input: ManifestInput, options: { resume: boolean; argv?: string[] }): RunDir {
     const file = RunDir.manifestFile(dir);
     const now = new Date().toISOString();
-    mkdirSync(dir, { recursive: true });
+    ensureOutputDir(dir, '--out');
     lockRunDir(dir);
     // A run that stopped on bad input before any work is simply started again.
     if (!existsSync(file) || !holdsWork(dir)) {

@@ -10,10 +10,11 @@
 import { realpathSync } from 'node:fs';
 import { ProbeError } from '../../errors.ts';
 import { createRng } from '../../util/rng.ts';
-import { splitContinuations, type SplitPair } from '../boundary.ts';
+import { encodeTail, splitContinuations, type SplitPair } from '../boundary.ts';
 import { chooseToken, logSoftmaxAt } from '../logits.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
 import { readCheckpointDir } from './checkpoint.ts';
+import { checkLogitsWidth, checkSpecialTokens } from './consistency.ts';
 import { OnnxGraph, type KvCache } from './graph.ts';
 import { CheckpointTokenizer } from './tokenizer.ts';
 
@@ -40,10 +41,18 @@ export class OnnxBackend implements CompletionBackend {
     this.chunkSize = options.chunkSize ?? 512;
   }
 
+  /** Opens a checkpoint directory; its tokenizer, config and graph are checked against each other before any work (consistency.ts). */
   static async open(dirArg: string, options: OnnxBackendOptions = {}): Promise<OnnxBackend> {
     const files = readCheckpointDir(dirArg);
     const tokenizer = new CheckpointTokenizer(files);
-    const graph = await OnnxGraph.load(files, tokenizer.vocabSize);
+    checkSpecialTokens(files.dir, files.config, tokenizer);
+    const graph = await OnnxGraph.load(files);
+    try {
+      checkLogitsWidth(files.dir, files.modelPath, files.config, tokenizer, graph.vocab);
+    } catch (error) {
+      await graph.close();
+      throw error;
+    }
     return new OnnxBackend(realpathSync(files.dir), tokenizer, graph, options);
   }
 
@@ -71,7 +80,8 @@ export class OnnxBackend implements CompletionBackend {
   }
 
   private async scoreOne(request: ScoreRequest): Promise<ScoreResult[]> {
-    const pairs = splitContinuations(request.context, request.continuations, (text) => this.tokenizer.encode(text));
+    // Only the last window's worth of a context can be scored: a far longer one is tokenised from a tail (boundary.ts).
+    const pairs = splitContinuations(request.context, request.continuations, (text) => this.tokenizer.encode(text), { keepTokens: this.window });
     // Options share one context token array, except those split apart by a boundary merge.
     const groups = new Map<number[], number[]>();
     pairs.forEach((pair, i) => groups.set(pair.contextTokens, [...(groups.get(pair.contextTokens) ?? []), i]));
@@ -217,7 +227,7 @@ export class OnnxBackend implements CompletionBackend {
   }
 
   private async sampleOne(request: SampleRequest): Promise<Sample[]> {
-    return this.sampleIds(this.tokenizer.encode(request.prompt), request);
+    return this.sampleIds(encodeTail(request.prompt, this.window, (text) => this.tokenizer.encode(text)), request);
   }
 
   /** Samples continuations of a token-id prompt (`request.prompt` is ignored). */

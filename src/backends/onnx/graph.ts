@@ -5,7 +5,7 @@
  * `logits`, `present.{i}.key|value`).
  */
 import * as ort from 'onnxruntime-node';
-import { describeCause, InputError } from '../../errors.ts';
+import { describeCause, InputError, ProbeError } from '../../errors.ts';
 import type { CheckpointFiles } from './checkpoint.ts';
 
 function int64Of(ids: ArrayLike<number>): BigInt64Array {
@@ -28,7 +28,11 @@ export interface ForwardResult {
 
 export class OnnxGraph {
   readonly hasCache: boolean;
-  readonly vocab: number;
+  /** Logits per token: the graph's declared output width, or measured on one token where it is symbolic. */
+  get vocab(): number {
+    return this.width;
+  }
+  private width: number;
   readonly window: number;
   /** Tokens the last position depends on, where the checkpoint declares it (no-cache graphs). */
   readonly receptiveField: number | undefined;
@@ -39,15 +43,13 @@ export class OnnxGraph {
   private readonly headDim: number;
   private readonly wantsPositions: boolean;
   private readonly wantsMask: boolean;
-  private readonly configFile: string;
   private readonly modelPath: string;
 
-  private constructor(private readonly session: ort.InferenceSession, files: CheckpointFiles, vocab: number) {
+  private constructor(private readonly session: ort.InferenceSession, files: CheckpointFiles, width: number) {
     const inputs = session.inputNames;
     const configFile = `${files.dir}/config.json`;
-    this.configFile = configFile;
     this.modelPath = files.modelPath;
-    this.vocab = vocab;
+    this.width = width;
     this.wantsPositions = inputs.includes('position_ids');
     this.wantsMask = inputs.includes('attention_mask');
     if (!inputs.includes('input_ids') || !session.outputNames.includes('logits')) {
@@ -80,14 +82,26 @@ export class OnnxGraph {
     }
   }
 
-  static async load(files: CheckpointFiles, vocab: number): Promise<OnnxGraph> {
+  static async load(files: CheckpointFiles): Promise<OnnxGraph> {
     let session: ort.InferenceSession;
     try {
-      session = await ort.InferenceSession.create(files.modelPath, { logSeverityLevel: 3, graphOptimizationLevel: 'all' });
+      // Fatal only: a failing run is reported once, by us, as the checkpoint's one-line error (onnxruntime would add a coloured log line).
+      session = await ort.InferenceSession.create(files.modelPath, { logSeverityLevel: 4, graphOptimizationLevel: 'all' });
     } catch (error) {
       throw new InputError({ file: files.modelPath }, `not a loadable ONNX model: ${describeCause(error)}`, { cause: error });
     }
-    return new OnnxGraph(session, files, files.config.vocab_size ?? vocab);
+    const logits = session.outputMetadata.find((m) => m.name === 'logits');
+    const declared = logits?.isTensor && typeof logits.shape[2] === 'number' ? logits.shape[2] : 0;
+    let graph: OnnxGraph;
+    try {
+      graph = new OnnxGraph(session, files, declared);
+      // A symbolic width is read off one forward pass over token 0, which every vocabulary has.
+      if (!declared) graph.width = (await graph.forward([0], undefined)).logits.length;
+    } catch (error) {
+      await session.release();
+      throw error;
+    }
+    return graph;
   }
 
   emptyCache(batch = 1): KvCache {
@@ -118,13 +132,19 @@ export class OnnxGraph {
       feeds.position_ids = new ort.Tensor('int64', BigInt64Array.from({ length: batch * n }, (_, i) => BigInt(offset + (i % n))), [batch, n]);
     }
     if (past) Object.assign(feeds, past.tensors);
-    const out = await this.session.run(feeds);
+    let out: ort.InferenceSession.OnnxValueMapType;
+    try {
+      out = await this.session.run(feeds, { logSeverityLevel: 4 });
+    } catch (error) {
+      // A graph that fails on some input fails its checkpoint, as a message: the run goes on with the others.
+      throw new ProbeError(`${this.modelPath}: onnxruntime failed on ${batch} × ${n} tokens${offset ? ` after ${offset} cached` : ''}: ${describeCause(error).split('\n')[0]}`, { cause: error });
+    }
     const logits = out.logits!;
     if (logits.type !== 'float32') {
       throw new InputError({ file: this.modelPath }, `logits are ${logits.type}; this backend serves float32 exports (export with --dtype fp32)`);
     }
     const vocab = logits.dims[2]!;
-    if (vocab !== this.vocab) throw new InputError({ file: this.configFile, field: 'vocab_size' }, `is ${this.vocab} but the graph produces ${vocab} logits`);
+    if (this.width && vocab !== this.width) throw new InputError({ file: this.modelPath }, `the graph declares ${this.width} logits per token but produced ${vocab}`);
     let next: KvCache | undefined;
     if (past) {
       const tensors: Record<string, ort.Tensor> = {};

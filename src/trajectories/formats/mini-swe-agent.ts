@@ -24,6 +24,30 @@ export function contentText(content: unknown): string {
   return content == null ? '' : JSON.stringify(content);
 }
 
+/**
+ * Refuses a message whose content is not text (a string, a list of content parts, or
+ * null): `contentText` would otherwise turn `42` or `{…}` into JSON that reads as the
+ * agent's words, and the trajectory would replay, build probes and score as if it were.
+ */
+export function checkMessageContents(messages: readonly unknown[], file: string, field: string): void {
+  messages.forEach((m, i) => {
+    const content = (m as { content?: unknown } | null)?.content;
+    const at = `${field ? `${field}.` : ''}${i}.content`;
+    const isText = (v: unknown) => typeof v === 'string' || v === null || v === undefined;
+    if (isText(content)) return;
+    if (Array.isArray(content)) {
+      content.forEach((part, k) => {
+        const text = (part as { text?: unknown } | null)?.text;
+        if (typeof part !== 'string' && (typeof part !== 'object' || part === null || !isText(text))) {
+          throw new InputError({ file, field: `${at}.${k}` }, `expected a content part (a string or {"type", "text"}), got ${JSON.stringify(part)}`);
+        }
+      });
+      return;
+    }
+    throw new InputError({ file, field: at }, `expected text (a string or a list of content parts), got ${JSON.stringify(content)?.slice(0, 80)}`);
+  });
+}
+
 export function looksLikeMiniSweAgent(data: unknown): boolean {
   const messages = Array.isArray(data) ? data : (data as { messages?: unknown })?.messages;
   return Array.isArray(messages) && messages.length > 0 && messages.every((m) => typeof m === 'object' && m !== null && 'role' in m)
@@ -48,6 +72,7 @@ function problemStatement(task: string): string {
 export function importMiniSweAgent(data: unknown, file: string, format: TrajectoryFormat): Trajectory {
   const messages = (Array.isArray(data) ? data : (data as { messages?: unknown })?.messages) as Message[] | undefined;
   if (!Array.isArray(messages)) throw new InputError({ file, field: 'messages' }, 'expected a list of chat messages');
+  checkMessageContents(messages, file, Array.isArray(data) ? '' : 'messages');
   const firstAssistant = messages.findIndex((m) => m.role === 'assistant');
   const preamble = messages.slice(0, firstAssistant < 0 ? messages.length : firstAssistant)
     .map((m) => ({ role: m.role, content: contentText(m.content) }));

@@ -42,6 +42,10 @@ export function importOpenHands(data: unknown, file: string): Trajectory {
   const preamble: Array<{ role: string; content: string }> = [];
   let pendingThought = '';
   events.forEach((event, i) => {
+    // Text that becomes the task, a thought or an observation must be text, not a value String() would flatten.
+    for (const [value, field] of [[event.content, `${i}.content`], [event.message, `${i}.message`], [event.args?.content, `${i}.args.content`], [event.args?.thought, `${i}.args.thought`]] as const) {
+      if (value !== undefined && value !== null && typeof value !== 'string') throw new InputError({ file, field }, `expected a string, got ${JSON.stringify(value)?.slice(0, 80)}`);
+    }
     if (!event.action) return;
     const args = event.args ?? {};
     const thought = [pendingThought, typeof args.thought === 'string' ? args.thought : ''].filter(Boolean).join('\n').trim();

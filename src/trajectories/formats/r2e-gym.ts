@@ -7,7 +7,7 @@
 import { InputError } from '../../errors.ts';
 import type { Trajectory, TrajectoryAction, TrajectoryStep } from '../../schema/trajectory.ts';
 import { bashAction, editorAction, submitAction } from '../actions.ts';
-import { contentText } from './mini-swe-agent.ts';
+import { checkMessageContents, contentText } from './mini-swe-agent.ts';
 
 const CALL = /<function=([\w.-]+)>([\s\S]*?)<\/function>/;
 
@@ -50,6 +50,7 @@ export function importR2eGym(data: unknown, file: string): Trajectory {
     });
   } else {
     const messages = (Array.isArray(data) ? data : root.messages) as Array<{ role: string; content: unknown }>;
+    checkMessageContents(messages, file, Array.isArray(data) ? '' : 'messages');
     messages.forEach((m, i) => {
       const content = contentText(m.content);
       if (m.role !== 'assistant') {

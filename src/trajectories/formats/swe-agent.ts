@@ -6,7 +6,7 @@
 import { InputError } from '../../errors.ts';
 import type { Trajectory, TrajectoryStep } from '../../schema/trajectory.ts';
 import { sweAgentAction } from '../actions.ts';
-import { contentText } from './mini-swe-agent.ts';
+import { checkMessageContents, contentText } from './mini-swe-agent.ts';
 
 interface SweAgentStep { action?: unknown; observation?: unknown; response?: unknown; thought?: unknown }
 
@@ -19,6 +19,8 @@ export function importSweAgent(data: unknown, file: string): Trajectory {
   const root = data as { trajectory?: SweAgentStep[]; history?: Array<{ role: string; content: unknown }>; info?: { submission?: string } };
   if (!Array.isArray(root.trajectory)) throw new InputError({ file, field: 'trajectory' }, 'expected a list of steps');
   const history = root.history ?? [];
+  if (!Array.isArray(history)) throw new InputError({ file, field: 'history' }, 'expected a list of chat messages');
+  checkMessageContents(history, file, 'history');
   const firstAssistant = history.findIndex((m) => m.role === 'assistant');
   const preamble = history.slice(0, firstAssistant < 0 ? history.length : firstAssistant).map((m) => ({ role: m.role, content: contentText(m.content) }));
   // The task is the last user message before the first action: earlier ones may be demonstrations.

@@ -1,0 +1,21 @@
+/** Running the real `probe` bin as a user does, and what a one-line error must look like. */
+import { spawnSync } from 'node:child_process';
+import { expect } from 'vitest';
+import { REPO_ROOT } from '../../src/embedded.ts';
+import { PROBE_BIN } from './paths.ts';
+
+export interface CliRun { code: number | null; stdout: string; stderr: string }
+
+export function runProbe(args: string[], env: Record<string, string> = {}): CliRun {
+  const run = spawnSync(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env } });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+/** Exit 2, exactly one line on stderr, no stack frame, and the line matches `names` (the file, field, flag or port). */
+export function expectOneLineError(run: CliRun, names: RegExp): void {
+  const lines = run.stderr.split('\n').filter((l) => l.trim() !== '');
+  expect(run.code, run.stderr).toBe(2);
+  expect(lines, run.stderr).toHaveLength(1);
+  expect(run.stderr).not.toMatch(/^\s+at /m);
+  expect(lines[0]).toMatch(names);
+}
