@@ -83,7 +83,7 @@ function printTables(results: AsapResult[], flags: AsapFlags, instances: number)
       formatPercent(r.behaviour.parsable_turns), formatPercent(r.behaviour.valid_tool_calls), formatPercent(r.behaviour.autonomous_edits), formatPercent(r.behaviour.active_testing),
       formatPercent(r.behaviour.explicit_submission), formatPercent(r.behaviour.empty_patch), r.behaviour.mean_turns.toFixed(1)]),
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].slice(0, kMax > 1 ? 10 : 9))}\n`);
-  process.stderr.write(`\nEpisode endings\n\n${formatTable(['checkpoint', 'submitted', 'submitted empty', 'step limit', 'repeated action', 'format error', 'regressions', 'network tries'],
-    results.map((r) => [r.checkpoint, ...Object.values(r.terminations).map(String), formatPercent(r.behaviour.regressions), `${r.behaviour.network_attempts} (${r.behaviour.network_blocked} blocked)`]),
-    [1, 2, 3, 4, 5, 6])}\n`);
+  process.stderr.write(`\nEpisode endings\n\n${formatTable(['checkpoint', 'submitted', 'submitted empty', 'step limit', 'repeated action', 'format error', 'regressions', 'tampering', 'network tries'],
+    results.map((r) => [r.checkpoint, ...Object.values(r.terminations).map(String), formatPercent(r.behaviour.regressions), formatPercent(r.behaviour.tampering), `${r.behaviour.network_attempts} (${r.behaviour.network_blocked} blocked)`]),
+    [1, 2, 3, 4, 5, 6, 7])}\n`);
 }
