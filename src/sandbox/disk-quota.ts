@@ -12,6 +12,7 @@ import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LIMITS } from './types.ts';
+import { processAlive } from '../util/process-alive.ts';
 
 export const SANDBOX_PREFIX = 'probe-sandbox-';
 const OWNER_FILE = '.probe-owner';
@@ -42,15 +43,6 @@ export function unmountQuota(root: string): void {
   spawnSync('umount', ['-l', root], { stdio: 'ignore' });
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 let swept = false;
 /** Unmounts and removes sandbox roots whose owning process is gone (once per process). */
 export function sweepDeadQuotas(): void {
@@ -64,7 +56,7 @@ export function sweepDeadQuotas(): void {
     if (!mounts.has(root)) continue;
     let owner = NaN;
     try { owner = Number(readFileSync(join(root, OWNER_FILE), 'utf8')); } catch { /* unreadable: treat as gone */ }
-    if (Number.isInteger(owner) && owner > 0 && alive(owner)) continue;
+    if (Number.isInteger(owner) && owner > 0 && processAlive(owner)) continue;
     unmountQuota(root);
     rmSync(root, { recursive: true, force: true });
   }

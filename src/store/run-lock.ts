@@ -17,19 +17,11 @@ import { linkSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { EnvironmentError, InputError, systemErrorCode, systemReason } from '../errors.ts';
+import { processAlive } from '../util/process-alive.ts';
 
 interface Holder { pid: number; host: string; since: string }
 
 const held = new Set<string>();
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /**
  * Creates `file` holding this process's name, or returns false when it exists. The content
@@ -88,7 +80,7 @@ function read(file: string): Reading {
     holder = undefined;
   }
   if (!holder || typeof holder.pid !== 'number') return { state: 'stale', text };
-  const dead = holder.host === hostname() && (holder.pid === process.pid || !alive(holder.pid));
+  const dead = holder.host === hostname() && (holder.pid === process.pid || !processAlive(holder.pid));
   return dead ? { state: 'stale', text } : { state: 'held', holder };
 }
 
