@@ -10,7 +10,8 @@ export { Trajectory, type TrajectoryAction, type TrajectoryStep, type Trajectory
 export { importTrajectory, detectFormat } from './trajectories/import.ts';
 export { parseActionText } from './trajectories/parse-action.ts';
 export { renderTranscript, renderAction, renderObservation, type Action, type TranscriptStep } from './trajectories/mdxml.ts';
-export type { Sandbox, ExecResult, ExecOptions } from './sandbox/types.ts';
+export { LIMITS, type Sandbox, type ExecResult, type ExecOptions } from './sandbox/types.ts';
+export { checkRequirements, ensureRequirements, MissingRequirements } from './setup/requirements.ts';
 export { openSandbox, SANDBOX_KINDS, type SandboxKind } from './sandbox/open.ts';
 export { SandboxPool, freshSandboxes, type SandboxLease } from './sandbox/pool.ts';
 export { loadTasks, loadTaskFile } from './verify/load-task.ts';
