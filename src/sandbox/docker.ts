@@ -19,13 +19,15 @@
  */
 import { spawn } from 'node:child_process';
 import { posix } from 'node:path';
-import { Writable, type Duplex, type Readable } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import Docker from 'dockerode';
 import tar from 'tar-stream';
 import { ProbeError } from '../errors.ts';
 import { noteInterrupt } from '../util/interrupt.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
-import { applyStatePatch, EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
+import { EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
+import { OutputCapture, STDERR_KEPT } from './output-capture.ts';
+import { FILE_TIMEOUT_MS, READ_FILE, readBytes, resetTreeScript, restoreFromBase, writeThroughJail } from './through-jail.ts';
 import { JAIL_HOME } from './jail.ts';
 import { checkoutTemplate, TOOLS_DIR, TOOLS_MOUNT } from './local.ts';
 import {
@@ -56,8 +58,6 @@ const ROOT_USER = '0:0';
 const TMP_BYTES = LIMITS.diskBytes / 4;
 const MEMORY_BYTES = 4 * 2 ** 30;
 const PIDS = 1024;
-/** Stderr kept from commands whose stdout is data (readFile): enough for an error message. */
-const STDERR_KEPT = 4096;
 /** Git identity for commits made in the sandbox (the base image's trees have none configured). */
 const GIT_IDENTITY = {
   GIT_AUTHOR_NAME: 'probe', GIT_AUTHOR_EMAIL: 'probe@localhost',
@@ -148,31 +148,6 @@ function rootArgv(seconds: number, command: string): string[] {
   return ['timeout', '-k', '5', String(seconds), 'bash', '-c', `set -e\nexec 2>&1\n${command}`];
 }
 
-/** A sink that keeps the first `cap` bytes written to it. */
-class Capture extends Writable {
-  private readonly chunks: Buffer[] = [];
-  private kept = 0;
-  truncated = false;
-
-  constructor(private readonly cap: number) {
-    super();
-  }
-
-  override _write(chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
-    const room = this.cap - this.kept;
-    if (chunk.length > room) this.truncated = true;
-    if (room > 0) {
-      this.chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
-      this.kept += Math.min(room, chunk.length);
-    }
-    done();
-  }
-
-  bytes(): Buffer {
-    return Buffer.concat(this.chunks);
-  }
-}
-
 interface RunOptions extends ExecOptions {
   /** stdout and stderr interleaved in `stdout`; otherwise stderr is kept apart, briefly. */
   merge: boolean;
@@ -235,22 +210,22 @@ export class DockerSandbox implements Sandbox {
    * workdir owned by the sandbox user, which `restore` fills.
    */
   private async install(task: LoadedTask): Promise<void> {
-    await this.asRoot(`mkdir -p ${TOOLS_MOUNT} "$(dirname "$PROBE_PRISTINE")" "$(dirname "$PROBE_WORKDIR")"`);
+    await this.asRoot(`mkdir -p ${TOOLS_MOUNT} "$(dirname "$PROBE_BASE_TREE")" "$(dirname "$PROBE_WORKDIR")"`);
     await this.container.putArchive(rootOwnedTarOf(TOOLS_DIR), { path: TOOLS_MOUNT });
     if (task.repoDir) {
-      await this.asRoot('rm -rf "$PROBE_WORKDIR"; mkdir "$PROBE_PRISTINE"');
+      await this.asRoot('rm -rf "$PROBE_WORKDIR"; mkdir "$PROBE_BASE_TREE"');
       await this.container.putArchive(rootOwnedTarOf(checkoutTemplate(task)), { path: this.pristine });
     } else {
-      await this.asRoot('test -d "$PROBE_WORKDIR/.git" || { echo "no git repository at $PROBE_WORKDIR in the image"; exit 1; }; mv "$PROBE_WORKDIR" "$PROBE_PRISTINE"');
+      await this.asRoot('test -d "$PROBE_WORKDIR/.git" || { echo "no git repository at $PROBE_WORKDIR in the image"; exit 1; }; mv "$PROBE_WORKDIR" "$PROBE_BASE_TREE"');
     }
     await this.asRoot([
-      `cd "$PROBE_PRISTINE" && mkdir -p .git/info && ${EXCLUDE_ARTIFACTS}`,
+      `cd "$PROBE_BASE_TREE" && mkdir -p .git/info && ${EXCLUDE_ARTIFACTS}`,
       // Chmod of root's files needs no capability; files of other owners in an image keep their modes.
-      'chmod -R a+rX,go-w "$PROBE_PRISTINE" || true',
-      // What the sandbox user could write outside the workdir and /tmp (/var/tmp, ...) would survive restore.
+      'chmod -R a+rX,go-w "$PROBE_BASE_TREE" || true',
       // The sandbox user's account (getpwuid works for tools that ask); /etc/passwd is root's own file.
       `grep -q '^sandbox:' /etc/passwd || echo 'sandbox:x:${this.uid}:${this.uid}:sandbox:${JAIL_HOME}:/bin/bash' >> /etc/passwd`,
       `grep -q '^sandbox:' /etc/group || echo 'sandbox:x:${this.uid}:' >> /etc/group`,
+      // What the sandbox user could write outside the workdir and /tmp (/var/tmp, ...) would survive restore.
       'find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp \\) -prune -o -user 0 \\( -type d -o -type f \\) -perm -0002 -print0 | xargs -0r chmod o-w',
     ].join('\n'));
     await this.container.putArchive(userDirectoryTar(posix.basename(this.workdir), this.uid), { path: posix.dirname(this.workdir) });
@@ -288,8 +263,8 @@ export class DockerSandbox implements Sandbox {
       WorkingDir: options.cwd ?? this.workdir, Env: this.environment(options.env),
     });
     const stream = await exec.start({ hijack: true, stdin: hasStdin });
-    const stdout = new Capture(options.outputCap ?? this.outputCap);
-    const stderr = options.merge ? stdout : new Capture(STDERR_KEPT);
+    const stdout = new OutputCapture(options.outputCap ?? this.outputCap);
+    const stderr = options.merge ? stdout : new OutputCapture(STDERR_KEPT);
     this.container.modem.demuxStream(stream, stdout, stderr);
     const hostTimedOut = await this.finish(stream, options.stdin, timeoutMs);
     const exitCode = hostTimedOut ? 124 : (await exec.inspect()).ExitCode ?? 1;
@@ -303,7 +278,7 @@ export class DockerSandbox implements Sandbox {
   private environment(extra: Record<string, string> = {}): string[] {
     const env = {
       HOME: JAIL_HOME, USER: 'sandbox', TMPDIR: '/tmp', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1', TERM: 'dumb',
-      PROBE_WORKDIR: this.workdir, PROBE_PRISTINE: this.pristine, ...GIT_IDENTITY, ...extra,
+      PROBE_WORKDIR: this.workdir, PROBE_BASE_TREE: this.pristine, ...GIT_IDENTITY, ...extra,
     };
     return Object.entries(env).map(([k, v]) => `${k}=${v}`);
   }
@@ -330,27 +305,21 @@ export class DockerSandbox implements Sandbox {
   }
 
   async readFile(path: string): Promise<Buffer> {
-    const r = await this.run('cat -- "$PROBE_PATH"', { env: { PROBE_PATH: path }, merge: false, outputCap: FILE_OUTPUT_CAP, timeoutMs: 60_000 });
-    if (r.exitCode !== 0) throw new ProbeError(`cannot read ${path} in the docker sandbox (exit ${r.exitCode}): ${r.stderr.trim().slice(0, 300)}`);
-    if (r.truncated) throw new ProbeError(`${path} in the docker sandbox is larger than ${FILE_OUTPUT_CAP / 2 ** 20} MiB`);
-    return r.stdout;
+    const r = await this.run(READ_FILE, { env: { PROBE_PATH: path }, merge: false, outputCap: FILE_OUTPUT_CAP, timeoutMs: FILE_TIMEOUT_MS });
+    return readBytes(this.provider, path, r);
   }
 
-  async writeFile(path: string, data: Buffer | string): Promise<void> {
-    const r = await this.exec('mkdir -p -- "$(dirname -- "$PROBE_PATH")" && cat > "$PROBE_PATH"', { env: { PROBE_PATH: path }, stdin: data, timeoutMs: 60_000 });
-    if (r.exitCode !== 0) throw new ProbeError(`cannot write ${path} in the docker sandbox: ${r.output.trim().slice(0, 300)}`);
+  writeFile(path: string, data: Buffer | string): Promise<void> {
+    return writeThroughJail(this, path, data);
   }
 
   diff(): Promise<string> {
     return treeDiff(this, this.baseCommit);
   }
 
-  async restore(state: EnvState): Promise<void> {
-    if (state.base_commit !== this.baseCommit) throw new ProbeError(`state is at ${state.base_commit}, this sandbox's task at ${this.baseCommit}`);
-    // The command's shell has already killed every process earlier commands left.
-    const reset = await this.exec(RESET_TREE, { cwd: '/', timeoutMs: 300_000 });
-    if (reset.exitCode !== 0) throw new ProbeError(`cannot reset the docker sandbox to ${state.base_commit}: ${reset.output.slice(0, 500)}`);
-    await applyStatePatch(this, state.patch);
+  restore(state: EnvState): Promise<void> {
+    // The reset command's shell has already killed every process earlier commands left.
+    return restoreFromBase(this, this.baseCommit, state, RESET_TREE, 300_000);
   }
 
   async close(): Promise<void> {
@@ -362,13 +331,7 @@ export class DockerSandbox implements Sandbox {
 }
 
 /**
- * Empties the workdir and the user's scratch places, then copies the pristine tree in, all
- * as the sandbox user (chmod first: a directory the user made unreadable is still theirs).
+ * The shared reset (through-jail.ts), then shared memory and message queues, which outlive
+ * processes; only the user's own entries can go.
  */
-const RESET_TREE = [
-  'chmod -R u+rwX "$PROBE_WORKDIR" /tmp 2>/dev/null;',
-  'find "$PROBE_WORKDIR" /tmp -mindepth 1 -delete &&',
-  'cp -a --no-preserve=ownership "$PROBE_PRISTINE"/. "$PROBE_WORKDIR"/ &&',
-  // Shared memory and message queues outlive processes; only the user's own entries can go.
-  '{ { find /dev/shm /dev/mqueue -mindepth 1 -user "$(id -u)" -delete; ipcrm --all; } >/dev/null 2>&1; true; }',
-].join('\n');
+const RESET_TREE = resetTreeScript('{ { find /dev/shm /dev/mqueue -mindepth 1 -user "$(id -u)" -delete; ipcrm --all; } >/dev/null 2>&1; true; }');

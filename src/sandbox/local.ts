@@ -15,7 +15,9 @@ import { dirname, join } from 'node:path';
 import { InputError, ProbeError } from '../errors.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
 import { mountQuota, SANDBOX_PREFIX, sweepDeadQuotas, unmountQuota } from './disk-quota.ts';
-import { applyStatePatch, EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
+import { EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
+import { OutputCapture, STDERR_KEPT } from './output-capture.ts';
+import { READ_FILE, FILE_TIMEOUT_MS, readBytes, resetTreeScript, restoreFromBase, writeThroughJail } from './through-jail.ts';
 import { BASE_MOUNT, jailArgs, jailedShell, jailProblem, makeJailDir, newJailIdentity, type JailIdentity, type JailMounts } from './jail.ts';
 import { DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_OUTPUT_CAP, FILE_OUTPUT_CAP, type ExecOptions, type ExecResult, type Sandbox, type SandboxOptions } from './types.ts';
 
@@ -85,14 +87,10 @@ export function checkoutTemplate(task: LoadedTask): string {
   return dir;
 }
 
-/** Empties the workdir and /tmp, then copies the base tree in, as the jail user. */
-const RESET_TREE = [
-  'chmod -R u+rwX "$PROBE_WORKDIR" /tmp 2>/dev/null',
-  'find "$PROBE_WORKDIR" /tmp -mindepth 1 -delete',
-  `cp -a --no-preserve=ownership ${BASE_MOUNT}/. "$PROBE_WORKDIR"/`,
-].join('; ');
+/** Rebuilds the tree from the base bound read-only at BASE_MOUNT. */
+const RESET_TREE = resetTreeScript();
 
-interface RawResult { stdout: Buffer; exitCode: number; timedOut: boolean; truncated: boolean; durationMs: number }
+interface RawResult { stdout: Buffer; stderr: string; exitCode: number; timedOut: boolean; truncated: boolean; durationMs: number }
 
 export class LocalSandbox implements Sandbox {
   readonly provider = 'local';
@@ -134,32 +132,23 @@ export class LocalSandbox implements Sandbox {
   private run(command: string, options: ExecOptions & { merge: boolean }): Promise<RawResult> {
     if (this.closed) return Promise.reject(new ProbeError('sandbox is closed'));
     const cwd = options.cwd ?? this.workdir;
-    const args = jailArgs(this.mounts, cwd, { PROBE_WORKDIR: this.workdir, ...options.env }, jailedShell(command, options.merge));
+    const args = jailArgs(this.mounts, cwd, { PROBE_WORKDIR: this.workdir, PROBE_BASE_TREE: BASE_MOUNT, ...options.env }, jailedShell(command, options.merge));
     const timeoutMs = options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
-    const cap = options.outputCap ?? this.outputCap;
     const started = performance.now();
     return new Promise((resolve, reject) => {
       const child = spawn('bwrap', args, {
         cwd: this.root, detached: true, env: {},
-        stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', options.merge ? 'pipe' : 'ignore'],
+        stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
         ...(this.identity.hostUid !== undefined ? { uid: this.identity.hostUid, gid: this.identity.hostGid } : {}),
       });
       if (options.stdin !== undefined) {
         child.stdin!.on('error', () => { /* the command may exit without reading all of it */ });
         child.stdin!.end(options.stdin);
       }
-      const chunks: Buffer[] = [];
-      let kept = 0;
-      let truncated = false;
-      const collect = (chunk: Buffer) => {
-        if (kept >= cap) { truncated = true; return; }
-        const room = cap - kept;
-        chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
-        if (chunk.length > room) truncated = true;
-        kept += Math.min(room, chunk.length);
-      };
-      child.stdout!.on('data', collect);
-      child.stderr?.on('data', collect);
+      const output = new OutputCapture(options.outputCap ?? this.outputCap);
+      const errors = options.merge ? output : new OutputCapture(STDERR_KEPT);
+      child.stdout!.on('data', (chunk: Buffer) => output.add(chunk));
+      child.stderr!.on('data', (chunk: Buffer) => errors.add(chunk));
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
@@ -168,7 +157,10 @@ export class LocalSandbox implements Sandbox {
       child.on('error', (error) => { clearTimeout(timer); reject(new ProbeError(`cannot start bwrap: ${error.message}`, { cause: error })); });
       child.on('close', (code, signal) => {
         clearTimeout(timer);
-        resolve({ stdout: Buffer.concat(chunks), exitCode: timedOut ? 124 : code ?? (signal ? 128 + 9 : 1), timedOut, truncated, durationMs: performance.now() - started });
+        resolve({
+          stdout: output.bytes(), stderr: options.merge ? '' : errors.bytes().toString('utf8'),
+          exitCode: timedOut ? 124 : code ?? (signal ? 128 + 9 : 1), timedOut, truncated: output.truncated, durationMs: performance.now() - started,
+        });
       });
     });
   }
@@ -179,26 +171,20 @@ export class LocalSandbox implements Sandbox {
   }
 
   async readFile(path: string): Promise<Buffer> {
-    const r = await this.run('cat -- "$PROBE_PATH"', { env: { PROBE_PATH: path }, merge: false, outputCap: FILE_OUTPUT_CAP, timeoutMs: 60_000 });
-    if (r.exitCode !== 0) throw new ProbeError(`cannot read ${path} in the local sandbox (exit ${r.exitCode})`);
-    if (r.truncated) throw new ProbeError(`${path} in the local sandbox is larger than ${FILE_OUTPUT_CAP / 2 ** 20} MiB`);
-    return r.stdout;
+    const r = await this.run(READ_FILE, { env: { PROBE_PATH: path }, merge: false, outputCap: FILE_OUTPUT_CAP, timeoutMs: FILE_TIMEOUT_MS });
+    return readBytes(this.provider, path, r);
   }
 
-  async writeFile(path: string, data: Buffer | string): Promise<void> {
-    const r = await this.exec('mkdir -p -- "$(dirname -- "$PROBE_PATH")" && cat > "$PROBE_PATH"', { env: { PROBE_PATH: path }, stdin: data, timeoutMs: 60_000 });
-    if (r.exitCode !== 0) throw new ProbeError(`cannot write ${path} in the local sandbox: ${r.output.trim().slice(0, 300)}`);
+  writeFile(path: string, data: Buffer | string): Promise<void> {
+    return writeThroughJail(this, path, data);
   }
 
   diff(): Promise<string> {
     return treeDiff(this, this.baseCommit);
   }
 
-  async restore(state: EnvState): Promise<void> {
-    if (state.base_commit !== this.baseCommit) throw new ProbeError(`state is at ${state.base_commit}, this sandbox's task at ${this.baseCommit}`);
-    const reset = await this.exec(RESET_TREE, { cwd: '/', timeoutMs: 120_000 });
-    if (reset.exitCode !== 0) throw new ProbeError(`cannot reset the sandbox to ${state.base_commit}: ${reset.output.slice(0, 500)}`);
-    await applyStatePatch(this, state.patch);
+  restore(state: EnvState): Promise<void> {
+    return restoreFromBase(this, this.baseCommit, state, RESET_TREE, 120_000);
   }
 
   async close(): Promise<void> {
