@@ -191,6 +191,23 @@ describe('inputs that would make a run of nothing, or of wrong numbers', () => {
   });
 });
 
+describe('a machine the jail cannot run on', () => {
+  // No bwrap on PATH (and no apt-get: nothing is installed): what a bare machine looks like to probe.
+  const bare = { PATH: tempDir() };
+
+  it('probe setup --check lists what is there and what is missing, exit 2 naming the fix', () => {
+    expect(runProbe(['setup', '--check']).code).toBe(0);
+    const run = runProbe(['setup', '--check'], bare);
+    expectOneLineError(run, /bubblewrap \(bwrap\) is not installed.*apt-get install .*bubblewrap/);
+    expect(run.stdout).toMatch(/^missing {2}bubblewrap jail — /m);
+  });
+
+  it('a verb that needs the local sandbox refuses in one line, exit 2, before any work', () => {
+    const run = runProbe(['replay', join(REPO_ROOT, 'trajectories', 'shop__pricing-1.mini.traj.json'), '--task', join(TASKS, 'shop__pricing-1', 'task.json')], bare);
+    expectOneLineError(run, /bubblewrap \(bwrap\) is not installed: run `npx probe setup`.*--sandbox docker/);
+  });
+});
+
 describe('what the user sees for each kind of error (src/cli/exit.ts)', () => {
   const seen = (error: unknown, debug = false) => {
     let text = '';

@@ -22,7 +22,7 @@ import { posix } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import Docker from 'dockerode';
 import tar from 'tar-stream';
-import { ProbeError } from '../errors.ts';
+import { EnvironmentError, ProbeError } from '../errors.ts';
 import { noteInterrupt } from '../util/interrupt.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
 import { EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
@@ -172,7 +172,7 @@ export class DockerSandbox implements Sandbox {
   }
 
   static async create(task: LoadedTask, options: SandboxOptions = {}): Promise<DockerSandbox> {
-    if (!(await dockerAvailable())) throw new ProbeError('no Docker engine answers (is dockerd running?)');
+    if (!(await dockerAvailable())) throw new EnvironmentError('no Docker engine answers (is dockerd running? scripts/start-dockerd.sh starts one)');
     await sweepLeftovers();
     installSignalCleanup();
     const image = task.image ?? BASE_IMAGE;

@@ -12,7 +12,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { InputError, ProbeError } from '../errors.ts';
+import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
 import { mountQuota, SANDBOX_PREFIX, sweepDeadQuotas, unmountQuota } from './disk-quota.ts';
 import { EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
@@ -108,7 +108,7 @@ export class LocalSandbox implements Sandbox {
 
   static async create(task: LoadedTask, options: SandboxOptions = {}): Promise<LocalSandbox> {
     const problem = jailProblem();
-    if (problem) throw new ProbeError(`${problem}; or use --sandbox docker`);
+    if (problem) throw new EnvironmentError(`${problem}; or use --sandbox docker`);
     sweepDeadQuotas();
     const base = checkoutTemplate(task);
     const root = mkdtempSync(join(tmpdir(), SANDBOX_PREFIX));

@@ -6,7 +6,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { ProbeError } from '../errors.ts';
+import { EnvironmentError } from '../errors.ts';
 import { jailProblem, resetJailCheck } from '../sandbox/jail.ts';
 
 export interface Requirement {
@@ -45,7 +45,8 @@ export function canInstall(): boolean {
   return process.getuid?.() === 0 && spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
-export class MissingRequirements extends ProbeError {
+/** The machine lacks what the jail needs: an environment to fix (exit 2). */
+export class MissingRequirements extends EnvironmentError {
   constructor(readonly missing: RequirementStatus[], detail: string) {
     super(detail);
   }
