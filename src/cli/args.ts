@@ -10,42 +10,27 @@ function numberOf(value: string): number {
   return value.trim() === '' ? Number.NaN : Number(value);
 }
 
-export function positiveInteger(value: string): number {
-  const n = numberOf(value);
-  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError('expected a positive integer');
-  return n;
+/** A parser that accepts a number passing `ok`, else refuses with `expected`. */
+function numberParser(ok: (n: number) => boolean, expected: string): (value: string) => number {
+  return (value) => {
+    const n = numberOf(value);
+    if (!ok(n)) throw new InvalidArgumentError(expected);
+    return n;
+  };
 }
 
-export function nonNegativeInteger(value: string): number {
-  const n = numberOf(value);
-  if (!Number.isInteger(n) || n < 0) throw new InvalidArgumentError('expected a whole number ≥ 0');
-  return n;
-}
+export const positiveInteger = numberParser((n) => Number.isInteger(n) && n >= 1, 'expected a positive integer');
+
+export const nonNegativeInteger = numberParser((n) => Number.isInteger(n) && n >= 0, 'expected a whole number ≥ 0');
 
 /** Seeds: any safe integer (derived seeds hash it, so sign does not matter; a fraction or NaN would). */
-export function integer(value: string): number {
-  const n = numberOf(value);
-  if (!Number.isSafeInteger(n)) throw new InvalidArgumentError('expected a whole number');
-  return n;
-}
+export const integer = numberParser(Number.isSafeInteger, 'expected a whole number');
 
 /** Sampling temperature and other finite quantities that cannot be negative. */
-export function nonNegativeNumber(value: string): number {
-  const n = numberOf(value);
-  if (!Number.isFinite(n) || n < 0) throw new InvalidArgumentError('expected a number ≥ 0');
-  return n;
-}
+export const nonNegativeNumber = numberParser((n) => Number.isFinite(n) && n >= 0, 'expected a number ≥ 0');
 
 /** A probability mass (`--top-p`): 0 ≤ p ≤ 1. */
-export function probability(value: string): number {
-  const n = numberOf(value);
-  if (!Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('expected a number from 0 to 1');
-  return n;
-}
+export const probability = numberParser((n) => Number.isFinite(n) && n >= 0 && n <= 1, 'expected a number from 0 to 1');
 
 /** A TCP port: 0 (any free one) to 65535. */
-export function tcpPort(value: string): number {
-  const n = numberOf(value);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new InvalidArgumentError('expected a TCP port from 0 to 65535');
-  return n;
-}
+export const tcpPort = numberParser((n) => Number.isInteger(n) && n >= 0 && n <= 65535, 'expected a TCP port from 0 to 65535');
