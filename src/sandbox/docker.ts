@@ -128,7 +128,7 @@ const CONTAINER_ULIMITS = [
   { Name: 'core', Soft: 0, Hard: 0 },
 ];
 /** The same limits, set again by each command's shell (so they hold whatever the engine did). */
-const ULIMITS = ulimitCommand({ u: LIMITS.processes, d: LIMITS.memoryBytes / 1024, f: LIMITS.fileBytes / 1024 });
+const ULIMITS = ulimitCommand();
 
 /**
  * argv of a command run as the sandbox user. The outer shell kills every other process of
