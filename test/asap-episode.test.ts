@@ -188,19 +188,6 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
     expect(run.behaviour.regressions).toBe(1);
   });
 
-  it('a resumed episode continues from its saved steps to the same end', async () => {
-    const script = ['Look.\n<bash>\nls\n</bash>', FIX, SUBMIT];
-    const whole = await episode(script);
-    // Resume after step 2 of 3: restore the saved state, feed only what is left of the script.
-    const upTo = whole.steps.slice(0, 2);
-    await sb.restore({ base_commit: task.base_commit, patch: upTo.at(-1)!.patch });
-    const backend = new ScriptedBackend(script.slice(2));
-    const resumed = await runEpisode({ backend, sandbox: sb, baseCommit: task.base_commit, prefixText: prefix.text, prefixState: prefix.state, onStep: async () => {} }, settings(), upTo);
-    expect(resumed.termination).toBe(whole.termination);
-    expect(resumed.steps.map((s) => [s.completion, s.outcome, s.patch])).toEqual(whole.steps.map((s) => [s.completion, s.outcome, s.patch]));
-    expect(backend.prompts[0]).toBe(whole.backend.prompts[2]);
-  });
-
   it('the bash profile says an OpenHands reference\'s editor steps with shell commands, with live observations', async () => {
     const jsTask = loadTaskFile(join(REPO_ROOT, 'verifiers', 'strings-js__title-case-9', 'task.json'))[0]!;
     const openhands = importTrajectory(join(REPO_ROOT, 'trajectories', 'strings-js__title-case-9.openhands.json'));

@@ -10,8 +10,9 @@
  * - the previous step's action again: suppressed with a hint, then the episode ends.
  * The harness never inserts task-specific actions or edits.
  *
- * `decide` is pure (history + completion → what happens), so a killed episode resumes by
- * replaying its saved steps, and every branch is testable without a model.
+ * `decide` is pure (history + completion → what happens), so every branch is testable
+ * without a model. A killed episode is run again from its start (run.ts): what its
+ * commands left in /tmp is not part of the saved steps.
  */
 import type { CompletionBackend } from '../backends/types.ts';
 import { sampleOne } from '../backends/single.ts';
@@ -92,7 +93,6 @@ export type Decision =
   | { kind: 'end'; outcome: 'submitted' | 'submitted_empty' | 'repeated_action' | 'format_ended'; termination: Termination };
 
 const TERMINATION_OF = { submitted: 'submitted', submitted_empty: 'submitted_empty', repeated_action: 'repeated_action', format_ended: 'format_error' } as const;
-const ENDED_BY: Partial<Record<StepOutcome, Termination>> = TERMINATION_OF;
 
 function sameAction(a: Action | null, b: Action): boolean {
   return a !== null && JSON.stringify(a) === JSON.stringify(b);
@@ -177,12 +177,10 @@ export interface EpisodeContext {
   onStep: (step: EpisodeStep) => Promise<void>;
 }
 
-/** Runs (or resumes, given the steps already saved) one episode to its end. */
-export async function runEpisode(ctx: EpisodeContext, settings: EpisodeSettings, saved: readonly EpisodeStep[] = []): Promise<EpisodeResult> {
-  const steps = [...saved];
-  const ended = steps.at(-1) && ENDED_BY[steps.at(-1)!.outcome];
-  if (ended) return { steps, termination: ended };
-  let patch = steps.at(-1)?.patch ?? ctx.prefixState.patch;
+/** Runs one episode, from the prefix's state, to its end. */
+export async function runEpisode(ctx: EpisodeContext, settings: EpisodeSettings): Promise<EpisodeResult> {
+  const steps: EpisodeStep[] = [];
+  let patch = ctx.prefixState.patch;
   while (steps.length < settings.maxSteps) {
     const index = steps.length;
     const prompt = transcriptText(ctx.prefixText, steps, settings.format) + settings.format.cue;
