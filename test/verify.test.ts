@@ -70,6 +70,14 @@ describe.skipIf(!hasBubblewrap())('verifier in the local sandbox', () => {
     const good = await verifyRepeated(fresh(task), task, { base_commit: task.base_commit, patch: fixed }, 3);
     expect(good.resolved).toBe(true);
     expect(good.flaky).toBe(false);
+    expect([base.applies, good.applies]).toEqual([true, true]);
+  });
+
+  it('says when a patch does not apply to a clean base, and grades nothing', async () => {
+    const stale = fixed.replace('-def division(a: float, b: float) -> float\n', '-def division(a, b)\n');
+    const v = await verifyState(fresh(task), task, { base_commit: task.base_commit, patch: stale });
+    expect(v).toMatchObject({ applies: false, resolved: false, status: 'error' });
+    expect(v.reason).toMatch(/do not apply to the base/);
   });
 
   it('rejects a log that claims passes while the command failed', async () => {

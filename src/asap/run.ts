@@ -8,7 +8,6 @@
  * task's verifier; Pass@k is unbiased, Intersection@n counts instances solved in all n runs.
  */
 import type { CompletionBackend } from '../backends/types.ts';
-import { ProbeError } from '../errors.ts';
 import { writeToolState } from '../replay/execute.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
@@ -79,15 +78,10 @@ function transcriptOf(start: EpisodeStart, instance: AsapInstance, steps: readon
   return head + transcriptText(instance.prefix.text, steps, settings.format) + tail;
 }
 
-/** Applies the final patch to a clean base and lets the verifier grade it. */
+/** Applies the final patch to a clean base and lets the verifier grade it (one restore: the verifier's). */
 async function gradeFinal(sb: Sandbox, task: LoadedTask, patch: string): Promise<{ applies: boolean; verdict: Verdict | null; reason: string | null }> {
-  try {
-    await sb.restore({ base_commit: task.base_commit, patch });
-  } catch (error) {
-    if (!(error instanceof ProbeError)) throw error;
-    return { applies: false, verdict: null, reason: `the final patch does not apply: ${error.message}` };
-  }
   const verdict = await verifyPatch(sb, task, { base_commit: task.base_commit, patch });
+  if (!verdict.applies) return { applies: false, verdict: null, reason: verdict.reason ?? null };
   return { applies: true, verdict, reason: verdict.resolved ? null : (verdict.reason ?? null) };
 }
 

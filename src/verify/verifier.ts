@@ -37,12 +37,14 @@ export interface Verdict {
   tampering: Tampering[];
   /** Test files the candidate added: left out of the graded run, since only the task's tests grade. */
   ownTests: string[];
+  /** Whether the candidate's patch applied to a clean base (false: nothing was graded). */
+  applies: boolean;
 }
 
 /** A verdict for a state that could not be graded: never resolved, every listed test failing. */
 function ungraded(task: LoadedTask, status: Verdict['status'], reason: string, started: number, rest: Partial<Verdict> = {}): Verdict {
   return {
-    resolved: false, status, reason, exitCode: -1, log: '', tampering: [], ownTests: [], ...rest, durationMs: performance.now() - started,
+    resolved: false, status, reason, exitCode: -1, log: '', tampering: [], ownTests: [], applies: true, ...rest, durationMs: performance.now() - started,
     failToPass: { passed: [], failed: task.FAIL_TO_PASS }, passToPass: { passed: [], failed: task.PASS_TO_PASS },
   };
 }
@@ -65,7 +67,7 @@ export async function verifyPatch(sb: Sandbox, task: LoadedTask, state: EnvState
     await sb.restore(state);
   } catch (error) {
     if (!(error instanceof ProbeError)) throw error;
-    return fail('error', `the candidate's changes do not apply to the base: ${error.message}`);
+    return ungraded(task, 'error', `the candidate's changes do not apply to the base: ${error.message}`, started, { applies: false });
   }
   try {
     ({ tampering, ownTests } = await prepareGradedTree(sb, task, state.base_commit, state.patch));
@@ -89,7 +91,7 @@ export async function verifyPatch(sb: Sandbox, task: LoadedTask, state: EnvState
   if (allListedPass && run.exitCode !== 0 && !anyFailed) {
     return { ...fail('error', `the log reports every test passing but the command exited ${run.exitCode}`, run.output, run.exitCode), failToPass, passToPass };
   }
-  return { resolved: allListedPass, status: 'ok', failToPass, passToPass, exitCode: run.exitCode, log: run.output, durationMs: performance.now() - started, tampering, ownTests };
+  return { resolved: allListedPass, status: 'ok', failToPass, passToPass, exitCode: run.exitCode, log: run.output, durationMs: performance.now() - started, tampering, ownTests, applies: true };
 }
 
 /**
@@ -102,7 +104,7 @@ export async function verifySandbox(sb: Sandbox, task: LoadedTask): Promise<Verd
     patch = await sb.diff();
   } catch (error) {
     if (!(error instanceof ProbeError)) throw error;
-    return ungraded(task, 'error', `cannot read the candidate's changes: ${error.message}`, performance.now());
+    return ungraded(task, 'error', `cannot read the candidate's changes: ${error.message}`, performance.now(), { applies: false });
   }
   return verifyPatch(sb, task, { base_commit: task.base_commit, patch });
 }
