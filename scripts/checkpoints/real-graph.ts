@@ -32,20 +32,20 @@ export function floatsOf(tensor: TensorProto): Float32Array {
 }
 
 function initializer(model: ModelProto, name: string): TensorProto {
-  const found = model.graph!.initializer.find((t) => t.name === name);
+  const found = model.graph!.initializer!.find((t) => t.name === name);
   if (!found) throw new Error(`no initializer ${name}`);
   return found;
 }
 
 /** The token embedding ([vocab, hidden], read by the Gather over input_ids) and the LM head ([hidden, vocab], the MatMul producing logits). */
 export function vocabTensors(model: ModelProto): { embed: TensorProto; head: TensorProto | undefined } {
-  const nodes = model.graph!.node;
-  const gather = nodes.find((n) => n.opType === 'Gather' && n.input[1] === 'input_ids');
+  const nodes = model.graph!.node!;
+  const gather = nodes.find((n) => n.opType === 'Gather' && n.input?.[1] === 'input_ids');
   if (!gather) throw new Error('no Gather over input_ids (not a causal-LM export)');
-  const matmul = nodes.find((n) => n.opType === 'MatMul' && n.output[0] === 'logits');
-  const headName = matmul?.input[1];
-  const head = headName ? model.graph!.initializer.find((t) => t.name === headName) : undefined;
-  return { embed: initializer(model, gather.input[0]!), head };
+  const matmul = nodes.find((n) => n.opType === 'MatMul' && n.output?.[0] === 'logits');
+  const headName = matmul?.input?.[1];
+  const head = headName ? model.graph!.initializer!.find((t) => t.name === headName) : undefined;
+  return { embed: initializer(model, gather.input![0]!), head };
 }
 
 /**
@@ -74,11 +74,11 @@ export function resizeVocab(model: ModelProto, vocab: number, seed = 1): ModelPr
     for (let v = 0; v < vocab; v++) for (let h = 0; h < hidden; h++) transposed[h * vocab + v] = rows[v * hidden + h]!;
     setFloats(head, [hidden, vocab], transposed);
   }
-  const logits = out.graph!.output.find((o) => o.name === 'logits');
+  const logits = out.graph!.output!.find((o) => o.name === 'logits');
   const dims = logits?.type?.tensorType?.shape?.dim;
   if (dims && dims.length === 3 && dims[2]!.dimValue) dims[2] = onnx.TensorShapeProto.Dimension.create({ dimValue: vocab });
   // Shapes inferred at export time name the old width; onnxruntime infers them again.
-  out.graph!.valueInfo = out.graph!.valueInfo.filter((v) => !v.type?.tensorType?.shape?.dim?.some((d) => Number(d.dimValue) === oldVocab));
+  out.graph!.valueInfo = (out.graph!.valueInfo ?? []).filter((v) => !v.type?.tensorType?.shape?.dim?.some((d) => Number(d.dimValue) === oldVocab));
   return out;
 }
 
