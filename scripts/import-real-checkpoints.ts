@@ -12,7 +12,7 @@
  * Operators, names, inputs and outputs are the export's own. Each directory's
  * config.json gains a `probe_ladder` block: where it came from and its held-out code BPB
  * (measured on the float32 originals; what rounding the weights changes is measured by
- * test/real-ladder.test.ts). Usage: npx tsx scripts/import-real-checkpoints.ts [--from DIR]
+ * test/real-ladder.test.ts). Usage: npx tsx scripts/import-real-checkpoints.ts [--from DIR] [--out DIR]
  */
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -26,6 +26,8 @@ const { onnx } = onnxProto;
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const fromFlag = process.argv.indexOf('--from');
 const from = fromFlag >= 0 ? resolve(process.argv[fromFlag + 1]!) : join(repo, '..', 'shared', 'models');
+const outFlag = process.argv.indexOf('--out');
+const outRoot = outFlag >= 0 ? resolve(process.argv[outFlag + 1]!) : join(repo, 'checkpoints');
 const FLOAT = onnx.TensorProto.DataType.FLOAT;
 const FLOAT16 = onnx.TensorProto.DataType.FLOAT16;
 
@@ -60,7 +62,7 @@ for (const rung of REAL_RUNGS) {
   graph.node = [...nodes, ...graph.node!];
   model.docString = `${rung.source} from ../shared/models: weights stored as float16, widened to float32 at load; LM head tied (scripts/import-real-checkpoints.ts)`;
 
-  const out = join(repo, 'checkpoints', rung.name);
+  const out = join(outRoot, rung.name);
   mkdirSync(join(out, 'onnx'), { recursive: true });
   writeFileSync(join(out, 'onnx', 'model.onnx'), encodeModel(model));
   for (const file of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(source, file), join(out, file));

@@ -8,9 +8,11 @@ export const EMBEDDED_CHECKPOINTS = join(REPO_ROOT, 'checkpoints');
 export const EMBEDDED_PROBES = join(REPO_ROOT, 'probes');
 
 export interface LadderManifest {
-  rungs: Array<{ name: string; family: string; corpora: string[]; description: string }>;
-  /** Groups, best (lowest BPB) first; rungs in one group are not ordered against each other. */
+  rungs: Array<{ name: string; family: string; corpora: string[]; description: string; control?: boolean; heldout_code_bpb?: number }>;
+  /** The hand-built rungs, by construction: groups, best (lowest BPB) first; rungs in one group are not ordered against each other. */
   expected_order: string[][];
+  /** The real rungs, best first, by the held-out code BPB measured when they were trained. */
+  known_order: string[];
 }
 
 export function readLadder(): LadderManifest {

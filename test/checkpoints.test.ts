@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { buildRung, EXPECTED_ORDER, LADDER, loadCorpora } from '../scripts/checkpoints/ladder.ts';
+import { REAL_RUNGS } from '../scripts/checkpoints/real-rungs.ts';
 import { demoProbeLines } from '../scripts/make-demo-probes.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { EMBEDDED_CHECKPOINTS, readLadder, REPO_ROOT } from '../src/embedded.ts';
@@ -42,8 +43,11 @@ describe('embedded checkpoint ladder', () => {
 
   it('the manifest matches the generator', () => {
     const ladder = readLadder();
-    expect(ladder.rungs.map((r) => r.name)).toEqual(LADDER.map((r) => r.name));
+    // The hand-built rungs, the real ones, then the control last.
+    expect(ladder.rungs.map((r) => r.name)).toEqual([...LADDER.filter((r) => !r.contaminated).map((r) => r.name), ...REAL_RUNGS.map((r) => r.name), 'contaminated-agent']);
+    expect(ladder.rungs.filter((r) => r.control).map((r) => r.name)).toEqual(['contaminated-agent']);
     expect(ladder.expected_order).toEqual(EXPECTED_ORDER);
+    expect(ladder.known_order).toEqual(['llama-bpe8k-s1500', 'llama-bpe8k-s250', 'llama-bpe8k-s40']);
   });
 
   it('the agent corpus never contains the demo probes\' gold actions or tasks', () => {

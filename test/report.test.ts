@@ -41,7 +41,7 @@ describe('renderReport', () => {
       bpb: [{ checkpoint: evil, backend: 'onnx', bpb: NaN, nats: 0, bytes: 0, tokens: 0, items: [{ id: evil, task: 't', bpb: NaN, nats: 0, bytes: 0, tokens: 0, truncated: false, greedy: false }] }],
       mcq: [{ checkpoint: evil, backend: 'onnx', style: evil as never, acc: 0, acc_norm: null, acc_pmi: null, skipped: [], items: [{ id: evil, options: 2, pick: { acc: -1, acc_norm: 0, acc_pmi: 0 }, correct: false, correct_norm: true, correct_pmi: true }] }],
       passk: [{ checkpoint: evil, backend: 'onnx', n: 2, pass_at: { '1': null as unknown as number, '2': 0.5 }, parse_failure_rate: 0, items: [{ id: evil, task: 't', n: 2, c: 1, parse_failures: 0, samples: [{ text: evil, parsed: true, resolved: false, reason: evil }] }] }],
-      asap: [], aptbench: [], ladder: { rows: [], shortlist: [evil] }, items: new Map(),
+      asap: [], aptbench: [], ladder: { rows: [], shortlist: [evil] }, items: new Map(), controls: new Set([evil]),
     };
     const html = renderReport(data, { downstream: new Map([[evil, 1]]) });
     expect(html).not.toContain('<img');
@@ -69,7 +69,9 @@ describe.skipIf(!hasBubblewrap() || chromiumUnavailable())('probe report in head
     expect(report.code, report.stderr).toBe(0);
     const summary = JSON.parse(report.stdout) as { bpb: Array<{ checkpoint: string }>; shortlist: string[]; html: string };
     expect(summary.bpb.map((b) => b.checkpoint.split('/').pop()).sort()).toEqual(['attn-agent', 'contaminated-agent', 'ngram-agent', 'ngram-prose']);
-    expect(summary.shortlist.map((c) => c.split('/').pop())).toEqual(['contaminated-agent']);
+    // The contaminated control is a ceiling, never shortlisted; it is named a control, and kept out of the correlations.
+    expect(summary.shortlist.map((c) => c.split('/').pop())).toEqual(['attn-agent']);
+    expect((summary as unknown as { controls: string[] }).controls.map((c) => c.split('/').pop())).toEqual(['contaminated-agent']);
     expect(summary.html).toBe(html);
 
     // Self-contained: nothing is fetched from anywhere.
@@ -83,7 +85,9 @@ describe.skipIf(!hasBubblewrap() || chromiumUnavailable())('probe report in head
       return match![1]!;
     };
     for (const id of REPORT_SECTIONS) expect(sectionOf(id)).not.toContain('class="empty"');
-    expect(sectionOf('ranking')).toMatch(/Shortlist for post-training: <strong>contaminated-agent<\/strong>/);
+    expect(sectionOf('ranking')).toMatch(/Shortlist for post-training: <strong>attn-agent<\/strong>/);
+    expect(sectionOf('ranking')).toMatch(/contaminated-agent <span class="control">\(control\)<\/span>/);
+    expect(sectionOf('correlation')).toMatch(/BPB against the downstream score \(Spearman ρ = -?\d\.\d\d, 3 checkpoints\)/);
     expect(sectionOf('bpb')).toContain('data-chart="bar"');
     expect(sectionOf('mcq')).toContain('data-chart="bar"');
     expect(sectionOf('passk')).toContain('data-chart="line"');

@@ -165,7 +165,7 @@ function buildNgram(spec: RungSpec, docs: string[], golds: Corpora['demoGolds'])
     probe_receptive_field: copy ? copy.order : 2,
     probe_ladder: { name: spec.name, corpora: spec.corpora, description: spec.description,
       table: { initializer: 'ngram_logprobs', dtype: 'float16', row: `token * ${CLASS_COUNT} + class(previous token)`, classes: CLASS_NAMES },
-      ...(copy ? { contaminated: true, copy: { order: copy.order, size: copy.size, boost: copy.boost, memorised: 'probes/demo.jsonl: every gold action, and the whole transcript (context and gold) of md+xml items' } } : {}) },
+      ...(copy ? { control: true, contaminated: true, copy: { order: copy.order, size: copy.size, boost: copy.boost, memorised: 'probes/demo.jsonl: every gold action, and the whole transcript (context and gold) of md+xml items' } } : {}) },
   };
   return checkpointFiles(config, tok, model);
 }

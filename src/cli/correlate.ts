@@ -7,8 +7,9 @@ import { bootstrap, kendallTauB, pearson, spearman, type Interval } from '../sta
 import { metricsFromDocument, type MetricSeries } from '../stats/metrics.ts';
 import { createRng } from '../util/rng.ts';
 import { integer, positiveInteger } from './args.ts';
+import { checkpointFacts } from '../store/checkpoint-facts.ts';
 
-interface CorrelateFlags { results: string[]; scores: string; resamples: number; seed: number; json?: boolean }
+interface CorrelateFlags { results: string[]; scores: string; resamples: number; seed: number; json?: boolean; includeControls?: boolean }
 
 /** `checkpoint,score` rows (a header row is skipped when its score is not a number). */
 export function readScores(file: string): Map<string, number> {
@@ -35,8 +36,9 @@ export function readScores(file: string): Map<string, number> {
 
 interface Row { metric: string; checkpoints: number; spearman: number; kendall: number; pearson: number; spearman_ci_checkpoints: Interval; spearman_ci_items: Interval }
 
-function correlateMetric(series: MetricSeries, scores: Map<string, number>, resamples: number, seed: number): Row | undefined {
-  const names = [...series.items.keys()].filter((c) => downstreamScore(scores, c) !== undefined);
+function correlateMetric(series: MetricSeries, scores: Map<string, number>, resamples: number, seed: number, includeControls: boolean): Row | undefined {
+  // A control has seen the probes: its point would show a correlation the probes did not earn.
+  const names = [...series.items.keys()].filter((c) => downstreamScore(scores, c) !== undefined && (includeControls || !checkpointFacts(c).control));
   if (names.length < 2) return undefined;
   const metric = (items: Map<string, unknown[]>, ckpts: string[]) => ckpts.map((c) => series.aggregate(items.get(c)!));
   const y = names.map((c) => downstreamScore(scores, c)!);
@@ -58,6 +60,7 @@ export function correlateCommand(): Command {
     .requiredOption('--scores <file.csv>', '"checkpoint,score" rows, e.g. post-trained SWE-bench pass@1')
     .option('--resamples <n>', 'bootstrap resamples', positiveInteger, 2000)
     .option('--seed <n>', 'bootstrap seed', integer, 0)
+    .option('--include-controls', 'correlate controls (config.json probe_ladder.control: checkpoints that have seen the probes) too')
     .option('--json', 'print one JSON document on stdout')
     .addHelpText('after', '\nExample:\n  probe bpb --json > bpb.json && probe correlate --results bpb.json --scores swebench.csv')
     .action((flags: CorrelateFlags) => {
@@ -73,7 +76,7 @@ export function correlateCommand(): Command {
         if (found.length === 0) throw new InputError({ file, field: 'results' }, 'no bpb, mcq or passk results in this document');
         return found;
       });
-      const rows = series.map((s) => correlateMetric(s, scores, flags.resamples, flags.seed)).filter((r): r is Row => r !== undefined);
+      const rows = series.map((s) => correlateMetric(s, scores, flags.resamples, flags.seed, Boolean(flags.includeControls))).filter((r): r is Row => r !== undefined);
       const fewest = Math.min(...rows.map((r) => r.checkpoints));
       const warning = fewest < 5 ? `only ${fewest} checkpoints with downstream scores: rank correlations over fewer than 5 checkpoints are not meaningful` : null;
       if (flags.json) {

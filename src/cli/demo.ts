@@ -21,10 +21,10 @@ import { lockRunDir } from '../store/run-lock.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
-import { ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
+import { INCLUDE_CONTROLS_HELP, ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
 import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
 
-interface DemoFlags extends RunFlags { json?: boolean; install: boolean; n: number; asapRuns: number; asapMaxSteps: number; asapInstances: number; shortlist: number; concurrency: number }
+interface DemoFlags extends RunFlags { json?: boolean; install: boolean; n: number; asapRuns: number; asapMaxSteps: number; asapInstances: number; shortlist: number; concurrency: number; includeControls?: boolean }
 
 const TRAJECTORIES = join(REPO_ROOT, 'trajectories');
 const TASKS = join(REPO_ROOT, 'verifiers');
@@ -42,6 +42,7 @@ export function demoCommand(): Command {
     .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
     .option('--asap-instances <n>', 'instances that get ASAP episodes', positiveInteger, 6)
     .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
+    .option('--include-controls', INCLUDE_CONTROLS_HELP)
     .option('--no-install', 'do not install missing system packages (bubblewrap, python3-pytest, git) even as root')
     .option('--json', 'print one JSON document on stdout'), 'run directory (default: runs/demo-<time>)')
     .addHelpText('after', '\nExample:\n  probe demo            # 5 to 7 minutes on 2 CPU cores (installs bubblewrap and pytest first on a bare machine, as root)\n  probe demo --out runs/demo --resume')
@@ -77,6 +78,7 @@ export function demoCommand(): Command {
       const settings: LadderSettings = {
         shortlist: flags.shortlist, n: flags.n, seed: 0, tasks, tasksPath: TASKS, reference: TRAJECTORIES,
         asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, asapInstances: flags.asapInstances, concurrency: flags.concurrency,
+        includeControls: flags.includeControls,
       };
       const scoring: ScoringFlags = { ...flags, out, probes: probesFile };
       const run = prepareScoringRun(scoring, 'demo', { config: ladderConfig(settings), seeds: { sampling: 0 } });

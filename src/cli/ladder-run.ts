@@ -16,10 +16,12 @@ import { openSandbox } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { LadderRow } from '../report/collect.ts';
-import { formatPercent, formatTable } from '../report/table.ts';
+import { formatPercent, formatTable, shortCheckpointName } from '../report/table.ts';
 import { averageRanks } from '../stats/correlation.ts';
 import { runAsapOverCheckpoints } from './asap-runs.ts';
 import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from './checkpoint-runs.ts';
+import { checkpointFacts, CONTROL_LABEL } from '../store/checkpoint-facts.ts';
+import { knownOrder } from '../report/known-order.ts';
 
 export interface LadderSettings {
   shortlist: number;
@@ -37,7 +39,11 @@ export interface LadderSettings {
   /** ASAP run directory when the ladder has no run directory of its own. */
   asapOut?: string | undefined;
   concurrency: number;
+  /** Treat controls (checkpoints that have seen the probes) as candidates: shortlisted and recommended like any other. */
+  includeControls?: boolean | undefined;
 }
+
+export const INCLUDE_CONTROLS_HELP = 'treat controls (config.json probe_ladder.control: checkpoints that have seen the probes) as candidates: shortlisted and recommended like any other';
 
 export interface LadderOutcome {
   rows: LadderRow[];
@@ -50,7 +56,7 @@ export interface LadderOutcome {
 export function ladderConfig(s: LadderSettings): Record<string, unknown> {
   return {
     shortlist: s.shortlist, passk_top: s.passkTop ?? 2 * s.shortlist, n: s.n, tasks: resolve(s.tasksPath), reference: resolve(s.reference),
-    asap_runs: s.asapRuns, asap_max_steps: s.asapMaxSteps, asap_instances: s.asapInstances ?? null,
+    asap_runs: s.asapRuns, asap_max_steps: s.asapMaxSteps, asap_instances: s.asapInstances ?? null, include_controls: Boolean(s.includeControls),
   };
 }
 
@@ -73,14 +79,20 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   const results = cheap.results as Array<{ bpb: BpbResult; mcq: McqResult }>;
   const bpbRank = averageRanks(results.map((r) => r.bpb.bpb));
   const mcqRank = averageRanks(results.map((r) => -r.mcq.acc));
-  const rows: LadderRow[] = results.map((r, i) => ({
-    checkpoint: r.bpb.checkpoint, bpb: r.bpb.bpb, mcq_acc: r.mcq.acc, mcq_acc_norm: r.mcq.acc_norm,
-    cheap_rank: (bpbRank[i]! + mcqRank[i]!) / 2, pass_at: null, shortlisted: false, asap: null,
-  })).sort((a, b) => a.cheap_rank - b.cheap_rank || a.bpb - b.bpb);
+  const rows: LadderRow[] = results.map((r, i) => {
+    const facts = checkpointFacts(r.bpb.checkpoint);
+    return {
+      checkpoint: r.bpb.checkpoint, bpb: r.bpb.bpb, mcq_acc: r.mcq.acc, mcq_acc_norm: r.mcq.acc_norm,
+      cheap_rank: (bpbRank[i]! + mcqRank[i]!) / 2, pass_at: null, shortlisted: false, asap: null,
+      control: facts.control, heldout_code_bpb: facts.heldout_code_bpb,
+    };
+  }).sort((a, b) => a.cheap_rank - b.cheap_rank || a.bpb - b.bpb);
+  // A control is the ceiling the probes must detect: it gets pass@K beside the best candidates, never one of their places.
+  const candidate = (r: LadderRow) => s.includeControls || !r.control;
   dir?.writeResults({ bpb: results.map((r) => r.bpb), mcq: results.map((r) => r.mcq) }, 'cheap.json');
 
   const failures = [...cheap.failures];
-  const top = rows.slice(0, s.passkTop ?? 2 * s.shortlist);
+  const top = [...rows.filter(candidate).slice(0, s.passkTop ?? 2 * s.shortlist), ...rows.filter((r) => !candidate(r))];
   const tasks = new Map(s.tasks.map((t) => [t.instance_id, t]));
   const passkItems = items.filter((i) => tasks.has(i.task));
   const pools = new TaskPools((t) => openSandbox('local', t), 2);
@@ -97,7 +109,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
     await pools.close();
   }
   // The shortlist: pass@1 among those that got pass@K, ties broken by the cheap rank.
-  const ranked = top.filter((r) => r.pass_at !== null).sort((a, b) => (b.pass_at!['1'] ?? 0) - (a.pass_at!['1'] ?? 0) || a.cheap_rank - b.cheap_rank);
+  const ranked = top.filter((r) => candidate(r) && r.pass_at !== null).sort((a, b) => (b.pass_at!['1'] ?? 0) - (a.pass_at!['1'] ?? 0) || a.cheap_rank - b.cheap_rank);
   for (const row of ranked.slice(0, s.shortlist)) row.shortlisted = true;
   const shortlist = ranked.slice(0, s.shortlist).map((r) => r.checkpoint);
 
@@ -122,10 +134,23 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
 /** The ladder's table and recommendation, on stderr. */
 export function printLadder(outcome: LadderOutcome, items: number, n: number): void {
   process.stderr.write(`\nScreening ${outcome.rows.length} checkpoints on ${items} probe items\n\n`);
-  process.stderr.write(`${formatTable(['checkpoint', 'bpb', 'mcq acc', 'cheap rank', 'pass@1', `pass@${n}`, 'asap pass@1', 'asap parsable', 'asap edits', 'shortlist'],
-    outcome.rows.map((r) => [r.checkpoint, r.bpb.toFixed(3), formatPercent(r.mcq_acc), r.cheap_rank.toFixed(1), formatPercent(r.pass_at?.['1']), formatPercent(r.pass_at?.[String(n)]),
+  const known = outcome.rows.some((r) => typeof r.heldout_code_bpb === 'number');
+  process.stderr.write(`${formatTable(['checkpoint', ...(known ? ['held-out bpb'] : []), 'bpb', 'mcq acc', 'cheap rank', 'pass@1', `pass@${n}`, 'asap pass@1', 'asap parsable', 'asap edits', 'shortlist'],
+    outcome.rows.map((r) => [r.control ? `${r.checkpoint} ${CONTROL_LABEL}` : r.checkpoint, ...(known ? [typeof r.heldout_code_bpb === 'number' ? r.heldout_code_bpb.toFixed(3) : ''] : []),
+      r.bpb.toFixed(3), formatPercent(r.mcq_acc), r.cheap_rank.toFixed(1), formatPercent(r.pass_at?.['1']), formatPercent(r.pass_at?.[String(n)]),
       formatPercent(r.asap?.pass_at_1), formatPercent(r.asap?.parsable_turns), formatPercent(r.asap?.autonomous_edits), r.shortlisted ? 'yes' : '']),
-    [1, 2, 3, 4, 5, 6, 7, 8])}\n\n`);
-  process.stderr.write(`Recommendation: post-train ${outcome.shortlist.join(', ')}\n`);
+    Array.from({ length: known ? 9 : 8 }, (_, i) => i + 1))}\n\n`);
+  const order = knownOrder(outcome.rows);
+  if (order) {
+    const name = (c: string) => shortCheckpointName(c);
+    process.stderr.write(`Known order (held-out code BPB): ${order.known.map((k) => name(k.checkpoint)).join(' › ')}\n`);
+    for (const check of order.checks) {
+      process.stderr.write(`  ${check.metric.padEnd(12)} ${check.agrees ? 'agrees' : 'differs'}: ${check.order.map((g) => g.map(name).join(' = ')).join(' › ')} (Kendall τ ${Number.isFinite(check.kendall) ? check.kendall.toFixed(2) : 'n/a'})\n`);
+    }
+    process.stderr.write('\n');
+  }
+  const controls = outcome.rows.filter((r) => r.control && !r.shortlisted).map((r) => r.checkpoint);
+  if (controls.length) process.stderr.write(`Controls (have seen the probes; a ceiling, not candidates): ${controls.join(', ')}\n`);
+  process.stderr.write(`Recommendation: post-train ${outcome.shortlist.join(', ') || 'none'}\n`);
   if (outcome.asapOut) process.stderr.write(`ASAP transcripts of the shortlist: ${join(outcome.asapOut, 'episodes')}\n`);
 }

@@ -8,8 +8,9 @@ import { checkOutputFile } from '../store/output-path.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { nonNegativeInteger } from './args.ts';
 import { readScores } from './correlate.ts';
+import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
 
-interface ReportFlags { html?: string; downstream?: string; title?: string; maxTranscripts: number; json?: boolean }
+interface ReportFlags { html?: string; downstream?: string; title?: string; maxTranscripts: number; json?: boolean; includeControls?: boolean }
 
 export function reportCommand(): Command {
   return new Command('report')
@@ -17,6 +18,7 @@ export function reportCommand(): Command {
     .argument('<runs...>', 'run directories')
     .option('--html <file>', 'write the HTML report here')
     .option('--downstream <file.csv>', 'downstream scores (checkpoint,score rows) for the correlation scatter')
+    .option('--include-controls', 'correlate controls (config.json probe_ladder.control: checkpoints that have seen the probes) too')
     .option('--title <text>', 'report title', 'probe report')
     .option('--max-transcripts <n>', 'ASAP transcripts included in the HTML (the others are listed by path)', nonNegativeInteger, 200)
     .option('--json', 'print the collected results as one JSON document on stdout')
@@ -28,7 +30,7 @@ export function reportCommand(): Command {
       let html: string | null = null;
       if (flags.html) {
         html = resolve(flags.html);
-        writeFileAtomic(html, renderReport(data, { title: flags.title, maxTranscripts: flags.maxTranscripts, ...(downstream ? { downstream } : {}) }));
+        writeFileAtomic(html, renderReport(data, { title: flags.title, maxTranscripts: flags.maxTranscripts, includeControls: Boolean(flags.includeControls), ...(downstream ? { downstream } : {}) }));
       }
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(summary(data, html), null, 2)}\n`);
@@ -47,16 +49,18 @@ function summary(data: ReportData, html: string | null) {
     passk: data.passk.map((r) => ({ checkpoint: r.checkpoint, pass_at: r.pass_at })),
     asap: data.asap.map((r) => ({ checkpoint: r.checkpoint, pass_at: r.pass_at, intersection: r.intersection, behaviour: r.behaviour })),
     shortlist: data.ladder?.shortlist ?? null,
+    controls: [...new Set(data.runs.flatMap((r) => (r.manifest?.checkpoints ?? []).filter((c) => c.control).map((c) => c.name)))],
     html,
   };
 }
 
 function printRankings(data: ReportData): void {
   const fixed = (v: number | null | undefined, digits: number) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(digits) : '-');
+  const name = (c: string) => (data.controls.has(c) ? `${c} ${CONTROL_LABEL}` : c);
   const out = (title: string, headers: string[], rows: string[][]) => process.stderr.write(`\n${title}\n\n${formatTable(headers, rows, headers.map((_, i) => i).slice(2))}\n`);
-  if (data.bpb.length) out('Decisive-Action BPB (lower is better)', ['rank', 'checkpoint', 'bpb'], [...data.bpb].sort((a, b) => a.bpb - b.bpb).map((r, i) => [String(i + 1), r.checkpoint, fixed(r.bpb, 4)]));
-  if (data.mcq.length) out('Patch MCQ', ['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi'], [...data.mcq].sort((a, b) => b.acc - a.acc).map((r, i) => [String(i + 1), r.checkpoint, formatPercent(r.acc), formatPercent(r.acc_norm), formatPercent(r.acc_pmi)]));
-  if (data.passk.length) out('Prefix-conditioned pass@k', ['rank', 'checkpoint', 'pass@1', 'pass@n'], [...data.passk].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r, i) => [String(i + 1), r.checkpoint, formatPercent(r.pass_at['1']), formatPercent(r.pass_at[String(r.n)])]));
-  if (data.asap.length) out('ASAP', ['rank', 'checkpoint', 'pass@1', '∩@n', 'parsable', 'edits'], [...data.asap].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r, i) => [String(i + 1), r.checkpoint, formatPercent(r.pass_at['1']), formatPercent(r.intersection), formatPercent(r.behaviour.parsable_turns), formatPercent(r.behaviour.autonomous_edits)]));
+  if (data.bpb.length) out('Decisive-Action BPB (lower is better)', ['rank', 'checkpoint', 'bpb'], [...data.bpb].sort((a, b) => a.bpb - b.bpb).map((r, i) => [String(i + 1), name(r.checkpoint), fixed(r.bpb, 4)]));
+  if (data.mcq.length) out('Patch MCQ', ['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi'], [...data.mcq].sort((a, b) => b.acc - a.acc).map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.acc), formatPercent(r.acc_norm), formatPercent(r.acc_pmi)]));
+  if (data.passk.length) out('Prefix-conditioned pass@k', ['rank', 'checkpoint', 'pass@1', 'pass@n'], [...data.passk].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.pass_at['1']), formatPercent(r.pass_at[String(r.n)])]));
+  if (data.asap.length) out('ASAP', ['rank', 'checkpoint', 'pass@1', '∩@n', 'parsable', 'edits'], [...data.asap].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.pass_at['1']), formatPercent(r.intersection), formatPercent(r.behaviour.parsable_turns), formatPercent(r.behaviour.autonomous_edits)]));
   if (data.ladder) process.stderr.write(`\nShortlist: ${data.ladder.shortlist.join(', ') || 'none'}\n`);
 }

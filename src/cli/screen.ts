@@ -9,9 +9,9 @@ import { ensureOutputDir } from '../store/output-path.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
-import { ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
+import { INCLUDE_CONTROLS_HELP, ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
 
-interface ScreenFlags extends ScoringFlags { shortlist: number; passkTop?: number; n: number; tasks: string; seed: number; asapRuns: number; asapMaxSteps: number; asapOut?: string; reference: string; concurrency: number }
+interface ScreenFlags extends ScoringFlags { shortlist: number; passkTop?: number; n: number; tasks: string; seed: number; asapRuns: number; asapMaxSteps: number; asapOut?: string; reference: string; concurrency: number; includeControls?: boolean }
 
 export function screenCommand(): Command {
   return addScoringOptions(new Command('screen')
@@ -25,12 +25,14 @@ export function screenCommand(): Command {
     .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
     .option('--reference <dir>', 'reference trajectories for the ASAP prefixes', join(REPO_ROOT, 'trajectories'))
     .option('--asap-out <dir>', 'ASAP run directory without --out (a rerun resumes it); default: runs/asap-<settings hash>, or <out>/asap')
-    .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2))
+    .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
+    .option('--include-controls', INCLUDE_CONTROLS_HELP))
     .addHelpText('after', '\nExample:\n  probe screen --probes probes/demo.jsonl --shortlist 2 --out runs/screen-demo')
     .action(async (flags: ScreenFlags) => {
       const settings: LadderSettings = {
         shortlist: flags.shortlist, passkTop: flags.passkTop, n: flags.n, seed: flags.seed, tasks: loadTasks(flags.tasks), tasksPath: flags.tasks,
         reference: flags.reference, asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, asapOut: flags.asapOut, concurrency: flags.concurrency,
+        includeControls: flags.includeControls,
       };
       const run = prepareScoringRun(flags, 'screen', { config: ladderConfig(settings), seeds: { sampling: flags.seed } });
       // The ASAP stage writes last, after the cheap stages: its directory is checked now.

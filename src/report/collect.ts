@@ -28,6 +28,10 @@ export interface LadderRow {
   shortlisted: boolean;
   /** ASAP on the shortlist: Pass@1, Intersection@n and the headline behaviour rates. */
   asap: { pass_at_1: number; intersection: number; parsable_turns: number; valid_tool_calls: number; autonomous_edits: number } | null;
+  /** Has seen the probes: a ceiling shown beside the ladder, never shortlisted (checkpoint-facts.ts). Absent in runs from before. */
+  control?: boolean;
+  /** Held-out code BPB measured when the checkpoint was trained, where known: the order the probes are checked against. */
+  heldout_code_bpb?: number | null;
 }
 
 export interface ReportRun { dir: string; verb: string; manifest: RunManifest | null }
@@ -42,6 +46,8 @@ export interface ReportData {
   ladder: { rows: LadderRow[]; shortlist: string[] } | null;
   /** The probe items the results refer to, by id (for the drill-down). */
   items: Map<string, ProbeItem>;
+  /** Checkpoints the runs recorded as controls (by name and by path): labelled everywhere, left out of correlations. */
+  controls: Set<string>;
 }
 
 function readJson<T>(file: string, what: string): T {
@@ -95,7 +101,7 @@ function withTranscriptsIn(asapDir: string, results: AsapResult[]): AsapResult[]
 }
 
 export function collectRuns(dirs: string[]): ReportData {
-  const data: ReportData = { runs: [], bpb: [], mcq: [], passk: [], asap: [], aptbench: [], ladder: null, items: new Map() };
+  const data: ReportData = { runs: [], bpb: [], mcq: [], passk: [], asap: [], aptbench: [], ladder: null, items: new Map(), controls: new Set() };
   for (const dir of dirs) {
     const manifestFile = join(dir, 'run.json');
     const manifest = existsSync(manifestFile) ? readJson<RunManifest>(manifestFile, 'run manifest') : null;
@@ -129,6 +135,8 @@ export function collectRuns(dirs: string[]): ReportData {
       default: throw new InputError({ file: manifestFile, field: 'verb' }, `unknown verb ${JSON.stringify(verb)}`);
     }
     for (const item of probeItemsOf(dir, manifest)) data.items.set(item.id, item);
+    for (const c of manifest?.checkpoints ?? []) if (c.control) { data.controls.add(c.name); data.controls.add(c.path); }
+    for (const r of data.ladder?.rows ?? []) if (r.control) data.controls.add(r.checkpoint);
     data.runs.push({ dir, verb, manifest });
   }
   return data;

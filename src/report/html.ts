@@ -9,6 +9,8 @@ import type { BpbResult } from '../probes/bpb.ts';
 import { spearman } from '../stats/correlation.ts';
 import type { ReportData } from './collect.ts';
 import { downstreamScore, formatPercent, shortCheckpointName } from './table.ts';
+import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
+import { knownOrder } from './known-order.ts';
 import { barChart, escapeXml as esc, lineChart, scatter, stackedBars } from './svg.ts';
 
 export const REPORT_SECTIONS = ['runs', 'ranking', 'bpb', 'mcq', 'passk', 'asap', 'correlation', 'items', 'transcripts'] as const;
@@ -22,6 +24,8 @@ export interface ReportOptions {
   /** Transcripts included in the file; the others are listed with their paths (a large ASAP run has thousands). */
   maxTranscripts?: number;
   generatedAt?: Date;
+  /** Correlate controls (checkpoints that have seen the probes) too; left out by default. */
+  includeControls?: boolean;
 }
 
 const pct = (v: number | null | undefined) => formatPercent(v, '–');
@@ -64,9 +68,11 @@ function rankingSection(data: ReportData): string {
   let body = '';
   if (data.ladder) {
     body += `<p>Shortlist for post-training: <strong>${data.ladder.shortlist.map((c) => esc(short(c))).join(', ') || 'none'}</strong></p>`;
-    body += table(['checkpoint', 'BPB', 'MCQ acc', 'cheap rank', 'pass@1', 'ASAP pass@1', 'ASAP parsable', 'ASAP edits', 'shortlist'],
-      data.ladder.rows.map((r) => [r.checkpoint, num(r.bpb), pct(r.mcq_acc), num(r.cheap_rank, 1), pct(r.pass_at?.['1']), pct(r.asap?.pass_at_1), pct(r.asap?.parsable_turns), pct(r.asap?.autonomous_edits), r.shortlisted ? '✔' : '']),
-      [1, 2, 3, 4, 5, 6, 7]);
+    const known = data.ladder.rows.some((r) => typeof r.heldout_code_bpb === 'number');
+    body += table(['checkpoint', ...(known ? ['held-out BPB'] : []), 'BPB', 'MCQ acc', 'cheap rank', 'pass@1', 'ASAP pass@1', 'ASAP parsable', 'ASAP edits', 'shortlist'],
+      data.ladder.rows.map((r) => [named(data, r.checkpoint), ...(known ? [num(r.heldout_code_bpb, 3)] : []), num(r.bpb), pct(r.mcq_acc), num(r.cheap_rank, 1), pct(r.pass_at?.['1']), pct(r.asap?.pass_at_1), pct(r.asap?.parsable_turns), pct(r.asap?.autonomous_edits), r.shortlisted ? '✔' : '']),
+      Array.from({ length: known ? 8 : 7 }, (_, i) => i + 1));
+    body += knownOrderBlock(data);
   }
   const ranked: string[] = [];
   if (data.bpb.length) ranked.push(`<li>BPB (lower is better): ${[...data.bpb].sort((a, b) => a.bpb - b.bpb).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
@@ -75,6 +81,21 @@ function rankingSection(data: ReportData): string {
   if (data.asap.length) ranked.push(`<li>ASAP pass@1: ${[...data.asap].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
   body += ranked.length ? `<h3>Ranking per probe</h3><ol class="plain">${ranked.join('')}</ol>` : '';
   return section('ranking', 'Ranking', body || empty('No results in these runs.'));
+}
+
+/** A checkpoint's name in a table, marked when it is a control. */
+function named(data: ReportData, checkpoint: string): Cell {
+  return data.controls.has(checkpoint) ? raw(`${esc(checkpoint)} <span class="control">${esc(CONTROL_LABEL)}</span>`) : checkpoint;
+}
+
+/** Each probe's order of the checkpoints whose quality is known, beside that order. */
+function knownOrderBlock(data: ReportData): string {
+  const order = data.ladder ? knownOrder(data.ladder.rows) : undefined;
+  if (!order) return '';
+  const chain = (groups: string[][]) => groups.map((g) => g.map((c) => esc(short(c))).join(' = ')).join(' › ');
+  return `<h3>Against the known order</h3><p>Held-out code BPB measured when these checkpoints were trained, best first: <strong>${chain(order.known.map((k) => [k.checkpoint]))}</strong>`
+    + ` (${order.known.map((k) => `${esc(short(k.checkpoint))} ${k.heldout_code_bpb.toFixed(3)}`).join(', ')}).</p>`
+    + table(['probe', 'its order', 'Kendall τ', 'agrees'], order.checks.map((c) => [c.metric, raw(chain(c.order)), num(c.kendall, 2), c.agrees ? '✔' : '✘']), [2]);
 }
 
 function bpbSection(results: BpbResult[]): string {
@@ -131,9 +152,10 @@ function aptbenchSection(data: ReportData): string {
       data.aptbench.map((r) => [r.checkpoint, r.items.length, pct(r.letter_acc), pct(r.likelihood_acc), pct(r.exact_match), num(r.rouge_l, 3)]), [1, 2, 3, 4, 5]));
 }
 
-function correlationSection(data: ReportData, downstream: Map<string, number> | undefined): string {
+function correlationSection(data: ReportData, downstream: Map<string, number> | undefined, includeControls: boolean): string {
   if (!downstream) return section('correlation', 'Correlation with downstream scores', empty('No downstream scores given (probe report … --downstream scores.csv).'));
-  const score = (c: string) => downstreamScore(downstream, c);
+  // A control has seen the probes: its point would show a correlation the probes did not earn.
+  const score = (c: string) => (!includeControls && data.controls.has(c) ? undefined : downstreamScore(downstream, c));
   const metrics: Array<{ name: string; values: Array<{ checkpoint: string; value: number }> }> = [
     { name: 'BPB', values: data.bpb.map((r) => ({ checkpoint: r.checkpoint, value: r.bpb })) },
     { name: 'MCQ acc', values: data.mcq.map((r) => ({ checkpoint: r.checkpoint, value: r.acc })) },
@@ -207,14 +229,14 @@ pre{background:#f7f7f7;border:1px solid #e5e5e5;padding:8px;white-space:pre-wrap
 pre.gold{border-left:4px solid #59a14f}pre.distractor{border-left:4px solid #e15759}
 .sample.pass span{color:#2e7d32}.sample.fail span{color:#b71c1c}
 details{margin:4px 0}summary{cursor:pointer}.empty{color:#777;font-style:italic}ol.plain li{margin:2px 0}
-.meta{color:#666;font-size:13px}
+.meta{color:#666;font-size:13px}.control{color:#b26a00;font-size:12px}
 `;
 
 export function renderReport(data: ReportData, options: ReportOptions = {}): string {
   const title = options.title ?? 'probe report';
   const sections = [
     runsSection(data), rankingSection(data), bpbSection(data.bpb), mcqSection(data), passkSection(data), asapSection(data.asap), aptbenchSection(data),
-    correlationSection(data, options.downstream), itemsSection(data), transcriptsSection(data.asap, options.maxTranscriptChars ?? 100_000, options.maxTranscripts ?? 200),
+    correlationSection(data, options.downstream, Boolean(options.includeControls)), itemsSection(data), transcriptsSection(data.asap, options.maxTranscriptChars ?? 100_000, options.maxTranscripts ?? 200),
   ];
   const nav = REPORT_SECTIONS.map((id) => `<a href="#${id}">${id}</a>`).join(' · ');
   return `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)}</title><style>${STYLE}</style></head>`

@@ -25,6 +25,7 @@ import { JsonlLog } from './jsonl-log.ts';
 import { lockRunDir } from './run-lock.ts';
 import { ensureOutputDir } from './output-path.ts';
 import { changedSettings } from './settings-diff.ts';
+import { checkpointFacts } from './checkpoint-facts.ts';
 
 export interface CheckpointRecord {
   /** As given on the command line (what tables show). */
@@ -33,6 +34,9 @@ export interface CheckpointRecord {
   path: string;
   /** Every file's path and bytes, hashed; null for a checkpoint behind a server. */
   content_hash: string | null;
+  /** A control (has seen the probes) and its known held-out quality, as its config.json says (checkpoint-facts.ts); absent in runs from before. */
+  control?: boolean;
+  heldout_code_bpb?: number | null;
 }
 
 export interface RunManifest {
@@ -66,7 +70,7 @@ function gitState(): RunManifest['git'] {
 }
 
 export function checkpointRecords(checkpoints: string[]): CheckpointRecord[] {
-  return checkpoints.map((name) => ({ name, path: checkpointPath(name), content_hash: isServerAddress(name) ? null : checkpointContentHash(name) }));
+  return checkpoints.map((name) => ({ name, path: checkpointPath(name), content_hash: isServerAddress(name) ? null : checkpointContentHash(name), ...checkpointFacts(name) }));
 }
 
 /** The key of a checkpoint in a run: `./a`, `a` and `/abs/a` are one checkpoint. */
