@@ -23,7 +23,7 @@ describe.skipIf(!hasBubblewrap())('probe demo', () => {
     const args = ['demo', '--out', out, '-n', '2', '--asap-runs', '1', '--asap-instances', '2', '--asap-max-steps', '8', '--json'];
     const run = probe(args);
     expect(run.code, run.stderr).toBe(0);
-    const doc = JSON.parse(run.stdout) as { out: string; report: string; minutes: number; shortlist: string[]; results: Array<{ checkpoint: string; bpb: number; pass_at: Record<string, number> | null; asap: unknown }> };
+    const doc = JSON.parse(run.stdout) as { out: string; report: string; minutes: number; shortlist: string[]; results: Array<{ checkpoint: string; bpb: number; pass_at: Record<string, number> | null; asap: unknown; control: boolean; heldout_code_bpb?: number | null }> };
     expect(doc.report).toBe(join(out, 'report.html'));
     expect(existsSync(doc.report)).toBe(true);
 
@@ -33,17 +33,25 @@ describe.skipIf(!hasBubblewrap())('probe demo', () => {
     expect(probes.some((p) => p.distractors.length > 0)).toBe(true);
     const manifest = JSON.parse(readFileSync(join(out, 'run.json'), 'utf8')) as RunManifest;
     expect(manifest.verb).toBe('demo');
-    expect(manifest.checkpoints.map((c) => c.name.split('/').pop())).toEqual(['ngram-prose', 'ngram-code', 'ngram-agent', 'attn-agent', 'contaminated-agent']);
+    expect(manifest.checkpoints.map((c) => c.name.split('/').pop())).toEqual(['ngram-prose', 'ngram-code', 'ngram-agent', 'attn-agent', 'llama-bpe8k-s40', 'llama-bpe8k-s250', 'llama-bpe8k-s1500', 'contaminated-agent']);
+    expect(manifest.checkpoints.filter((c) => c.control).map((c) => c.name.split('/').pop())).toEqual(['contaminated-agent']);
     expect(manifest.probe_set!.items).toBe(22);
 
-    // The ladder: the contaminated control first by BPB and pass@1 and on the shortlist; ASAP ran for the shortlist only.
+    // The ladder: the contaminated control first by BPB and pass@1, yet never shortlisted; ASAP ran for the shortlist only.
     expect(doc.results[0]!.checkpoint).toMatch(/contaminated-agent$/);
-    expect(doc.results.map((r) => r.bpb)).toEqual([...doc.results.map((r) => r.bpb)].sort((a, b) => a - b));
+    expect(doc.results[0]!.control).toBe(true);
     expect(doc.results[0]!.pass_at!['1']).toBeGreaterThan(0);
     expect(doc.shortlist).toHaveLength(2);
+    expect(doc.shortlist.some((c) => c.endsWith('contaminated-agent'))).toBe(false);
     expect(doc.results.filter((r) => r.asap !== null).map((r) => r.checkpoint).sort()).toEqual([...doc.shortlist].sort());
+    // The real rungs carry their known order, and BPB agrees with it.
+    const real = doc.results.filter((r) => r.heldout_code_bpb !== null && r.heldout_code_bpb !== undefined);
+    expect(real.map((r) => r.checkpoint.split('/').pop()).sort()).toEqual(['llama-bpe8k-s1500', 'llama-bpe8k-s250', 'llama-bpe8k-s40']);
+    expect([...real].sort((a, b) => a.bpb - b.bpb).map((r) => r.heldout_code_bpb)).toEqual(real.map((r) => r.heldout_code_bpb!).sort((a, b) => a - b));
     const html = readFileSync(doc.report, 'utf8');
     for (const id of ['runs', 'ranking', 'bpb', 'mcq', 'passk', 'asap', 'items', 'transcripts']) expect(html).toContain(`<section id="${id}">`);
+    expect(html).toContain('Against the known order');
+    expect(html).toMatch(/contaminated-agent <span class="control">\(control\)<\/span>/);
 
     // A finished demo directory is not overwritten; with --resume everything is read back.
     const lines = (probeName: string) => readFileSync(join(out, probeName, 'samples.jsonl'), 'utf8').split('\n').length;

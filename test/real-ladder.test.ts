@@ -14,6 +14,7 @@ import { EMBEDDED_CHECKPOINTS, EMBEDDED_PROBES, readLadder, REPO_ROOT } from '..
 import { scoreBpb } from '../src/probes/bpb.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { checkpointFacts } from '../src/store/checkpoint-facts.ts';
+import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { tempDir } from './helpers/paths.ts';
 
 const MODELS = join(REPO_ROOT, '..', 'shared', 'models');
@@ -43,6 +44,28 @@ describe('the real rungs of the shipped ladder', () => {
     const byProbe = REAL_RUNGS.map((r, i) => ({ name: r.name, bpb: bpb[i]! })).sort((a, b) => a.bpb - b.bpb).map((r) => r.name);
     expect(byProbe).toEqual(readLadder().known_order);
   }, 120_000);
+
+  it.skipIf(!hasBubblewrap())('run through every probe verb: mcq, passk and asap (bpb above and in cli-bpb)', () => {
+    const ckpts = REAL_RUNGS.map((r) => join(EMBEDDED_CHECKPOINTS, r.name));
+    const probes = join(REPO_ROOT, 'probes', 'demo.jsonl');
+    const cli = (args: string[]) => {
+      const run = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'probe.js'), ...args, '--ckpt', ...ckpts, '--no-cache', '--json'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 600_000 });
+      expect(run.status, run.stderr).toBe(0);
+      return JSON.parse(run.stdout) as { results: Array<Record<string, unknown> & { checkpoint: string }> };
+    };
+    const mcq = cli(['mcq', '--probes', probes, '--limit', '2']);
+    const passk = cli(['passk', '--probes', probes, '--limit', '2', '-n', '2', '--max-tokens', '96']);
+    const asap = cli(['asap', '--instances', 'shop__pricing-1', '--runs', '1', '--max-steps', '3', '--max-tokens', '128', '--out', join(tempDir(), 'asap')]);
+    for (const doc of [mcq, passk, asap]) {
+      expect(doc.results.map((r) => r.checkpoint)).toEqual(ckpts);
+    }
+    for (const r of passk.results as unknown as Array<{ items: Array<{ n: number; samples: unknown[] }> }>) {
+      expect(r.items.map((i) => i.samples.length)).toEqual([2, 2]);
+    }
+    for (const r of asap.results as unknown as Array<{ behaviour: { runs: number; turns: number } }>) {
+      expect(r.behaviour.runs).toBe(1);
+    }
+  }, 900_000);
 
   describe.skipIf(!hasModels)('against ../shared/models', () => {
     it('are what the import script makes of the originals, byte for byte', () => {
