@@ -136,7 +136,7 @@ describe.skipIf(!hasModels)('--bos with a tokenizer that asks for BOS (the real 
     const small = await OnnxBackend.open(dir, { bos: 'auto', window });
     try {
       const long = { context: Array.from({ length: 12 }, (_, i) => `x${i} = ${i} * ${i}\n`).join(''), continuations: ['y = x1 + x2\n'] };
-      const [[result]] = (await small.score([long])) as [[{ tokenLogprobs: number[]; truncated: boolean; tokens: number[] }]];
+      const result = (await small.score([long]))[0]![0]!;
       const { ctx, cont } = split(long.context, long.continuations[0]!);
       const room = window - (cont.length - 1);
       expect(ctx.length + 1).toBeGreaterThan(room);
@@ -152,12 +152,12 @@ describe.skipIf(!hasModels)('--bos with a tokenizer that asks for BOS (the real 
   it('samples after BOS too: the greedy first token is the argmax after [1, ...prompt]', async () => {
     const prompt = 'def add(a, b):\n   ';
     const ids = [1, ...tokenizer.encode(prompt, { add_special_tokens: false })];
-    const [[sample]] = (await backends.get('auto')!.sample([{ prompt, n: 1, temperature: 0, topP: 1, maxTokens: 3, stop: [], seed: 0 }])) as [[{ tokens: number[]; tokenLogprobs: number[] }]];
+    const sample = (await backends.get('auto')!.sample([{ prompt, n: 1, temperature: 0, topP: 1, maxTokens: 3, stop: [], seed: 0 }]))[0]![0]!;
     // The greedy token's log-prob is the largest at that position: compare with the manual run over the prompt and that token.
     const [manual] = await manualLogprobs(session, config, [...ids, sample.tokens[0]!], ids.length);
-    expect(sample.tokenLogprobs[0]).toBeCloseTo(manual!, 4);
-    const [[never]] = (await backends.get('never')!.sample([{ prompt, n: 1, temperature: 0, topP: 1, maxTokens: 3, stop: [], seed: 0 }])) as [[{ tokenLogprobs: number[] }]];
-    expect(never.tokenLogprobs[0]).not.toBeCloseTo(sample.tokenLogprobs[0]!, 4);
+    expect(sample.tokenLogprobs![0]).toBeCloseTo(manual!, 4);
+    const never = (await backends.get('never')!.sample([{ prompt, n: 1, temperature: 0, topP: 1, maxTokens: 3, stop: [], seed: 0 }]))[0]![0]!;
+    expect(never.tokenLogprobs![0]).not.toBeCloseTo(sample.tokenLogprobs![0]!, 4);
   });
 
   describe('through probe serve (HTTP), and the cache', () => {
@@ -192,7 +192,7 @@ describe.skipIf(!hasModels)('--bos with a tokenizer that asks for BOS (the real 
         for (const policy of ['never', 'always', 'auto', 'never'] as BosPolicy[]) {
           const before = { ...cache.stats };
           const backend = await openBackend(spec, { cache, bos: policy, http: FAST });
-          const [[result]] = (await backend.score([{ context: request.context, continuations: [request.continuations[0]!] }])) as [[{ tokenLogprobs: number[] }]];
+          const result = (await backend.score([{ context: request.context, continuations: [request.continuations[0]!] }]))[0]![0]!;
           await backend.close();
           const hit = cache.stats.hits > before.hits;
           // always and auto put the same BOS first here: one key; never its own.
@@ -248,6 +248,10 @@ describe.skipIf(!hasModels)('--bos with tokenizers that do not ask for BOS (../s
       }
       const auto = await HttpBackend.open(`${served.url}/v1`, { ...FAST, bos: 'auto' });
       expect((await auto.bos()).id).toBeNull();
+      // An empty context (MCQ's acc_pmi) without BOS is the prefix token, which probe serve's /tokenize names.
+      const empty = { context: '', continuations: [items[ids[0]!]!.gold] };
+      const [[remoteEmpty], [localEmpty]] = [(await auto.score([empty]))[0]!, (await served.backend.score([empty]))[0]!];
+      expect(nats(remoteEmpty!.tokenLogprobs)).toBeCloseTo(nats(localEmpty!.tokenLogprobs), 4);
       const always = await HttpBackend.open(`${served.url}/v1`, { ...FAST, bos: 'always' });
       await expect(always.score(requests.slice(0, 1))).rejects.toThrow(InputError);
       await expect(always.bos()).rejects.toThrow(/--bos always: .*give --tokenizer/);

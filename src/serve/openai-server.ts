@@ -207,7 +207,8 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
         if (body.model !== undefined && body.model !== options.model) throw new BadRequest(`the model "${String(body.model)}" does not exist; this server serves "${options.model}"`);
         if (path === '/tokenize') {
           const tokens = [...(body.add_special_tokens === true ? specials : []), ...backend.encode(String(body.prompt ?? ''))];
-          return send(res, 200, { tokens, count: tokens.length, max_model_len: window });
+          // prefix_token_id (ours, not vLLM's): what stands for an empty context (BOS, else EOS) where the tokenizer adds no BOS.
+          return send(res, 200, { tokens, count: tokens.length, max_model_len: window, prefix_token_id: backend.prefixId });
         }
         if (path === '/detokenize') return send(res, 200, { prompt: backend.decode(promptIds(body.tokens)) });
         if (path === '/v1/completions') return send(res, 200, await completions(body as CompletionBody));

@@ -139,11 +139,16 @@ export class HttpBackend implements CompletionBackend {
       : { policy, id: adds, source: 'the server\'s tokenizer prepends it (/tokenize with add_special_tokens)' };
   }
 
-  /** What stands for an empty context: BOS (or EOS) of the local tokenizer, else the server's special tokens for "". */
+  /**
+   * What stands for an empty context: BOS (or EOS) of the local tokenizer, else the server's
+   * special tokens for "" (else the `prefix_token_id` that probe serve's /tokenize adds).
+   */
   private async prefixIds(): Promise<number[]> {
     if (this.tokenizer) return [this.tokenizer.prefixId];
     const call = tokenizeCall(this.kind, this.model, '', true);
-    const ids = parseTokenize(this.kind, await this.pool.json(call.path, call.body, this.signal));
+    const answer = await this.pool.json<{ prefix_token_id?: unknown }>(call.path, call.body, this.signal);
+    const ids = parseTokenize(this.kind, answer);
+    if (ids.length === 0 && Number.isInteger(answer?.prefix_token_id)) return [answer.prefix_token_id as number];
     if (ids.length === 0) throw new ProbeError(`${this.id}: an empty context needs a BOS token; the server adds none, so give --tokenizer`);
     return ids;
   }
