@@ -12,6 +12,7 @@
  *      the report say what was used.
  */
 import { spawnSync } from 'node:child_process';
+import { createServer, type Server } from 'node:http';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -29,7 +30,7 @@ import { InputError } from '../src/errors.ts';
 import { collectRuns } from '../src/report/collect.ts';
 import { renderReport } from '../src/report/html.ts';
 import type { RunManifest } from '../src/store/run-dir.ts';
-import { close, serveCheckpoint } from './helpers/http.ts';
+import { close, listen, serveCheckpoint } from './helpers/http.ts';
 import { DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
 
 const MODELS = join(REPO_ROOT, '..', 'shared', 'models');
@@ -78,6 +79,32 @@ async function manualLogprobs(session: InferenceSession, config: { num_hidden_la
     result.push(row[ids[t]!]! - max - Math.log(sum));
   }
   return result;
+}
+
+/**
+ * A server in TGI's shape (docs/notes/server-shapes.md §3) over a real in-process model: it
+ * takes text, tokenises it itself and puts `adds` first, as TGI does with its tokenizer's
+ * specials; /generate answers `details.prefill` with the model's real log-probs.
+ */
+async function tgiLike(backend: OnnxBackend, adds: number | null): Promise<{ url: string; server: Server }> {
+  const ids = (text: string) => [...(adds === null ? [] : [adds]), ...backend.encode(text)];
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => void (async () => {
+      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { inputs: string };
+      const prompt = ids(body.inputs);
+      let answer: unknown;
+      if (req.url === '/tokenize') answer = prompt.map((id) => ({ id, text: '', start: 0, stop: 0 }));
+      else {
+        const scored = await backend.promptLogprobs(prompt);
+        answer = { generated_text: '', details: { finish_reason: 'length', generated_tokens: 1, tokens: [], prefill: prompt.map((id, i) => ({ id, text: '', logprob: i === 0 ? null : scored.tokenLogprobs[i - 1] })) } };
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(answer));
+    })());
+  });
+  return { url: `${await listen(server)}/v1`, server };
 }
 
 describe.skipIf(!hasModels)('--bos with a tokenizer that asks for BOS (the real Llama-2 tokenizer)', () => {
@@ -158,6 +185,23 @@ describe.skipIf(!hasModels)('--bos with a tokenizer that asks for BOS (the real 
     expect(sample.tokenLogprobs![0]).toBeCloseTo(manual!, 4);
     const never = (await backends.get('never')!.sample([{ prompt, n: 1, temperature: 0, topP: 1, maxTokens: 3, stop: [], seed: 0 }]))[0]![0]!;
     expect(never.tokenLogprobs![0]).not.toBeCloseTo(sample.tokenLogprobs![0]!, 4);
+  });
+
+  it('through a TGI-shaped server that adds BOS itself: auto and always score as in process; never is refused naming --bos', async () => {
+    const tgi = await tgiLike(backends.get('never')!, 1);
+    try {
+      for (const tokenizerDir of [dir, undefined]) {
+        const open = (bos: BosPolicy) => HttpBackend.open(tgi.url, { ...FAST, kind: 'tgi', model: 'm', bos, ...(tokenizerDir ? { tokenizerDir } : {}) });
+        for (const policy of ['auto', 'always'] as BosPolicy[]) {
+          const [remote] = await (await open(policy)).score([request]);
+          const [local] = await backends.get(policy)!.score([request]);
+          remote!.forEach((r, i) => expect(nats(r.tokenLogprobs)).toBeCloseTo(nats(local![i]!.tokenLogprobs), 4));
+        }
+        await expect((await open('never')).score([request])).rejects.toThrow(/--bos never.*TGI .*(cannot be told not to|which TGI cannot be told to leave out)/);
+      }
+    } finally {
+      await close(tgi.server);
+    }
   });
 
   describe('through probe serve (HTTP), and the cache', () => {
@@ -258,6 +302,28 @@ describe.skipIf(!hasModels)('--bos with tokenizers that do not ask for BOS (../s
     } finally {
       await close(served.server);
       await served.backend.close();
+    }
+  }, 120_000);
+
+  it('through a TGI-shaped server that adds no BOS: auto and never score as in process; always is refused naming --bos', async () => {
+    const backend = await OnnxBackend.open(S250, { bos: 'never' });
+    const tgi = await tgiLike(backend, null);
+    try {
+      const name = 'llama-bpe8k-s250';
+      const requests = ids.map((id) => ({ context: items[id]!.context, continuations: [items[id]!.gold] }));
+      for (const tokenizerDir of [S250, undefined]) {
+        const open = (bos: BosPolicy) => HttpBackend.open(tgi.url, { ...FAST, kind: 'tgi', model: 'm', bos, ...(tokenizerDir ? { tokenizerDir } : {}) });
+        for (const policy of ['auto', 'never'] as BosPolicy[]) {
+          const results = await (await open(policy)).score(requests);
+          ids.forEach((id, i) => expect(Math.abs(nats(results[i]![0]!.tokenLogprobs) - reference.models[name]!.items[id]!.nats_nobos)).toBeLessThan(1e-4));
+        }
+        const always = (await open('always')).score(requests.slice(0, 1));
+        await expect(always).rejects.toThrow(InputError);
+        await expect(always).rejects.toThrow(/--bos always.*TGI/);
+      }
+    } finally {
+      await close(tgi.server);
+      await backend.close();
     }
   }, 120_000);
 
