@@ -113,7 +113,7 @@ describe('TGI', () => {
   generated_text: ' for /api/v1/projects/1' };
 
   it('prefill log-probs, with the BOS TGI adds itself skipped', () => {
-    expect(parseScore('tgi', answer, [4321, 2009])).toEqual({ logprobs: [-8.6875, -11.546875], greedy: [null, null] });
+    expect(parseScore('tgi', answer, [4321, 2009])).toEqual({ logprobs: [-8.6875, -11.546875], greedy: [null, null], prepended: 1 });
     expect(parseScore('tgi', answer, [1, 4321, 2009]).logprobs).toEqual([null, -8.6875, -11.546875]);
   });
 

@@ -19,6 +19,7 @@ import { join, relative, resolve } from 'node:path';
 import { describeCause } from '../errors.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { DamagedCacheEntry, entryId, type KeyMaterial, openEntry, sealEntry } from './cache-entry.ts';
+import type { BosUse } from './bos.ts';
 import { checkSampleAnswer, checkScoreAnswer } from './cache-shape.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from './types.ts';
 
@@ -198,6 +199,10 @@ export class CachedBackend implements CompletionBackend {
 
   sample(requests: SampleRequest[]): Promise<Sample[][]> {
     return this.cached('sample', requests, (missing) => this.inner.sample(missing), checkSampleAnswer);
+  }
+
+  async bos(): Promise<BosUse | undefined> {
+    return this.inner.bos?.();
   }
 
   close(): Promise<void> {

@@ -4,6 +4,7 @@ import { HttpBackend, type HttpBackendOptions } from './http/backend.ts';
 import { OnnxBackend, type OnnxBackendOptions } from './onnx/backend.ts';
 import { readCheckpointDir, readTokenizerDir } from './onnx/checkpoint.ts';
 import type { CompletionBackend } from './types.ts';
+import { bosKey } from './bos.ts';
 import { CachedBackend, checkpointContentHash, type ResultCache } from './cache.ts';
 import { serverFingerprint } from './http/fingerprint.ts';
 
@@ -36,14 +37,17 @@ export interface OpenOptions extends OnnxBackendOptions {
 export async function openBackend(spec: string, options: OpenOptions = {}): Promise<CompletionBackend> {
   checkCheckpoint(spec, options.http);
   if (isServerAddress(spec)) {
-    const server = await HttpBackend.open(spec, options.http);
+    const server = await HttpBackend.open(spec, { ...options.http, ...(options.bos ? { bos: options.bos } : {}) });
     if (!options.cache) return server;
-    // A server is keyed by what it says it serves, where, and a canary reading of the weights behind it (taken on first use).
+    // A server is keyed by what it says it serves, where, a canary reading of the weights behind it (taken on first use) and the BOS used.
     const cache = options.cache;
-    return new CachedBackend(server, cache, () => serverFingerprint(server, cache));
+    return new CachedBackend(server, cache, async () => {
+      const weights = await serverFingerprint(server, cache);
+      return weights === undefined ? undefined : `${weights}${bosKey(await server.bos())}`;
+    });
   }
   const backend = await OnnxBackend.open(spec, options);
   if (!options.cache) return backend;
-  // A directory is keyed by its content.
-  return new CachedBackend(backend, options.cache, `content:${checkpointContentHash(spec)}`);
+  // A directory is keyed by its content, and by the BOS put before contexts.
+  return new CachedBackend(backend, options.cache, `content:${checkpointContentHash(spec)}${bosKey(backend.bosUse)}`);
 }

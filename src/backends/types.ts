@@ -1,4 +1,5 @@
 /** The one completion interface every probe talks to (design.md). */
+import type { BosUse } from './bos.ts';
 
 export interface ScoreRequest {
   context: string;
@@ -52,5 +53,7 @@ export interface CompletionBackend {
   encode(text: string): number[];
   score(requests: ScoreRequest[]): Promise<ScoreResult[][]>;
   sample(requests: SampleRequest[]): Promise<Sample[][]>;
+  /** Whether a BOS token goes first, as resolved for this checkpoint (a server may need a request to say). */
+  bos?(): Promise<BosUse | undefined>;
   close(): Promise<void>;
 }

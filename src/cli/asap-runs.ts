@@ -19,12 +19,16 @@ import type { LoadedTask } from '../schema/task.ts';
 import { openSandbox, type SandboxKind } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import { forEachCheckpoint, servedAs } from './checkpoint-runs.ts';
+import { bosConfig } from './bos-option.ts';
+import type { BosPolicy } from '../backends/bos.ts';
 
 export const ASAP_K_VALUES = [1, 2, 4, 8, 16, 32, 64];
 
 export interface AsapRunSettings {
   /** For checkpoints behind servers. */
   http?: HttpBackendOptions;
+  /** `--bos`: whether a BOS token goes before every prompt. */
+  bos?: BosPolicy | undefined;
   /** Cache of seeded model calls. */
   cache?: ResultCache | undefined;
   tasksPath: string;
@@ -65,15 +69,13 @@ export async function runAsapOverCheckpoints(checkpoints: string[], tasks: Loade
   const protocol = {
     tasks: resolve(s.tasksPath), reference: resolve(s.reference), instances: tasks.map((t) => t.instance_id), profile: s.profile, format: s.format,
     prefix_steps: s.prefixSteps, max_steps: s.maxSteps, max_tokens: s.maxTokens,
-    temperature: s.temperature, top_p: s.topP, seed: s.seed, action_timeout_s: s.actionTimeoutS, sandbox: s.sandbox, ...servedAs(s.http ?? {}),
+    temperature: s.temperature, top_p: s.topP, seed: s.seed, action_timeout_s: s.actionTimeoutS, sandbox: s.sandbox, ...servedAs(s.http ?? {}), ...bosConfig(s.bos),
   };
   const out = s.out ?? join('runs', `asap-${createHash('sha256').update(JSON.stringify(protocol)).digest('hex').slice(0, 12)}`);
-  if (s.resume !== undefined) {
-    RunDir.open(out, {
-      verb: 'asap', config: protocol, checkpoints: checkpointRecords(checkpoints),
-      probe_set: probeSetRecord(resolve(s.tasksPath), tasks.map((t) => t.instance_id)), seeds: { episodes: s.seed },
-    }, { resume: s.resume });
-  }
+  const dir = s.resume === undefined ? undefined : RunDir.open(out, {
+    verb: 'asap', config: protocol, checkpoints: checkpointRecords(checkpoints),
+    probe_set: probeSetRecord(resolve(s.tasksPath), tasks.map((t) => t.instance_id)), seeds: { episodes: s.seed },
+  }, { resume: s.resume });
   const store = new AsapStore(out);
   const pools = new TaskPools((t) => openSandbox(s.sandbox, t), s.concurrency);
   try {
@@ -81,7 +83,7 @@ export async function runAsapOverCheckpoints(checkpoints: string[], tasks: Loade
     const { instances, excluded } = await prepareInstances(tasks, s.reference, { steps: s.prefixSteps, profile: s.profile, format }, store, pools.leaseFor);
     for (const e of excluded) process.stderr.write(`probe: excluded ${e.instance}: ${e.reason}\n`);
     if (!s.quiet) process.stderr.write(`${claimed === 'resumed' ? 'Resuming' : 'Writing'} the ASAP run in ${out} (${instances.length} instances × ${s.runs} runs)\n`);
-    const { results, failures } = await forEachCheckpoint(checkpoints, { units: instances.length * s.runs, quiet: s.quiet, http: s.http, cache: s.cache, label: 'asap' }, (ckpt, backend, tick) => runAsap(ckpt, backend, instances, {
+    const { results, failures } = await forEachCheckpoint(checkpoints, { units: instances.length * s.runs, quiet: s.quiet, http: s.http, cache: s.cache, label: 'asap', bos: s.bos, dir }, (ckpt, backend, tick) => runAsap(ckpt, backend, instances, {
       runs: s.runs, concurrency: s.concurrency, seed: s.seed, ks: ASAP_K_VALUES, store, leaseFor: pools.leaseFor, onEpisode: tick,
       settings: { format, profile: s.profile, maxSteps: s.maxSteps, maxTokens: s.maxTokens, temperature: s.temperature, topP: s.topP, actionTimeoutMs: s.actionTimeoutS * 1000 },
     }));

@@ -7,7 +7,7 @@ import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, scor
 export function bpbCommand(): Command {
   return addScoringOptions(new Command('bpb')
     .description('Bits per byte of each probe\'s gold decisive action given its context (lower is better).'))
-    .addHelpText('after', '\nExample:\n  probe bpb --ckpt checkpoints/ngram-prose checkpoints/ngram-agent --probes probes/ --out runs/bpb-ladder --json')
+    .addHelpText('after', '\nExample:\n  probe bpb --ckpt checkpoints/ngram-prose checkpoints/ngram-agent --probes probes/ --out runs/bpb-ladder --json\n  probe bpb --ckpt /ckpts/llama-2-7b-onnx --bos never   # no BOS, as lm-evaluation-harness by default')
     .action(async (flags: ScoringFlags) => {
       const run = prepareScoringRun(flags, 'bpb', { config: {} });
       const { results, failures } = await scoreCheckpoints<Awaited<ReturnType<typeof scoreBpb>>, BpbItem>(run, 'bpb', (ckpt, backend, hooks) => scoreBpb(ckpt, backend, run.items, hooks));

@@ -5,6 +5,7 @@
  */
 import { relative, resolve } from 'node:path';
 import { Command } from 'commander';
+import type { BosPolicy } from '../backends/bos.ts';
 import type { ResultCache } from '../backends/cache.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { EndpointFailure } from '../backends/http/transport.ts';
@@ -19,17 +20,18 @@ import { createProgress } from '../report/progress.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { positiveInteger } from './args.ts';
+import { addBosOption, bosConfig, type BosFlags } from './bos-option.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
 
-export interface ScoringFlags extends HttpFlags, RunFlags { ckpt?: string[]; probes?: string; json?: boolean; limit?: number }
+export interface ScoringFlags extends HttpFlags, RunFlags, BosFlags { ckpt?: string[]; probes?: string; json?: boolean; limit?: number }
 
 export function addScoringOptions(command: Command): Command {
-  return addRunOptions(addHttpOptions(command
+  return addRunOptions(addBosOption(addHttpOptions(command
     .option('--ckpt <dir|url...>', 'checkpoint directories (transformers.js layout) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder'))
     .option('--probes <file|dir>', 'probe items (.jsonl file or a directory of them); default: the shipped demo probes')
     .option('--limit <n>', 'use only the first N probe items', positiveInteger)
-    .option('--json', 'print one JSON document on stdout'));
+    .option('--json', 'print one JSON document on stdout')));
 }
 
 export type Failure = ProbeError | EndpointFailure;
@@ -43,6 +45,8 @@ export interface ScoringRun {
   /** The run directory (`--out`), when there is one. */
   dir: RunDir | undefined;
   quiet: boolean;
+  /** Whether a BOS token goes before contexts and prompts (`--bos`). */
+  bos?: BosPolicy;
 }
 
 /** The checkpoints named by `--ckpt`, or the embedded ladder; each checked before any work. */
@@ -65,10 +69,10 @@ export function prepareScoringRun(flags: ScoringFlags, verb: string, settings: {
   const http = httpOptions(flags, flags.ckpt);
   const checkpoints = resolveCheckpoints(flags.ckpt, http);
   const dir = flags.out
-    ? RunDir.open(flags.out, { verb, config: { ...settings.config, ...servedAs(http) }, checkpoints: checkpointRecords(checkpoints), probe_set: probeSetRecord(source, items), seeds: settings.seeds ?? {} }, { resume: Boolean(flags.resume) })
+    ? RunDir.open(flags.out, { verb, config: { ...settings.config, ...servedAs(http), ...bosConfig(flags.bos) }, checkpoints: checkpointRecords(checkpoints), probe_set: probeSetRecord(source, items), seeds: settings.seeds ?? {} }, { resume: Boolean(flags.resume) })
     : undefined;
   if (dir?.status === 'resumed' && !flags.json) process.stderr.write(`Resuming the run in ${dir.dir}\n`);
-  return { items, checkpoints, http, cache: resultCache(flags), dir, quiet: Boolean(flags.json) };
+  return { items, checkpoints, http, cache: resultCache(flags), dir, quiet: Boolean(flags.json), ...(flags.bos ? { bos: flags.bos } : {}) };
 }
 
 /** For checkpoints behind servers, what picks the model and its tokenizer: a resumed run must ask for the same. */
@@ -99,6 +103,9 @@ export interface CheckpointLoopOptions {
   cache?: ResultCache | undefined;
   /** Shown beside the bar. */
   label?: string;
+  /** `--bos`: resolved per checkpoint when it opens, and recorded in the run directory's run.json. */
+  bos?: BosPolicy | undefined;
+  dir?: RunDir | undefined;
 }
 
 /** Runs `run` with each checkpoint's backend in turn, one open at a time, under one progress display. */
@@ -113,8 +120,10 @@ export async function forEachCheckpoint<R>(
     for (const ckpt of checkpoints) {
       progress.label(`${options.label ? `${options.label}: ` : ''}${ckpt}`);
       try {
-        const backend = await openBackend(ckpt, { http: options.http ?? {}, ...(options.cache ? { cache: options.cache } : {}) });
+        const backend = await openBackend(ckpt, { http: options.http ?? {}, ...(options.cache ? { cache: options.cache } : {}), ...(options.bos ? { bos: options.bos } : {}) });
         try {
+          const bos = options.dir ? await backend.bos?.() : undefined;
+          if (bos) options.dir!.recordBos(ckpt, bos);
           results.push(await run(ckpt, backend, (reused = false) => progress.tick(ckpt, reused)));
         } finally {
           await backend.close();
@@ -137,7 +146,7 @@ export function scoreCheckpoints<R, T>(
   run: ScoringRun, probe: string,
   score: (checkpoint: string, backend: CompletionBackend, hooks: ItemHooks<T>) => Promise<R>,
 ): Promise<{ results: R[]; failures: Failure[] }> {
-  return forEachCheckpoint(run.checkpoints, { units: run.items.length, quiet: run.quiet, http: run.http, cache: run.cache, label: probe },
+  return forEachCheckpoint(run.checkpoints, { units: run.items.length, quiet: run.quiet, http: run.http, cache: run.cache, label: probe, bos: run.bos, dir: run.dir },
     (ckpt, backend, tick) => score(ckpt, backend, itemHooks<T>(run.dir, probe, ckpt, tick)));
 }
 

@@ -10,6 +10,7 @@
  * requests that wait together are batched into one forward pass (`ModelWorker`).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { bosHead } from '../backends/bos.ts';
 import type { OnnxBackend } from '../backends/onnx/backend.ts';
 import type { Sample, ScoreResult } from '../backends/types.ts';
 
@@ -127,8 +128,12 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
     return text;
   };
 
+  // The tokenizer's own special tokens, as vLLM adds them: a text prompt and /tokenize with
+  // add_special_tokens get the BOS where the tokenizer asks for one (bos.ts, auto); token-id
+  // prompts are taken as they are (the client put any BOS there).
+  const specials = bosHead(backend.bosUse);
   const promptIds = (prompt: unknown): number[] => {
-    if (typeof prompt === 'string') return backend.encode(prompt);
+    if (typeof prompt === 'string') return [...specials, ...backend.encode(prompt)];
     if (Array.isArray(prompt) && prompt.every((t) => Number.isInteger(t) && t >= 0)) return prompt as number[];
     throw new BadRequest('"prompt" must be a string or a list of token ids (one prompt per request)');
   };
@@ -201,8 +206,9 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
         const body = (await readBody(req)) as Record<string, unknown>;
         if (body.model !== undefined && body.model !== options.model) throw new BadRequest(`the model "${String(body.model)}" does not exist; this server serves "${options.model}"`);
         if (path === '/tokenize') {
-          const tokens = [...(body.add_special_tokens === true ? [backend.prefixId] : []), ...backend.encode(String(body.prompt ?? ''))];
-          return send(res, 200, { tokens, count: tokens.length, max_model_len: window });
+          const tokens = [...(body.add_special_tokens === true ? specials : []), ...backend.encode(String(body.prompt ?? ''))];
+          // prefix_token_id (ours, not vLLM's): what stands for an empty context (BOS, else EOS) where the tokenizer adds no BOS.
+          return send(res, 200, { tokens, count: tokens.length, max_model_len: window, prefix_token_id: backend.prefixId });
         }
         if (path === '/detokenize') return send(res, 200, { prompt: backend.decode(promptIds(body.tokens)) });
         if (path === '/v1/completions') return send(res, 200, await completions(body as CompletionBody));

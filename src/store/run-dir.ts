@@ -15,6 +15,7 @@ import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { bosRecord, type BosRecord, type BosUse } from '../backends/bos.ts';
 import { checkpointContentHash } from '../backends/cache.ts';
 import { isServerAddress } from '../backends/open.ts';
 import { REPO_ROOT } from '../embedded.ts';
@@ -37,6 +38,8 @@ export interface CheckpointRecord {
   /** A control (has seen the probes) and its known held-out quality, as its config.json says (checkpoint-facts.ts); absent in runs from before. */
   control?: boolean;
   heldout_code_bpb?: number | null;
+  /** The `--bos` policy as resolved for this checkpoint's tokenizer, once it was opened: whether a BOS was put first, which, and why. */
+  bos?: BosRecord;
 }
 
 export interface RunManifest {
@@ -154,6 +157,15 @@ export class RunDir {
     // What the run concluded before is no longer its conclusion: a report must wait for this one to finish.
     for (const concluded of CONCLUSIONS) rmSync(join(dir, concluded), { force: true });
     return new RunDir(dir, manifest, 'resumed');
+  }
+
+  /** Records how `--bos` resolved for a checkpoint (known once its backend is open) in run.json. */
+  recordBos(checkpoint: string, use: BosUse): void {
+    const path = checkpointPath(checkpoint);
+    const record = this.manifest.checkpoints.find((c) => (c.path ?? resolve(c.name)) === path);
+    if (!record || JSON.stringify(record.bos) === JSON.stringify(bosRecord(use))) return;
+    record.bos = bosRecord(use);
+    writeFileAtomic(RunDir.manifestFile(this.dir), `${JSON.stringify(this.manifest, null, 2)}\n`);
   }
 
   samplesFile(probe: string): string {

@@ -6,6 +6,7 @@
  * prompt token; the boundary rule is the one the ONNX backend uses.
  */
 import { InputError, ProbeError } from '../../errors.ts';
+import { BOS_PROBE_TEXT, bosHead, fitContext, prependedToken, type BosPolicy, type BosUse } from '../bos.ts';
 import { splitContinuations } from '../boundary.ts';
 import { readTokenizerDir } from '../onnx/checkpoint.ts';
 import { CheckpointTokenizer } from '../onnx/tokenizer.ts';
@@ -20,6 +21,8 @@ export interface HttpBackendOptions {
   model?: string;
   /** The checkpoint's tokenizer (a directory with tokenizer.json); else the server's `/tokenize`. */
   tokenizerDir?: string;
+  /** Whether a BOS token goes before every context and prompt (bos.ts; default auto: what the checkpoint's tokenizer does). */
+  bos?: BosPolicy;
   endpoint?: Partial<EndpointOptions>;
   cooldownMs?: number;
   signal?: AbortSignal;
@@ -46,6 +49,10 @@ const utf8 = new TextEncoder();
 
 export class HttpBackend implements CompletionBackend {
   readonly id: string;
+  /** The BOS policy resolved: from --tokenizer at once, else from the server's /tokenize on first use. */
+  private bosUse: Promise<BosUse> | undefined;
+  /** TGI's /tokenize always adds its specials: what it answers for "" (taken off every answer). */
+  private tgiSpecials: Promise<number[]> | undefined;
 
   private constructor(
     private readonly pool: EndpointPool,
@@ -54,14 +61,17 @@ export class HttpBackend implements CompletionBackend {
     private readonly tokenizer: CheckpointTokenizer | undefined,
     private readonly maxModelLen: number | undefined,
     private readonly signal: AbortSignal | undefined,
+    private readonly bosPolicy: BosPolicy,
   ) {
     this.id = `http:${kind}:${model}@${pool.urls.join(',')}`;
+    if (tokenizer) this.bosUse = Promise.resolve(tokenizer.bos(bosPolicy));
   }
 
   static async open(spec: string, options: HttpBackendOptions = {}): Promise<HttpBackend> {
     const endpointOptions = { ...DEFAULT_ENDPOINT_OPTIONS, ...options.endpoint };
     const pool = new EndpointPool(serverRoots(spec).map((root) => new Endpoint(root, endpointOptions)), { cooldownMs: options.cooldownMs ?? 30_000 });
     const tokenizer = options.tokenizerDir ? new CheckpointTokenizer(readTokenizerDir(options.tokenizerDir)) : undefined;
+    tokenizer?.bos(options.bos ?? 'auto'); // a policy the tokenizer cannot honour is bad input, before any request
     let cards: ModelCard[] = [];
     if (!options.kind || !options.model) {
       const answer = await pool.json<{ data?: ModelCard[] } | ModelCard>('/v1/models', undefined, options.signal);
@@ -70,7 +80,7 @@ export class HttpBackend implements CompletionBackend {
     const kind = options.kind ?? kindFromModels(cards);
     const model = options.model ?? cards[0]?.id ?? '';
     if (!model && kind !== 'sglang' && kind !== 'tgi') throw new ProbeError(`${spec}: /v1/models names no model; pass --model`);
-    return new HttpBackend(pool, kind, model, tokenizer, cards[0]?.max_model_len, options.signal);
+    return new HttpBackend(pool, kind, model, tokenizer, cards[0]?.max_model_len, options.signal, options.bos ?? 'auto');
   }
 
   encode(text: string): number[] {
@@ -81,15 +91,64 @@ export class HttpBackend implements CompletionBackend {
   /** Token ids of `text` without special tokens: the local tokenizer, else the server's `/tokenize`. */
   async tokenize(text: string): Promise<number[]> {
     if (this.tokenizer) return this.tokenizer.encode(text);
-    const call = tokenizeCall(this.kind, this.model, text);
+    const ids = await this.serverTokenize(text, false);
+    if (this.kind !== 'tgi') return ids;
+    const specials = await (this.tgiSpecials ??= this.serverTokenize('', true));
+    return specials.every((t, i) => ids[i] === t) ? ids.slice(specials.length) : ids;
+  }
+
+  private async serverTokenize(text: string, addSpecial: boolean): Promise<number[]> {
+    const call = tokenizeCall(this.kind, this.model, text, addSpecial);
     return parseTokenize(this.kind, await this.pool.json(call.path, call.body, this.signal));
   }
 
-  /** What stands for an empty context: BOS (or EOS) of the local tokenizer, else the server's special tokens for "". */
+  /** The BOS policy as resolved for this checkpoint; asked of the server once (a failed attempt is tried again). */
+  bos(): Promise<BosUse> {
+    this.bosUse ??= this.serverBos().catch((error: unknown) => {
+      this.bosUse = undefined;
+      throw error;
+    });
+    return this.bosUse;
+  }
+
+  /**
+   * The policy resolved from what the server's tokenizer does: `/tokenize` with and without
+   * special tokens (TGI's always adds them: what it adds to ""). TGI takes text and adds its
+   * tokenizer's specials itself, so a policy it cannot honour is refused here.
+   */
+  private async serverBos(): Promise<BosUse> {
+    const policy = this.bosPolicy;
+    const adds = this.kind === 'tgi'
+      ? (await (this.tgiSpecials ??= this.serverTokenize('', true)))[0]
+      : prependedToken(await this.serverTokenize(BOS_PROBE_TEXT, true), await this.serverTokenize(BOS_PROBE_TEXT, false));
+    const where = { file: '--bos' };
+    if (this.kind === 'tgi' && policy === 'never' && adds !== undefined) {
+      throw new InputError(where, `--bos never: TGI at ${this.pool.urls.join(',')} tokenises the text itself and its tokenizer puts token ${adds} first, which TGI cannot be told to leave out; use --bos auto, or serve the checkpoint with vLLM, SGLang or probe serve`);
+    }
+    if (policy === 'never') return { policy, id: null, source: '--bos never' };
+    if (policy === 'always') {
+      if (adds === undefined) {
+        throw new InputError(where, this.kind === 'tgi'
+          ? `--bos always: TGI at ${this.pool.urls.join(',')} tokenises the text itself and its tokenizer adds no BOS; use --bos never/auto, or serve the checkpoint with vLLM, SGLang or probe serve`
+          : `--bos always: the server's /tokenize adds no BOS with add_special_tokens, so its BOS id is unknown; give --tokenizer DIR (the checkpoint's tokenizer_config.json names it)`);
+      }
+      return { policy, id: adds, source: '--bos always (the BOS the server\'s tokenizer adds)' };
+    }
+    return adds === undefined
+      ? { policy, id: null, source: 'the server\'s tokenizer adds none (/tokenize with add_special_tokens)' }
+      : { policy, id: adds, source: 'the server\'s tokenizer prepends it (/tokenize with add_special_tokens)' };
+  }
+
+  /**
+   * What stands for an empty context: BOS (or EOS) of the local tokenizer, else the server's
+   * special tokens for "" (else the `prefix_token_id` that probe serve's /tokenize adds).
+   */
   private async prefixIds(): Promise<number[]> {
     if (this.tokenizer) return [this.tokenizer.prefixId];
     const call = tokenizeCall(this.kind, this.model, '', true);
-    const ids = parseTokenize(this.kind, await this.pool.json(call.path, call.body, this.signal));
+    const answer = await this.pool.json<{ prefix_token_id?: unknown }>(call.path, call.body, this.signal);
+    const ids = parseTokenize(this.kind, answer);
+    if (ids.length === 0 && Number.isInteger(answer?.prefix_token_id)) return [answer.prefix_token_id as number];
     if (ids.length === 0) throw new ProbeError(`${this.id}: an empty context needs a BOS token; the server adds none, so give --tokenizer`);
     return ids;
   }
@@ -119,17 +178,19 @@ export class HttpBackend implements CompletionBackend {
     const encoded = new Map<string, number[]>();
     await Promise.all([...new Set(texts)].map(async (t) => encoded.set(t, await this.tokenize(t))));
     const pairs = splitContinuations(request.context, request.continuations, (t) => encoded.get(t)!, { anchor: false });
-    const prefix = pairs.some((p) => p.contextTokens.length === 0) ? await this.prefixIds() : [];
+    const bos = await this.bos();
+    const head = bosHead(bos);
+    const prefix = head.length === 0 && pairs.some((p) => p.contextTokens.length === 0) ? await this.prefixIds() : [];
     return Promise.all(pairs.map(async (pair) => {
-      let context = pair.contextTokens.length === 0 ? prefix : pair.contextTokens;
       const room = (this.maxModelLen ?? Infinity) - 1 - pair.continuationTokens.length;
       if (room < 1) throw new ProbeError(`a continuation of ${pair.continuationTokens.length} tokens does not fit the ${this.maxModelLen}-token window of ${this.id}`);
-      const truncated = context.length > room;
-      if (truncated) context = context.slice(context.length - room);
-      const ids = [...context, ...pair.continuationTokens];
-      const call = scoreCall(this.kind, this.model, ids, this.tokenizer ? this.tokenizer.decode(ids) : pair.context + pair.continuation);
-      const scored = parseScore(this.kind, await this.pool.json(call.path, call.body, this.signal), ids);
-      const at = context.length;
+      // BOS stays first when the context is cut (bos.ts); token-id prompts carry it, TGI adds its own.
+      const { ids: context, truncated } = fitContext(pair.contextTokens, head, prefix, room);
+      const sent = [...(this.kind === 'tgi' ? context.slice(head.length) : context), ...pair.continuationTokens];
+      const call = scoreCall(this.kind, this.model, sent, this.tokenizer ? this.tokenizer.decode(sent) : pair.context + pair.continuation);
+      const scored = parseScore(this.kind, await this.pool.json(call.path, call.body, this.signal), sent);
+      if (this.kind === 'tgi') this.checkTgiBos(scored.prepended, bos);
+      const at = sent.length - pair.continuationTokens.length;
       const tokenLogprobs = scored.logprobs.slice(at).map((v, i) => {
         if (v === null) throw new ProbeError(`${this.id} returned no log-prob for continuation token ${i}`);
         return v;
@@ -138,18 +199,27 @@ export class HttpBackend implements CompletionBackend {
     }));
   }
 
+  /** TGI adds its tokenizer's specials itself: what it put first must be the BOS the policy asks for. */
+  private checkTgiBos(prepended: number | undefined, bos: BosUse): void {
+    if (prepended === (bos.id ?? undefined)) return;
+    throw new InputError({ file: '--bos', field: 'details.prefill' }, prepended === undefined
+      ? `--bos ${bos.policy} resolved to BOS ${bos.id} (${bos.source}), but TGI at ${this.pool.urls.join(',')} put no BOS before the prompt, and it takes text, so it cannot be given one; use --bos never, or serve the checkpoint with vLLM, SGLang or probe serve`
+      : `--bos ${bos.policy} resolved to ${bos.id === null ? 'no BOS' : `BOS ${bos.id}`} (${bos.source}), but TGI at ${this.pool.urls.join(',')} put token ${prepended} before the prompt and cannot be told not to; use --bos auto or always, or serve the checkpoint with vLLM, SGLang or probe serve`);
+  }
+
   async sample(requests: SampleRequest[]): Promise<Sample[][]> {
     return this.named(Promise.all(requests.map((r) => this.sampleOne(r))));
   }
 
   private async sampleOne(request: SampleRequest): Promise<Sample[]> {
-    let prompt = await this.tokenize(request.prompt);
-    if (prompt.length === 0) prompt = await this.prefixIds();
+    const tokens = await this.tokenize(request.prompt);
+    const head = bosHead(await this.bos());
+    const prefix = tokens.length === 0 && head.length === 0 ? await this.prefixIds() : [];
     const room = (this.maxModelLen ?? Infinity) - request.maxTokens;
     if (room < 1) throw new ProbeError(`maxTokens ${request.maxTokens} leaves no room for a prompt in the ${this.maxModelLen}-token window of ${this.id}`);
-    const truncated = prompt.length > room;
-    if (truncated) prompt = prompt.slice(prompt.length - room);
-    const text = this.tokenizer ? this.tokenizer.decode(prompt) : request.prompt;
+    const { ids: prompt, truncated } = fitContext(tokens, head, prefix, room);
+    // TGI takes text and adds its own specials: the text is the prompt's without the BOS.
+    const text = this.tokenizer ? this.tokenizer.decode(prompt.slice(head.length)) : request.prompt;
     // TGI has no n: one request per sample, seeded seed + i as vLLM seeds its children.
     const perRequest = this.kind === 'tgi' ? 1 : request.n;
     const calls = Array.from({ length: request.n / perRequest }, (_, i) => sampleCall(this.kind, this.model, { ...request, prompt: text, promptIds: prompt, n: perRequest, seed: request.seed + i }));

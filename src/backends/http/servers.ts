@@ -33,7 +33,12 @@ export class ServerContractError extends ProbeError {
 export interface ScoreCall { path: string; body: Record<string, unknown> }
 
 /** Per prompt position (0 = first token, which has none): the token's log-prob and whether it was the argmax. */
-export interface PromptLogprobs { logprobs: Array<number | null>; greedy: Array<boolean | null> }
+export interface PromptLogprobs {
+  logprobs: Array<number | null>;
+  greedy: Array<boolean | null>;
+  /** TGI, which tokenises the text itself: the token its tokenizer put before the prompt's own (a BOS), if it put one. */
+  prepended?: number;
+}
 
 export function scoreCall(kind: ServerKind, model: string, ids: number[], text: string): ScoreCall {
   switch (kind) {
@@ -141,7 +146,7 @@ export function parseScore(kind: ServerKind, answer: unknown, ids: number[]): Pr
       if (offset > 1 || ids.some((id, i) => prefill[i + offset]!.id !== id)) {
         fail(kind, `details.prefill holds tokens [${prefill.slice(0, 8).map((p) => p.id).join(', ')}…], the prompt is [${ids.slice(0, 8).join(', ')}…] (TGI tokenises the text itself; give --tokenizer the checkpoint's own tokenizer)`);
       }
-      return { logprobs: ids.map((_, i) => (i + offset === 0 ? null : prefill[i + offset]!.logprob)), greedy: ids.map(() => null) };
+      return { logprobs: ids.map((_, i) => (i + offset === 0 ? null : prefill[i + offset]!.logprob)), greedy: ids.map(() => null), ...(offset === 1 ? { prepended: prefill[0]!.id } : {}) };
     }
     case 'llamacpp':
       return fail(kind, SCORING_METHOD.llamacpp);

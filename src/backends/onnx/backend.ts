@@ -10,6 +10,7 @@
 import { realpathSync } from 'node:fs';
 import { ProbeError } from '../../errors.ts';
 import { createRng } from '../../util/rng.ts';
+import { bosHead, fitContext, type BosPolicy, type BosUse } from '../bos.ts';
 import { encodeTail, splitContinuations, type SplitPair } from '../boundary.ts';
 import { chooseToken, logSoftmaxAt } from '../logits.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
@@ -23,6 +24,8 @@ export interface OnnxBackendOptions {
   chunkSize?: number;
   /** Override the checkpoint's window (max_position_embeddings), e.g. to test truncation. */
   window?: number;
+  /** Whether a BOS token goes before every context and prompt (bos.ts; default auto: what the tokenizer does). */
+  bos?: BosPolicy;
 }
 
 const utf8 = new TextEncoder();
@@ -33,10 +36,13 @@ const MIN_CHUNK = 64;
 export class OnnxBackend implements CompletionBackend {
   readonly id: string;
   readonly window: number;
+  /** The BOS policy as resolved for this checkpoint's tokenizer. */
+  readonly bosUse: BosUse;
   private readonly chunkSize: number;
 
   private constructor(readonly dir: string, private readonly tokenizer: CheckpointTokenizer, private readonly graph: OnnxGraph, options: OnnxBackendOptions) {
     this.id = `onnx:${dir}`;
+    this.bosUse = tokenizer.bos(options.bos ?? 'auto');
     this.window = options.window ?? graph.window;
     this.chunkSize = options.chunkSize ?? 512;
   }
@@ -46,6 +52,7 @@ export class OnnxBackend implements CompletionBackend {
     const files = readCheckpointDir(dirArg);
     const tokenizer = new CheckpointTokenizer(files);
     checkSpecialTokens(files.dir, files.config, tokenizer);
+    tokenizer.bos(options.bos ?? 'auto'); // a policy the tokenizer cannot honour is bad input, before the graph loads
     const graph = await OnnxGraph.load(files);
     try {
       checkLogitsWidth(files.dir, files.modelPath, files.config, tokenizer, graph.vocab);
@@ -73,6 +80,10 @@ export class OnnxBackend implements CompletionBackend {
     return this.tokenizer.decode(ids);
   }
 
+  async bos(): Promise<BosUse> {
+    return this.bosUse;
+  }
+
   async score(requests: ScoreRequest[]): Promise<ScoreResult[][]> {
     const results: ScoreResult[][] = [];
     for (const request of requests) results.push(await this.scoreOne(request));
@@ -87,23 +98,22 @@ export class OnnxBackend implements CompletionBackend {
     pairs.forEach((pair, i) => groups.set(pair.contextTokens, [...(groups.get(pair.contextTokens) ?? []), i]));
     const results: ScoreResult[] = new Array(pairs.length);
     for (const [contextTokens, members] of groups) {
-      const scored = await this.scoreShared(contextTokens, members.map((i) => pairs[i]!));
+      const scored = await this.scoreShared(contextTokens, members.map((i) => pairs[i]!), bosHead(this.bosUse));
       members.forEach((i, k) => { results[i] = scored[k]!; });
     }
     return results;
   }
 
-  /** Scores continuations of one context, feeding the context once. */
-  private async scoreShared(contextTokens: number[], pairs: SplitPair[]): Promise<ScoreResult[]> {
-    let context = contextTokens.length === 0 ? [this.tokenizer.prefixId] : contextTokens;
+  /** Scores continuations of one context, feeding `head` (the BOS, or nothing) and the context once. */
+  private async scoreShared(contextTokens: number[], pairs: SplitPair[], head: number[] = []): Promise<ScoreResult[]> {
     // Every option sees the same context: cut it so the longest continuation still fits.
     const longest = Math.max(...pairs.map((p) => p.continuationTokens.length));
     const room = this.window - Math.max(0, longest - 1);
     if (room < 1) {
       throw new ProbeError(`a continuation of ${longest} tokens does not fit the ${this.window}-token window of ${this.dir}`);
     }
-    const truncated = context.length > room;
-    if (truncated) context = context.slice(context.length - room);
+    // BOS stays first when the context is cut; an empty context is the BOS, else the prefix token.
+    const { ids: context, truncated } = fitContext(contextTokens, head, [this.tokenizer.prefixId], room);
 
     const results: ScoreResult[] = [];
     if (this.graph.hasCache) {
@@ -227,17 +237,14 @@ export class OnnxBackend implements CompletionBackend {
   }
 
   private async sampleOne(request: SampleRequest): Promise<Sample[]> {
-    return this.sampleIds(encodeTail(request.prompt, this.window, (text) => this.tokenizer.encode(text)), request);
+    return this.sampleIds(encodeTail(request.prompt, this.window, (text) => this.tokenizer.encode(text)), request, bosHead(this.bosUse));
   }
 
-  /** Samples continuations of a token-id prompt (`request.prompt` is ignored). */
-  async sampleIds(promptIds: number[], request: SampleRequest): Promise<Sample[]> {
-    let prompt = promptIds;
-    if (prompt.length === 0) prompt = [this.tokenizer.prefixId];
+  /** Samples continuations of `head` (the BOS, or nothing) and a token-id prompt (`request.prompt` is ignored). */
+  async sampleIds(promptIds: number[], request: SampleRequest, head: number[] = []): Promise<Sample[]> {
     const room = this.window - request.maxTokens;
     if (room < 1) throw new ProbeError(`maxTokens ${request.maxTokens} leaves no room for a prompt in the ${this.window}-token window of ${this.dir}`);
-    const truncated = prompt.length > room;
-    if (truncated) prompt = prompt.slice(prompt.length - room);
+    const { ids: prompt, truncated } = fitContext(promptIds, head, [this.tokenizer.prefixId], room);
     // The prompt is fed once; every sample continues from the same cache.
     const prefix = this.graph.hasCache ? await this.feed(prompt, undefined) : undefined;
     const samples: Sample[] = [];

@@ -4,6 +4,7 @@
  */
 import { PreTrainedTokenizer } from '@huggingface/transformers';
 import { describeCause, InputError } from '../../errors.ts';
+import { BOS_PROBE_TEXT, prependedToken, type BosPolicy, type BosUse } from '../bos.ts';
 import type { TokenizerFiles } from './checkpoint.ts';
 
 function gpt2ByteDecoder(): Map<string, number> {
@@ -29,8 +30,10 @@ export class CheckpointTokenizer {
   /** Token used as the context when a context is empty (lm-evaluation-harness uses EOT). */
   readonly prefixId: number;
   readonly vocabSize: number;
+  private readonly files: TokenizerFiles;
 
   constructor(files: TokenizerFiles) {
+    this.files = files;
     const file = `${files.dir}/tokenizer.json`;
     try {
       this.inner = new PreTrainedTokenizer(files.tokenizerJson, files.tokenizerConfig);
@@ -56,6 +59,32 @@ export class CheckpointTokenizer {
 
   encode(text: string): number[] {
     return this.inner.encode(text, { add_special_tokens: false });
+  }
+
+  /**
+   * The BOS policy resolved for this tokenizer (bos.ts): `auto` is what it does itself — an
+   * explicit boolean `add_bos_token` in tokenizer_config.json, else whether encoding with
+   * special tokens prepends one; `always` needs a BOS token to exist.
+   */
+  bos(policy: BosPolicy): BosUse {
+    const configFile = `${this.files.dir}/tokenizer_config.json`;
+    const prepended = prependedToken(this.inner.encode(BOS_PROBE_TEXT, { add_special_tokens: true }), this.encode(BOS_PROBE_TEXT));
+    const bosId = this.inner.bos_token_id ?? prepended;
+    if (policy === 'never') return { policy, id: null, source: '--bos never' };
+    if (policy === 'always') {
+      if (bosId === undefined || bosId === null) {
+        throw new InputError({ file: configFile, field: 'bos_token' }, `--bos always: the tokenizer has no BOS token (no bos_token in tokenizer_config.json, and the post-processor in ${this.files.dir}/tokenizer.json prepends none)`);
+      }
+      return { policy, id: bosId, source: '--bos always' };
+    }
+    const explicit = this.files.tokenizerConfig.add_bos_token;
+    if (typeof explicit === 'boolean') {
+      if (!explicit) return { policy, id: null, source: 'tokenizer_config.json add_bos_token: false' };
+      if (bosId === undefined || bosId === null) throw new InputError({ file: configFile, field: 'add_bos_token' }, 'add_bos_token is true but the tokenizer has no BOS token (bos_token)');
+      return { policy, id: bosId, source: 'tokenizer_config.json add_bos_token: true' };
+    }
+    if (prepended !== undefined) return { policy, id: prepended, source: 'tokenizer.json post_processor prepends it' };
+    return { policy, id: null, source: 'the tokenizer adds none (no add_bos_token, no post-processor BOS)' };
   }
 
   decode(ids: number[]): string {

@@ -1,0 +1,16 @@
+/** `--bos auto|always|never`: whether a BOS token goes before every context scored and prompt sampled (backends/bos.ts). */
+import { Command, Option } from 'commander';
+import { BOS_POLICIES, type BosPolicy } from '../backends/bos.ts';
+
+export interface BosFlags { bos?: BosPolicy }
+
+export function addBosOption(command: Command): Command {
+  return command.addOption(new Option('--bos <policy>',
+    'BOS token before every context and prompt: auto = what the checkpoint\'s tokenizer does (add_bos_token in tokenizer_config.json, else its post-processor; as HF and vLLM), always, never (lm-evaluation-harness\'s default)')
+    .choices([...BOS_POLICIES]).default('auto'));
+}
+
+/** What run.json's config says about it: only a policy other than the default, so runs from before the flag still resume. */
+export function bosConfig(policy: BosPolicy | undefined): Record<string, unknown> {
+  return policy && policy !== 'auto' ? { bos: policy } : {};
+}
