@@ -120,6 +120,43 @@ describe('chooseToken on a tiny vocabulary', () => {
   });
 });
 
+describe('top-p and top-k over a real-sized vocabulary', () => {
+  /** The walk over the whole vocabulary sorted, as chooseToken did before it sorted only the candidates. */
+  function fullSortChoice(row: Float32Array, temperature: number, topP: number, topK: number, u: number): number {
+    let max = -Infinity;
+    for (const v of row) if (v > max) max = v;
+    const probs = Float64Array.from(row, (v) => Math.exp((v - max) / temperature));
+    const total = probs.reduce((a, b) => a + b, 0);
+    const order = Array.from({ length: row.length }, (_, i) => i).sort((a, b) => probs[b]! - probs[a]! || a - b);
+    let kept = 0, mass = 0;
+    for (const id of order) {
+      if (kept >= topK || (kept > 0 && mass >= topP * total)) break;
+      mass += probs[id]!; kept++;
+    }
+    let left = u * mass;
+    for (let i = 0; i < kept; i++) { left -= probs[order[i]!]!; if (left < 0) return order[i]!; }
+    return order[kept - 1]!;
+  }
+
+  it('draws exactly what a sort of the whole vocabulary draws (151,936 ids; peaked, flat and tied rows)', () => {
+    const vocab = 151_936;
+    const gen = createRng('rows', 3);
+    const rows = [
+      Float32Array.from({ length: vocab }, () => gen.next() * 30 - 15),            // peaked: a few ids hold the mass
+      Float32Array.from({ length: vocab }, () => gen.next() * 0.5),                 // nearly flat: the nucleus is most of the vocabulary
+      Float32Array.from({ length: vocab }, (_, i) => (i % 7 === 0 ? 2 : 0)),        // ties across the cut
+    ];
+    for (const row of rows) {
+      for (const [temperature, topP, topK] of [[0.7, 0.95, vocab], [1, 0.5, vocab], [1, 1, 40], [0.7, 0.95, 5000], [1.3, 0.999, vocab]] as const) {
+        for (let seed = 0; seed < 4; seed++) {
+          const u = createRng('draw', seed).next();
+          expect(chooseToken(row, { temperature, topP, topK }, createRng('draw', seed)), `T=${temperature} p=${topP} k=${topK} seed ${seed}`).toBe(fullSortChoice(row, temperature, topP, topK, u));
+        }
+      }
+    }
+  }, 120_000);
+});
+
 describe('n-gram rungs declare their receptive field', () => {
   it.each([['ngram-agent', CKPT.agent], ['contaminated-agent', join(EMBEDDED_CHECKPOINTS, 'contaminated-agent')]])('%s: the last row from the trailing tokens equals the last row from the whole sequence', async (_name, dir) => {
     const files = readCheckpointDir(dir);

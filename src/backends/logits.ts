@@ -38,7 +38,7 @@ export function chooseToken(row: Float32Array, params: SamplingParams, rng: Rng)
   const topK = params.topK && params.topK > 0 && params.topK < vocab ? params.topK : vocab;
   if (topK === vocab && params.topP >= 1) return drawFrom(probs, total, rng);
 
-  const order = Array.from({ length: vocab }, (_, i) => i).sort((a, b) => probs[b]! - probs[a]! || a - b);
+  const order = nucleusCandidates(probs, total, params.topP, topK);
   let kept = 0;
   let mass = 0;
   for (const id of order) {
@@ -53,6 +53,33 @@ export function chooseToken(row: Float32Array, params: SamplingParams, rng: Rng)
     if (u < 0) return id;
   }
   return order[kept - 1]!;
+}
+
+/**
+ * The most likely token ids in the order top-k/top-p walks them (probability descending,
+ * lower id first among equals), enough of them that the walk stops inside: every id
+ * whose probability is at least some threshold, lowered until those ids hold topP of the
+ * mass or number topK. They are exactly the first ids of the whole vocabulary sorted, so
+ * the draw is the one a full sort gives; sorting a few hundred ids instead of a 150K
+ * vocabulary per sampled token is what keeps sampling cheap on real vocabularies.
+ */
+export function nucleusCandidates(probs: Float64Array, total: number, topP: number, topK: number): number[] {
+  let max = 0;
+  for (let i = 0; i < probs.length; i++) if (probs[i]! > max) max = probs[i]!;
+  const want = topP * total;
+  for (let threshold = max / 16; ; threshold /= 16) {
+    const ids: number[] = [];
+    let mass = 0;
+    for (let i = 0; i < probs.length; i++) {
+      if (probs[i]! >= threshold) { ids.push(i); mass += probs[i]!; }
+    }
+    if (mass < want && ids.length < topK && threshold > 0 && ids.length < probs.length) continue;
+    ids.sort((a, b) => probs[b]! - probs[a]! || a - b);
+    // The walk sums in this order, which may round differently from the sum above: check it as the walk will.
+    let walked = 0;
+    for (const id of ids) walked += probs[id]!;
+    if (walked >= want || ids.length >= topK || threshold === 0 || ids.length === probs.length) return ids;
+  }
 }
 
 function drawFrom(probs: Float64Array, total: number, rng: Rng): number {
