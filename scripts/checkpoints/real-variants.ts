@@ -24,7 +24,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
-import { toHalfBits } from './onnx-graph.ts';
+import { fromHalfBits, toHalfBits } from './onnx-graph.ts';
 import { encodeModel, floatsOf, type ModelProto, readModel, type TensorProto } from './real-graph.ts';
 
 const { onnx } = onnxProto;
@@ -98,12 +98,20 @@ export function toFloat16(source: ModelProto): ModelProto {
   return model;
 }
 
-/** The MatMuls whose B is a 2-D float initializer (the linear layers and the LM head), with that weight. */
-function weightMatMuls(graph: OnnxTypes.GraphProto): Array<{ node: NodeProto; weight: TensorProto }> {
+/** A float32 or float16 initializer's values as float32. */
+function valuesOf(tensor: TensorProto): Float32Array {
+  if (tensor.dataType !== T.FLOAT16) return floatsOf(tensor);
+  const raw = tensor.rawData!;
+  const bits = new Uint16Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));
+  return Float32Array.from(bits, fromHalfBits);
+}
+
+/** The MatMuls whose B is a 2-D float (or float16) initializer (the linear layers and the LM head), with that weight. */
+function weightMatMuls(graph: OnnxTypes.GraphProto, types: number[] = [T.FLOAT]): Array<{ node: NodeProto; weight: TensorProto }> {
   const weights = new Map(graph.initializer.map((t) => [t.name!, t]));
   return graph.node.flatMap((n) => {
     const weight = n.opType === 'MatMul' ? weights.get(n.input![1]!) : undefined;
-    return weight && weight.dataType === T.FLOAT && weight.dims!.length === 2 ? [{ node: n, weight }] : [];
+    return weight && types.includes(weight.dataType!) && weight.dims!.length === 2 ? [{ node: n, weight }] : [];
   });
 }
 
@@ -191,18 +199,24 @@ export function packQ4(values: Float32Array, k: number, n: number): { b: Uint8Ar
   return { b, scales, zeroPoints };
 }
 
-/** model_q4.onnx (MatMul4BitsQuantizer, block 32, asymmetric): every weight MatMul becomes MatMulNBits. */
+/**
+ * model_q4.onnx (MatMul4BitsQuantizer, block 32, asymmetric): every weight MatMul becomes
+ * MatMulNBits. Run on a toFloat16 model it gives model_q4f16.onnx (float16 activations and
+ * scales), as onnx-community makes it.
+ */
 export function quantizeQ4(source: ModelProto): ModelProto {
   const model = clone(source);
   const graph = graphOf(model);
   const replacements = new Map<NodeProto, NodeProto[]>();
   const added: TensorProto[] = [];
-  for (const { node: mm, weight } of weightMatMuls(graph)) {
+  for (const { node: mm, weight } of weightMatMuls(graph, [T.FLOAT, T.FLOAT16])) {
     const [k, n] = weight.dims!.map(Number) as [number, number];
-    const { b, scales, zeroPoints } = packQ4(floatsOf(weight), k, n);
+    const { b, scales, zeroPoints } = packQ4(valuesOf(weight), k, n);
     const w = weight.name!;
     added.push(rawTensor(`${w}_Q4`, T.UINT8, [n, k / Q4_BLOCK, Q4_BLOCK / 2], b));
-    added.push(rawTensor(`${w}_scales`, T.FLOAT, [n * (k / Q4_BLOCK)], scales));
+    added.push(weight.dataType === T.FLOAT16
+      ? rawTensor(`${w}_scales`, T.FLOAT16, [n * (k / Q4_BLOCK)], toHalfBits(scales))
+      : rawTensor(`${w}_scales`, T.FLOAT, [n * (k / Q4_BLOCK)], scales));
     added.push(rawTensor(`${w}_zero_points`, T.UINT8, [zeroPoints.length], zeroPoints));
     replacements.set(mm, [node('MatMulNBits', [mm.input![0]!, `${w}_Q4`, `${w}_scales`, `${w}_zero_points`], [mm.output![0]!],
       [intAttr('K', k), intAttr('N', n), intAttr('bits', 4), intAttr('block_size', Q4_BLOCK)], MS_DOMAIN)]);
@@ -294,7 +308,23 @@ export function checkpointShell(source: string, dir: string): string {
 
 export { readModel };
 
-/** For checking packQ4 on a small matrix: W as MatMulNBits reads it back. */
+/**
+ * The float32 graph with every weight replaced by its q4 round trip (packQ4 → unpackQ4):
+ * what model_q4.onnx computes if onnxruntime reads the packing as packQ4 writes it, so the
+ * two agreeing checks the layout independently of how much 4 bits cost.
+ */
+export function dequantizedQ4(source: ModelProto): ModelProto {
+  const model = clone(source);
+  for (const { weight } of weightMatMuls(graphOf(model))) {
+    const [k, n] = weight.dims!.map(Number) as [number, number];
+    const values = unpackQ4(packQ4(floatsOf(weight), k, n), k, n);
+    weight.floatData = [];
+    weight.rawData = Buffer.from(values.buffer, values.byteOffset, values.byteLength);
+  }
+  return model;
+}
+
+/** W [K, N] as MatMulNBits reads packQ4's output back: (q − zero point) · scale. */
 export function unpackQ4(packed: ReturnType<typeof packQ4>, k: number, n: number): Float32Array {
   const blocks = k / Q4_BLOCK;
   const zpBytes = Math.ceil(blocks / 2);
