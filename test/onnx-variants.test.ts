@@ -37,6 +37,7 @@ const ITEMS = ['demo-04', 'demo-02', 'demo-03', 'demo-01'];
 const TOLERANCE = {
   fp16: { nats: 0.1, bpb: 0.002 },
   q8: { nats: 1.5, bpb: 0.01 },
+  uint8: { nats: 1.5, bpb: 0.01 },
   q4: { nats: 7, bpb: 0.03 },
   q4f16: { nats: 7, bpb: 0.03 },
 } as const;
@@ -81,6 +82,7 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
     const half = toFloat16(base);
     writeModel(half, join(onnxDir, 'model_fp16.onnx'), { external: true });
     writeModel(quantizeInt8(base), join(onnxDir, 'model_quantized.onnx'));
+    writeModel(quantizeInt8(base, 'uint8'), join(onnxDir, 'model_uint8.onnx'));
     writeModel(quantizeQ4(base), join(onnxDir, 'model_q4.onnx'));
     writeModel(quantizeQ4(half), join(onnxDir, 'model_q4f16.onnx'));
     variants = join(root, 'variants');
@@ -142,8 +144,9 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
     expectWithin('fp16', await scoreAll(variants, 'fp16'));
   });
 
-  it('runs q8 (model_quantized.onnx: dynamic int8 MatMulInteger) within the stated tolerance of fp32', async () => {
+  it('runs q8 (model_quantized.onnx: dynamic int8 MatMulInteger) and uint8 (asymmetric uint8 weights) within the stated tolerance of fp32', async () => {
     expectWithin('q8', await scoreAll(variants, 'q8'));
+    expectWithin('uint8', await scoreAll(variants, 'uint8'));
   });
 
   it('reads q4 (MatMulNBits) as packed: equal to fp32 with the dequantized weights; within the stated tolerance of fp32', async () => {
@@ -165,7 +168,7 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
     })();
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).location).toEqual({ file: join(variants, 'onnx', 'model_bnb4.onnx'), field: '--dtype' });
-    expect((error as InputError).message).toContain('it has fp32 (onnx/model.onnx), fp16 (onnx/model_fp16.onnx), q8 (onnx/model_quantized.onnx), q4 (onnx/model_q4.onnx), q4f16 (onnx/model_q4f16.onnx)');
+    expect((error as InputError).message).toContain('it has fp32 (onnx/model.onnx), fp16 (onnx/model_fp16.onnx), q8 (onnx/model_quantized.onnx), uint8 (onnx/model_uint8.onnx), q4 (onnx/model_q4.onnx), q4f16 (onnx/model_q4f16.onnx)');
   });
 
   it('keys the result cache by dtype: fp16 of a directory never answers from its fp32 entries', async () => {

@@ -9,7 +9,8 @@
  *   it has no float16 kernel for.
  * - `quantizeInt8`: onnxruntime.quantization.quantize_dynamic's `model_quantized.onnx`:
  *   each MatMul over a weight becomes DynamicQuantizeLinear(A) → MatMulInteger(A_q, W_q,
- *   A_zp, W_zp) → Cast → Mul(A_scale · W_scale), weights int8 symmetric per tensor.
+ *   A_zp, W_zp) → Cast → Mul(A_scale · W_scale), weights int8 symmetric per tensor (or
+ *   uint8 asymmetric: `model_uint8.onnx`).
  * - `quantizeQ4`: MatMul4BitsQuantizer's `model_q4.onnx`: com.microsoft MatMulNBits (4 bits,
  *   blocks of 32 along K, asymmetric with packed zero points).
  * - `withoutPositionIds`: Optimum's exports that compute positions from the mask
@@ -123,8 +124,28 @@ function rewrite(graph: OnnxTypes.GraphProto, replacements: Map<NodeProto, NodeP
   graph.valueInfo = [];
 }
 
-/** model_quantized.onnx (quantize_dynamic, QInt8 weights): integer matmuls over dynamically quantized activations. */
-export function quantizeInt8(source: ModelProto): ModelProto {
+/**
+ * Weights as quantize_dynamic stores them, per tensor: int8 symmetric (zero point 0, scale
+ * max|w|/127), or uint8 asymmetric over [min(w, 0), max(w, 0)].
+ */
+function quantizeWeights(values: Float32Array, type: 'int8' | 'uint8'): { q: Int8Array | Uint8Array; scale: number; zeroPoint: number } {
+  let lo = 0;
+  let hi = 0;
+  for (const v of values) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+  if (type === 'int8') {
+    const scale = Math.max(-lo, hi) / 127 || 1;
+    return { q: Int8Array.from(values, (v) => Math.max(-127, Math.min(127, Math.round(v / scale)))), scale, zeroPoint: 0 };
+  }
+  const scale = (hi - lo) / 255 || 1;
+  const zeroPoint = Math.max(0, Math.min(255, Math.round(-lo / scale)));
+  return { q: Uint8Array.from(values, (v) => Math.max(0, Math.min(255, Math.round(v / scale) + zeroPoint))), scale, zeroPoint };
+}
+
+/**
+ * model_quantized.onnx / model_int8.onnx (quantize_dynamic, QInt8 weights) or
+ * model_uint8.onnx (QUInt8): integer matmuls over dynamically quantized activations.
+ */
+export function quantizeInt8(source: ModelProto, weightType: 'int8' | 'uint8' = 'int8'): ModelProto {
   const model = clone(source);
   const graph = graphOf(model);
   const replacements = new Map<NodeProto, NodeProto[]>();
@@ -139,15 +160,11 @@ export function quantizeInt8(source: ModelProto): ModelProto {
       quantized.set(a, a);
       nodes.push(node('DynamicQuantizeLinear', [a], [`${a}_quantized`, `${a}_scale`, `${a}_zero_point`]));
     }
-    const values = floatsOf(weight);
-    let max = 0;
-    for (const v of values) max = Math.max(max, Math.abs(v));
-    const scale = max > 0 ? max / 127 : 1;
-    const q = new Int8Array(values.length);
-    for (let i = 0; i < values.length; i++) q[i] = Math.max(-127, Math.min(127, Math.round(values[i]! / scale)));
-    added.push(rawTensor(`${w}_quantized`, T.INT8, weight.dims!.map(Number), q));
+    const { q, scale, zeroPoint } = quantizeWeights(floatsOf(weight), weightType);
+    const type = weightType === 'int8' ? T.INT8 : T.UINT8;
+    added.push(rawTensor(`${w}_quantized`, type, weight.dims!.map(Number), q));
     added.push(rawTensor(`${w}_scale`, T.FLOAT, [], Float32Array.of(scale)));
-    added.push(rawTensor(`${w}_zero_point`, T.INT8, [], Int8Array.of(0)));
+    added.push(rawTensor(`${w}_zero_point`, type, [], weightType === 'int8' ? Int8Array.of(zeroPoint) : Uint8Array.of(zeroPoint)));
     const out = mm.output![0]!;
     nodes.push(
       node('MatMulInteger', [`${a}_quantized`, `${w}_quantized`, `${a}_zero_point`, `${w}_zero_point`], [`${out}_quantized`]),
