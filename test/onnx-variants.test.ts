@@ -6,7 +6,7 @@
  * - layout only (external weights, no position_ids input, num_logits_to_keep /
  *   logits_to_keep): the same numbers as HF transformers, within 1e-4 nats per item;
  * - dtype variants picked with `dtype` (fp16 with a float16 cache and logits, q8 =
- *   model_quantized.onnx, q4, q4f16): agree with float32 within the tolerances measured
+ *   model_quantized.onnx, uint8, q4, q4f16, bnb4): agree with float32 within the tolerances measured
  *   and written down in README.md ("Checkpoints"), with room to spare.
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -15,7 +15,7 @@ import { directoryFingerprint, openBackend } from '../src/backends/open.ts';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  checkpointShell, dequantizedQ4, quantizeInt8, quantizeQ4, readModel, toFloat16, withLogitsToKeep, withoutPositionIds, writeModel,
+  checkpointShell, dequantized, quantizeBnb4, quantizeInt8, quantizeQ4, readModel, toFloat16, withLogitsToKeep, withoutPositionIds, writeModel,
 } from '../scripts/checkpoints/real-variants.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { readCheckpointDir } from '../src/backends/onnx/checkpoint.ts';
@@ -40,6 +40,7 @@ const TOLERANCE = {
   uint8: { nats: 1.5, bpb: 0.01 },
   q4: { nats: 7, bpb: 0.03 },
   q4f16: { nats: 7, bpb: 0.03 },
+  bnb4: { nats: 16, bpb: 0.1 },
 } as const;
 
 interface Item { context: string; gold: string }
@@ -50,7 +51,7 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
   const reference = present ? (JSON.parse(readFileSync(join(MODELS, 'reference-logprobs.json'), 'utf8')) as { models: Record<string, { items: Record<string, { nats_nobos: number }> }> }).models['llama-bpe8k-s250']!.items : {};
   /** One directory with every dtype variant, as onnx-community ships them; one per layout variant. */
   let variants = '';
-  let layouts: Record<'external' | 'noPositions' | 'numLogitsToKeep' | 'logitsToKeep' | 'q4Dequantized', string> = { external: '', noPositions: '', numLogitsToKeep: '', logitsToKeep: '', q4Dequantized: '' };
+  let layouts: Record<'external' | 'noPositions' | 'numLogitsToKeep' | 'logitsToKeep' | 'q4Dequantized' | 'bnb4Dequantized', string> = { external: '', noPositions: '', numLogitsToKeep: '', logitsToKeep: '', q4Dequantized: '', bnb4Dequantized: '' };
   let fp32: Scored[] = [];
 
   async function scoreAll(dir: string, dtype?: Dtype): Promise<Scored[]> {
@@ -85,6 +86,7 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
     writeModel(quantizeInt8(base, 'uint8'), join(onnxDir, 'model_uint8.onnx'));
     writeModel(quantizeQ4(base), join(onnxDir, 'model_q4.onnx'));
     writeModel(quantizeQ4(half), join(onnxDir, 'model_q4f16.onnx'));
+    writeModel(quantizeBnb4(base), join(onnxDir, 'model_bnb4.onnx'));
     variants = join(root, 'variants');
     const layout = (name: string, model: ReturnType<typeof readModel>) => {
       writeModel(model, join(checkpointShell(SOURCE, join(root, name)), 'model.onnx'));
@@ -95,7 +97,8 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
       noPositions: layout('no-positions', withoutPositionIds(base)),
       numLogitsToKeep: layout('num-logits-to-keep', withLogitsToKeep(withoutPositionIds(base))),
       logitsToKeep: layout('logits-to-keep', withLogitsToKeep(base, 'logits_to_keep')),
-      q4Dequantized: layout('q4-dequantized', dequantizedQ4(base)),
+      q4Dequantized: layout('q4-dequantized', dequantized(base, 'q4')),
+      bnb4Dequantized: layout('bnb4-dequantized', dequantized(base, 'bnb4')),
     };
     fp32 = await scoreAll(variants);
   }, 60_000);
@@ -158,17 +161,25 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
     expectWithin('q4f16', await scoreAll(variants, 'q4f16'));
   });
 
+  it('reads bnb4 (MatMulBnb4, NF4) as packed: equal to fp32 with the dequantized weights; within the stated tolerance of fp32', async () => {
+    const bnb4 = await scoreAll(variants, 'bnb4');
+    const dequantizedScores = await scoreAll(layouts.bnb4Dequantized);
+    // Measured ≤ 9.3e-6 nats per item.
+    bnb4.forEach((s, i) => expect(Math.abs(s.nats - dequantizedScores[i]!.nats), ITEMS[i]).toBeLessThan(1e-3));
+    expectWithin('bnb4', bnb4);
+  });
+
   it('names the variants a directory has when the asked one is missing', () => {
     const error = (() => {
       try {
-        readCheckpointDir(variants, 'bnb4');
+        readCheckpointDir(variants, 'int8');
       } catch (e) {
         return e;
       }
     })();
     expect(error).toBeInstanceOf(InputError);
-    expect((error as InputError).location).toEqual({ file: join(variants, 'onnx', 'model_bnb4.onnx'), field: '--dtype' });
-    expect((error as InputError).message).toContain('it has fp32 (onnx/model.onnx), fp16 (onnx/model_fp16.onnx), q8 (onnx/model_quantized.onnx), uint8 (onnx/model_uint8.onnx), q4 (onnx/model_q4.onnx), q4f16 (onnx/model_q4f16.onnx)');
+    expect((error as InputError).location).toEqual({ file: join(variants, 'onnx', 'model_int8.onnx'), field: '--dtype' });
+    expect((error as InputError).message).toContain('it has fp32 (onnx/model.onnx), fp16 (onnx/model_fp16.onnx), q8 (onnx/model_quantized.onnx), uint8 (onnx/model_uint8.onnx), q4 (onnx/model_q4.onnx), q4f16 (onnx/model_q4f16.onnx), bnb4 (onnx/model_bnb4.onnx)');
   });
 
   it('keys the result cache by dtype: fp16 of a directory never answers from its fp32 entries', async () => {
@@ -197,8 +208,8 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
     expect(run.code, run.stderr).toBe(0);
     const manifest = JSON.parse(readFileSync(join(out, 'run.json'), 'utf8')) as { config: Record<string, unknown> };
     expect(manifest.config.dtype).toBe('q4');
-    const missing = runProbe(['bpb', '--ckpt', variants, '--dtype', 'bnb4', '--probes', 'probes/demo.jsonl', '--limit', '1', '--no-cache']);
-    expectOneLineError(missing, /model_bnb4\.onnx: field "--dtype": file is missing .*it has fp32 \(onnx\/model\.onnx\), fp16/);
+    const missing = runProbe(['bpb', '--ckpt', variants, '--dtype', 'int8', '--probes', 'probes/demo.jsonl', '--limit', '1', '--no-cache']);
+    expectOneLineError(missing, /model_int8\.onnx: field "--dtype": file is missing .*it has fp32 \(onnx\/model\.onnx\), fp16/);
   }, 60_000);
 
   function expectWithin(dtype: keyof typeof TOLERANCE, scored: Scored[]): void {

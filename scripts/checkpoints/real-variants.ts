@@ -13,6 +13,7 @@
  *   uint8 asymmetric: `model_uint8.onnx`).
  * - `quantizeQ4`: MatMul4BitsQuantizer's `model_q4.onnx`: com.microsoft MatMulNBits (4 bits,
  *   blocks of 32 along K, asymmetric with packed zero points).
+ * - `quantizeBnb4`: MatMulBnb4Quantizer's `model_bnb4.onnx` (NF4, blocks of 64).
  * - `withoutPositionIds`: Optimum's exports that compute positions from the mask
  *   (cumsum − 1, the last `seq` of them) instead of taking `position_ids`.
  * - `withLogitsToKeep`: a `num_logits_to_keep` int64 scalar that slices the hidden states
@@ -243,6 +244,71 @@ export function quantizeQ4(source: ModelProto): ModelProto {
   return model;
 }
 
+export const BNB4_BLOCK = 64;
+
+/** bitsandbytes' NF4 code book (quant_type 1): 16 quantiles of N(0, 1), scaled to [-1, 1]. */
+const NF4 = [
+  -1, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0,
+  0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1,
+];
+
+/**
+ * W [K, N] in MatMulBnb4's layout: Wᵀ [N, K] flattened, in blocks of 64 with one absmax
+ * each, every value the nearest NF4 code of v / absmax, two a byte with the first in the
+ * high nibble (bitsandbytes' order, which onnxruntime's DequantizeBlockBnb4 reads).
+ */
+export function packBnb4(values: Float32Array, k: number, n: number): { b: Uint8Array; absmax: Float32Array } {
+  const numel = k * n;
+  const flat = new Float32Array(numel);
+  for (let col = 0; col < n; col++) for (let row = 0; row < k; row++) flat[col * k + row] = values[row * n + col]!;
+  const absmax = new Float32Array(Math.ceil(numel / BNB4_BLOCK));
+  const b = new Uint8Array(Math.ceil(numel / 2));
+  for (let blk = 0; blk < absmax.length; blk++) {
+    let max = 0;
+    for (let i = blk * BNB4_BLOCK; i < Math.min(numel, (blk + 1) * BNB4_BLOCK); i++) max = Math.max(max, Math.abs(flat[i]!));
+    absmax[blk] = max;
+    for (let i = blk * BNB4_BLOCK; i < Math.min(numel, (blk + 1) * BNB4_BLOCK); i++) {
+      const x = max > 0 ? flat[i]! / max : 0;
+      let code = 0;
+      for (let c = 1; c < 16; c++) if (Math.abs(NF4[c]! - x) < Math.abs(NF4[code]! - x)) code = c;
+      b[i >> 1]! |= code << (i & 1 ? 0 : 4);
+    }
+  }
+  return { b, absmax };
+}
+
+/** W [K, N] as MatMulBnb4 reads packBnb4's output back. */
+export function unpackBnb4(packed: ReturnType<typeof packBnb4>, k: number, n: number): Float32Array {
+  const out = new Float32Array(k * n);
+  for (let col = 0; col < n; col++) {
+    for (let row = 0; row < k; row++) {
+      const i = col * k + row;
+      const code = (packed.b[i >> 1]! >> (i & 1 ? 0 : 4)) & 15;
+      out[row * n + col] = NF4[code]! * packed.absmax[Math.floor(i / BNB4_BLOCK)]!;
+    }
+  }
+  return out;
+}
+
+/** model_bnb4.onnx (MatMulBnb4Quantizer, NF4, block 64): every weight MatMul becomes com.microsoft MatMulBnb4. */
+export function quantizeBnb4(source: ModelProto): ModelProto {
+  const model = clone(source);
+  const graph = graphOf(model);
+  const replacements = new Map<NodeProto, NodeProto[]>();
+  const added: TensorProto[] = [];
+  for (const { node: mm, weight } of weightMatMuls(graph)) {
+    const [k, n] = weight.dims!.map(Number) as [number, number];
+    const { b, absmax } = packBnb4(floatsOf(weight), k, n);
+    const w = weight.name!;
+    added.push(rawTensor(`${w}_Bnb4`, T.UINT8, [b.length], b), rawTensor(`${w}_absmax`, T.FLOAT, [absmax.length], absmax));
+    replacements.set(mm, [node('MatMulBnb4', [mm.input![0]!, `${w}_Bnb4`, `${w}_absmax`], [mm.output![0]!],
+      [intAttr('K', k), intAttr('N', n), intAttr('block_size', BNB4_BLOCK), intAttr('quant_type', 1)], MS_DOMAIN)]);
+  }
+  rewrite(graph, replacements, added);
+  if (!model.opsetImport.some((o) => o.domain === MS_DOMAIN)) model.opsetImport.push({ domain: MS_DOMAIN, version: 1 });
+  return model;
+}
+
 /** Positions computed in-graph from attention_mask (cumsum − 1, the last `seq`), as Optimum exports do; no position_ids input. */
 export function withoutPositionIds(source: ModelProto): ModelProto {
   const model = clone(source);
@@ -326,15 +392,17 @@ export function checkpointShell(source: string, dir: string): string {
 export { readModel };
 
 /**
- * The float32 graph with every weight replaced by its q4 round trip (packQ4 → unpackQ4):
- * what model_q4.onnx computes if onnxruntime reads the packing as packQ4 writes it, so the
- * two agreeing checks the layout independently of how much 4 bits cost.
+ * The float32 graph with every weight replaced by its 4-bit round trip (packQ4 → unpackQ4,
+ * or packBnb4 → unpackBnb4): what model_q4.onnx (model_bnb4.onnx) computes if onnxruntime
+ * reads the packing as it is written, so the two agreeing checks the layout independently
+ * of how much 4 bits cost.
  */
-export function dequantizedQ4(source: ModelProto): ModelProto {
+export function dequantized(source: ModelProto, kind: 'q4' | 'bnb4'): ModelProto {
   const model = clone(source);
   for (const { weight } of weightMatMuls(graphOf(model))) {
     const [k, n] = weight.dims!.map(Number) as [number, number];
-    const values = unpackQ4(packQ4(floatsOf(weight), k, n), k, n);
+    const w = floatsOf(weight);
+    const values = kind === 'q4' ? unpackQ4(packQ4(w, k, n), k, n) : unpackBnb4(packBnb4(w, k, n), k, n);
     weight.floatData = [];
     weight.rawData = Buffer.from(values.buffer, values.byteOffset, values.byteLength);
   }
