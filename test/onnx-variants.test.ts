@@ -145,6 +145,15 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
       await graph.close();
     }
     expectWithin('fp16', await scoreAll(variants, 'fp16'));
+    // The owned sampling loop feeds the prompt (last row only) and then one token at a time through the float16 cache.
+    const backend = await OnnxBackend.open(variants, { dtype: 'fp16' });
+    try {
+      const [samples] = await backend.sample([{ prompt: items[ITEMS[0]!]!.context, n: 1, temperature: 0, topP: 1, maxTokens: 12, stop: [], seed: 0 }]);
+      expect(samples![0]!.tokens.length).toBeGreaterThan(0);
+      expect(samples![0]!.tokenLogprobs!.every((lp) => Number.isFinite(lp) && lp <= 0)).toBe(true);
+    } finally {
+      await backend.close();
+    }
   });
 
   it('runs q8 (model_quantized.onnx: dynamic int8 MatMulInteger) and uint8 (asymmetric uint8 weights) within the stated tolerance of fp32', async () => {
