@@ -3,6 +3,7 @@ import { InputError } from '../errors.ts';
 import { HttpBackend, type HttpBackendOptions } from './http/backend.ts';
 import { OnnxBackend, type OnnxBackendOptions } from './onnx/backend.ts';
 import { readCheckpointDir, readTokenizerDir } from './onnx/checkpoint.ts';
+import { DEFAULT_DTYPE, type Dtype } from './onnx/dtype.ts';
 import type { CompletionBackend } from './types.ts';
 import { bosKey } from './bos.ts';
 import { CachedBackend, checkpointContentHash, type ResultCache } from './cache.ts';
@@ -13,7 +14,7 @@ export function isServerAddress(spec: string): boolean {
 }
 
 /** Checks a checkpoint's files (or a server URL's form) without loading anything, so bad input is caught before any work. */
-export function checkCheckpoint(spec: string, http: HttpBackendOptions = {}): void {
+export function checkCheckpoint(spec: string, http: HttpBackendOptions = {}, dtype?: Dtype): void {
   if (isServerAddress(spec)) {
     for (const url of spec.split(',')) {
       try {
@@ -25,7 +26,7 @@ export function checkCheckpoint(spec: string, http: HttpBackendOptions = {}): vo
     if (http.tokenizerDir) readTokenizerDir(http.tokenizerDir);
     return;
   }
-  readCheckpointDir(spec);
+  readCheckpointDir(spec, dtype);
 }
 
 export interface OpenOptions extends OnnxBackendOptions {
@@ -35,7 +36,7 @@ export interface OpenOptions extends OnnxBackendOptions {
 }
 
 export async function openBackend(spec: string, options: OpenOptions = {}): Promise<CompletionBackend> {
-  checkCheckpoint(spec, options.http);
+  checkCheckpoint(spec, options.http, options.dtype);
   if (isServerAddress(spec)) {
     const server = await HttpBackend.open(spec, { ...options.http, ...(options.bos ? { bos: options.bos } : {}) });
     if (!options.cache) return server;
@@ -48,6 +49,16 @@ export async function openBackend(spec: string, options: OpenOptions = {}): Prom
   }
   const backend = await OnnxBackend.open(spec, options);
   if (!options.cache) return backend;
-  // A directory is keyed by its content, and by the BOS put before contexts.
-  return new CachedBackend(backend, options.cache, `content:${checkpointContentHash(spec)}${bosKey(backend.bosUse)}`);
+  // A directory is keyed by its content, the graph that runs (--dtype) and the BOS put before contexts.
+  return new CachedBackend(backend, options.cache, `${directoryFingerprint(spec, options.dtype)}${bosKey(backend.bosUse)}`);
+}
+
+/**
+ * A directory is keyed by its content, and by which of its graphs runs: the hash covers
+ * every file, so model.onnx and model_fp16.onnx of one directory share it. fp32 keeps the
+ * key it had before dtypes existed, so caches written then still answer.
+ */
+export function directoryFingerprint(dir: string, dtype: Dtype = DEFAULT_DTYPE): string {
+  const content = `content:${checkpointContentHash(dir)}`;
+  return dtype === DEFAULT_DTYPE ? content : `${content}:dtype=${dtype}`;
 }

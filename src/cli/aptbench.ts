@@ -7,19 +7,20 @@ import { formatPercent, formatTable } from '../report/table.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { emitResults, forEachCheckpoint, itemHooks, reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
 import { positiveInteger } from './args.ts';
+import { addDtypeOption, dtypeConfig, type DtypeFlags } from './dtype-option.ts';
 import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
 import { addBosOption, bosConfig, type BosFlags } from './bos-option.ts';
 
-interface AptFlags extends RunFlags, BosFlags { items: string; prompt: string; ckpt?: string[]; limit?: number; json?: boolean }
+interface AptFlags extends RunFlags, BosFlags, DtypeFlags { items: string; prompt: string; ckpt?: string[]; limit?: number; json?: boolean }
 
 export function aptbenchCommand(): Command {
-  return addRunOptions(addBosOption(new Command('aptbench')
+  return addRunOptions(addBosOption(addDtypeOption(new Command('aptbench')
     .description('Score APTBench-format items: letters by generation and likelihood, commands by exact match, free text by ROUGE-L.')
     .requiredOption('--items <file.jsonl>', 'APTBench items')
     .requiredOption('--prompt <template>', 'few-shot prompt template with $FIELD$ placeholders')
     .option('--ckpt <dir...>', 'checkpoint directories; default: the embedded ladder')
     .option('--limit <n>', 'use only the first N items', positiveInteger)
-    .option('--json', 'print one JSON document on stdout')))
+    .option('--json', 'print one JSON document on stdout'))))
     .addHelpText('after', '\nExample:\n  probe aptbench --items ../shared/data/real/aptbench/issue_fix_locate/items.jsonl --prompt ../shared/data/real/aptbench/issue_fix_locate/prompt_3shot.txt')
     .action(async (flags: AptFlags) => {
       let items = loadAptItems(flags.items);
@@ -32,12 +33,12 @@ export function aptbenchCommand(): Command {
       }
       for (const item of items) fillTemplate(template, item, flags.items); // every placeholder resolvable before any work
       checkResume(flags);
-      const checkpoints = resolveCheckpoints(flags.ckpt);
+      const checkpoints = resolveCheckpoints(flags.ckpt, {}, flags.dtype);
       const dir = flags.out
-        ? RunDir.open(flags.out, { verb: 'aptbench', config: { prompt: template, ...bosConfig(flags.bos) }, checkpoints: checkpointRecords(checkpoints), probe_set: probeSetRecord(flags.items, items), seeds: {} }, { resume: Boolean(flags.resume) })
+        ? RunDir.open(flags.out, { verb: 'aptbench', config: { prompt: template, ...bosConfig(flags.bos), ...dtypeConfig(flags) }, checkpoints: checkpointRecords(checkpoints), probe_set: probeSetRecord(flags.items, items), seeds: {} }, { resume: Boolean(flags.resume) })
         : undefined;
       const run = { dir, quiet: Boolean(flags.json) };
-      const { results, failures } = await forEachCheckpoint(checkpoints, { units: items.length, quiet: run.quiet, cache: resultCache(flags), label: 'aptbench', bos: flags.bos, dir },
+      const { results, failures } = await forEachCheckpoint(checkpoints, { units: items.length, quiet: run.quiet, cache: resultCache(flags), dtype: flags.dtype, label: 'aptbench', bos: flags.bos, dir },
         (ckpt, backend, tick) => scoreAptbench(ckpt, backend, items, template, flags.items, itemHooks(dir, 'aptbench', ckpt, tick)));
       const errors = reportFailures(failures);
       if (!run.quiet) printTable(results, flags, items.length);

@@ -13,6 +13,7 @@ import { AsapStore } from '../asap/store.ts';
 import type { InputError } from '../errors.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import type { ResultCache } from '../backends/cache.ts';
+import { DEFAULT_DTYPE, type Dtype } from '../backends/onnx/dtype.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import type { EndpointFailure } from '../backends/http/transport.ts';
 import type { LoadedTask } from '../schema/task.ts';
@@ -31,6 +32,8 @@ export interface AsapRunSettings {
   bos?: BosPolicy | undefined;
   /** Cache of seeded model calls. */
   cache?: ResultCache | undefined;
+  /** Which graph of each checkpoint directory runs (`--dtype`). */
+  dtype?: Dtype | undefined;
   tasksPath: string;
   reference: string;
   runs: number;
@@ -70,6 +73,8 @@ export async function runAsapOverCheckpoints(checkpoints: string[], tasks: Loade
     tasks: resolve(s.tasksPath), reference: resolve(s.reference), instances: tasks.map((t) => t.instance_id), profile: s.profile, format: s.format,
     prefix_steps: s.prefixSteps, max_steps: s.maxSteps, max_tokens: s.maxTokens,
     temperature: s.temperature, top_p: s.topP, seed: s.seed, action_timeout_s: s.actionTimeoutS, sandbox: s.sandbox, ...servedAs(s.http ?? {}), ...bosConfig(s.bos),
+    // Only where it is not fp32: runs of the default graph keep the settings hash (and default run directory) they had.
+    ...(s.dtype && s.dtype !== DEFAULT_DTYPE ? { dtype: s.dtype } : {}),
   };
   const out = s.out ?? join('runs', `asap-${createHash('sha256').update(JSON.stringify(protocol)).digest('hex').slice(0, 12)}`);
   const dir = s.resume === undefined ? undefined : RunDir.open(out, {
@@ -83,7 +88,7 @@ export async function runAsapOverCheckpoints(checkpoints: string[], tasks: Loade
     const { instances, excluded } = await prepareInstances(tasks, s.reference, { steps: s.prefixSteps, profile: s.profile, format }, store, pools.leaseFor);
     for (const e of excluded) process.stderr.write(`probe: excluded ${e.instance}: ${e.reason}\n`);
     if (!s.quiet) process.stderr.write(`${claimed === 'resumed' ? 'Resuming' : 'Writing'} the ASAP run in ${out} (${instances.length} instances × ${s.runs} runs)\n`);
-    const { results, failures } = await forEachCheckpoint(checkpoints, { units: instances.length * s.runs, quiet: s.quiet, http: s.http, cache: s.cache, label: 'asap', bos: s.bos, dir }, (ckpt, backend, tick) => runAsap(ckpt, backend, instances, {
+    const { results, failures } = await forEachCheckpoint(checkpoints, { units: instances.length * s.runs, quiet: s.quiet, http: s.http, cache: s.cache, dtype: s.dtype, label: 'asap', bos: s.bos, dir }, (ckpt, backend, tick) => runAsap(ckpt, backend, instances, {
       runs: s.runs, concurrency: s.concurrency, seed: s.seed, ks: ASAP_K_VALUES, store, leaseFor: pools.leaseFor, onEpisode: tick,
       settings: { format, profile: s.profile, maxSteps: s.maxSteps, maxTokens: s.maxTokens, temperature: s.temperature, topP: s.topP, actionTimeoutMs: s.actionTimeoutS * 1000 },
     }));

@@ -13,18 +13,19 @@ import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger, probability } from './args.ts';
 import { ASAP_K_VALUES, runAsapOverCheckpoints } from './asap-runs.ts';
 import { reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
+import { addDtypeOption, type DtypeFlags } from './dtype-option.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { addRunOptions, resultCache, type RunFlags } from './run-options.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
 
-interface AsapFlags extends HttpFlags, RunFlags, BosFlags {
+interface AsapFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags {
   ckpt?: string[]; tasks: string; reference: string; instances?: string[]; limit?: number; runs: number; concurrency: number;
   profile: ToolProfile; format: AsapFormatName; prefixSteps: number; maxSteps: number; maxTokens: number;
   temperature: number; topP: number; seed: number; actionTimeout: number; sandbox: SandboxKind; json?: boolean;
 }
 
 export function asapCommand(): Command {
-  return addRunOptions(addBosOption(addHttpOptions(new Command('asap')
+  return addRunOptions(addBosOption(addHttpOptions(addDtypeOption(new Command('asap')
     .description('ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics.')
     .option('--ckpt <dir|url...>', 'checkpoint directories or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder')
     .option('--tasks <dir|file>', 'task records', join(REPO_ROOT, 'verifiers'))
@@ -43,7 +44,7 @@ export function asapCommand(): Command {
     .option('--seed <n>', 'seed of the run (episode seeds derive from it, the same for every checkpoint)', integer, 0)
     .option('--action-timeout <s>', 'seconds one action may run', positiveInteger, 120)
     .addOption(new Option('--sandbox <kind>', 'where the model\'s actions run (always jailed, network off)').choices([...SANDBOX_KINDS]).default('local'))
-    .option('--json', 'print one JSON document on stdout'))), 'run directory: run.json, asap.json, prefixes/, episodes/ (step by step), results.json; default: runs/asap-<settings hash>')
+    .option('--json', 'print one JSON document on stdout')))), 'run directory: run.json, asap.json, prefixes/, episodes/ (step by step), results.json; default: runs/asap-<settings hash>')
     .addHelpText('after', '\nExample:\n  probe asap --ckpt checkpoints/attn-agent checkpoints/ngram-agent --runs 8 --concurrency 4 --out runs/asap-demo')
     .action(async (flags: AsapFlags) => {
       // All input is checked before any work.
@@ -58,9 +59,9 @@ export function asapCommand(): Command {
       }
       if (flags.limit !== undefined) tasks = tasks.slice(0, flags.limit);
       const http = httpOptions(flags, flags.ckpt);
-      const checkpoints = resolveCheckpoints(flags.ckpt, http);
+      const checkpoints = resolveCheckpoints(flags.ckpt, http, flags.dtype);
       const run = await runAsapOverCheckpoints(checkpoints, tasks, {
-        http, cache: resultCache(flags), resume: Boolean(flags.resume), bos: flags.bos,
+        http, cache: resultCache(flags), dtype: flags.dtype, resume: Boolean(flags.resume), bos: flags.bos,
         tasksPath: flags.tasks, reference: flags.reference, runs: flags.runs, concurrency: flags.concurrency, profile: flags.profile, format: flags.format,
         prefixSteps: flags.prefixSteps, maxSteps: flags.maxSteps, maxTokens: flags.maxTokens, temperature: flags.temperature, topP: flags.topP,
         seed: flags.seed, actionTimeoutS: flags.actionTimeout, sandbox: flags.sandbox, out: flags.out, quiet: Boolean(flags.json),

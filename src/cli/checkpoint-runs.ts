@@ -10,6 +10,7 @@ import type { ResultCache } from '../backends/cache.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { EndpointFailure } from '../backends/http/transport.ts';
 import { checkCheckpoint, openBackend } from '../backends/open.ts';
+import type { Dtype } from '../backends/onnx/dtype.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { embeddedCheckpointDirs, EMBEDDED_PROBES } from '../embedded.ts';
 import { InputError, ProbeError } from '../errors.ts';
@@ -21,14 +22,15 @@ import type { ProbeItem } from '../schema/probe-item.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { positiveInteger } from './args.ts';
 import { addBosOption, bosConfig, type BosFlags } from './bos-option.ts';
+import { addDtypeOption, dtypeConfig, type DtypeFlags } from './dtype-option.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
 
-export interface ScoringFlags extends HttpFlags, RunFlags, BosFlags { ckpt?: string[]; probes?: string; json?: boolean; limit?: number }
+export interface ScoringFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags { ckpt?: string[]; probes?: string; json?: boolean; limit?: number }
 
 export function addScoringOptions(command: Command): Command {
-  return addRunOptions(addBosOption(addHttpOptions(command
-    .option('--ckpt <dir|url...>', 'checkpoint directories (transformers.js layout) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder'))
+  return addRunOptions(addBosOption(addHttpOptions(addDtypeOption(command
+    .option('--ckpt <dir|url...>', 'checkpoint directories (transformers.js layout) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder')))
     .option('--probes <file|dir>', 'probe items (.jsonl file or a directory of them); default: the shipped demo probes')
     .option('--limit <n>', 'use only the first N probe items', positiveInteger)
     .option('--json', 'print one JSON document on stdout')));
@@ -41,6 +43,8 @@ export interface ScoringRun {
   items: ProbeItem[];
   checkpoints: string[];
   http: HttpBackendOptions;
+  /** Which graph of each checkpoint directory runs (`--dtype`). */
+  dtype: Dtype | undefined;
   cache: ResultCache | undefined;
   /** The run directory (`--out`), when there is one. */
   dir: RunDir | undefined;
@@ -50,9 +54,9 @@ export interface ScoringRun {
 }
 
 /** The checkpoints named by `--ckpt`, or the embedded ladder; each checked before any work. */
-export function resolveCheckpoints(ckpt: string[] | undefined, http: HttpBackendOptions = {}): string[] {
+export function resolveCheckpoints(ckpt: string[] | undefined, http: HttpBackendOptions = {}, dtype?: Dtype): string[] {
   const checkpoints = ckpt ?? embeddedCheckpointDirs().map((dir) => relative(process.cwd(), dir) || '.');
-  for (const c of checkpoints) checkCheckpoint(c, http);
+  for (const c of checkpoints) checkCheckpoint(c, http, dtype);
   return checkpoints;
 }
 
@@ -67,12 +71,12 @@ export function prepareScoringRun(flags: ScoringFlags, verb: string, settings: {
   if (settings.select) items = settings.select(items);
   if (flags.limit !== undefined) items = items.slice(0, flags.limit);
   const http = httpOptions(flags, flags.ckpt);
-  const checkpoints = resolveCheckpoints(flags.ckpt, http);
+  const checkpoints = resolveCheckpoints(flags.ckpt, http, flags.dtype);
   const dir = flags.out
-    ? RunDir.open(flags.out, { verb, config: { ...settings.config, ...servedAs(http), ...bosConfig(flags.bos) }, checkpoints: checkpointRecords(checkpoints), probe_set: probeSetRecord(source, items), seeds: settings.seeds ?? {} }, { resume: Boolean(flags.resume) })
+    ? RunDir.open(flags.out, { verb, config: { ...settings.config, ...servedAs(http), ...bosConfig(flags.bos), ...dtypeConfig(flags) }, checkpoints: checkpointRecords(checkpoints), probe_set: probeSetRecord(source, items), seeds: settings.seeds ?? {} }, { resume: Boolean(flags.resume) })
     : undefined;
   if (dir?.status === 'resumed' && !flags.json) process.stderr.write(`Resuming the run in ${dir.dir}\n`);
-  return { items, checkpoints, http, cache: resultCache(flags), dir, quiet: Boolean(flags.json), ...(flags.bos ? { bos: flags.bos } : {}) };
+  return { items, checkpoints, http, dtype: flags.dtype, cache: resultCache(flags), dir, quiet: Boolean(flags.json), ...(flags.bos ? { bos: flags.bos } : {}) };
 }
 
 /** For checkpoints behind servers, what picks the model and its tokenizer: a resumed run must ask for the same. */
@@ -101,6 +105,8 @@ export interface CheckpointLoopOptions {
   quiet: boolean;
   http?: HttpBackendOptions;
   cache?: ResultCache | undefined;
+  /** Which graph of each checkpoint directory runs (`--dtype`). */
+  dtype?: Dtype | undefined;
   /** Shown beside the bar. */
   label?: string;
   /** `--bos`: resolved per checkpoint when it opens, and recorded in the run directory's run.json. */
@@ -120,7 +126,7 @@ export async function forEachCheckpoint<R>(
     for (const ckpt of checkpoints) {
       progress.label(`${options.label ? `${options.label}: ` : ''}${ckpt}`);
       try {
-        const backend = await openBackend(ckpt, { http: options.http ?? {}, ...(options.cache ? { cache: options.cache } : {}), ...(options.bos ? { bos: options.bos } : {}) });
+        const backend = await openBackend(ckpt, { http: options.http ?? {}, ...(options.cache ? { cache: options.cache } : {}), ...(options.bos ? { bos: options.bos } : {}), ...(options.dtype ? { dtype: options.dtype } : {}) });
         try {
           const bos = options.dir ? await backend.bos?.() : undefined;
           if (bos) options.dir!.recordBos(ckpt, bos);
@@ -146,7 +152,7 @@ export function scoreCheckpoints<R, T>(
   run: ScoringRun, probe: string,
   score: (checkpoint: string, backend: CompletionBackend, hooks: ItemHooks<T>) => Promise<R>,
 ): Promise<{ results: R[]; failures: Failure[] }> {
-  return forEachCheckpoint(run.checkpoints, { units: run.items.length, quiet: run.quiet, http: run.http, cache: run.cache, label: probe, bos: run.bos, dir: run.dir },
+  return forEachCheckpoint(run.checkpoints, { units: run.items.length, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, label: probe, bos: run.bos, dir: run.dir },
     (ckpt, backend, tick) => score(ckpt, backend, itemHooks<T>(run.dir, probe, ckpt, tick)));
 }
 

@@ -71,7 +71,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   const { items, dir } = run;
   // The last rung's input is checked before the first rung's work: a missing reference must not cost hours.
   if (s.asapRuns > 0) referenceFiles(s.reference, asapTasksOf(run, s));
-  const cheap = await forEachCheckpoint(run.checkpoints, { units: 2 * items.length, quiet: run.quiet, http: run.http, cache: run.cache, label: 'bpb + mcq', bos: run.bos, dir: run.dir }, async (ckpt, backend, tick) => {
+  const cheap = await forEachCheckpoint(run.checkpoints, { units: 2 * items.length, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, label: 'bpb + mcq', bos: run.bos, dir: run.dir }, async (ckpt, backend, tick) => {
     const bpb = await scoreBpb(ckpt, backend, items, itemHooks<BpbItem>(dir, 'bpb', ckpt, tick));
     const mcq = await scoreMcq(ckpt, backend, items, 'likelihood', s.seed, itemHooks<McqItem>(dir, 'mcq', ckpt, tick));
     return { bpb, mcq };
@@ -97,7 +97,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   const passkItems = items.filter((i) => tasks.has(i.task));
   const pools = new TaskPools((t) => openSandbox('local', t), 2);
   try {
-    const passk = await forEachCheckpoint(top.map((r) => r.checkpoint), { units: passkItems.length, quiet: run.quiet, http: run.http, cache: run.cache, label: 'pass@k', bos: run.bos, dir: run.dir },
+    const passk = await forEachCheckpoint(top.map((r) => r.checkpoint), { units: passkItems.length, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, label: 'pass@k', bos: run.bos, dir: run.dir },
       (ckpt, backend, tick) => scorePassk(ckpt, backend, passkItems, {
         n: s.n, ks: [1, 2, 4, 8, 16].filter((k) => k <= s.n), temperature: 0.7, topP: 0.95, maxTokens: 1024, seed: s.seed,
         taskOf: (item) => tasks.get(item.task)!, leaseFor: pools.leaseFor, restore: restoreProbeState,
@@ -119,7 +119,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
     const asap = await runAsapOverCheckpoints(shortlist, asapTasksOf(run, s), {
       tasksPath: s.tasksPath, reference: s.reference, runs: s.asapRuns, concurrency: s.concurrency, profile: 'bash', format: 'md+xml',
       prefixSteps: DEFAULT_PREFIX_STEPS, maxSteps: s.asapMaxSteps, maxTokens: 2048, temperature: 0.7, topP: 0.95, seed: s.seed,
-      actionTimeoutS: 120, sandbox: 'local', out: dir ? join(dir.dir, 'asap') : s.asapOut, quiet: run.quiet, http: run.http, cache: run.cache, bos: run.bos,
+      actionTimeoutS: 120, sandbox: 'local', out: dir ? join(dir.dir, 'asap') : s.asapOut, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, bos: run.bos,
     });
     asapOut = asap.out;
     failures.push(...asap.failures);

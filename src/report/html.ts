@@ -58,12 +58,14 @@ function runsSection(data: ReportData): string {
     const code = (text: string) => `<code>${esc(text)}</code>`;
     // How --bos resolved for each checkpoint (run.json, once it was opened): the BOS id put first, or none.
     const bos = (c: NonNullable<typeof m>['checkpoints'][number]) => (c.bos ? ` BOS ${code(c.bos.used ? String(c.bos.bos_id) : 'none')} <span title="${esc(c.bos.source)}">(${esc(c.bos.policy)})</span>` : '');
-    const ckpts = (m?.checkpoints ?? []).map((c) => `${esc(short(c.name))} ${code(c.content_hash ? String(c.content_hash).slice(0, 12) : 'server')}${bos(c)}`).join('<br>');
+    // The graph a directory ran at (--dtype) is part of what was measured: fp16 and q4 of one directory score differently.
+    const dtype = typeof m?.config?.dtype === 'string' ? m.config.dtype : undefined;
+    const ckpts = (m?.checkpoints ?? []).map((c) => `${esc(short(c.name))} ${code(c.content_hash ? String(c.content_hash).slice(0, 12) : 'server')}${c.content_hash && dtype ? ` ${esc(dtype)}` : ''}${bos(c)}`).join('<br>');
     return [raw(code(r.dir)), r.verb, m?.probe_version, m?.git?.commit ? raw(`${code(String(m.git.commit).slice(0, 12))}${m.git.dirty ? ' (modified)' : ''}`) : null,
       m?.created, m?.probe_set ? raw(`${esc(String(m.probe_set.items))} items ${code(String(m.probe_set.sha256).slice(0, 12))}`) : null, ckpts ? raw(ckpts) : null,
       m ? raw(code(JSON.stringify(m.seeds))) : null];
   });
-  return section('runs', 'Runs', table(['run directory', 'verb', 'probe', 'git', 'started', 'probe set', 'checkpoints (content hash, BOS)', 'seeds'], rows));
+  return section('runs', 'Runs', table(['run directory', 'verb', 'probe', 'git', 'started', 'probe set', 'checkpoints (content hash, dtype, BOS)', 'seeds'], rows));
 }
 
 function rankingSection(data: ReportData): string {

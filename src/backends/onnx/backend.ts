@@ -15,6 +15,7 @@ import { encodeTail, splitContinuations, type SplitPair } from '../boundary.ts';
 import { chooseToken, logSoftmaxAt } from '../logits.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
 import { readCheckpointDir } from './checkpoint.ts';
+import type { Dtype } from './dtype.ts';
 import { checkLogitsWidth, checkSpecialTokens } from './consistency.ts';
 import { OnnxGraph, type KvCache } from './graph.ts';
 import { CheckpointTokenizer } from './tokenizer.ts';
@@ -26,6 +27,8 @@ export interface OnnxBackendOptions {
   window?: number;
   /** Whether a BOS token goes before every context and prompt (bos.ts; default auto: what the tokenizer does). */
   bos?: BosPolicy;
+  /** Which of the directory's graphs to run (`onnx/model_fp16.onnx` …; default fp32, `onnx/model.onnx`). */
+  dtype?: Dtype;
 }
 
 const utf8 = new TextEncoder();
@@ -49,7 +52,7 @@ export class OnnxBackend implements CompletionBackend {
 
   /** Opens a checkpoint directory; its tokenizer, config and graph are checked against each other before any work (consistency.ts). */
   static async open(dirArg: string, options: OnnxBackendOptions = {}): Promise<OnnxBackend> {
-    const files = readCheckpointDir(dirArg);
+    const files = readCheckpointDir(dirArg, options.dtype);
     const tokenizer = new CheckpointTokenizer(files);
     checkSpecialTokens(files.dir, files.config, tokenizer);
     tokenizer.bos(options.bos ?? 'auto'); // a policy the tokenizer cannot honour is bad input, before the graph loads
@@ -143,14 +146,13 @@ export class OnnxBackend implements CompletionBackend {
 
   /** Feeds `ids` after `cache` in chunks; returns the new cache and the logits row of the last position. */
   private async feed(ids: number[], cache: KvCache | undefined): Promise<{ cache: KvCache | undefined; lastRow: Float32Array }> {
-    const vocab = this.graph.vocab;
-    let lastRow = new Float32Array(0);
+    let lastRow: Float32Array = new Float32Array(0);
     for (let start = 0; start < ids.length;) {
       const chunk = ids.slice(start, start + this.chunkAfter(cache?.length ?? 0));
       start += chunk.length;
-      const out = await this.graph.forward(chunk, cache);
+      const out = await this.graph.forward(chunk, cache, 1, 'last');
       cache = out.cache;
-      lastRow = out.logits.slice((chunk.length - 1) * vocab, chunk.length * vocab);
+      lastRow = out.logits;
     }
     return { cache, lastRow };
   }
@@ -286,8 +288,7 @@ export class OnnxBackend implements CompletionBackend {
   private async lastRowWithoutCache(ids: number[]): Promise<Float32Array> {
     const span = Math.min(this.window, this.graph.receptiveField ?? this.window);
     const window = ids.length > span ? ids.slice(ids.length - span) : ids;
-    const { logits } = await this.graph.forward(window, undefined);
-    return logits.slice((window.length - 1) * this.graph.vocab);
+    return (await this.graph.forward(window, undefined, 1, 'last')).logits;
   }
 
   async close(): Promise<void> {

@@ -7,6 +7,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { describeCause, InputError } from '../../errors.ts';
+import { DEFAULT_DTYPE, type Dtype, modelPathOf } from './dtype.ts';
 
 export const ModelConfig = z.looseObject({
   vocab_size: z.number().int().positive().optional(),
@@ -40,6 +41,8 @@ export interface CheckpointFiles {
   tokenizerJson: TokenizerJson;
   tokenizerConfig: Record<string, unknown>;
   modelPath: string;
+  /** Which of the directory's graphs `modelPath` is (dtype.ts). */
+  dtype: Dtype;
 }
 
 function readJson(file: string, required: boolean): unknown {
@@ -73,7 +76,7 @@ export function readTokenizerDir(dirArg: string): TokenizerFiles {
   return { dir, config, tokenizerJson, tokenizerConfig };
 }
 
-export function readCheckpointDir(dirArg: string, modelFile = 'onnx/model.onnx'): CheckpointFiles {
+export function readCheckpointDir(dirArg: string, dtype: Dtype = DEFAULT_DTYPE): CheckpointFiles {
   const dir = resolve(dirArg);
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
     throw new InputError({ file: dirArg }, 'not a checkpoint directory (expected config.json, tokenizer.json, onnx/model.onnx)');
@@ -82,7 +85,6 @@ export function readCheckpointDir(dirArg: string, modelFile = 'onnx/model.onnx')
   const tokenizerJson = validate(TokenizerJson, readJson(join(dir, 'tokenizer.json'), true), join(dir, 'tokenizer.json'));
   const tokenizerConfigRaw = readJson(join(dir, 'tokenizer_config.json'), false) ?? {};
   const tokenizerConfig = validate(z.record(z.string(), z.unknown()), tokenizerConfigRaw, join(dir, 'tokenizer_config.json'));
-  const modelPath = join(dir, modelFile);
-  if (!existsSync(modelPath)) throw new InputError({ file: modelPath }, 'file is missing (the ONNX graph of the checkpoint)');
-  return { dir, config, tokenizerJson, tokenizerConfig, modelPath };
+  const modelPath = modelPathOf(dir, dtype);
+  return { dir, config, tokenizerJson, tokenizerConfig, modelPath, dtype };
 }

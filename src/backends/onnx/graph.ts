@@ -2,11 +2,21 @@
  * One ONNX causal-LM graph: what it takes (with or without a key/value cache) and a
  * single forward step. Input and output names follow Hugging Face Optimum's exports
  * (`input_ids`, `attention_mask`, `position_ids`, `past_key_values.{i}.key|value` →
- * `logits`, `present.{i}.key|value`).
+ * `logits`, `present.{i}.key|value`), in the variants real exports come in: a float16
+ * cache and float16 logits (`model_fp16.onnx`, `model_q4f16.onnx`), a
+ * `num_logits_to_keep` / `logits_to_keep` input, no `position_ids` (computed in-graph).
  */
 import * as ort from 'onnxruntime-node';
 import { describeCause, InputError, ProbeError } from '../../errors.ts';
 import type { CheckpointFiles } from './checkpoint.ts';
+import { halvesToFloats } from './half.ts';
+
+/** Element types a cache or logits may have; everything past the graph sees float32 logits. */
+type FloatType = 'float32' | 'float16';
+const FLOAT_TYPES: readonly string[] = ['float32', 'float16'];
+
+/** Names real exports give the input that limits logits to the last N positions (HF: 0 means all). */
+const KEEP_INPUTS = ['num_logits_to_keep', 'logits_to_keep'];
 
 function int64Of(ids: ArrayLike<number>): BigInt64Array {
   const out = new BigInt64Array(ids.length);
@@ -21,7 +31,7 @@ export interface KvCache {
 }
 
 export interface ForwardResult {
-  /** [tokens × vocab], row-major. */
+  /** [tokens × vocab], row-major (float32 whatever the graph produces); [1 × vocab] per row with `rows: 'last'`. */
   logits: Float32Array;
   cache: KvCache | undefined;
 }
@@ -56,6 +66,9 @@ export class OnnxGraph {
   private readonly headDim: number;
   private readonly wantsPositions: boolean;
   private readonly wantsMask: boolean;
+  /** The graph's `num_logits_to_keep` / `logits_to_keep` input, if it has one. */
+  private readonly keepInput: string | undefined;
+  private readonly kvType: FloatType;
   private readonly modelPath: string;
 
   private constructor(private readonly session: ort.InferenceSession, files: CheckpointFiles, width: number) {
@@ -65,6 +78,7 @@ export class OnnxGraph {
     this.width = width;
     this.wantsPositions = inputs.includes('position_ids');
     this.wantsMask = inputs.includes('attention_mask');
+    this.keepInput = KEEP_INPUTS.find((name) => inputs.includes(name));
     if (!inputs.includes('input_ids') || !session.outputNames.includes('logits')) {
       throw new InputError({ file: files.modelPath }, `graph must take "input_ids" and produce "logits" (has inputs ${inputs.join(', ')}; outputs ${session.outputNames.join(', ')})`);
     }
@@ -82,9 +96,11 @@ export class OnnxGraph {
     const fromGraph = (i: number) => (typeof shape[i] === 'number' ? (shape[i] as number) : undefined);
     this.kvHeads = fromGraph(1) ?? c.num_key_value_heads ?? heads ?? 0;
     this.headDim = fromGraph(3) ?? c.head_dim ?? (c.hidden_size && heads ? c.hidden_size / heads : 0);
-    if (declared?.isTensor && declared.type !== 'float32') {
-      throw new InputError({ file: files.modelPath }, `past_key_values are ${declared.type}; this backend serves float32 exports (export with --dtype fp32)`);
+    if (declared?.isTensor && !FLOAT_TYPES.includes(declared.type)) {
+      throw new InputError({ file: files.modelPath }, `past_key_values are ${declared.type}; this backend serves float32 and float16 caches`);
     }
+    // A float16 cache (fp16 exports) is fed as onnxruntime hands it back: presents pass through unchanged.
+    this.kvType = declared?.isTensor && declared.type === 'float16' ? 'float16' : 'float32';
     if (this.hasCache) {
       if (!this.kvHeads || !Number.isInteger(this.headDim) || !this.headDim) {
         throw new InputError({ file: configFile, field: 'num_key_value_heads' }, 'a graph with past_key_values needs num_attention_heads (or num_key_value_heads) and hidden_size or head_dim');
@@ -120,7 +136,8 @@ export class OnnxGraph {
     const tensors: Record<string, ort.Tensor> = {};
     for (let l = 0; l < this.layers; l++) {
       for (const kind of ['key', 'value']) {
-        tensors[`past_key_values.${l}.${kind}`] = new ort.Tensor('float32', new Float32Array(0), [batch, this.kvHeads, 0, this.headDim]);
+        const dims = [batch, this.kvHeads, 0, this.headDim];
+        tensors[`past_key_values.${l}.${kind}`] = this.kvType === 'float16' ? new ort.Tensor('float16', new Uint16Array(0), dims) : new ort.Tensor('float32', new Float32Array(0), dims);
       }
     }
     return { tensors, length: 0 };
@@ -130,9 +147,11 @@ export class OnnxGraph {
    * Runs `ids` after `cache` (graphs with a cache) or as the whole sequence (graphs
    * without). `ids` holds `batch` rows of equal length, row-major; every row sits at the
    * same positions (callers pad on the right, which causal attention never looks at).
-   * Returns logits [batch × tokens × vocab] for every position.
+   * Returns logits [batch × tokens × vocab] for every position, or with `rows: 'last'`
+   * [batch × 1 × vocab] for the last one (graphs with a logits-to-keep input then compute
+   * only that row; others are sliced here).
    */
-  async forward(ids: ArrayLike<number>, cache: KvCache | undefined, batch = 1): Promise<ForwardResult> {
+  async forward(ids: ArrayLike<number>, cache: KvCache | undefined, batch = 1, rows: 'all' | 'last' = 'all'): Promise<ForwardResult> {
     const past = this.hasCache ? cache ?? this.emptyCache(batch) : undefined;
     const offset = past?.length ?? 0;
     const n = ids.length / batch;
@@ -143,6 +162,8 @@ export class OnnxGraph {
     if (this.wantsPositions) {
       feeds.position_ids = new ort.Tensor('int64', BigInt64Array.from({ length: batch * n }, (_, i) => BigInt(offset + (i % n))), [batch, n]);
     }
+    // HF semantics: 0 keeps every position, 1 only the last.
+    if (this.keepInput) feeds[this.keepInput] = new ort.Tensor('int64', BigInt64Array.of(rows === 'last' ? 1n : 0n), []);
     if (past) Object.assign(feeds, past.tensors);
     let out: ort.InferenceSession.OnnxValueMapType;
     try {
@@ -152,11 +173,14 @@ export class OnnxGraph {
       throw new ProbeError(`${this.modelPath}: onnxruntime failed on ${batch} × ${n} tokens${offset ? ` after ${offset} cached` : ''}: ${describeCause(error).split('\n')[0]}`, { cause: error });
     }
     const logits = out.logits!;
-    if (logits.type !== 'float32') {
-      throw new InputError({ file: this.modelPath }, `logits are ${logits.type}; this backend serves float32 exports (export with --dtype fp32)`);
+    if (!FLOAT_TYPES.includes(logits.type)) {
+      throw new InputError({ file: this.modelPath }, `logits are ${logits.type}; this backend serves float32 and float16 logits`);
     }
     const vocab = logits.dims[2]!;
     if (this.width && vocab !== this.width) throw new InputError({ file: this.modelPath }, `the graph declares ${this.width} logits per token but produced ${vocab}`);
+    const produced = logits.dims[1]!;
+    const expected = rows === 'last' && this.keepInput ? 1 : n;
+    if (produced !== expected) throw new InputError({ file: this.modelPath }, `the graph produced logits for ${produced} positions where ${expected} were asked for`);
     let next: KvCache | undefined;
     if (past) {
       const tensors: Record<string, ort.Tensor> = {};
@@ -166,7 +190,13 @@ export class OnnxGraph {
       }
       next = { tensors, length: offset + n };
     }
-    return { logits: logits.data as Float32Array, cache: next };
+    let data = logits.type === 'float16' ? halvesToFloats(logits.data as Uint16Array) : (logits.data as Float32Array);
+    if (rows === 'last' && produced > 1) {
+      const last = new Float32Array(batch * vocab);
+      for (let b = 0; b < batch; b++) last.set(data.subarray((b * produced + produced - 1) * vocab, (b * produced + produced) * vocab), b * vocab);
+      data = last;
+    }
+    return { logits: data, cache: next };
   }
 
   async close(): Promise<void> {
