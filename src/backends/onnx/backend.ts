@@ -29,10 +29,13 @@ export interface OnnxBackendOptions {
 }
 
 const utf8 = new TextEncoder();
-/** Elements of one chunk's attention-weight tensor (heads × chunk × keys): 16M floats = 64 MiB. */
-const ATTENTION_BUDGET = 16 * 2 ** 20;
-/** Logits one forward pass may return (chunk × vocabulary floats): 16M floats = 64 MiB, 110 tokens at a 152K vocabulary. */
-const LOGITS_BUDGET = 16 * 2 ** 20;
+/**
+ * Floats one forward pass may materialise per layer: each chunk token's logits row plus
+ * its attention weights (one row per head over every key). 8M floats = 32 MiB: 512
+ * tokens at an 8K vocabulary and 1K context, 220 at a 32K vocabulary, 64 (MIN_CHUNK) at
+ * 152K. A budget on the sum, not on each, is what keeps peak memory flat as either grows.
+ */
+const CHUNK_BUDGET = 8 * 2 ** 20;
 const MIN_CHUNK = 64;
 
 export class OnnxBackend implements CompletionBackend {
@@ -132,15 +135,14 @@ export class OnnxBackend implements CompletionBackend {
   }
 
   /**
-   * Tokens for the next forward pass after `cached` tokens: a chunk's attention weights
-   * (heads × chunk × total) and its logits (chunk × vocabulary) stay within fixed budgets,
-   * so long contexts and large vocabularies run in smaller chunks instead of growing
-   * memory; short ones at small vocabularies use the full chunk size.
+   * Tokens for the next forward pass after `cached` tokens: a chunk's logits (chunk ×
+   * vocabulary) and attention weights (heads × chunk × keys) stay within CHUNK_BUDGET, so
+   * long contexts and large vocabularies run in smaller chunks instead of growing memory;
+   * short ones at small vocabularies use the full chunk size.
    */
   private chunkAfter(cached: number): number {
-    const byAttention = Math.floor(ATTENTION_BUDGET / (this.graph.attentionHeads * Math.max(1, cached + this.chunkSize)));
-    const byLogits = Math.floor(LOGITS_BUDGET / this.graph.vocab);
-    return Math.max(1, Math.min(this.chunkSize, byLogits, Math.max(MIN_CHUNK, byAttention)));
+    const perToken = this.graph.vocab + this.graph.attentionHeads * (cached + this.chunkSize);
+    return Math.max(1, Math.min(this.chunkSize, Math.max(MIN_CHUNK, Math.floor(CHUNK_BUDGET / perToken))));
   }
 
   /** Feeds `ids` after `cache` in chunks; returns the new cache and the logits row of the last position. */
