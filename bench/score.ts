@@ -4,7 +4,9 @@
  *   (a) scored tokens/s of `score` vs a bare `session.run` over the same ~1.5K tokens
  *       (context + gold), at 8K (llama-bpe8k-s250 as shipped), 32K and 152K vocabularies
  *       (the same graph with its embedding/tied head resized, real-graph.ts); goal ≥ 0.9;
- *       and the same on the embedded n-gram graph, which has no KV cache;
+ *       and the same on the embedded n-gram graph, which has no KV cache (its forward
+ *       pass takes ~1 ms, so that ratio measures splitting and tokenising the context in
+ *       `score`, ~45 ms before and after the onnxruntime log-softmax, not the scoring);
  *   (b) 4 continuations on one ~3.5K-token context vs the gold alone (goal ≤ 1.3×), and
  *       vs re-running the context per option (≈ 4×);
  *   (c) peak RSS scoring a 1K- and a 4K-token context at each vocabulary, in a child
