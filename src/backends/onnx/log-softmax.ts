@@ -45,7 +45,13 @@ export class LogSoftmaxSession {
   private constructor(private readonly session: ort.InferenceSession) {}
 
   static async create(precision: LogSoftmaxPrecision = 'mixed'): Promise<LogSoftmaxSession> {
-    const session = await ort.InferenceSession.create(buildGraph(precision), { logSeverityLevel: 4, graphOptimizationLevel: 'all' });
+    // No spinning: this session runs briefly between the model's passes, and its idle threads
+    // would otherwise spin on the cores the model's own pool needs for the next pass.
+    const session = await ort.InferenceSession.create(buildGraph(precision), {
+      logSeverityLevel: 4,
+      graphOptimizationLevel: 'all',
+      extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
+    });
     return new LogSoftmaxSession(session);
   }
 
