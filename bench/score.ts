@@ -1,20 +1,26 @@
 /**
- * Scoring benchmarks, measured side by side in one run (the machine is shared and noisy,
- * so only ratios are meaningful):
- *   (a) scored tokens/s of `score` vs raw `session.run` over the same tokens (goal ≥ 0.9);
- *   (b) 4 continuations on one 4K-token context vs the gold alone (goal ≤ 1.3×),
- *       and vs re-running the context per option (≈ 4×);
- *   (c) peak RSS scoring a 16K-token context with a 32K-vocabulary checkpoint
- *       (goal: far below the T×V logits a whole-sequence pass would materialise).
+ * Scoring benchmarks on real-layout graphs, measured side by side in one run (the
+ * machine is shared and noisy, so only ratios are meaningful):
+ *   (a) scored tokens/s of `score` vs a bare `session.run` over the same ~1.5K tokens
+ *       (context + gold), at 8K (llama-bpe8k-s250 as shipped), 32K and 152K vocabularies
+ *       (the same graph with its embedding/tied head resized, real-graph.ts); goal ≥ 0.9;
+ *       and the same on the embedded n-gram graph, which has no KV cache (its forward
+ *       pass takes ~1 ms, so that ratio measures splitting and tokenising the context in
+ *       `score`, ~45 ms before and after the onnxruntime log-softmax, not the scoring);
+ *   (b) 4 continuations on one ~3.5K-token context vs the gold alone (goal ≤ 1.3×), and
+ *       vs re-running the context per option (≈ 4×);
+ *   (c) peak RSS scoring a 1K- and a 4K-token context at each vocabulary, in a child
+ *       process each (score-rss-child.ts): goal flat in context length × vocabulary.
  * Usage: npx tsx bench/score.ts [--reps N]
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
-import { buildWideAttention, loadCorpora } from '../scripts/checkpoints/ladder.ts';
+import { loadCorpora } from '../scripts/checkpoints/ladder.ts';
+import { encodeModel, readModel, resizeVocab } from '../scripts/checkpoints/real-graph.ts';
 import { splitPair } from '../src/backends/boundary.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { EMBEDDED_CHECKPOINTS, EMBEDDED_PROBES, REPO_ROOT } from '../src/embedded.ts';
@@ -28,72 +34,80 @@ async function time(fn: () => Promise<unknown>): Promise<number> {
   return performance.now() - t;
 }
 
+const REAL = join(REPO_ROOT, '..', 'shared', 'models', 'llama-bpe8k-s250');
 const corpora = loadCorpora(join(REPO_ROOT, 'corpora'));
 const items = loadProbeItems(EMBEDDED_PROBES);
-const longText = corpora.agent.join('\n');
+const longText = corpora.code.join('\n');
+const scratch = mkdtempSync(join(tmpdir(), 'probe-bench-score-'));
 
-/** A context of about `tokens` tokens: agent-log text followed by a real probe context. */
+/**
+ * The real checkpoint at `vocab` logits: the graph resized (real-graph.ts), config.json's
+ * vocab_size set to match, the 8,192-token tokenizer copied as is. consistency.ts accepts
+ * a graph wider than its tokenizer (padded embeddings); the extra logits still cost what
+ * a real vocabulary of that width costs, in the head and in the log-softmax.
+ */
+function checkpointAt(vocab: number): string {
+  if (vocab === 8192) return REAL;
+  const dir = join(scratch, `vocab-${vocab}`);
+  mkdirSync(join(dir, 'onnx'), { recursive: true });
+  writeFileSync(join(dir, 'onnx', 'model.onnx'), encodeModel(resizeVocab(readModel(join(REAL, 'onnx', 'model.onnx')), vocab)));
+  const config = JSON.parse(readFileSync(join(REAL, 'config.json'), 'utf8')) as Record<string, unknown>;
+  writeFileSync(join(dir, 'config.json'), JSON.stringify({ ...config, vocab_size: vocab }));
+  for (const file of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(REAL, file), join(dir, file));
+  return dir;
+}
+
+/** A context of about `tokens` tokens: source code followed by a real probe context. */
 function contextOf(backend: OnnxBackend, tokens: number): string {
   const tail = items[0]!.context;
-  let text = tail;
-  let chars = tokens * 2;
+  let chars = tokens;
   for (;;) {
-    text = longText.slice(0, chars) + '\n' + tail;
+    const text = longText.slice(0, chars) + '\n' + tail;
     const n = backend.encode(text.replace(/\s+$/u, '')).length;
     if (n >= tokens) return text;
     chars = Math.ceil(chars * (tokens / n) * 1.02);
   }
 }
 
-async function benchThroughput(): Promise<void> {
-  const dir = join(EMBEDDED_CHECKPOINTS, 'attn-agent');
+/** Feeds for one whole-sequence pass over `ids` from an empty cache, read off the graph's own inputs. */
+function bareFeeds(session: ort.InferenceSession, ids: number[]): Record<string, ort.Tensor> {
+  const n = ids.length;
+  const feeds: Record<string, ort.Tensor> = { input_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, n]) };
+  for (const meta of session.inputMetadata) {
+    if (meta.name === 'attention_mask') feeds[meta.name] = new ort.Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]);
+    if (meta.name === 'position_ids') feeds[meta.name] = new ort.Tensor('int64', BigInt64Array.from(ids.map((_, i) => BigInt(i))), [1, n]);
+    if (meta.name.startsWith('past_key_values') && meta.isTensor) {
+      const [, heads, , dim] = meta.shape as number[];
+      feeds[meta.name] = new ort.Tensor('float32', new Float32Array(0), [1, heads!, 0, dim!]);
+    }
+  }
+  return feeds;
+}
+
+/** score vs bare session.run over the same tokens, interleaved, median of reps. */
+async function throughput(label: string, dir: string, contextTokens: number, repsHere: number): Promise<string> {
   const backend = await OnnxBackend.open(dir);
   const session = await ort.InferenceSession.create(join(dir, 'onnx', 'model.onnx'), { logSeverityLevel: 3, graphOptimizationLevel: 'all' });
-  const ctx = contextOf(backend, 1500);
+  const ctx = contextOf(backend, contextTokens);
   const gold = items[0]!.gold;
   const pair = splitPair(ctx, gold, (t) => backend.encode(t));
   const ids = [...pair.contextTokens, ...pair.continuationTokens.slice(0, -1)];
-  const empty = (shape: number[]) => new ort.Tensor('float32', new Float32Array(0), shape);
-  const raw = () => session.run({
-    input_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, ids.length]),
-    attention_mask: new ort.Tensor('int64', new BigInt64Array(ids.length).fill(1n), [1, ids.length]),
-    position_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map((_, i) => BigInt(i))), [1, ids.length]),
-    'past_key_values.0.key': empty([1, 2, 0, 8]), 'past_key_values.0.value': empty([1, 2, 0, 8]),
-    'past_key_values.1.key': empty([1, 2, 0, 8]), 'past_key_values.1.value': empty([1, 2, 0, 8]),
-  });
+  const raw = () => session.run(bareFeeds(session, ids));
   const scored = () => backend.score([{ context: ctx, continuations: [gold] }]);
   await raw(); await scored();
   const rawMs: number[] = [];
   const scoreMs: number[] = [];
-  for (let i = 0; i < reps * 4; i++) { rawMs.push(await time(raw)); scoreMs.push(await time(scored)); }
+  for (let i = 0; i < repsHere; i++) { rawMs.push(await time(raw)); scoreMs.push(await time(scored)); }
   const tokens = ids.length + 1;
   const r = median(rawMs), s = median(scoreMs);
-  console.log(`(a) attn-agent, ${tokens} tokens (context + gold): raw session.run ${(tokens / r * 1000).toFixed(0)} tok/s, score ${(tokens / s * 1000).toFixed(0)} tok/s → ratio ${(r / s).toFixed(3)} (goal ≥ 0.9)`);
   await session.release();
   await backend.close();
-
-  // The same on a graph without a KV cache (one pass either way): what `score` adds on top.
-  const ngramDir = join(EMBEDDED_CHECKPOINTS, 'ngram-agent');
-  const ngram = await OnnxBackend.open(ngramDir);
-  const ngramSession = await ort.InferenceSession.create(join(ngramDir, 'onnx', 'model.onnx'), { logSeverityLevel: 3, graphOptimizationLevel: 'all' });
-  const byteIds = [...ngram.encode(ctx.replace(/\s+$/u, '')), ...splitPair(ctx, gold, (t) => ngram.encode(t)).continuationTokens.slice(0, -1)];
-  const rawNgram = () => ngramSession.run({
-    input_ids: new ort.Tensor('int64', BigInt64Array.from(byteIds.map(BigInt)), [1, byteIds.length]),
-    attention_mask: new ort.Tensor('int64', new BigInt64Array(byteIds.length).fill(1n), [1, byteIds.length]),
-  });
-  const scoredNgram = () => ngram.score([{ context: ctx, continuations: [gold] }]);
-  await rawNgram(); await scoredNgram();
-  const rn: number[] = [], sn: number[] = [];
-  for (let i = 0; i < reps * 4; i++) { rn.push(await time(rawNgram)); sn.push(await time(scoredNgram)); }
-  const nTokens = byteIds.length + 1;
-  console.log(`(a) ngram-agent (no cache), ${nTokens} tokens: raw session.run ${(nTokens / median(rn) * 1000).toFixed(0)} tok/s, score ${(nTokens / median(sn) * 1000).toFixed(0)} tok/s → ratio ${(median(rn) / median(sn)).toFixed(3)} (goal ≥ 0.9)`);
-  await ngramSession.release();
-  await ngram.close();
+  return `${label}, ${tokens} tokens (${pair.continuationTokens.length} scored): bare session.run ${(tokens / r * 1000).toFixed(0)} tok/s, score ${(tokens / s * 1000).toFixed(0)} tok/s → ratio ${(r / s).toFixed(3)}`;
 }
 
-async function benchSharedContext(): Promise<void> {
-  const backend = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, 'attn-agent'));
-  const ctx = contextOf(backend, 4096);
+async function benchSharedContext(dir: string): Promise<void> {
+  const backend = await OnnxBackend.open(dir);
+  const ctx = contextOf(backend, 3500);
   const options = [items[0]!.gold, items[1]!.gold, items[4]!.gold, items[7]!.gold];
   const gold = () => backend.score([{ context: ctx, continuations: [options[0]!] }]);
   const shared = () => backend.score([{ context: ctx, continuations: options }]);
@@ -102,29 +116,33 @@ async function benchSharedContext(): Promise<void> {
   const g: number[] = [], sh: number[] = [], sep: number[] = [];
   for (let i = 0; i < reps; i++) { g.push(await time(gold)); sh.push(await time(shared)); sep.push(await time(separate)); }
   const n = backend.encode(ctx.replace(/\s+$/u, '')).length;
-  console.log(`(b) attn-agent, ${n}-token context: gold alone ${median(g).toFixed(1)} ms, 4 options sharing the context ${median(sh).toFixed(1)} ms → ${(median(sh) / median(g)).toFixed(3)}× (goal ≤ 1.3×); context re-run per option ${(median(sep) / median(g)).toFixed(3)}×`);
+  console.log(`(b) 8K vocabulary, ${n}-token context: gold alone ${median(g).toFixed(1)} ms, 4 options sharing the context ${median(sh).toFixed(1)} ms → ${(median(sh) / median(g)).toFixed(3)}× (goal ≤ 1.3×); context re-run per option ${(median(sep) / median(g)).toFixed(3)}×`);
   await backend.close();
 }
 
-function benchPeakRss(): void {
-  const dir = mkdtempSync(join(tmpdir(), 'probe-bench-wide-'));
-  const files = buildWideAttention(32_000, 32_768, [...corpora.prose, ...corpora.code, ...corpora.agent]);
-  for (const [rel, data] of files) {
-    mkdirSync(dirname(join(dir, rel)), { recursive: true });
-    writeFileSync(join(dir, rel), data);
-  }
+interface RssReport { tokens: number; peakRssMb: number; ms: number }
+
+function peakRss(dir: string, mode: 'load-only' | 'score', tokens: number): RssReport {
   const child = join(dirname(fileURLToPath(import.meta.url)), 'score-rss-child.ts');
-  const measure = (mode: string) => {
-    const run = spawnSync(process.execPath, ['--import', 'tsx', child, dir, mode], { encoding: 'utf8', cwd: REPO_ROOT });
-    if (run.status !== 0) throw new Error(run.stderr);
-    return JSON.parse(run.stdout.trim().split('\n').pop()!) as { tokens: number; vocab: number; loadedRssMb: number; peakRssMb: number; ms: number };
-  };
-  const loaded = measure('load-only');
-  const scored = measure('score');
-  const txv = (scored.tokens * scored.vocab * 4) / 2 ** 20;
-  console.log(`(c) 32K-vocabulary checkpoint, ${scored.tokens}-token context: peak RSS ${scored.peakRssMb.toFixed(0)} MiB (model loaded, nothing scored: ${loaded.peakRssMb.toFixed(0)} MiB) vs ${txv.toFixed(0)} MiB for T×V float32 logits → ${(scored.peakRssMb / txv).toFixed(3)} of T×V; scored in ${(scored.ms / 1000).toFixed(1)} s`);
+  const run = spawnSync(process.execPath, ['--import', 'tsx', child, dir, mode, String(tokens)], { encoding: 'utf8', cwd: REPO_ROOT });
+  if (run.status !== 0) throw new Error(run.stderr);
+  return JSON.parse(run.stdout.trim().split('\n').pop()!) as RssReport;
 }
 
-await benchThroughput();
-await benchSharedContext();
-benchPeakRss();
+const vocabs = [8192, 32_000, 151_936];
+const dirs = new Map(vocabs.map((v) => [v, checkpointAt(v)]));
+try {
+  for (const vocab of vocabs) console.log(await throughput(`(a) ${vocab}-logit vocabulary`, dirs.get(vocab)!, 1500, vocab > 100_000 ? Math.max(3, reps) : reps * 2));
+  console.log(await throughput('(a) ngram-agent (no cache, 257 logits)', join(EMBEDDED_CHECKPOINTS, 'ngram-agent'), 1500, reps * 2));
+  await benchSharedContext(REAL);
+  for (const vocab of vocabs) {
+    const dir = dirs.get(vocab)!;
+    const loaded = peakRss(dir, 'load-only', 1024);
+    const short = peakRss(dir, 'score', 1024);
+    const long = peakRss(dir, 'score', 3968);
+    const txv = (t: number) => (t * vocab * 4) / 2 ** 20;
+    console.log(`(c) ${vocab}-logit vocabulary: peak RSS loaded ${loaded.peakRssMb.toFixed(0)} MiB; scoring ${short.tokens} tokens ${short.peakRssMb.toFixed(0)} MiB (T×V logits would be ${txv(short.tokens).toFixed(0)} MiB), ${long.tokens} tokens ${long.peakRssMb.toFixed(0)} MiB (T×V ${txv(long.tokens).toFixed(0)} MiB) → ${(long.peakRssMb - short.peakRssMb).toFixed(0)} MiB more for ${(long.tokens / short.tokens).toFixed(1)}× the context; scored in ${(short.ms / 1000).toFixed(1)} s / ${(long.ms / 1000).toFixed(1)} s`);
+  }
+} finally {
+  rmSync(scratch, { recursive: true, force: true });
+}

@@ -4,8 +4,10 @@
  *
  * Scoring feeds a shared context once (in chunks through the key/value cache when the
  * graph has one) and reuses that cache for every continuation, so only continuation
- * positions are turned into log-probabilities and memory stays bounded by
- * chunk × vocabulary rather than context × vocabulary.
+ * positions are turned into log-probabilities. Each chunk's rows are scored (in
+ * onnxruntime, log-softmax.ts) as soon as the chunk comes back, and chunks are sized so
+ * their logits (chunk × vocabulary) and attention weights stay within fixed budgets:
+ * peak memory does not grow with context length × vocabulary.
  */
 import { realpathSync } from 'node:fs';
 import { ProbeError } from '../../errors.ts';
@@ -18,6 +20,7 @@ import { readCheckpointDir } from './checkpoint.ts';
 import type { Dtype } from './dtype.ts';
 import { checkLogitsWidth, checkSpecialTokens } from './consistency.ts';
 import { OnnxGraph, type KvCache } from './graph.ts';
+import { LogSoftmaxSession, type RowScores } from './log-softmax.ts';
 import { CheckpointTokenizer } from './tokenizer.ts';
 
 export interface OnnxBackendOptions {
@@ -32,8 +35,13 @@ export interface OnnxBackendOptions {
 }
 
 const utf8 = new TextEncoder();
-/** Elements of one chunk's attention-weight tensor (heads × chunk × keys): 16M floats = 64 MiB. */
-const ATTENTION_BUDGET = 16 * 2 ** 20;
+/**
+ * Floats one forward pass may materialise per layer: each chunk token's logits row plus
+ * its attention weights (one row per head over every key). 8M floats = 32 MiB: 512
+ * tokens at an 8K vocabulary and 1K context, 220 at a 32K vocabulary, 64 (MIN_CHUNK) at
+ * 152K. A budget on the sum, not on each, is what keeps peak memory flat as either grows.
+ */
+const CHUNK_BUDGET = 8 * 2 ** 20;
 const MIN_CHUNK = 64;
 
 export class OnnxBackend implements CompletionBackend {
@@ -43,7 +51,7 @@ export class OnnxBackend implements CompletionBackend {
   readonly bosUse: BosUse;
   private readonly chunkSize: number;
 
-  private constructor(readonly dir: string, private readonly tokenizer: CheckpointTokenizer, private readonly graph: OnnxGraph, options: OnnxBackendOptions) {
+  private constructor(readonly dir: string, private readonly tokenizer: CheckpointTokenizer, private readonly graph: OnnxGraph, private readonly rows: LogSoftmaxSession, options: OnnxBackendOptions) {
     this.id = `onnx:${dir}`;
     this.bosUse = tokenizer.bos(options.bos ?? 'auto');
     this.window = options.window ?? graph.window;
@@ -63,7 +71,8 @@ export class OnnxBackend implements CompletionBackend {
       await graph.close();
       throw error;
     }
-    return new OnnxBackend(realpathSync(files.dir), tokenizer, graph, options);
+    const rows = await LogSoftmaxSession.create();
+    return new OnnxBackend(realpathSync(files.dir), tokenizer, graph, rows, options);
   }
 
   get hasCache(): boolean {
@@ -127,21 +136,26 @@ export class OnnxBackend implements CompletionBackend {
     } else {
       for (const pair of pairs) {
         const tokens = pair.continuationTokens;
-        const { logits } = tokens.length === 0 ? { logits: new Float32Array(0) } : await this.graph.forward([...context, ...tokens.slice(0, -1)], undefined);
-        results.push(this.collect(tokens, (i) => ({ data: logits, offset: (context.length - 1 + i) * this.graph.vocab }), pair.continuation, truncated));
+        const scores = new TokenScores();
+        if (tokens.length > 0) {
+          const { logits } = await this.graph.forward([...context, ...tokens.slice(0, -1)], undefined);
+          scores.add(await this.rows.score(logits, context.length - 1, this.graph.vocab, tokens), tokens);
+        }
+        results.push(scores.result(tokens, pair.continuation, truncated));
       }
     }
     return results;
   }
 
   /**
-   * Tokens for the next forward pass after `cached` tokens: a chunk's attention weights
-   * (heads × chunk × total) stay within a fixed budget, so long contexts run in smaller
-   * chunks instead of growing memory; short ones use the full chunk size.
+   * Tokens for the next forward pass after `cached` tokens: a chunk's logits (chunk ×
+   * vocabulary) and attention weights (heads × chunk × keys) stay within CHUNK_BUDGET, so
+   * long contexts and large vocabularies run in smaller chunks instead of growing memory;
+   * short ones at small vocabularies use the full chunk size.
    */
   private chunkAfter(cached: number): number {
-    const byAttention = Math.floor(ATTENTION_BUDGET / (this.graph.attentionHeads * Math.max(1, cached + this.chunkSize)));
-    return Math.max(1, Math.min(this.chunkSize, Math.max(MIN_CHUNK, byAttention)));
+    const perToken = this.graph.vocab + this.graph.attentionHeads * (cached + this.chunkSize);
+    return Math.max(1, Math.min(this.chunkSize, Math.max(MIN_CHUNK, Math.floor(CHUNK_BUDGET / perToken))));
   }
 
   /** Feeds `ids` after `cache` in chunks; returns the new cache and the logits row of the last position. */
@@ -157,33 +171,23 @@ export class OnnxBackend implements CompletionBackend {
     return { cache, lastRow };
   }
 
+  /** Scores `tokens` after `cache`, whose last logits row (`firstRow`) predicts the first; each chunk is scored as it comes back, so no chunk's logits outlive it. */
   private async scoreAfterCache(tokens: number[], cache: KvCache, firstRow: Float32Array, text: string, truncated: boolean): Promise<ScoreResult> {
     const vocab = this.graph.vocab;
-    const rows: Array<{ data: Float32Array; offset: number }> = [{ data: firstRow, offset: 0 }];
+    const scores = new TokenScores();
+    scores.add(await this.rows.score(firstRow, 0, vocab, tokens.slice(0, 1)), tokens.slice(0, 1));
     let current: KvCache | undefined = cache;
     const inputs = tokens.slice(0, -1);
     for (let start = 0; start < inputs.length;) {
       const chunk = inputs.slice(start, start + this.chunkAfter(current?.length ?? 0));
-      start += chunk.length;
       const out = await this.graph.forward(chunk, current);
       current = out.cache;
-      for (let i = 0; i < chunk.length; i++) rows.push({ data: out.logits, offset: i * vocab });
+      // Row i follows input start + i and predicts token start + i + 1.
+      const targets = tokens.slice(start + 1, start + 1 + chunk.length);
+      scores.add(await this.rows.score(out.logits, 0, vocab, targets), targets);
+      start += chunk.length;
     }
-    return this.collect(tokens, (i) => rows[i]!, text, truncated);
-  }
-
-  private collect(tokens: number[], rowOf: (i: number) => { data: Float32Array; offset: number }, text: string, truncated: boolean): ScoreResult {
-    const tokenLogprobs: number[] = [];
-    const argmax: Array<{ token: number; logprob: number }> = [];
-    let greedy = true;
-    tokens.forEach((token, i) => {
-      const { data, offset } = rowOf(i);
-      const scored = logSoftmaxAt(data, offset, this.graph.vocab, token);
-      tokenLogprobs.push(scored.logprob);
-      argmax.push({ token: scored.argmax, logprob: scored.argmaxLogprob });
-      greedy &&= scored.isArgmax;
-    });
-    return { tokenLogprobs, tokens, bytes: utf8.encode(text).length, greedy, truncated, argmax };
+    return scores.result(tokens, text, truncated);
   }
 
   async sample(requests: SampleRequest[]): Promise<Sample[][]> {
@@ -214,8 +218,8 @@ export class OnnxBackend implements CompletionBackend {
     const vocab = this.graph.vocab;
     const longest = Math.max(...prompts.map((p) => p.length));
     if (longest > this.window) throw new ProbeError(`a prompt of ${longest} tokens does not fit the ${this.window}-token window of ${this.dir}`);
-    // Row b, position t: the logits after token t of prompt b (predicting token t + 1).
-    const rows = prompts.map(() => [] as Array<{ data: Float32Array; offset: number }>);
+    // Row b, position t: the logits after token t of prompt b (predicting token t + 1), scored as each chunk comes back.
+    const scores = prompts.map(() => new TokenScores());
     const padded = (b: number, t: number) => prompts[b]![t] ?? 0;
     let cache: KvCache | undefined;
     for (let start = 0; start < longest - 1;) {
@@ -228,13 +232,15 @@ export class OnnxBackend implements CompletionBackend {
       const out = await this.graph.forward(ids, cache, batch);
       cache = out.cache;
       for (let b = 0; b < batch; b++) {
-        for (let t = start; t < start + chunk; t++) rows[b]!.push({ data: out.logits, offset: (b * width + (t - from)) * vocab });
+        // Positions past this prompt's end are padding: nothing to score there.
+        const targets = prompts[b]!.slice(start + 1, start + chunk + 1);
+        scores[b]!.add(await this.rows.score(out.logits, b * width + (start - from), vocab, targets), targets);
       }
       start += chunk;
     }
     return prompts.map((ids, b) => {
       const tokens = ids.slice(1);
-      return this.collect(tokens, (i) => rows[b]![i]!, this.tokenizer.decode(tokens), false);
+      return scores[b]!.result(tokens, this.tokenizer.decode(tokens), false);
     });
   }
 
@@ -293,6 +299,27 @@ export class OnnxBackend implements CompletionBackend {
 
   async close(): Promise<void> {
     await this.graph.close();
+    await this.rows.close();
+  }
+}
+
+/** One continuation's per-token scores, filled in chunk by chunk as its logits arrive. */
+class TokenScores {
+  private readonly tokenLogprobs: number[] = [];
+  private readonly argmax: Array<{ token: number; logprob: number }> = [];
+  private greedy = true;
+
+  add(scored: RowScores, targets: number[]): void {
+    targets.forEach((target, i) => {
+      this.tokenLogprobs.push(scored.logprob[i]!);
+      this.argmax.push({ token: scored.argmax[i]!, logprob: scored.argmaxLogprob[i]! });
+      this.greedy &&= scored.argmax[i] === target;
+    });
+  }
+
+  result(tokens: number[], text: string, truncated: boolean): ScoreResult {
+    if (this.tokenLogprobs.length !== tokens.length) throw new ProbeError(`scored ${this.tokenLogprobs.length} of ${tokens.length} continuation tokens`);
+    return { tokenLogprobs: this.tokenLogprobs, tokens, bytes: utf8.encode(text).length, greedy: this.greedy, truncated, argmax: this.argmax };
   }
 }
 
