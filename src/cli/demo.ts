@@ -24,7 +24,7 @@ import { prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoi
 import { INCLUDE_CONTROLS_HELP, ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
 import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
 
-interface DemoFlags extends RunFlags { json?: boolean; install: boolean; n: number; asapRuns: number; asapMaxSteps: number; asapInstances: number; shortlist: number; concurrency: number; includeControls?: boolean }
+interface DemoFlags extends RunFlags { json?: boolean; install: boolean; n: number; asapRuns: number; asapMaxSteps: number; passkMaxTokens: number; asapMaxTokens: number; asapInstances: number; shortlist: number; concurrency: number; includeControls?: boolean }
 
 const TRAJECTORIES = join(REPO_ROOT, 'trajectories');
 const TASKS = join(REPO_ROOT, 'verifiers');
@@ -40,6 +40,9 @@ export function demoCommand(): Command {
     .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
     .option('--asap-runs <n>', 'ASAP episodes per instance', positiveInteger, 2)
     .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
+    // The demo's longest gold action is 595 tokens (byte-level rungs): 640 leaves every gold room, and keeps rambling samples of the real rungs from costing minutes.
+    .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, 640)
+    .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, 1024)
     .option('--asap-instances <n>', 'instances that get ASAP episodes', positiveInteger, 6)
     .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
     .option('--include-controls', INCLUDE_CONTROLS_HELP)
@@ -77,7 +80,7 @@ export function demoCommand(): Command {
       // 2. The ladder, into the same run directory.
       const settings: LadderSettings = {
         shortlist: flags.shortlist, n: flags.n, seed: 0, tasks, tasksPath: TASKS, reference: TRAJECTORIES,
-        asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, asapInstances: flags.asapInstances, concurrency: flags.concurrency,
+        asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, passkMaxTokens: flags.passkMaxTokens, asapMaxTokens: flags.asapMaxTokens, asapInstances: flags.asapInstances, concurrency: flags.concurrency,
         includeControls: flags.includeControls,
       };
       const scoring: ScoringFlags = { ...flags, out, probes: probesFile };

@@ -34,6 +34,9 @@ export interface LadderSettings {
   reference: string;
   asapRuns: number;
   asapMaxSteps: number;
+  /** Tokens per sampled action in pass@K (default 1024) and per model step in ASAP (default 2048). */
+  passkMaxTokens?: number | undefined;
+  asapMaxTokens?: number | undefined;
   /** Only the first N instances get ASAP episodes (default: all the probes' tasks). */
   asapInstances?: number | undefined;
   /** ASAP run directory when the ladder has no run directory of its own. */
@@ -42,6 +45,9 @@ export interface LadderSettings {
   /** Treat controls (checkpoints that have seen the probes) as candidates: shortlisted and recommended like any other. */
   includeControls?: boolean | undefined;
 }
+
+export const PASSK_MAX_TOKENS = 1024;
+export const ASAP_MAX_TOKENS = 2048;
 
 export const INCLUDE_CONTROLS_HELP = 'treat controls (config.json probe_ladder.control: checkpoints that have seen the probes) as candidates: shortlisted and recommended like any other';
 
@@ -56,7 +62,7 @@ export interface LadderOutcome {
 export function ladderConfig(s: LadderSettings): Record<string, unknown> {
   return {
     shortlist: s.shortlist, passk_top: s.passkTop ?? 2 * s.shortlist, n: s.n, tasks: resolve(s.tasksPath), reference: resolve(s.reference),
-    asap_runs: s.asapRuns, asap_max_steps: s.asapMaxSteps, asap_instances: s.asapInstances ?? null, include_controls: Boolean(s.includeControls),
+    asap_runs: s.asapRuns, asap_max_steps: s.asapMaxSteps, passk_max_tokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS, asap_max_tokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS, asap_instances: s.asapInstances ?? null, include_controls: Boolean(s.includeControls),
   };
 }
 
@@ -99,7 +105,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   try {
     const passk = await forEachCheckpoint(top.map((r) => r.checkpoint), { units: passkItems.length, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, label: 'pass@k', bos: run.bos, dir: run.dir },
       (ckpt, backend, tick) => scorePassk(ckpt, backend, passkItems, {
-        n: s.n, ks: [1, 2, 4, 8, 16].filter((k) => k <= s.n), temperature: 0.7, topP: 0.95, maxTokens: 1024, seed: s.seed,
+        n: s.n, ks: [1, 2, 4, 8, 16].filter((k) => k <= s.n), temperature: 0.7, topP: 0.95, maxTokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS, seed: s.seed,
         taskOf: (item) => tasks.get(item.task)!, leaseFor: pools.leaseFor, restore: restoreProbeState,
       }, itemHooks<PasskItem>(dir, 'passk', ckpt, tick)));
     failures.push(...passk.failures);
@@ -118,7 +124,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   if (s.asapRuns > 0 && shortlist.length > 0) {
     const asap = await runAsapOverCheckpoints(shortlist, asapTasksOf(run, s), {
       tasksPath: s.tasksPath, reference: s.reference, runs: s.asapRuns, concurrency: s.concurrency, profile: 'bash', format: 'md+xml',
-      prefixSteps: DEFAULT_PREFIX_STEPS, maxSteps: s.asapMaxSteps, maxTokens: 2048, temperature: 0.7, topP: 0.95, seed: s.seed,
+      prefixSteps: DEFAULT_PREFIX_STEPS, maxSteps: s.asapMaxSteps, maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS, temperature: 0.7, topP: 0.95, seed: s.seed,
       actionTimeoutS: 120, sandbox: 'local', out: dir ? join(dir.dir, 'asap') : s.asapOut, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, bos: run.bos,
     });
     asapOut = asap.out;

@@ -9,9 +9,9 @@ import { ensureOutputDir } from '../store/output-path.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
-import { INCLUDE_CONTROLS_HELP, ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
+import { ASAP_MAX_TOKENS, INCLUDE_CONTROLS_HELP, PASSK_MAX_TOKENS, ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
 
-interface ScreenFlags extends ScoringFlags { shortlist: number; passkTop?: number; n: number; tasks: string; seed: number; asapRuns: number; asapMaxSteps: number; asapOut?: string; reference: string; concurrency: number; includeControls?: boolean }
+interface ScreenFlags extends ScoringFlags { shortlist: number; passkTop?: number; n: number; tasks: string; seed: number; asapRuns: number; asapMaxSteps: number; passkMaxTokens: number; asapMaxTokens: number; asapOut?: string; reference: string; concurrency: number; includeControls?: boolean }
 
 export function screenCommand(): Command {
   return addScoringOptions(new Command('screen')
@@ -23,6 +23,8 @@ export function screenCommand(): Command {
     .option('--tasks <dir|file>', 'task records of the probes\' tasks (and of the ASAP episodes)', join(REPO_ROOT, 'verifiers'))
     .option('--asap-runs <n>', 'ASAP episodes per instance for each shortlisted checkpoint (0: none)', nonNegativeInteger, 2)
     .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
+    .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, PASSK_MAX_TOKENS)
+    .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, ASAP_MAX_TOKENS)
     .option('--reference <dir>', 'reference trajectories for the ASAP prefixes', join(REPO_ROOT, 'trajectories'))
     .option('--asap-out <dir>', 'ASAP run directory without --out (a rerun resumes it); default: runs/asap-<settings hash>, or <out>/asap')
     .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
@@ -31,7 +33,7 @@ export function screenCommand(): Command {
     .action(async (flags: ScreenFlags) => {
       const settings: LadderSettings = {
         shortlist: flags.shortlist, passkTop: flags.passkTop, n: flags.n, seed: flags.seed, tasks: loadTasks(flags.tasks), tasksPath: flags.tasks,
-        reference: flags.reference, asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, asapOut: flags.asapOut, concurrency: flags.concurrency,
+        reference: flags.reference, asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, passkMaxTokens: flags.passkMaxTokens, asapMaxTokens: flags.asapMaxTokens, asapOut: flags.asapOut, concurrency: flags.concurrency,
         includeControls: flags.includeControls,
       };
       const run = prepareScoringRun(flags, 'screen', { config: ladderConfig(settings), seeds: { sampling: flags.seed } });
