@@ -20,7 +20,7 @@ describe.skipIf(!hasBubblewrap())('probe demo', () => {
   it('builds the probes, runs the ladder on the embedded checkpoints and writes the report', () => {
     const out = join(tempDir(), 'demo');
     // Smaller than the default demo (the full one is measured in the README), the same path through the code.
-    const args = ['demo', '--out', out, '-n', '2', '--asap-runs', '1', '--asap-instances', '2', '--asap-max-steps', '8', '--json'];
+    const args = ['demo', '--out', out, '-n', '2', '--passk-max-tokens', '256', '--asap-runs', '1', '--asap-instances', '2', '--asap-max-steps', '8', '--asap-max-tokens', '256', '--json'];
     const run = probe(args);
     expect(run.code, run.stderr).toBe(0);
     const doc = JSON.parse(run.stdout) as { out: string; report: string; minutes: number; shortlist: string[]; results: Array<{ checkpoint: string; bpb: number; pass_at: Record<string, number> | null; asap: unknown; control: boolean; heldout_code_bpb?: number | null }> };
