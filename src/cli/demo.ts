@@ -48,7 +48,7 @@ export function demoCommand(): Command {
     .option('--include-controls', INCLUDE_CONTROLS_HELP)
     .option('--no-install', 'do not install missing system packages (bubblewrap, python3-pytest, git) even as root')
     .option('--json', 'print one JSON document on stdout'), 'run directory (default: runs/demo-<time>)')
-    .addHelpText('after', '\nExample:\n  probe demo            # 5 to 7 minutes on 2 CPU cores (installs bubblewrap and pytest first on a bare machine, as root)\n  probe demo --out runs/demo --resume')
+    .addHelpText('after', '\nExample:\n  probe demo            # about 16 minutes on 2 CPU cores (installs bubblewrap and pytest first on a bare machine, as root)\n  probe demo --out runs/demo --resume')
     .action(async (flags: DemoFlags) => {
       const started = Date.now();
       checkResume(flags);

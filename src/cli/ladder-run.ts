@@ -151,7 +151,7 @@ export function printLadder(outcome: LadderOutcome, items: number, n: number): v
     const name = (c: string) => shortCheckpointName(c);
     process.stderr.write(`Known order (held-out code BPB): ${order.known.map((k) => name(k.checkpoint)).join(' › ')}\n`);
     for (const check of order.checks) {
-      process.stderr.write(`  ${check.metric.padEnd(12)} ${check.agrees ? 'agrees' : 'differs'}: ${check.order.map((g) => g.map(name).join(' = ')).join(' › ')} (Kendall τ ${Number.isFinite(check.kendall) ? check.kendall.toFixed(2) : 'n/a'})\n`);
+      process.stderr.write(`  ${check.metric.padEnd(12)} ${check.verdict}: ${check.order.map((g) => g.map(name).join(' = ')).join(' › ')} (Kendall τ ${Number.isFinite(check.kendall) ? check.kendall.toFixed(2) : 'n/a'})\n`);
     }
     process.stderr.write('\n');
   }

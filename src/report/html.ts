@@ -99,7 +99,7 @@ function knownOrderBlock(data: ReportData): string {
   const chain = (groups: string[][]) => groups.map((g) => g.map((c) => esc(short(c))).join(' = ')).join(' › ');
   return `<h3>Against the known order</h3><p>Held-out code BPB measured when these checkpoints were trained, best first: <strong>${chain(order.known.map((k) => [k.checkpoint]))}</strong>`
     + ` (${order.known.map((k) => `${esc(short(k.checkpoint))} ${k.heldout_code_bpb.toFixed(3)}`).join(', ')}).</p>`
-    + table(['probe', 'its order', 'Kendall τ', 'agrees'], order.checks.map((c) => [c.metric, raw(chain(c.order)), num(c.kendall, 2), c.agrees ? '✔' : '✘']), [2]);
+    + table(['probe', 'its order', 'Kendall τ', 'agrees'], order.checks.map((c) => [c.metric, raw(chain(c.order)), num(c.kendall, 2), c.verdict === 'agrees' ? '✔ agrees' : c.verdict === 'no signal' ? 'no signal' : '✘ differs']), [2]);
 }
 
 function bpbSection(results: BpbResult[]): string {

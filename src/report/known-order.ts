@@ -14,6 +14,8 @@ export interface OrderCheck {
   kendall: number;
   /** The same strict order as the known one. */
   agrees: boolean;
+  /** agrees; no signal (the probe cannot tell any of them apart, e.g. pass@1 0 for all); or differs. */
+  verdict: 'agrees' | 'no signal' | 'differs';
 }
 
 export interface KnownOrder {
@@ -48,7 +50,8 @@ export function knownOrder(rows: LadderRow[]): KnownOrder | undefined {
       else order.push([s.checkpoint]);
     });
     const kendall = kendallTauB(values as number[], quality);
-    checks.push({ metric, order, kendall, agrees: order.length === known.length && order.every((g, i) => g[0] === known[i]!.checkpoint) });
+    const agrees = order.length === known.length && order.every((g, i) => g[0] === known[i]!.checkpoint);
+    checks.push({ metric, order, kendall, agrees, verdict: agrees ? 'agrees' : order.length === 1 ? 'no signal' : 'differs' });
   }
   return { known: known.map((r) => ({ checkpoint: r.checkpoint, heldout_code_bpb: r.heldout_code_bpb! })), checks };
 }
