@@ -80,7 +80,7 @@ describe('RunDir', () => {
     const manifest = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunManifest;
     expect(manifest.probe_version).toBe(JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).version);
     expect(manifest.git.commit === null || /^[0-9a-f]{40}$/.test(manifest.git.commit)).toBe(true);
-    expect(manifest.checkpoints).toEqual([{ name: CKPT.agent, path: CKPT.agent, content_hash: checkpointContentHash(CKPT.agent) }]);
+    expect(manifest.checkpoints).toEqual([{ name: CKPT.agent, path: CKPT.agent, content_hash: checkpointContentHash(CKPT.agent), control: false, heldout_code_bpb: null }]);
     expect(manifest.probe_set).toMatchObject({ source: 'probes.jsonl', items: 2 });
     expect(manifest.probe_set!.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(manifest.seeds).toEqual({ sampling: 0 });
