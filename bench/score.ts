@@ -23,6 +23,7 @@ import { loadCorpora } from '../scripts/checkpoints/ladder.ts';
 import { encodeModel, readModel, resizeVocab } from '../scripts/checkpoints/real-graph.ts';
 import { splitPair } from '../src/backends/boundary.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
+import { SESSION_OPTIONS } from '../src/backends/onnx/graph.ts';
 import { EMBEDDED_CHECKPOINTS, EMBEDDED_PROBES, REPO_ROOT } from '../src/embedded.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 
@@ -87,7 +88,8 @@ function bareFeeds(session: ort.InferenceSession, ids: number[]): Record<string,
 /** score vs bare session.run over the same tokens, interleaved, median of reps. */
 async function throughput(label: string, dir: string, contextTokens: number, repsHere: number): Promise<string> {
   const backend = await OnnxBackend.open(dir);
-  const session = await ort.InferenceSession.create(join(dir, 'onnx', 'model.onnx'), { logSeverityLevel: 3, graphOptimizationLevel: 'all' });
+  // The backend's own session options (threads that sleep between runs), so the ratio measures scoring, not thread settings.
+  const session = await ort.InferenceSession.create(join(dir, 'onnx', 'model.onnx'), SESSION_OPTIONS);
   const ctx = contextOf(backend, contextTokens);
   const gold = items[0]!.gold;
   const pair = splitPair(ctx, gold, (t) => backend.encode(t));
