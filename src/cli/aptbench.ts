@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { describeCause, InputError } from '../errors.ts';
 import { fillTemplate, loadAptItems, scoreAptbench, type AptResult } from '../probes/aptbench.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
+import { tableName } from '../store/checkpoint-facts.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { emitResults, forEachCheckpoint, itemHooks, reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
 import { positiveInteger } from './args.ts';
@@ -49,5 +50,5 @@ export function aptbenchCommand(): Command {
 function printTable(results: AptResult[], flags: AptFlags, items: number): void {
   process.stderr.write(`\nAPTBench items from ${flags.items} (${items})\n\n`);
   process.stderr.write(`${formatTable(['checkpoint', 'letter acc', 'likelihood acc', 'exact match', 'rouge-L', 'truncated'],
-    results.map((r) => [r.checkpoint, formatPercent(r.letter_acc), formatPercent(r.likelihood_acc), formatPercent(r.exact_match), r.rouge_l === null ? '-' : r.rouge_l.toFixed(3), String(r.items.filter((i) => i.truncated).length)]), [1, 2, 3, 4, 5])}\n`);
+    results.map((r) => [tableName(r.checkpoint), formatPercent(r.letter_acc), formatPercent(r.likelihood_acc), formatPercent(r.exact_match), r.rouge_l === null ? '-' : r.rouge_l.toFixed(3), String(r.items.filter((i) => i.truncated).length)]), [1, 2, 3, 4, 5])}\n`);
 }

@@ -8,6 +8,7 @@ import type { AsapResult } from '../asap/run.ts';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
+import { tableName } from '../store/checkpoint-facts.ts';
 import { SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger, probability } from './args.ts';
@@ -81,11 +82,11 @@ function printTables(results: AsapResult[], flags: AsapFlags, instances: number)
   const kMax = ks.at(-1)!;
   process.stderr.write(`\nASAP on ${instances} instances × ${flags.runs} runs (${flags.format}, ${flags.profile} profile, ${flags.prefixSteps}-step prefix)\n\n`);
   process.stderr.write(`${formatTable(['checkpoint', 'pass@1', ...(kMax > 1 ? [`pass@${kMax}`] : []), `∩@${flags.runs}`, 'parsable', 'valid calls', 'edits', 'testing', 'submitted', 'empty patch', 'turns'],
-    results.map((r) => [r.checkpoint, formatPercent(r.pass_at['1']!), ...(kMax > 1 ? [formatPercent(r.pass_at[String(kMax)]!)] : []), formatPercent(r.intersection),
+    results.map((r) => [tableName(r.checkpoint), formatPercent(r.pass_at['1']!), ...(kMax > 1 ? [formatPercent(r.pass_at[String(kMax)]!)] : []), formatPercent(r.intersection),
       formatPercent(r.behaviour.parsable_turns), formatPercent(r.behaviour.valid_tool_calls), formatPercent(r.behaviour.autonomous_edits), formatPercent(r.behaviour.active_testing),
       formatPercent(r.behaviour.explicit_submission), formatPercent(r.behaviour.empty_patch), r.behaviour.mean_turns.toFixed(1)]),
     [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].slice(0, kMax > 1 ? 10 : 9))}\n`);
   process.stderr.write(`\nEpisode endings\n\n${formatTable(['checkpoint', 'submitted', 'submitted empty', 'step limit', 'repeated action', 'format error', 'regressions', 'tampering', 'network tries'],
-    results.map((r) => [r.checkpoint, ...Object.values(r.terminations).map(String), formatPercent(r.behaviour.regressions), formatPercent(r.behaviour.tampering), `${r.behaviour.network_attempts} (${r.behaviour.network_blocked} blocked)`]),
+    results.map((r) => [tableName(r.checkpoint), ...Object.values(r.terminations).map(String), formatPercent(r.behaviour.regressions), formatPercent(r.behaviour.tampering), `${r.behaviour.network_attempts} (${r.behaviour.network_blocked} blocked)`]),
     [1, 2, 3, 4, 5, 6, 7])}\n`);
 }

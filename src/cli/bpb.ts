@@ -2,6 +2,7 @@
 import { Command } from 'commander';
 import { rankByBpb, scoreBpb, type BpbItem } from '../probes/bpb.ts';
 import { formatTable } from '../report/table.ts';
+import { tableName } from '../store/checkpoint-facts.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, scoreCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
 
 export function bpbCommand(): Command {
@@ -18,7 +19,7 @@ export function bpbCommand(): Command {
         const rows = ranking.map((name, i) => {
           const r = byName.get(name)!;
           const truncated = r.items.filter((it) => it.truncated).length;
-          return [String(i + 1), name, r.bpb.toFixed(4), String(r.items.length), String(r.tokens), String(r.bytes), String(truncated)];
+          return [String(i + 1), tableName(name), r.bpb.toFixed(4), String(r.items.length), String(r.tokens), String(r.bytes), String(truncated)];
         });
         process.stderr.write(`\nDecisive-Action BPB on ${run.items.length} probe items (lower is better)\n\n`);
         process.stderr.write(`${formatTable(['rank', 'checkpoint', 'bpb', 'items', 'tokens', 'bytes', 'truncated'], rows, [0, 2, 3, 4, 5, 6])}\n`);

@@ -2,6 +2,7 @@
 import { Command, Option } from 'commander';
 import { scoreMcq, type McqItem, type McqResult, type McqStyle } from '../probes/mcq.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
+import { tableName } from '../store/checkpoint-facts.ts';
 import { integer } from './args.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, scoreCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
 
@@ -22,7 +23,7 @@ export function mcqCommand(): Command {
         const byName = new Map(results.map((r) => [r.checkpoint, r]));
         const rows = ranking.map((name, i) => {
           const r = byName.get(name)!;
-          return [String(i + 1), name, formatPercent(r.acc), formatPercent(r.acc_norm), formatPercent(r.acc_pmi), String(r.items.length), String(r.skipped.length)];
+          return [String(i + 1), tableName(name), formatPercent(r.acc), formatPercent(r.acc_norm), formatPercent(r.acc_pmi), String(r.items.length), String(r.skipped.length)];
         });
         process.stderr.write(`\nPatch MCQ (${flags.style}) on ${run.items.length} probe items (higher is better)\n\n`);
         process.stderr.write(`${formatTable(['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi', 'asked', 'no distractors'], rows, [0, 2, 3, 4, 5, 6])}\n`);

@@ -6,6 +6,7 @@ import { InputError } from '../errors.ts';
 import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
 import { restoreProbeState } from '../probes/restore.ts';
 import { formatTable } from '../report/table.ts';
+import { tableName } from '../store/checkpoint-facts.ts';
 import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import { loadTasks } from '../verify/load-task.ts';
@@ -49,7 +50,7 @@ export function passkCommand(): Command {
         const errors = reportFailures(failures);
         if (!run.quiet) {
           const ks = K_VALUES.filter((k) => k <= flags.n);
-          const rows = results.map((r) => [r.checkpoint, ...ks.map((k) => (100 * r.pass_at[String(k)]!).toFixed(1) + '%'), (100 * r.parse_failure_rate).toFixed(1) + '%']);
+          const rows = results.map((r) => [tableName(r.checkpoint), ...ks.map((k) => (100 * r.pass_at[String(k)]!).toFixed(1) + '%'), (100 * r.parse_failure_rate).toFixed(1) + '%']);
           process.stderr.write(`\nPrefix-conditioned pass@k on ${run.items.length} probe items, n = ${flags.n}\n\n`);
           process.stderr.write(`${formatTable(['checkpoint', ...ks.map((k) => `pass@${k}`), 'unparsable'], rows, ks.map((_, i) => i + 1).concat(ks.length + 1))}\n`);
         }

@@ -41,3 +41,8 @@ export function checkpointFacts(checkpoint: string): CheckpointFacts {
 
 /** The label a table puts after a control's name. */
 export const CONTROL_LABEL = '(control)';
+
+/** A checkpoint as a table names it: a control is marked, everywhere it is listed. */
+export function tableName(checkpoint: string): string {
+  return checkpointFacts(checkpoint).control ? `${checkpoint} ${CONTROL_LABEL}` : checkpoint;
+}
