@@ -51,9 +51,9 @@ export class OnnxBackend implements CompletionBackend {
   readonly bosUse: BosUse;
   private readonly chunkSize: number;
 
-  private constructor(readonly dir: string, private readonly tokenizer: CheckpointTokenizer, private readonly graph: OnnxGraph, private readonly rows: LogSoftmaxSession, options: OnnxBackendOptions) {
+  private constructor(readonly dir: string, private readonly tokenizer: CheckpointTokenizer, private readonly graph: OnnxGraph, private readonly rows: LogSoftmaxSession, bosUse: BosUse, options: OnnxBackendOptions) {
     this.id = `onnx:${dir}`;
-    this.bosUse = tokenizer.bos(options.bos ?? 'auto');
+    this.bosUse = bosUse;
     this.window = options.window ?? graph.window;
     this.chunkSize = options.chunkSize ?? 512;
   }
@@ -63,7 +63,7 @@ export class OnnxBackend implements CompletionBackend {
     const files = readCheckpointDir(dirArg, options.dtype);
     const tokenizer = new CheckpointTokenizer(files);
     checkSpecialTokens(files.dir, files.config, tokenizer);
-    tokenizer.bos(options.bos ?? 'auto'); // a policy the tokenizer cannot honour is bad input, before the graph loads
+    const bosUse = tokenizer.bos(options.bos ?? 'auto'); // a policy the tokenizer cannot honour is bad input, before the graph loads
     const graph = await OnnxGraph.load(files);
     try {
       checkLogitsWidth(files.dir, files.modelPath, files.config, tokenizer, graph.vocab);
@@ -72,7 +72,7 @@ export class OnnxBackend implements CompletionBackend {
       throw error;
     }
     const rows = await LogSoftmaxSession.create();
-    return new OnnxBackend(realpathSync(files.dir), tokenizer, graph, rows, options);
+    return new OnnxBackend(realpathSync(files.dir), tokenizer, graph, rows, bosUse, options);
   }
 
   get hasCache(): boolean {
