@@ -25,6 +25,7 @@ import * as ort from 'onnxruntime-node';
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { describeCause, ProbeError } from '../../errors.ts';
+import { SESSION_OPTIONS } from './graph.ts';
 
 const { onnx } = onnxProto;
 const T = onnx.TensorProto.DataType;
@@ -45,13 +46,9 @@ export class LogSoftmaxSession {
   private constructor(private readonly session: ort.InferenceSession) {}
 
   static async create(precision: LogSoftmaxPrecision = 'mixed'): Promise<LogSoftmaxSession> {
-    // No spinning: this session runs briefly between the model's passes, and its idle threads
-    // would otherwise spin on the cores the model's own pool needs for the next pass.
-    const session = await ort.InferenceSession.create(buildGraph(precision), {
-      logSeverityLevel: 4,
-      graphOptimizationLevel: 'all',
-      extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
-    });
+    // The model's own options: this session runs briefly between the model's passes, and idle
+    // threads that spun would take the cores the model's pool needs for the next pass.
+    const session = await ort.InferenceSession.create(buildGraph(precision), SESSION_OPTIONS);
     return new LogSoftmaxSession(session);
   }
 
