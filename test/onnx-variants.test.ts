@@ -161,21 +161,23 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
     expectWithin('uint8', await scoreAll(variants, 'uint8'));
   });
 
+  /** A 4-bit graph scores as fp32 run over the weights it packs, dequantized: onnxruntime reads the packing as it was written. */
+  async function expectReadAsPacked(dtype: Dtype, dequantizedDir: string): Promise<Scored[]> {
+    const packed = await scoreAll(variants, dtype);
+    const dequantized = await scoreAll(dequantizedDir);
+    packed.forEach((s, i) => expect(Math.abs(s.nats - dequantized[i]!.nats), ITEMS[i]).toBeLessThan(1e-3));
+    return packed;
+  }
+
   it('reads q4 (MatMulNBits) as packed: equal to fp32 with the dequantized weights; within the stated tolerance of fp32', async () => {
-    const q4 = await scoreAll(variants, 'q4');
-    const dequantized = await scoreAll(layouts.q4Dequantized);
     // Measured ≤ 1.6e-5 nats per item: onnxruntime reads the blocks, nibbles, scales and zero points as packQ4 writes them.
-    q4.forEach((s, i) => expect(Math.abs(s.nats - dequantized[i]!.nats), ITEMS[i]).toBeLessThan(1e-3));
-    expectWithin('q4', q4);
+    expectWithin('q4', await expectReadAsPacked('q4', layouts.q4Dequantized));
     expectWithin('q4f16', await scoreAll(variants, 'q4f16'));
   });
 
   it('reads bnb4 (MatMulBnb4, NF4) as packed: equal to fp32 with the dequantized weights; within the stated tolerance of fp32', async () => {
-    const bnb4 = await scoreAll(variants, 'bnb4');
-    const dequantizedScores = await scoreAll(layouts.bnb4Dequantized);
     // Measured ≤ 9.3e-6 nats per item.
-    bnb4.forEach((s, i) => expect(Math.abs(s.nats - dequantizedScores[i]!.nats), ITEMS[i]).toBeLessThan(1e-3));
-    expectWithin('bnb4', bnb4);
+    expectWithin('bnb4', await expectReadAsPacked('bnb4', layouts.bnb4Dequantized));
   });
 
   it('names the variants a directory has when the asked one is missing', () => {
