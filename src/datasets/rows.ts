@@ -1,0 +1,120 @@
+/**
+ * Rows of a published dataset file, one at a time: JSONL (streamed line by line), JSON (an
+ * array of rows, or an object holding one under `rows`/`data`/`instances`) and Parquet
+ * (streamed one row group at a time with hyparquet, so a corpus of gigabytes never sits in
+ * memory whole). Values come back as JSON would have them: Parquet's 64-bit integers become
+ * numbers when exact, strings otherwise.
+ */
+import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
+import { compressors } from 'hyparquet-compressors';
+import { describeCause, InputError } from '../errors.ts';
+
+export type Row = Record<string, unknown>;
+
+export interface DatasetRow {
+  row: Row;
+  /** 0-based position of the row in the file. */
+  index: number;
+  /** 1-based line, for JSONL. */
+  line?: number;
+}
+
+export const DATASET_EXTENSIONS = ['.jsonl', '.json', '.parquet'] as const;
+
+export function isDatasetFile(path: string): boolean {
+  return DATASET_EXTENSIONS.some((ext) => path.endsWith(ext));
+}
+
+/** Keys under which a JSON document holds its list of rows. */
+const ROW_LIST_KEYS = ['rows', 'data', 'instances'];
+
+function asRow(value: unknown, file: string, line?: number): Row {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new InputError({ file, line }, `expected a row object, got ${Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value}`);
+  }
+  return value as Row;
+}
+
+async function* jsonlRows(file: string): AsyncGenerator<DatasetRow> {
+  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
+  let line = 0;
+  let index = 0;
+  for await (const text of lines) {
+    line++;
+    if (!text.trim()) continue;
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (error) {
+      throw new InputError({ file, line }, `not valid JSON: ${describeCause(error)}`, { cause: error });
+    }
+    yield { row: asRow(value, file, line), index: index++, line };
+  }
+}
+
+function* jsonRows(file: string): Generator<DatasetRow> {
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (error) {
+    throw new InputError({ file }, `not valid JSON: ${describeCause(error)}`, { cause: error });
+  }
+  const key = Array.isArray(value) ? undefined : ROW_LIST_KEYS.find((k) => Array.isArray((value as Row | null)?.[k]));
+  const list = Array.isArray(value) ? value : key ? (value as Row)[key] as unknown[] : [value];
+  for (const [index, item] of list.entries()) yield { row: asRow(item, file), index };
+}
+
+/** Parquet's INT64 as JSON has it: a number when exact, else its decimal string. */
+function jsonValue(value: unknown): unknown {
+  if (typeof value === 'bigint') return Number.isSafeInteger(Number(value)) ? Number(value) : value.toString();
+  if (Array.isArray(value)) return value.map(jsonValue);
+  if (value instanceof Date || value instanceof Uint8Array) return value;
+  if (value !== null && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, jsonValue(v)]));
+  return value;
+}
+
+async function* parquetRows(file: string, columns?: string[]): AsyncGenerator<DatasetRow> {
+  const buffer = await asyncBufferFromFile(file);
+  let metadata: Awaited<ReturnType<typeof parquetMetadataAsync>>;
+  try {
+    metadata = await parquetMetadataAsync(buffer);
+  } catch (error) {
+    throw new InputError({ file }, `not a readable Parquet file: ${describeCause(error)}`, { cause: error });
+  }
+  const present = new Set(metadata.schema.slice(1).map((s) => s.name));
+  const wanted = columns?.filter((c) => present.has(c));
+  let rowStart = 0;
+  for (const group of metadata.row_groups) {
+    const rowEnd = rowStart + Number(group.num_rows);
+    let rows: Row[];
+    try {
+      rows = await parquetReadObjects({ file: buffer, metadata, rowStart, rowEnd, compressors, ...(wanted ? { columns: wanted } : {}) });
+    } catch (error) {
+      throw new InputError({ file }, `cannot read rows ${rowStart}–${rowEnd - 1}: ${describeCause(error)}`, { cause: error });
+    }
+    for (const [i, row] of rows.entries()) yield { row: jsonValue(row) as Row, index: rowStart + i };
+    rowStart = rowEnd;
+  }
+}
+
+/**
+ * Every row of a dataset file, in order. `columns` (Parquet only; other formats return
+ * whole rows) skips the columns a caller does not need, which for trajectory corpora are
+ * most of the bytes.
+ */
+export function readRows(file: string, options: { columns?: string[] } = {}): AsyncGenerator<DatasetRow> {
+  if (!existsSync(file) || statSync(file).isDirectory()) throw new InputError({ file }, 'no such dataset file');
+  if (file.endsWith('.parquet')) return parquetRows(file, options.columns);
+  if (file.endsWith('.jsonl')) return jsonlRows(file);
+  if (file.endsWith('.json')) return (async function* () { yield* jsonRows(file); })();
+  throw new InputError({ file }, `not a dataset file (expected ${DATASET_EXTENSIONS.join(', ')})`);
+}
+
+/** All rows of a (small) dataset file, e.g. task records. */
+export async function readAllRows(file: string): Promise<DatasetRow[]> {
+  const rows: DatasetRow[] = [];
+  for await (const row of readRows(file)) rows.push(row);
+  return rows;
+}
