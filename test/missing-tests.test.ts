@@ -6,7 +6,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { replayTrajectory } from '../src/replay/replay.ts';
+import { describeMissingAtBase, replayTrajectory } from '../src/replay/replay.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import { freshSandboxes } from '../src/sandbox/pool.ts';
@@ -61,6 +61,7 @@ describe('why a state is not resolved, by cause', () => {
       failToPass: { passed: [], failed: ['t::f1', 't::f2'], missing: [] },
       passToPass: { passed: ['t::ok'], failed: ['t::p1'], missing: machinePaths },
     }, new Set(machinePaths.slice(0, 40)));
+    expect(describeMissingAtBase({ failToPass: [], passToPass: machinePaths })).toBe(`not in the base state's log: 44 PASS_TO_PASS, which should pass here: the task names tests its environment does not produce, and no trajectory can make them pass: ${machinePaths.slice(0, 5).join(', ')} and 39 more`);
     expect(text).toBe(`2 FAIL_TO_PASS still failing: t::f1, t::f2; 1 PASS_TO_PASS broken (failing in the log): t::p1; 44 not in the log (44 PASS_TO_PASS; 40 of them were already not in the base state's log): ${machinePaths.slice(0, 5).join(', ')} and 39 more`);
   });
 });

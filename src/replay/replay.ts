@@ -47,12 +47,11 @@ export interface MissingAtBase { failToPass: string[]; passToPass: string[] }
 
 /** What the replay says once about tests the base state's log never mentions. */
 export function describeMissingAtBase(m: MissingAtBase): string {
-  const all = [...m.failToPass, ...m.passToPass];
-  const counts = [m.failToPass.length ? `${m.failToPass.length} FAIL_TO_PASS` : '', m.passToPass.length ? `${m.passToPass.length} PASS_TO_PASS` : ''].filter(Boolean).join(', ');
-  const why = m.passToPass.length
-    ? ' — the task names tests its environment does not produce (a PASS_TO_PASS test passes at the base), so no trajectory can make them pass'
-    : ' — a FAIL_TO_PASS test the base cannot even collect, or one the environment does not produce under that name';
-  return `${all.length} listed tests not in the base state's log (${counts})${why}: ${listNames(all)}`;
+  const why = [
+    m.passToPass.length ? `${m.passToPass.length} PASS_TO_PASS, which should pass here: the task names tests its environment does not produce, and no trajectory can make them pass` : '',
+    m.failToPass.length ? `${m.failToPass.length} FAIL_TO_PASS, which the base may not collect yet, or the environment does not produce under those names` : '',
+  ].filter(Boolean).join('; ');
+  return `not in the base state's log: ${why}: ${listNames([...m.passToPass, ...m.failToPass])}`;
 }
 
 export interface ReplayResult {
