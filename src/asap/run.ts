@@ -110,6 +110,7 @@ async function runOne(checkpoint: string, backend: CompletionBackend, instance: 
     const verifyStarted = performance.now();
     const graded = await gradeFinal(sb, task, finalPatch);
     const verifyMs = performance.now() - verifyStarted;
+    // A regression: a PASS_TO_PASS test failing in the final log, or gone from it (its module no longer imports).
     const behaviour = runBehaviour(result.steps, { termination: result.termination, patch: finalPatch, applies: graded.applies, passToPassFailed: graded.verdict ? notPassed(graded.verdict.passToPass) : [], tampering: graded.verdict?.tampering ?? [] }, { testCmd: task.test_cmd, relevantFiles: relevantFiles(instance), prefixPatch: prefix.state.patch });
     const end: EpisodeEnd = {
       type: 'end', termination: result.termination, resolved: graded.verdict?.resolved ?? false, reason: graded.reason, final_patch: finalPatch,

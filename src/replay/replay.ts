@@ -67,7 +67,8 @@ export interface ReplayResult {
   /**
    * Listed tests not in the base state's log; null when there are none (or the base could
    * not be graded). A PASS_TO_PASS test here is one the task names but its environment does
-   * not produce: no trajectory can make it pass, and every final state is graded without it.
+   * not produce: no trajectory can make it pass, so every final state is graded as not
+   * passing it (as SWE-bench grades it), and the rejection says so.
    */
   missingAtBase: MissingAtBase | null;
   final: StableVerdict | null;
