@@ -1,6 +1,6 @@
 /** `probe replay` and `probe build` as a user runs them. */
 import { spawn, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
@@ -25,7 +25,25 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe replay', () => {
     expect(out.steps[4]).toMatchObject({ index: 4, edits: true, resolved: true });
     expect(out.steps[0]).toMatchObject({ edits: false, resolved: null });
     expect(out.decisiveStep?.index).toBe(4);
+    expectVerdictsAndOutputs(run.stdout);
   });
+
+  /** Beyond the documented fields: each state's per-test verdict and each step's replayed output. */
+  function expectVerdictsAndOutputs(stdout: string) {
+    type Lists = { passed: string[]; failed: string[]; missing: string[] };
+    type VerdictJson = { resolved: boolean; status: string; reason: string | null; exitCode: number; failToPass: Lists; passToPass: Lists; flaky?: boolean; runs?: number };
+    const out = JSON.parse(stdout) as { base: VerdictJson; final: VerdictJson; missingAtBase: unknown; steps: Array<{ index: number; output: string; timedOut: boolean; verdict: VerdictJson | null }> };
+    const f2p = 'tests/test_missing_colon.py::test_division';
+    const p2p = 'tests/test_tribonaccy.py::test_tribonacci';
+    expect(out.base).toEqual({ resolved: false, status: 'ok', reason: null, exitCode: 1, failToPass: { passed: [], failed: [f2p], missing: [] }, passToPass: { passed: [p2p], failed: [], missing: [] } });
+    expect(out.missingAtBase).toBeNull();
+    expect(out.steps[4]!.verdict).toMatchObject({ resolved: true, status: 'ok', failToPass: { passed: [f2p], failed: [], missing: [] } });
+    expect(out.steps[0]!.verdict).toBeNull();
+    expect(out.final).toMatchObject({ resolved: true, flaky: false, runs: 3, passToPass: { passed: [p2p], failed: [], missing: [] } });
+    // Step 3 is `cat tests/missing_colon.py`: its replayed output is the base file.
+    expect(out.steps[3]!.output).toContain('def division(a: float, b: float) -> float\n');
+    expect(out.steps[3]!.timedOut).toBe(false);
+  }
 
   it('shows a step table with T* on the terminal', () => {
     const run = probe(['replay', real('swe-agent/test-repo-i1.traj'), '--task', missingColon]);
@@ -65,8 +83,9 @@ describe.skipIf(!hasBubblewrap())('probe build', () => {
     const out = join(dir, 'probes.jsonl');
     const run = probe(['build', '--trajectories', trajectories, '--tasks', join(REPO_ROOT, 'verifiers'), '--out', out, '--context', 'native', 'asap', '--json']);
     expect(run.code, run.stderr).toBe(2);
-    const summary = JSON.parse(run.stdout) as { items: number; trajectories: Array<{ trajectory: string; decisiveStep: number | null; rejected: string | null }> };
+    const summary = JSON.parse(run.stdout) as { items: number; counts: Record<string, number>; trajectories: Array<{ trajectory: string; decisiveStep: number | null; rejected: string | null }> };
     expect(summary.items).toBe(3);
+    expect(summary.counts).toEqual({ accepted: 2, rejected: 0, flaky: 0, 'bad-input': 2 });
     const byName = Object.fromEntries(summary.trajectories.map((t) => [t.trajectory.split('/').pop(), t]));
     expect(byName['shop__pricing-1.mini.traj.json']!.decisiveStep).toBe(5);
     expect(byName['shop__pricing-1.broken.traj.json']!.rejected).toMatch(/not valid JSON/);
@@ -76,6 +95,33 @@ describe.skipIf(!hasBubblewrap())('probe build', () => {
     expect(items.map((i) => i.id)).toEqual(['money-js__cents-12@sweagent', 'shop__pricing-1@mini', 'shop__pricing-1@mini:asap']);
     expect(items[1]!.gold).toBe("```bash\nsed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py\n```");
     expect(items[2]!.gold).toBe("<bash>\nsed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py\n</bash>");
+  });
+});
+
+describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build summary and --strict', () => {
+  // Real trajectories linked (not copied) under the names build matches to the fixture task.
+  const trajectoriesDir = (files: Record<string, string>) => {
+    const dir = join(tempDir(), 'trajectories');
+    mkdirSync(dir);
+    for (const [name, source] of Object.entries(files)) symlinkSync(real(source), join(dir, name));
+    return dir;
+  };
+  const tasks = join(FIXTURE_TASKS, 'missing-colon', 'task.json');
+
+  it('prints accepted / rejected / flaky counts, and --strict exits 1 when a trajectory is rejected', () => {
+    const both = trajectoriesDir({ 'swe-agent__test-repo-1.mini.traj.json': 'mini-swe-agent/github_issue.v2.traj.json', 'swe-agent__test-repo-1.tools.traj': 'swe-agent/test-repo-1c2844.traj' });
+    const strict = probe(['build', '--trajectories', both, '--tasks', tasks, '--out', join(both, '..', 'probes.jsonl'), '--no-distractors', '--repeats', '1', '--strict']);
+    expect(strict.code, strict.stderr).toBe(1);
+    expect(strict.stderr).toContain('trajectories: 1 accepted, 1 rejected, 0 flaky, 0 bad input');
+    expect(strict.stderr).toMatch(/rejected\s+\S+swe-agent__test-repo-1\.tools\.traj: the trajectory never changes the working tree/);
+    expect(readFileSync(join(both, '..', 'probes.jsonl'), 'utf8').trim().split('\n')).toHaveLength(1); // the accepted one is still written
+
+    const rejectedOnly = trajectoriesDir({ 'swe-agent__test-repo-1.tools.traj': 'swe-agent/test-repo-1c2844.traj' });
+    const lenient = probe(['build', '--trajectories', rejectedOnly, '--tasks', tasks, '--out', join(rejectedOnly, '..', 'probes.jsonl'), '--no-distractors', '--repeats', '1', '--json']);
+    expect(lenient.code, lenient.stderr).toBe(0);
+    const summary = JSON.parse(lenient.stdout) as { counts: Record<string, number>; trajectories: Array<{ status: string }> };
+    expect(summary.counts).toEqual({ accepted: 0, rejected: 1, flaky: 0, 'bad-input': 0 });
+    expect(summary.trajectories.map((t) => t.status)).toEqual(['rejected']);
   });
 });
 

@@ -15,7 +15,7 @@ import type { Sandbox } from '../sandbox/types.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
 import { mapLimit } from '../util/pool.ts';
 import { deriveSeed } from '../util/rng.ts';
-import { verifyPatch, type Verdict } from '../verify/verifier.ts';
+import { notPassed, verifyPatch, type Verdict } from '../verify/verifier.ts';
 import { runBehaviour, summarizeBehaviour, type BehaviourSummary } from './behaviour.ts';
 import { type EpisodeSettings, type EpisodeStep, runEpisode, type Termination, TERMINATIONS, transcriptText } from './episode.ts';
 import { patchFiles } from './patch.ts';
@@ -110,7 +110,8 @@ async function runOne(checkpoint: string, backend: CompletionBackend, instance: 
     const verifyStarted = performance.now();
     const graded = await gradeFinal(sb, task, finalPatch);
     const verifyMs = performance.now() - verifyStarted;
-    const behaviour = runBehaviour(result.steps, { termination: result.termination, patch: finalPatch, applies: graded.applies, passToPassFailed: graded.verdict?.passToPass.failed ?? [], tampering: graded.verdict?.tampering ?? [] }, { testCmd: task.test_cmd, relevantFiles: relevantFiles(instance), prefixPatch: prefix.state.patch });
+    // A regression: a PASS_TO_PASS test failing in the final log, or gone from it (its module no longer imports).
+    const behaviour = runBehaviour(result.steps, { termination: result.termination, patch: finalPatch, applies: graded.applies, passToPassFailed: graded.verdict ? notPassed(graded.verdict.passToPass) : [], tampering: graded.verdict?.tampering ?? [] }, { testCmd: task.test_cmd, relevantFiles: relevantFiles(instance), prefixPatch: prefix.state.patch });
     const end: EpisodeEnd = {
       type: 'end', termination: result.termination, resolved: graded.verdict?.resolved ?? false, reason: graded.reason, final_patch: finalPatch,
       fail_to_pass: graded.verdict?.failToPass ?? { passed: [], failed: task.FAIL_TO_PASS },

@@ -34,7 +34,28 @@ export interface BuildSettings {
   memo?: ItemMemo<TrajectoryBuild> | undefined;
 }
 
-export interface TrajectoryOutcome { trajectory: string; task: string | null; decisiveStep: number | null; rejected: string | null }
+/**
+ * How a trajectory ended: `accepted` (a probe at T*), `rejected` by its replay, `flaky` (its
+ * final verdict varied, so it is rejected too), or `bad-input` (unreadable, or no task).
+ */
+export type TrajectoryStatus = 'accepted' | 'rejected' | 'flaky' | 'bad-input';
+
+export interface TrajectoryOutcome { trajectory: string; task: string | null; status: TrajectoryStatus; decisiveStep: number | null; rejected: string | null }
+
+/** Outcomes counted by status (the counts add up to the number of trajectories). */
+export type BuildCounts = Record<TrajectoryStatus, number>;
+
+export function countOutcomes(outcomes: readonly TrajectoryOutcome[]): BuildCounts {
+  const counts: BuildCounts = { accepted: 0, rejected: 0, flaky: 0, 'bad-input': 0 };
+  // A build resumed from a progress log written before outcomes had a status: rejected or not is all it says.
+  for (const o of outcomes) counts[o.status ?? (o.rejected ? 'rejected' : 'accepted')]++;
+  return counts;
+}
+
+/** The summary line: how many trajectories were accepted, rejected, flaky, bad input. */
+export function describeCounts(c: BuildCounts): string {
+  return `${c.accepted} accepted, ${c.rejected} rejected, ${c.flaky} flaky, ${c['bad-input']} bad input`;
+}
 
 /** What one trajectory gave: its probe items (one per context format) or why it was rejected. */
 export interface TrajectoryBuild { outcome: TrajectoryOutcome; items: ProbeItem[] }
@@ -67,7 +88,8 @@ async function buildTrajectory(file: string, s: BuildSettings, root: string): Pr
       const item = probeItemFrom(trajectory, task, replay, format, root, s.restore);
       if (item) items.push(s.distractors ? await withDistractors(item, trajectory, task, replay, format, pool.lease, cache, repoFiles, s.sampler) : item);
     }
-    return { outcome: { trajectory: file, task: task.instance_id, decisiveStep: replay.decisiveStep?.index ?? null, rejected: replay.rejected }, items };
+    const status: TrajectoryStatus = !replay.rejected ? 'accepted' : replay.final?.flaky ? 'flaky' : 'rejected';
+    return { outcome: { trajectory: file, task: task.instance_id, status, decisiveStep: replay.decisiveStep?.index ?? null, rejected: replay.rejected }, items };
   } finally {
     await pool.close();
   }
@@ -104,7 +126,7 @@ export async function buildProbeSet(s: BuildSettings): Promise<BuildOutcome> {
         if (!(error instanceof InputError)) throw error;
         // A bad file is recorded as a rejection; the other trajectories are still built.
         outcome.inputErrors++;
-        outcome.trajectories.push({ trajectory: file, task: taskForTrajectory(file, s.tasks)?.instance_id ?? null, decisiveStep: null, rejected: describeCause(error) });
+        outcome.trajectories.push({ trajectory: file, task: taskForTrajectory(file, s.tasks)?.instance_id ?? null, status: 'bad-input', decisiveStep: null, rejected: describeCause(error) });
       }
       progress.tick(undefined, known !== undefined);
     }

@@ -8,12 +8,12 @@ import type { RestoreMode } from '../replay/build.ts';
 import { CONTEXT_FORMATS, type ContextFormat } from '../replay/render-context.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { positiveInteger } from './args.ts';
-import { buildProbeSet, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from './build-run.ts';
+import { buildProbeSet, countOutcomes, describeCounts, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from './build-run.ts';
 import { checkpointContentHash } from '../backends/cache.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
-interface BuildFlags extends SandboxFlags { resume?: boolean; trajectories: string; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; distractorCkpt?: string; distractorSamples: number; json?: boolean }
+interface BuildFlags extends SandboxFlags { resume?: boolean; trajectories: string; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; distractorCkpt?: string; distractorSamples: number; json?: boolean; strict?: boolean }
 
 export function buildCommand(): Command {
   return addSandboxOptions(new Command('build')
@@ -27,6 +27,7 @@ export function buildCommand(): Command {
     .option('--distractor-ckpt <dir>', 'also offer actions sampled from this checkpoint directory at T* as distractor candidates')
     .option('--distractor-samples <n>', 'samples drawn per item with --distractor-ckpt', positiveInteger, 8)
     .option('--resume', 'continue an interrupted build from <out>.progress.jsonl (trajectories already replayed are not replayed again)')
+    .option('--strict', 'exit 1 when any trajectory is rejected (flaky ones included); bad input still exits 2')
     .option('--json', 'print a JSON summary on stdout'))
     .addHelpText('after', '\nExample:\n  probe build --trajectories trajectories --tasks verifiers --out probes/demo.jsonl --context native asap')
     .action(async (flags: BuildFlags) => {
@@ -53,11 +54,14 @@ export function buildCommand(): Command {
       const { items, trajectories: outcomes, inputErrors } = outcome;
       writeProbeItems(flags.out, items);
       progressLog.remove();
-      if (flags.json) process.stdout.write(`${JSON.stringify({ out: flags.out, items: items.length, trajectories: outcomes }, null, 2)}\n`);
+      const counts = countOutcomes(outcomes);
+      if (flags.json) process.stdout.write(`${JSON.stringify({ out: flags.out, items: items.length, counts, trajectories: outcomes }, null, 2)}\n`);
       else {
         for (const o of outcomes) process.stderr.write(`${o.rejected ? 'rejected' : `T* = ${o.decisiveStep}`.padEnd(8)}  ${o.trajectory}${o.rejected ? `: ${o.rejected}` : ''}\n`);
-        process.stderr.write(`\n${items.length} probe items from ${outcomes.filter((o) => !o.rejected).length} of ${outcomes.length} trajectories → ${flags.out}\n`);
+        process.stderr.write(`\n${items.length} probe items from ${counts.accepted} of ${outcomes.length} trajectories → ${flags.out}\n`);
+        process.stderr.write(`trajectories: ${describeCounts(counts)}\n`);
       }
       if (inputErrors) process.exitCode = 2;
+      else if (flags.strict && counts.accepted < outcomes.length) process.exitCode = 1;
     });
 }

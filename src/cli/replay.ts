@@ -2,10 +2,11 @@
 import { Command, Option } from 'commander';
 import { InputError } from '../errors.ts';
 import { formatTable } from '../report/table.ts';
-import { replayTrajectory, type ReplayStep } from '../replay/replay.ts';
+import { describeMissingAtBase, replayTrajectory, type ReplayStep } from '../replay/replay.ts';
 import { TRAJECTORY_FORMATS, type TrajectoryFormat } from '../schema/trajectory.ts';
 import { importTrajectory } from '../trajectories/import.ts';
 import { loadTaskFile } from '../verify/load-task.ts';
+import type { StableVerdict, Verdict } from '../verify/verifier.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
 /** Each path the verifier dropped as tampering, with the first step whose state had it. */
@@ -15,6 +16,15 @@ function tamperingLines(steps: ReplayStep[]): string {
     for (const t of s.tampering ?? []) if (!seen.has(t.path)) seen.set(t.path, `  step ${s.index}: ${JSON.stringify(t.path)} — ${t.reason}`);
   }
   return seen.size ? `dropped from grading as tampering (the rest of the state was graded):\n${[...seen.values()].join('\n')}\n\n` : '';
+}
+
+/** A state's verdict for scripts: per list, which tests passed, failed in the log, or are not in it; the full log stays out. */
+function verdictJson(v: Verdict | StableVerdict | null) {
+  if (!v) return null;
+  return {
+    resolved: v.resolved, status: v.status, reason: v.reason ?? null, exitCode: v.exitCode, failToPass: v.failToPass, passToPass: v.passToPass,
+    ...('flaky' in v ? { flaky: v.flaky, runs: v.runs } : {}),
+  };
 }
 
 interface ReplayFlags extends SandboxFlags { task: string; format?: TrajectoryFormat; json?: boolean }
@@ -35,8 +45,12 @@ export function replayCommand(): Command {
       if (flags.json) {
         process.stdout.write(`${JSON.stringify({
           task: result.task, trajectory: result.trajectory, format: result.format, sandbox: result.sandbox,
-          steps: result.steps.map((s) => ({ index: s.index, action: s.action.text, kind: s.action.kind, edits: s.edits, resolved: s.resolved, tampering: s.tampering, exitCode: s.exitCode, drift: s.drift })),
+          steps: result.steps.map((s) => ({
+            index: s.index, action: s.action.text, kind: s.action.kind, edits: s.edits, resolved: s.resolved, tampering: s.tampering, exitCode: s.exitCode, drift: s.drift,
+            timedOut: s.timedOut, output: s.output, verdict: verdictJson(s.verdict),
+          })),
           decisiveStep: result.decisiveStep, rejected: result.rejected, verifierRuns: result.verifierRuns, meanDrift: result.meanDrift,
+          base: verdictJson(result.base), final: verdictJson(result.final), missingAtBase: result.missingAtBase,
         }, null, 2)}\n`);
       } else {
         const rows = result.steps.map((s) => [
@@ -47,6 +61,7 @@ export function replayCommand(): Command {
         process.stderr.write(`\n${result.task} ← ${file} (${result.format}, ${result.sandbox} sandbox)\n\n`);
         process.stderr.write(`${formatTable(['step', 'kind', 'action', 'edits', 'tests', 'drift'], rows, [5])}\n\n`);
         process.stderr.write(tamperingLines(result.steps));
+        if (result.missingAtBase) process.stderr.write(`${describeMissingAtBase(result.missingAtBase)}\n\n`);
         process.stderr.write(result.decisiveStep ? `T* = step ${result.decisiveStep.index}\n` : `no decisive step: ${result.rejected}\n`);
       }
       if (result.rejected) process.exitCode = 1;

@@ -14,7 +14,7 @@ import type { Sandbox } from '../sandbox/types.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
 import { parseActionText, UnparsableAction } from '../trajectories/parse-action.ts';
 import { runAction } from '../replay/execute.ts';
-import { verifySandbox, type Tampering, type Verdict } from '../verify/verifier.ts';
+import { unresolvedCauses, verifySandbox, type Tampering, type Verdict } from '../verify/verifier.ts';
 import { InputError } from '../errors.ts';
 import { renderObservation } from '../trajectories/mdxml.ts';
 import { memoized, type ItemHooks } from './memo.ts';
@@ -96,7 +96,7 @@ export async function judgeSample(text: string, item: ProbeItem, task: LoadedTas
     await runAction(sb, action, 60_000);
     return verifySandbox(sb, task); // grades the tree's diff on a freshly restored base
   });
-  const sample = { text, parsed: true, ...judged(verdict, verdict.resolved ? 'resolved' : verdict.reason ?? `failing: ${[...verdict.failToPass.failed, ...verdict.passToPass.failed].slice(0, 3).join(', ')}`) };
+  const sample = { text, parsed: true, ...judged(verdict, verdict.resolved ? 'resolved' : verdict.reason ?? unresolvedCauses(verdict, new Set(), 3)) };
   cache.set(key, sample);
   return sample;
 }

@@ -9,7 +9,7 @@ import type { LoadedTask } from '../schema/task.ts';
 import type { TrajectoryAction } from '../schema/trajectory.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
 import { parseActionText, UnparsableAction } from '../trajectories/parse-action.ts';
-import { verifySandbox } from '../verify/verifier.ts';
+import { unresolvedCauses, verifySandbox } from '../verify/verifier.ts';
 import { runAction, writeToolState } from './execute.ts';
 import { mutateAction } from './mutations.ts';
 
@@ -58,9 +58,8 @@ async function judge(action: TrajectoryAction, options: DistractorOptions): Prom
     const ran = await runAction(sb, action, 60_000);
     const v = await verifySandbox(sb, options.task);
     if (v.resolved) return { resolved: true, reason: 'the verifier accepts it' };
-    const failing = [...v.failToPass.failed, ...v.passToPass.failed];
     const how = ran.exitCode !== 0 ? `action exited ${ran.exitCode}; ` : '';
-    return { resolved: false, reason: `${how}${v.status !== 'ok' ? `verifier ${v.status}: ${v.reason}` : `still failing: ${failing.slice(0, 3).join(', ')}${failing.length > 3 ? ', …' : ''}`}` };
+    return { resolved: false, reason: `${how}${v.status !== 'ok' ? `verifier ${v.status}: ${v.reason}` : unresolvedCauses(v, new Set(), 3)}` };
   });
   options.cache.set(key, verdict);
   return verdict;

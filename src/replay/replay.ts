@@ -12,7 +12,7 @@ import type { LoadedTask } from '../schema/task.ts';
 import type { Trajectory, TrajectoryAction } from '../schema/trajectory.ts';
 import type { Sandbox } from '../sandbox/types.ts';
 import { SandboxPool, type SandboxFactory } from '../sandbox/pool.ts';
-import { verifyRepeated, verifyState, type StableVerdict, type Tampering, type Verdict } from '../verify/verifier.ts';
+import { listNames, unresolvedCauses, verifyRepeated, verifyState, type StableVerdict, type Tampering, type Verdict } from '../verify/verifier.ts';
 import { drift, recordedOutput } from './drift.ts';
 import { readToolState, runAction } from './execute.ts';
 
@@ -25,6 +25,8 @@ export interface ReplayStep {
   resolved: boolean | null;
   /** Changes the verifier dropped from that patch as tampering; null when the step did not edit. */
   tampering: Tampering[] | null;
+  /** The verdict of the state after this step (per-test results, status, reason); null when the step did not edit. */
+  verdict: Verdict | null;
   exitCode: number;
   timedOut: boolean;
   output: string;
@@ -37,6 +39,21 @@ export interface ReplayStep {
   toolStateBefore: string | null;
 }
 
+/** A step as run, before its state is verified. */
+type RanStep = Omit<ReplayStep, 'resolved' | 'tampering' | 'verdict'>;
+
+/** Listed tests the base state's log never mentions. */
+export interface MissingAtBase { failToPass: string[]; passToPass: string[] }
+
+/** What the replay says once about tests the base state's log never mentions. */
+export function describeMissingAtBase(m: MissingAtBase): string {
+  const why = [
+    m.passToPass.length ? `${m.passToPass.length} PASS_TO_PASS, which should pass here: the task names tests its environment does not produce, and no trajectory can make them pass` : '',
+    m.failToPass.length ? `${m.failToPass.length} FAIL_TO_PASS, which the base may not collect yet, or the environment does not produce under those names` : '',
+  ].filter(Boolean).join('; ');
+  return `not in the base state's log: ${why}: ${listNames([...m.passToPass, ...m.failToPass])}`;
+}
+
 export interface ReplayResult {
   task: string;
   trajectory: string;
@@ -47,6 +64,13 @@ export interface ReplayResult {
   /** Why the trajectory cannot yield a probe (base passes, final fails, flaky…); null when accepted. */
   rejected: string | null;
   base: Verdict;
+  /**
+   * Listed tests not in the base state's log; null when there are none (or the base could
+   * not be graded). A PASS_TO_PASS test here is one the task names but its environment does
+   * not produce: no trajectory can make it pass, so every final state is graded as not
+   * passing it (as SWE-bench grades it), and the rejection says so.
+   */
+  missingAtBase: MissingAtBase | null;
   final: StableVerdict | null;
   /** Distinct states verified (each once, thanks to the cache) and total test runs. */
   verifierRuns: { states: number; runs: number };
@@ -69,8 +93,8 @@ export interface ReplayOptions {
 const hash = (patch: string) => createHash('sha256').update(patch).digest('hex');
 
 /** Runs the actions; returns per-step results with the cumulative patch around each. */
-async function runSteps(sb: Sandbox, trajectory: Trajectory, actionTimeoutMs?: number): Promise<Omit<ReplayStep, 'resolved' | 'tampering'>[]> {
-  const steps: Omit<ReplayStep, 'resolved' | 'tampering'>[] = [];
+async function runSteps(sb: Sandbox, trajectory: Trajectory, actionTimeoutMs?: number): Promise<RanStep[]> {
+  const steps: RanStep[] = [];
   let before = '';
   const statefulTools = trajectory.steps.some((s) => s.action.tool === 'swe-agent' || s.action.tool === 'str_replace_editor');
   let toolState: string | null = null;
@@ -104,7 +128,7 @@ export async function replayTrajectory(trajectory: Trajectory, task: LoadedTask,
 }
 
 /** Verifies every distinct state the replay produced and finds T*. */
-async function judge(ran: Omit<ReplayStep, 'resolved' | 'tampering'>[], trajectory: Trajectory, task: LoadedTask, pool: SandboxPool, options: ReplayOptions & { repeats: number }): Promise<ReplayResult> {
+async function judge(ran: RanStep[], trajectory: Trajectory, task: LoadedTask, pool: SandboxPool, options: ReplayOptions & { repeats: number }): Promise<ReplayResult> {
   const { repeats } = options;
   // Distinct states: the base and every cumulative patch an editing step produced.
   const patches = new Map<string, string>([[hash(''), '']]);
@@ -122,22 +146,24 @@ async function judge(ran: Omit<ReplayStep, 'resolved' | 'tampering'>[], trajecto
 
   const steps: ReplayStep[] = ran.map((s) => {
     const verdict = s.edits ? verdicts.get(hash(s.patchAfter))! : null;
-    return { ...s, resolved: verdict?.resolved ?? null, tampering: verdict?.tampering ?? null };
+    return { ...s, resolved: verdict?.resolved ?? null, tampering: verdict?.tampering ?? null, verdict };
   });
   const decisive = steps.find((s) => s.resolved === true);
+  const missingAtBase = base.status === 'ok' && base.failToPass.missing.length + base.passToPass.missing.length > 0
+    ? { failToPass: base.failToPass.missing, passToPass: base.passToPass.missing } : null;
   const rejected =
     base.status !== 'ok' ? `base state could not be graded: ${base.reason}`
     : base.resolved ? 'base state already passes: nothing for the trajectory to fix'
     : !final ? 'the trajectory never changes the working tree'
     : final.flaky ? `final state is flaky: ${final.reason}`
     : final.status !== 'ok' ? `final state could not be graded: ${final.reason}`
-    : !final.resolved ? `final state does not pass (FAIL_TO_PASS still failing: ${final.failToPass.failed.join(', ') || 'none'}; PASS_TO_PASS broken: ${final.passToPass.failed.join(', ') || 'none'})`
+    : !final.resolved ? `final state does not pass: ${unresolvedCauses(final, new Set(missingAtBase ? [...missingAtBase.failToPass, ...missingAtBase.passToPass] : []))}`
     : null;
   const drifts = steps.map((s) => s.drift).filter((d): d is number => d !== null);
   return {
     task: task.instance_id, trajectory: trajectory.source, format: trajectory.format, sandbox: options.sandboxName,
     steps, decisiveStep: rejected || !decisive ? null : { index: decisive.index, action: decisive.action.text },
-    rejected, base, final,
+    rejected, base, missingAtBase, final,
     verifierRuns: { states: patches.size, runs: toVerify.length + (final ? repeats : 0) },
     meanDrift: drifts.length ? drifts.reduce((a, b) => a + b, 0) / drifts.length : null,
   };

@@ -3,6 +3,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { describeCause, InputError } from '../errors.ts';
 import { Task, type LoadedTask } from '../schema/task.ts';
+import { checkTestLists } from './test-lists.ts';
 
 function parseTask(value: unknown, file: string, line?: number): LoadedTask {
   const parsed = Task.safeParse(value);
@@ -11,6 +12,7 @@ function parseTask(value: unknown, file: string, line?: number): LoadedTask {
     throw new InputError({ file, line, field: issue.path.join('.') || undefined }, issue.message);
   }
   const task = parsed.data;
+  checkTestLists(task, { file, line });
   let repoDir: string | undefined;
   if (task.repo_path !== undefined) {
     repoDir = resolve(dirname(file), task.repo_path);

@@ -1,7 +1,8 @@
 /**
  * Test-log parsers: from a test run's output to a status per test, as SWE-bench's
  * harness does it (`pytest -rA` summary lines, unittest/django verbose lines, TAP from
- * `node --test`), plus `exit-code` for suites that only report success or failure.
+ * `node --test`), plus `exit-code` for suites that only report success or failure (what
+ * the task's lists mean then: test-lists.ts).
  * A test reported more than once keeps its worst status.
  */
 import type { LogParserName } from '../schema/task.ts';

@@ -8,6 +8,13 @@
  * the runner's modules. Then the task's test patch is applied, its test command run, the
  * log parsed: resolved when every FAIL_TO_PASS and PASS_TO_PASS test passes.
  *
+ * Each listed test is passed (PASSED, XFAIL), failed (the log reports it otherwise:
+ * FAILED, ERROR, XPASS, and SKIPPED — SWE-bench leaves a skipped test out of its counts,
+ * we count it as not passed so that a candidate cannot dodge a test by skipping it) or
+ * missing (the log never mentions it: a test the environment cannot produce under that
+ * name, or one whose module no longer imports). Missing is graded as SWE-bench grades it,
+ * not passed, but is reported apart: it is rarely the candidate's doing.
+ *
  * Hardening: a log that claims passes while the command failed is rejected, and so is a
  * run in which no test ran at all; a run past the task's time limit is a timeout.
  */
@@ -18,10 +25,17 @@ import type { Sandbox } from '../sandbox/types.ts';
 import { prepareGradedTree } from './graded-tree.ts';
 import type { Tampering } from './harness-paths.ts';
 import { parseTestLog, type TestStatusMap } from './log-parsers.ts';
+import { gradedLists, listedStatus } from './test-lists.ts';
 
 export type { Tampering } from './harness-paths.ts';
 
-export interface TestOutcome { passed: string[]; failed: string[] }
+export interface TestOutcome {
+  passed: string[];
+  /** Reported by the log as anything but passing (failed, error, skipped, unexpectedly passing). */
+  failed: string[];
+  /** Never mentioned by the log. */
+  missing: string[];
+}
 
 export interface Verdict {
   resolved: boolean;
@@ -41,17 +55,50 @@ export interface Verdict {
   applies: boolean;
 }
 
-/** A verdict for a state that could not be graded: never resolved, every listed test failing. */
+/** A verdict for a state that could not be graded: never resolved, every listed test counted as failed (`reason` says why). */
 function ungraded(task: LoadedTask, status: Verdict['status'], reason: string, started: number, rest: Partial<Verdict> = {}): Verdict {
+  const lists = gradedLists(task);
   return {
     resolved: false, status, reason, exitCode: -1, log: '', tampering: [], ownTests: [], applies: true, ...rest, durationMs: performance.now() - started,
-    failToPass: { passed: [], failed: task.FAIL_TO_PASS }, passToPass: { passed: [], failed: task.PASS_TO_PASS },
+    failToPass: { passed: [], failed: lists.failToPass, missing: [] }, passToPass: { passed: [], failed: lists.passToPass, missing: [] },
   };
 }
 
-function outcome(tests: string[], statuses: TestStatusMap): TestOutcome {
-  const passed = tests.filter((t) => statuses.get(t) === 'PASSED');
-  return { passed, failed: tests.filter((t) => statuses.get(t) !== 'PASSED') };
+function outcome(task: LoadedTask, tests: string[], statuses: TestStatusMap): TestOutcome {
+  const result: TestOutcome = { passed: [], failed: [], missing: [] };
+  for (const test of tests) {
+    const status = listedStatus(task.log_parser, statuses, test);
+    (status === undefined ? result.missing : status === 'PASSED' ? result.passed : result.failed).push(test);
+  }
+  return result;
+}
+
+/** Listed tests that did not pass, failed or missing. */
+export const notPassed = (o: TestOutcome): string[] => [...o.failed, ...o.missing];
+
+/** Names for a message: the first `cap`, then how many more. */
+export function listNames(names: readonly string[], cap = 5): string {
+  return names.length <= cap ? names.join(', ') : `${names.slice(0, cap).join(', ')} and ${names.length - cap} more`;
+}
+
+/**
+ * Why a graded state is not resolved, by cause, counted, names capped: FAIL_TO_PASS still
+ * failing, PASS_TO_PASS failing in the log, listed tests not in the log. `missingBefore`
+ * (the tests already missing from the base state's log) says how many of the missing ones
+ * the task's environment never produced.
+ */
+export function unresolvedCauses(v: Pick<Verdict, 'failToPass' | 'passToPass'>, missingBefore: ReadonlySet<string> = new Set(), cap = 5): string {
+  const parts: string[] = [];
+  if (v.failToPass.failed.length) parts.push(`${v.failToPass.failed.length} FAIL_TO_PASS still failing: ${listNames(v.failToPass.failed, cap)}`);
+  if (v.passToPass.failed.length) parts.push(`${v.passToPass.failed.length} PASS_TO_PASS broken (failing in the log): ${listNames(v.passToPass.failed, cap)}`);
+  const missing = [...v.failToPass.missing, ...v.passToPass.missing];
+  if (missing.length) {
+    const lists = [v.failToPass.missing.length ? `${v.failToPass.missing.length} FAIL_TO_PASS` : '', v.passToPass.missing.length ? `${v.passToPass.missing.length} PASS_TO_PASS` : ''].filter(Boolean).join(', ');
+    const atBase = missing.filter((t) => missingBefore.has(t)).length;
+    const since = atBase === 0 ? '' : `; ${atBase === missing.length ? (missing.length === 1 ? 'it was' : `all ${atBase} were`) : `${atBase} of them were`} already not in the base state's log`;
+    parts.push(`${missing.length} not in the log (${lists}${since}): ${listNames(missing, cap)}`);
+  }
+  return parts.join('; ') || 'no listed test failed';
 }
 
 /**
@@ -84,9 +131,10 @@ export async function verifyPatch(sb: Sandbox, task: LoadedTask, state: EnvState
   if (run.timedOut) return fail('timeout', `test command ran past ${task.test_timeout_s}s`, run.output, run.exitCode);
   const statuses = parseTestLog(task.log_parser, run.output, run.exitCode);
   if (statuses.size === 0) return fail('error', `no test results in the log (exit ${run.exitCode}): the suite never ran`, run.output, run.exitCode);
-  const failToPass = outcome(task.FAIL_TO_PASS, statuses);
-  const passToPass = outcome(task.PASS_TO_PASS, statuses);
-  const allListedPass = failToPass.failed.length === 0 && passToPass.failed.length === 0;
+  const lists = gradedLists(task);
+  const failToPass = outcome(task, lists.failToPass, statuses);
+  const passToPass = outcome(task, lists.passToPass, statuses);
+  const allListedPass = notPassed(failToPass).length === 0 && notPassed(passToPass).length === 0;
   const anyFailed = [...statuses.values()].some((s) => s === 'FAILED' || s === 'ERROR');
   if (allListedPass && run.exitCode !== 0 && !anyFailed) {
     return { ...fail('error', `the log reports every test passing but the command exited ${run.exitCode}`, run.output, run.exitCode), failToPass, passToPass };
