@@ -16,8 +16,6 @@ const PIP_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$/;
 /** A name followed by a version clause (`numpy==1.24`, `numpy >=1`, `numpy~=1.2`). */
 const PIP_PINNED = /^([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:===|==|>=|<=|~=|!=|<|>)/;
 
-const NO_PINS = 'a pip requirement is installed as its Debian package, at the version the Debian release of the image (or host) carries, so a version pin cannot be honoured';
-
 const DebianPackage = z.string().superRefine((name, ctx) => {
   if (DEBIAN_NAME.test(name)) return;
   const pinned = /^([a-z0-9][a-z0-9+.-]+)\s*=/.exec(name);
@@ -35,7 +33,7 @@ const PipRequirement = z.string().superRefine((requirement, ctx) => {
   ctx.addIssue({
     code: 'custom',
     message: pinned
-      ? `"${requirement}" pins a version: ${NO_PINS}; name it alone ("${pinned[1]}"), or name a Debian package under environment.debian`
+      ? `"${requirement}" pins a version: a pip requirement is installed as its Debian package, at the version the Debian release of the image (or host) carries, so a version pin cannot be honoured; name it alone ("${pinned[1]}"), or name a Debian package under environment.debian`
       : `"${requirement}" is not a bare pip package name (extras, markers and URLs cannot be installed as Debian packages)`,
   });
 });
