@@ -16,15 +16,20 @@
  *
  * Containers carry labels, so leftovers of a killed run are removed at the next start, and
  * are removed on close and on SIGINT/SIGTERM.
+ *
+ * A task naming an `environment` runs in an image derived from its own (environment-image.ts):
+ * the same jail, in an image with the packages installed.
  */
 import { spawn } from 'node:child_process';
 import { posix } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import Docker from 'dockerode';
 import tar from 'tar-stream';
-import { EnvironmentError, ProbeError } from '../errors.ts';
+import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { noteInterrupt } from '../util/interrupt.ts';
+import { describePackage, environmentPackages } from '../schema/environment.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
+import { environmentImage, MissingPackagesError } from './environment-image.ts';
 import { EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
 import { OutputCapture, STDERR_KEPT } from './output-capture.ts';
 import { FILE_TIMEOUT_MS, READ_FILE, readBytes, resetTreeScript, restoreFromBase, writeThroughJail } from './through-jail.ts';
@@ -175,7 +180,7 @@ export class DockerSandbox implements Sandbox {
     if (!(await dockerAvailable())) throw new EnvironmentError('no Docker engine answers (is dockerd running? scripts/start-dockerd.sh starts one)');
     await sweepLeftovers();
     installSignalCleanup();
-    const image = task.image ?? BASE_IMAGE;
+    const image = await imageFor(task);
     const container = await client().createContainer({
       Image: image,
       Cmd: ['sleep', 'infinity'],
@@ -327,6 +332,22 @@ export class DockerSandbox implements Sandbox {
     this.closed = true;
     live.delete(this);
     await this.container.remove({ force: true }).catch(() => {});
+  }
+}
+
+/** The task's image (or the base image), derived with the packages its `environment` names. */
+async function imageFor(task: LoadedTask): Promise<string> {
+  const base = task.image ?? BASE_IMAGE;
+  const packages = environmentPackages(task.environment);
+  try {
+    return await environmentImage(client(), base, [...packages.keys()]);
+  } catch (error) {
+    if (!(error instanceof MissingPackagesError)) throw error;
+    throw new InputError(
+      { file: task.file, field: 'environment' },
+      `the Debian archive image ${base} installs from has no ${error.packages.map((p) => describePackage(p, packages)).join(', ')}; name the Debian package that provides it under environment.debian`,
+      { cause: error },
+    );
   }
 }
 

@@ -6,7 +6,8 @@
  * host never opens a path the model could have turned into a link. `restore` rebuilds the
  * tree from a read-only copy of the base inside the jail, `.git` and /tmp included: nothing
  * a command left behind survives. No process outlives its command (pid namespace). Timeouts
- * kill the whole process group; output is capped.
+ * kill the whole process group; output is capped. It installs nothing: a task's
+ * `environment` must already be on the host (host-packages.ts checks, before anything runs).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
 import { mountQuota, SANDBOX_PREFIX, sweepDeadQuotas, unmountQuota } from './disk-quota.ts';
 import { EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
+import { requireHostPackages } from './host-packages.ts';
 import { OutputCapture, STDERR_KEPT } from './output-capture.ts';
 import { READ_FILE, FILE_TIMEOUT_MS, readBytes, resetTreeScript, restoreFromBase, writeThroughJail } from './through-jail.ts';
 import { BASE_MOUNT, jailArgs, jailedShell, jailProblem, makeJailDir, newJailIdentity, type JailIdentity, type JailMounts } from './jail.ts';
@@ -109,6 +111,7 @@ export class LocalSandbox implements Sandbox {
   static async create(task: LoadedTask, options: SandboxOptions = {}): Promise<LocalSandbox> {
     const problem = jailProblem();
     if (problem) throw new EnvironmentError(`${problem}; or use --sandbox docker`);
+    requireHostPackages(task);
     sweepDeadQuotas();
     const base = checkoutTemplate(task);
     const root = mkdtempSync(join(tmpdir(), SANDBOX_PREFIX));

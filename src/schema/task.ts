@@ -3,6 +3,7 @@
  * SWE-bench, plus `test_cmd`, `log_parser` and where the repository lives.
  */
 import { z } from 'zod';
+import { TaskEnvironment } from './environment.ts';
 
 /** SWE-bench stores FAIL_TO_PASS / PASS_TO_PASS as JSON-encoded strings; accept both. */
 const TestList = z.preprocess((value) => {
@@ -35,6 +36,8 @@ export const Task = z.looseObject({
   /** A local git repository (or a plain tree, committed deterministically), relative to the task file. */
   repo_path: z.string().optional(),
   workdir: z.string().default('/testbed'),
+  /** Debian packages (and pip requirements Debian packages) the tests need beyond the base image. */
+  environment: TaskEnvironment.optional(),
   /** Seconds one test run may take. */
   test_timeout_s: z.number().positive().default(300),
 }).refine((t) => t.image !== undefined || t.repo_path !== undefined, { message: 'a task needs "image" or "repo_path"', path: ['repo_path'] });

@@ -1,0 +1,146 @@
+/**
+ * Images for tasks that name an `environment` (README, "Environments"): the base image with
+ * the task's Debian packages installed, built once and kept.
+ *
+ * - The tag is a content hash of the base image's id and the sorted package list
+ *   (`probe-env:<hash>`): any task naming the same packages on the same base reuses it,
+ *   across runs, and a rebuilt base image gets new ones.
+ * - One build per tag per process (a promise cache; a failed build is not cached), and none
+ *   when the tag already exists.
+ * - The build is our own `apt-get`, not model output, so it is the one container given a
+ *   network: the host's (dockerd runs without a bridge), to reach the Debian archive the
+ *   image's sources.list names. It runs as root with Docker's default capabilities (dpkg
+ *   needs them); the sandboxes started from the image keep no network, no capabilities and
+ *   an unprivileged user (docker.ts).
+ * - Build containers are named `probe-env-build-<hash>-<pid>` (a name, not a label: images
+ *   inherit their container's labels); leftovers of a killed run go at the next build.
+ */
+import { createHash } from 'node:crypto';
+import type { Duplex } from 'node:stream';
+import type Docker from 'dockerode';
+import { EnvironmentError, ProbeError } from '../errors.ts';
+import { OutputCapture } from './output-capture.ts';
+
+const REPOSITORY = 'probe-env';
+const BUILD_PREFIX = 'probe-env-build-';
+/** Part of the hash: a change to how images are built must not reuse images built the old way. */
+const RECIPE = 'apt-get install --no-install-recommends, lists removed; v1';
+const BUILD_TIMEOUT_S = 900;
+/** apt's output kept for the error message of a failed build. */
+const BUILD_OUTPUT_KEPT = 1024 * 1024;
+
+/**
+ * Run as root in the build container, packages as arguments. `--error-on=any`: an archive
+ * that cannot be reached fails the update, rather than every package "not found" later.
+ */
+const INSTALL = [
+  'set -e',
+  'export DEBIAN_FRONTEND=noninteractive',
+  'apt-get -q -o Acquire::Languages=none update --error-on=any',
+  'apt-get -q install -y --no-install-recommends -- "$@"',
+  'apt-get clean',
+  'rm -rf /var/lib/apt/lists/*',
+].join('\n');
+
+/** Packages the image's archive does not have (apt's "Unable to locate package"). */
+export class MissingPackagesError extends ProbeError {
+  constructor(readonly packages: string[], readonly baseImage: string) {
+    super(`no package ${packages.join(', ')} in the Debian archive of image ${baseImage}`, { exitCode: 2 });
+  }
+}
+
+/** The derived image's tag: content hash of (recipe, base image id, sorted packages). */
+export function environmentTag(baseImageId: string, packages: readonly string[]): string {
+  const hash = createHash('sha256').update([RECIPE, baseImageId, ...normalized(packages)].join('\n')).digest('hex');
+  return `${REPOSITORY}:${hash.slice(0, 20)}`;
+}
+
+function normalized(packages: readonly string[]): string[] {
+  return [...new Set(packages)].sort();
+}
+
+/** Builds in progress or done in this process, by tag. */
+const images = new Map<string, Promise<string>>();
+let swept = false;
+
+/**
+ * The image a sandbox needing `packages` starts from: `baseImage` itself when there are
+ * none, else its derived image, built here unless it exists.
+ */
+export async function environmentImage(docker: Docker, baseImage: string, packages: readonly string[]): Promise<string> {
+  if (packages.length === 0) return baseImage;
+  const baseId = await imageId(docker, baseImage);
+  const tag = environmentTag(baseId, packages);
+  let image = images.get(tag);
+  if (!image) {
+    image = ensureImage(docker, baseImage, baseId, tag, normalized(packages));
+    images.set(tag, image);
+    image.catch(() => images.delete(tag));
+  }
+  return image;
+}
+
+async function imageId(docker: Docker, image: string): Promise<string> {
+  try {
+    return (await docker.getImage(image).inspect()).Id;
+  } catch (error) {
+    throw new EnvironmentError(`no Docker image ${image} to build the task's environment from (scripts/docker-base-image.sh builds probe-base)`, { cause: error });
+  }
+}
+
+async function ensureImage(docker: Docker, baseImage: string, baseId: string, tag: string, packages: string[]): Promise<string> {
+  const exists = await docker.getImage(tag).inspect().then(() => true, () => false);
+  if (!exists) await build(docker, baseImage, baseId, tag, packages);
+  return tag;
+}
+
+async function build(docker: Docker, baseImage: string, baseId: string, tag: string, packages: string[]): Promise<void> {
+  await sweepBuildLeftovers(docker);
+  const [repo, hash] = tag.split(':') as [string, string];
+  const container = await docker.createContainer({
+    name: `${BUILD_PREFIX}${hash}-${process.pid}`,
+    Image: baseId,
+    Cmd: ['timeout', '-k', '10', String(BUILD_TIMEOUT_S), 'bash', '-c', INSTALL, 'bash', ...packages],
+    User: '0:0',
+    HostConfig: { NetworkMode: 'host' },
+  }).catch((error: Error) => {
+    throw new ProbeError(`cannot create a build container from image ${baseImage}: ${error.message}`, { cause: error });
+  });
+  try {
+    const output = new OutputCapture(BUILD_OUTPUT_KEPT);
+    const stream = (await container.attach({ stream: true, stdout: true, stderr: true })) as Duplex;
+    const ended = new Promise<void>((resolve) => { stream.on('end', resolve); stream.on('close', resolve); });
+    container.modem.demuxStream(stream, output, output);
+    await container.start();
+    const [{ StatusCode }] = await Promise.all([container.wait() as Promise<{ StatusCode: number }>, ended]);
+    if (StatusCode !== 0) throw buildFailure(output.bytes().toString('utf8'), StatusCode, baseImage, packages);
+    await container.commit({
+      repo, tag: hash,
+      changes: [`LABEL probe.environment.base="${baseId}" probe.environment.packages="${packages.join(' ')}"`, 'CMD ["bash"]'],
+    });
+  } finally {
+    await container.remove({ force: true }).catch(() => {});
+  }
+}
+
+function buildFailure(log: string, status: number, baseImage: string, packages: string[]): ProbeError {
+  const missing = [...log.matchAll(/^E: (?:Unable to locate package (\S+)|Package '([^']+)' has no installation candidate)/gm)].map((m) => m[1] ?? m[2]!);
+  if (missing.length > 0) return new MissingPackagesError([...new Set(missing)], baseImage);
+  const tail = log.trim().split('\n').slice(-8).join('\n');
+  const why = status === 124 ? `took longer than ${BUILD_TIMEOUT_S} s` : `failed (exit ${status})`;
+  return new EnvironmentError(
+    `installing ${packages.join(' ')} in a build container from image ${baseImage} ${why}; the build reaches the Debian archive in the image's /etc/apt/sources.list over the host's network:\n${tail}`,
+  );
+}
+
+/** Removes build containers whose process is gone (killed mid-build). */
+async function sweepBuildLeftovers(docker: Docker): Promise<void> {
+  if (swept) return;
+  swept = true;
+  const containers = await docker.listContainers({ all: true, filters: { name: [BUILD_PREFIX] } });
+  await Promise.all(containers.filter((c) => {
+    const pid = Number(/-(\d+)$/.exec(c.Names[0] ?? '')?.[1]);
+    if (!Number.isInteger(pid) || pid === process.pid) return false;
+    try { process.kill(pid, 0); return false; } catch { return true; }
+  }).map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
+}
