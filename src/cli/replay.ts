@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import { InputError } from '../errors.ts';
 import { formatTable } from '../report/table.ts';
 import { replayTrajectory, type ReplayStep } from '../replay/replay.ts';
+import { describeWorkdir } from '../replay/workdir.ts';
 import { TRAJECTORY_FORMATS, type TrajectoryFormat } from '../schema/trajectory.ts';
 import { importTrajectory } from '../trajectories/import.ts';
 import { loadTaskFile } from '../verify/load-task.ts';
@@ -44,7 +45,7 @@ export function replayCommand(): Command {
           String(s.action.tool === 'bash' || s.action.tool === 'submit' ? s.action.args.command ?? s.action.text : s.action.text).replace(/\s+/g, ' ').trim().slice(0, 60), s.edits ? 'yes' : '', s.resolved === null ? '' : s.resolved ? 'pass' : 'fail',
           s.drift === null ? '' : s.drift.toFixed(2),
         ]);
-        process.stderr.write(`\n${result.task} ← ${file} (${result.format}, ${result.sandbox} sandbox)\n\n`);
+        process.stderr.write(`\n${result.task} ← ${file} (${result.format}, ${result.sandbox} sandbox)\n${describeWorkdir(result.workdir, file)}\n`);
         process.stderr.write(`${formatTable(['step', 'kind', 'action', 'edits', 'tests', 'drift'], rows, [5])}\n\n`);
         process.stderr.write(tamperingLines(result.steps));
         process.stderr.write(result.decisiveStep ? `T* = step ${result.decisiveStep.index}\n` : `no decisive step: ${result.rejected}\n`);
