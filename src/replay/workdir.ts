@@ -42,17 +42,18 @@ export function inferWorkdir(trajectory: Trajectory): Inferred | null {
 }
 
 function shownWorkdir(trajectory: Trajectory): Inferred | null {
-  if (trajectory.recordedWorkdir) return { dir: clean(trajectory.recordedWorkdir), evidence: `the working_dir ${trajectory.format} recorded` };
+  if (trajectory.recordedWorkdir) return { dir: clean(trajectory.recordedWorkdir), evidence: `the working_dir ${trajectory.format} recorded in its steps' state` };
   for (const step of trajectory.steps) {
     const m = /\(Current directory: (\/[^)\n]*)\)/.exec(step.observation ?? '');
     if (m) return { dir: clean(m[1]!), evidence: `step ${step.index}'s "(Current directory: ${m[1]})"` };
   }
   if (trajectory.format === 'openhands') {
-    // `/workspace/<repo>/…` names the repository; paths only right under /workspace mean /workspace itself.
-    for (const pattern of [/(?<![\w.-])\/workspace\/([^\s/'"`;|&<>()]+)\//, /(?<![\w.-])\/workspace(?![\w.-])/]) {
+    // OpenHands mounts the repository at /workspace, or for SWE-bench at /workspace/<owner>__<repo>__<version>.
+    for (const pattern of [/(?<![\w.-])\/workspace\/([^\s/'"`;|&<>()]+__[^\s/'"`;|&<>()]+)(?![\w.-])/, /(?<![\w.-])\/workspace(?![\w.-])/]) {
       for (const step of trajectory.steps) {
         const m = pattern.exec(actionStrings(step.action).join('\n'));
-        if (m) return { dir: m[1] ? `/workspace/${m[1]}` : '/workspace', evidence: `step ${step.index}'s paths under ${m[1] ? `/workspace/${m[1]}` : '/workspace'}` };
+        const dir = m ? (m[1] ? `/workspace/${m[1]}` : '/workspace') : null;
+        if (dir) return { dir, evidence: `step ${step.index}'s paths under ${dir}` };
       }
     }
   }
