@@ -74,8 +74,8 @@ export function chooseWorkdir(trajectory: Trajectory, task: LoadedTask, explicit
   let chosen: Omit<ChosenWorkdir, 'outside'>;
   if (explicit) chosen = { dir: clean(explicit), source: 'flag', evidence: '--workdir' };
   else if (inferred && task.repoDir) chosen = { ...inferred, source: 'trajectory' };
-  else if (inferred && clean(inferred.dir) !== clean(task.workdir)) chosen = { dir: task.workdir, source: 'task', evidence: `the task's image holds the repository there; the trajectory ran in ${inferred.dir} (${inferred.evidence})` };
-  else chosen = { dir: task.workdir, source: 'task', evidence: task.workdir === '/testbed' ? "the task's workdir (default)" : "the task's workdir" };
+  else if (inferred && clean(inferred.dir) !== clean(task.workdir)) chosen = { dir: task.workdir, source: 'task', evidence: `the task's workdir, where its image holds the repository; the trajectory ran in ${inferred.dir} per ${inferred.evidence}` };
+  else chosen = { dir: task.workdir, source: 'task', evidence: task.workdir === '/testbed' ? "the task's workdir, the default" : "the task's workdir" };
   return { ...chosen, outside: pathsOutside(trajectory, chosen.dir) };
 }
 
@@ -117,7 +117,7 @@ function clean(dir: string): string {
 
 /** Lines for the user: where the repository went and why, then each path outside it (the first few). */
 export function describeWorkdir(workdir: ChosenWorkdir, trajectoryFile: string, shown = 5): string {
-  const from = workdir.source === 'flag' ? 'from --workdir' : workdir.source === 'trajectory' ? `inferred from ${workdir.evidence}` : `from ${workdir.evidence}`;
+  const from = workdir.source === 'flag' ? 'from --workdir' : workdir.source === 'trajectory' ? `inferred from ${workdir.evidence}` : workdir.evidence;
   const lines = [`workdir ${workdir.dir} (${from})`];
   for (const o of workdir.outside.slice(0, shown)) {
     lines.push(`warning: ${trajectoryFile} step ${o.step}: ${o.path} lies outside the workdir ${workdir.dir}; the step cannot see what it saw there (pass --workdir DIR to place the repository elsewhere)`);
