@@ -20,9 +20,14 @@ STATE = "/tmp/.probe-editor-state.json"
 def load_state():
     try:
         with open(STATE) as f:
-            return json.load(f)
+            state = json.load(f)
     except (OSError, ValueError):
-        return {"open_file": None, "current_line": 0, "history": {}}
+        state = {}
+    # States saved before the window followed SWE-agent's CURRENT_LINE have no current_line.
+    state.setdefault("open_file", None)
+    state.setdefault("current_line", 0)
+    state.setdefault("history", {})
+    return state
 
 
 def save_state(state):
@@ -428,7 +433,7 @@ def swe_agent(args, state):
             raise Rejected(f"Error: File '{argv[0]}' already exists.\n{shown}")
         parent = os.path.dirname(absolute(argv[0]))
         if not os.path.isdir(parent):
-            raise Rejected(f"bash: {argv[0]}: No such file or directory")
+            raise Rejected(f"bash: {argv[0]}: No such file or directory\nFile {argv[0]} not found")
         write(argv[0], "\n")
         return open_file(state, argv[:1])
     if command == "edit":
