@@ -10,7 +10,6 @@ import { inferWorkdir } from '../src/replay/workdir.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import type { Sandbox } from '../src/sandbox/types.ts';
-import type { Trajectory } from '../src/schema/trajectory.ts';
 import { sweAgentAction } from '../src/trajectories/actions.ts';
 import { importTrajectory } from '../src/trajectories/import.ts';
 import { hasRealData, real } from './helpers/shared-data.ts';
@@ -87,24 +86,5 @@ describe.skipIf(!hasBubblewrap())('SWE-agent edit lint', () => {
     expect(r.exitCode).toBe(0);
     expect(r.output).toContain('File updated.');
     expect(await sb.diff()).toContain('+def division(a: float, b: float) -> float:');
-  });
-});
-
-describe('workdir inference', () => {
-  const trajectory = (format: Trajectory['format'], commands: string[], observations: string[] = []): Trajectory => ({
-    format, source: 't', problemStatement: null, preamble: [], submission: null,
-    steps: commands.map((command, index) => ({ index, thought: '', response: '', action: { text: command, kind: 'bash', tool: 'bash', args: { command } }, observation: observations[index] ?? null })),
-  });
-
-  it("reads SWE-agent's (Current directory: …) footer, a cd prefix, and OpenHands' workspace", () => {
-    expect(inferWorkdir(trajectory('swe-agent', ['ls'], ['a\n(Open file: n/a)\n(Current directory: /django__django)\nbash-$']))?.dir).toBe('/django__django');
-    expect(inferWorkdir(trajectory('mini-swe-agent-1', ['ls', 'cd /testbed && grep -rn x .']))).toEqual({ dir: '/testbed', evidence: 'step 1: cd /testbed && …' });
-    expect(inferWorkdir(trajectory('openhands', ['ls /workspace', 'cat /workspace/django__django__3.0/setup.py']))?.dir).toBe('/workspace/django__django__3.0');
-    expect(inferWorkdir(trajectory('openhands', ['cat /workspace/api/pagination.py']))?.dir).toBe('/workspace');
-  });
-
-  it('shows nothing where nothing is shown, and never a system directory', () => {
-    expect(inferWorkdir(trajectory('mini-swe-agent-1', ['ls -la', 'cat README.md']))).toBeNull();
-    expect(inferWorkdir(trajectory('mini-swe-agent-1', ['cd /tmp && ls']))).toBeNull();
   });
 });
