@@ -50,6 +50,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe replay', () => {
     expect(run.code).toBe(0);
     expect(run.stderr).toMatch(/^2 \*\s+edit/m);
     expect(run.stderr).toContain('T* = step 2');
+    expect(run.stderr).toContain("workdir /klieret__swe-agent-test-repo (inferred from the working_dir swe-agent recorded in its steps' state)");
   });
 
   it('rejects truncated JSON and an unknown format with exit 2', () => {
@@ -65,7 +66,8 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe replay', () => {
   });
 
   it('exits 1 with the reason when the trajectory is rejected', () => {
-    const run = probe(['replay', real('swe-agent/test-repo-1c2844.traj'), '--task', missingColon, '--json']);
+    // Placed away from where it ran, its absolute paths miss the repository.
+    const run = probe(['replay', real('swe-agent/test-repo-1c2844.traj'), '--task', missingColon, '--workdir', '/testbed', '--json']);
     expect(run.code).toBe(1);
     expect(JSON.parse(run.stdout).rejected).toMatch(/never changes the working tree/);
   });

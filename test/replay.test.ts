@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../src/errors.ts';
-import { replayTrajectory } from '../src/replay/replay.ts';
+import { replayTrajectory, type ReplayResult } from '../src/replay/replay.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import type { LoadedTask } from '../src/schema/task.ts';
@@ -18,28 +18,50 @@ const local = { openSandbox: (t: LoadedTask) => openSandbox('local', t), sandbox
 const task = fixtureTask('missing-colon');
 
 describe.skipIf(!hasBubblewrap() || !hasRealData)('replaying real trajectories (local sandbox)', () => {
-  it.each(['mini-swe-agent/github_issue.v1.traj.json', 'mini-swe-agent/github_issue.v2.traj.json'])('%s: T* is its sed fix', async (file) => {
+  /** Steps whose replayed output differs from the recorded one. */
+  const drifting = (r: ReplayResult) => r.steps.filter((s) => s.drift !== null && s.drift > 0).map((s) => s.index);
+
+  it.each(['mini-swe-agent/github_issue.v1.traj.json', 'mini-swe-agent/github_issue.v2.traj.json'])('%s: T* is its sed fix, and every step but `ls -la` replays as recorded', async (file) => {
     const r = await replayTrajectory(importTrajectory(real(file)), task, local);
     expect(r.rejected).toBeNull();
     expect(r.decisiveStep?.index).toBe(4);
     expect(r.decisiveStep?.action).toContain("sed -i 's/def division(a: float, b: float) -> float/def division(a: float, b: float) -> float:/'");
     expect(r.steps.filter((s) => s.edits).map((s) => s.index)).toEqual([4, 8]);
-    expect(r.steps[3]!.drift).toBeLessThan(0.1); // `cat tests/missing_colon.py` shows what was recorded
     expect(r.verifierRuns.states).toBe(3); // base, after the sed, after the rewrite
+    // Steps 1 and 2 are `ls -la`: owners, dates and block counts are the recording machine's.
+    expect(r.steps[1]!.action.args.command).toBe('ls -la');
+    expect(r.steps[2]!.action.args.command).toBe('ls -la tests/');
+    expect(drifting(r)).toEqual([1, 2]);
+    // Its first command reads a path of the author's laptop: named, not silently missed.
+    expect(r.workdir).toMatchObject({ dir: '/testbed', source: 'task' });
+    expect(r.workdir.outside).toEqual([{ step: 0, path: '/Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py' }]);
   });
 
-  it('SWE-agent test-repo: T* is `edit 4:4`', async () => {
+  it('SWE-agent test-repo: T* is `edit 4:4`, in the directory it recorded, every step as recorded', async () => {
     const r = await replayTrajectory(importTrajectory(real('swe-agent/test-repo-i1.traj')), task, local);
     expect(r.rejected).toBeNull();
     expect(r.decisiveStep).toEqual({ index: 2, action: 'edit 4:4\ndef division(a: float, b: float) -> float:\nend_of_edit\n' });
     expect(r.steps[3]!.output).toBe('8.2\n');
+    expect(r.workdir).toMatchObject({ dir: '/klieret__swe-agent-test-repo', source: 'trajectory', outside: [] });
+    expect(drifting(r)).toEqual([]);
   });
 
-  it('SWE-agent tool-call format with absolute paths, in a task rooted where it ran', async () => {
-    const rooted = { ...task, workdir: '/SWE-agent__test-repo' };
-    const r = await replayTrajectory(importTrajectory(real('swe-agent/test-repo-1c2844.traj')), rooted, local);
+  it('SWE-agent tool-call format with absolute paths: the workdir is inferred, every step as recorded', async () => {
+    const r = await replayTrajectory(importTrajectory(real('swe-agent/test-repo-1c2844.traj')), task, local);
+    expect(r.workdir).toMatchObject({ dir: '/SWE-agent__test-repo', source: 'trajectory', outside: [] });
     expect(r.decisiveStep?.index).toBe(2);
-    expect(r.steps[1]!.drift).toBeLessThan(0.2);
+    expect(r.steps.filter((s) => s.drift !== null)).toHaveLength(4);
+    expect(drifting(r)).toEqual([]);
+  });
+
+  it('an explicit workdir wins, and the paths it strands are named per step', async () => {
+    const r = await replayTrajectory(importTrajectory(real('swe-agent/test-repo-1c2844.traj')), task, { ...local, workdir: '/testbed' });
+    expect(r.workdir).toMatchObject({ dir: '/testbed', source: 'flag' });
+    expect(r.workdir.outside).toEqual([
+      { step: 1, path: '/SWE-agent__test-repo/tests/missing_colon.py' },
+      { step: 3, path: '/SWE-agent__test-repo/tests/missing_colon.py' },
+    ]);
+    expect(r.rejected).toMatch(/never changes the working tree/);
   });
 });
 

@@ -12,6 +12,7 @@ import { probeItemFrom, taskForTrajectory, withDistractors, type RestoreMode } f
 import type { VerdictCache } from '../replay/distractors.ts';
 import type { ContextFormat } from '../replay/render-context.ts';
 import { replayTrajectory, type ReplayOptions } from '../replay/replay.ts';
+import { placeTask } from '../replay/workdir.ts';
 import { createProgress } from '../report/progress.ts';
 import { SandboxPool } from '../sandbox/pool.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
@@ -75,9 +76,11 @@ export function trajectoryFiles(dir: string): string[] {
 }
 
 async function buildTrajectory(file: string, s: BuildSettings, root: string): Promise<TrajectoryBuild> {
-  const task = taskForTrajectory(file, s.tasks);
-  if (!task) throw new InputError({ file }, 'no task whose instance_id starts its file name');
+  const given = taskForTrajectory(file, s.tasks);
+  if (!given) throw new InputError({ file }, 'no task whose instance_id starts its file name');
   const trajectory = importTrajectory(file);
+  // The pool's sandboxes hold the repository where the replay will look for it.
+  const { task } = placeTask(trajectory, given, s.replay.workdir);
   const pool = new SandboxPool(s.replay.openSandbox, task, s.replay.concurrency ?? 4);
   try {
     const replay = await replayTrajectory(trajectory, task, { ...s.replay, pool });

@@ -3,6 +3,7 @@ import { Command, Option } from 'commander';
 import { InputError } from '../errors.ts';
 import { formatTable } from '../report/table.ts';
 import { describeMissingAtBase, replayTrajectory, type ReplayStep } from '../replay/replay.ts';
+import { describeWorkdir } from '../replay/workdir.ts';
 import { TRAJECTORY_FORMATS, type TrajectoryFormat } from '../schema/trajectory.ts';
 import { importTrajectory } from '../trajectories/import.ts';
 import { loadTaskFile } from '../verify/load-task.ts';
@@ -44,7 +45,7 @@ export function replayCommand(): Command {
       const result = await replayTrajectory(trajectory, tasks[0]!, replayOptions(flags));
       if (flags.json) {
         process.stdout.write(`${JSON.stringify({
-          task: result.task, trajectory: result.trajectory, format: result.format, sandbox: result.sandbox,
+          task: result.task, trajectory: result.trajectory, format: result.format, sandbox: result.sandbox, workdir: result.workdir,
           steps: result.steps.map((s) => ({
             index: s.index, action: s.action.text, kind: s.action.kind, edits: s.edits, resolved: s.resolved, tampering: s.tampering, exitCode: s.exitCode, drift: s.drift,
             timedOut: s.timedOut, output: s.output, verdict: verdictJson(s.verdict),
@@ -58,7 +59,7 @@ export function replayCommand(): Command {
           String(s.action.tool === 'bash' || s.action.tool === 'submit' ? s.action.args.command ?? s.action.text : s.action.text).replace(/\s+/g, ' ').trim().slice(0, 60), s.edits ? 'yes' : '', s.resolved === null ? '' : s.resolved ? 'pass' : 'fail',
           s.drift === null ? '' : s.drift.toFixed(2),
         ]);
-        process.stderr.write(`\n${result.task} ← ${file} (${result.format}, ${result.sandbox} sandbox)\n\n`);
+        process.stderr.write(`\n${result.task} ← ${file} (${result.format}, ${result.sandbox} sandbox)\n${describeWorkdir(result.workdir, file)}\n`);
         process.stderr.write(`${formatTable(['step', 'kind', 'action', 'edits', 'tests', 'drift'], rows, [5])}\n\n`);
         process.stderr.write(tamperingLines(result.steps));
         if (result.missingAtBase) process.stderr.write(`${describeMissingAtBase(result.missingAtBase)}\n\n`);

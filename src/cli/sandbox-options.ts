@@ -1,17 +1,25 @@
 /** Options shared by the verbs that run tasks in sandboxes. */
-import { Command, Option } from 'commander';
+import { Command, InvalidArgumentError, Option } from 'commander';
 import { positiveInteger } from './args.ts';
 import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
 import type { ReplayOptions } from '../replay/replay.ts';
+import { isUsableWorkdir } from '../replay/workdir.ts';
+
+/** A directory inside the sandbox where a repository may go: absolute, not `/` nor a system directory. */
+function absoluteDir(value: string): string {
+  if (!isUsableWorkdir(value)) throw new InvalidArgumentError('expected an absolute directory outside /, /tmp, /usr and the other system directories');
+  return value.replace(/\/+$/, '');
+}
 
 export function addSandboxOptions(command: Command): Command {
   return command
     .addOption(new Option('--sandbox <kind>', 'where commands run').choices([...SANDBOX_KINDS]).default('local'))
     .option('--concurrency <n>', 'sandboxes verifying states at once', positiveInteger, 4)
-    .option('--repeats <n>', 'times the final state is verified (a varying verdict marks the task flaky)', positiveInteger, 3);
+    .option('--repeats <n>', 'times the final state is verified (a varying verdict marks the task flaky)', positiveInteger, 3)
+    .option('--workdir <dir>', "where the repository is placed for a replay (default: where the trajectory ran, else the task's workdir)", absoluteDir);
 }
 
-export interface SandboxFlags { sandbox: SandboxKind; concurrency: number; repeats: number }
+export interface SandboxFlags { sandbox: SandboxKind; concurrency: number; repeats: number; workdir?: string }
 
 export function replayOptions(flags: SandboxFlags): ReplayOptions {
   return {
@@ -19,5 +27,6 @@ export function replayOptions(flags: SandboxFlags): ReplayOptions {
     sandboxName: flags.sandbox,
     concurrency: flags.concurrency,
     repeats: flags.repeats,
+    ...(flags.workdir ? { workdir: flags.workdir } : {}),
   };
 }

@@ -8,7 +8,8 @@ import type { TrajectoryFormat } from '../schema/trajectory.ts';
 export function recordedOutput(observation: string, format: TrajectoryFormat): string {
   const text = observation.replace(/\r\n/g, '\n');
   if (format.startsWith('mini-swe-agent')) {
-    const m = /<output>\n?([\s\S]*?)\n?<\/output>/.exec(text);
+    // The templates write `<output>\n{{ output.output -}}</output>`: the output ends where `</output>` starts, its own last newline included.
+    const m = /<output>\n?([\s\S]*?)<\/output>/.exec(text);
     if (m) return m[1]!;
   }
   if (format === 'swe-agent') return text.replace(/\n\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*$/, '');

@@ -15,6 +15,7 @@ import { SandboxPool, type SandboxFactory } from '../sandbox/pool.ts';
 import { listNames, unresolvedCauses, verifyRepeated, verifyState, type StableVerdict, type Tampering, type Verdict } from '../verify/verifier.ts';
 import { drift, recordedOutput } from './drift.ts';
 import { readToolState, runAction } from './execute.ts';
+import { placeTask, type ChosenWorkdir } from './workdir.ts';
 
 export interface ReplayStep {
   index: number;
@@ -75,6 +76,8 @@ export interface ReplayResult {
   /** Distinct states verified (each once, thanks to the cache) and total test runs. */
   verifierRuns: { states: number; runs: number };
   meanDrift: number | null;
+  /** Where the repository was placed, and the trajectory's absolute paths that lie outside it. */
+  workdir: ChosenWorkdir;
 }
 
 export interface ReplayOptions {
@@ -88,6 +91,8 @@ export interface ReplayOptions {
   actionTimeoutMs?: number;
   /** Sandboxes to use (and leave open, for the caller's further work); else a pool of its own. */
   pool?: SandboxPool;
+  /** Where to place the repository (`--workdir`), over the one the trajectory shows and the task's. */
+  workdir?: string;
 }
 
 const hash = (patch: string) => createHash('sha256').update(patch).digest('hex');
@@ -115,20 +120,22 @@ async function runSteps(sb: Sandbox, trajectory: Trajectory, actionTimeoutMs?: n
   return steps;
 }
 
-export async function replayTrajectory(trajectory: Trajectory, task: LoadedTask, options: ReplayOptions): Promise<ReplayResult> {
+export async function replayTrajectory(trajectory: Trajectory, taskAsGiven: LoadedTask, options: ReplayOptions): Promise<ReplayResult> {
+  // The trajectory's absolute paths must find the repository where it ran (a given pool was opened there: placeTask).
+  const { task, workdir } = placeTask(trajectory, taskAsGiven, options.workdir);
   const concurrency = options.concurrency ?? 4;
   const repeats = options.repeats ?? 3;
   const pool = options.pool ?? new SandboxPool(options.openSandbox, task, concurrency);
   try {
     const ran = await pool.lease((sb) => runSteps(sb, trajectory, options.actionTimeoutMs));
-    return await judge(ran, trajectory, task, pool, { ...options, repeats });
+    return { ...(await judge(ran, trajectory, task, pool, { ...options, repeats })), workdir };
   } finally {
     if (!options.pool) await pool.close();
   }
 }
 
 /** Verifies every distinct state the replay produced and finds T*. */
-async function judge(ran: RanStep[], trajectory: Trajectory, task: LoadedTask, pool: SandboxPool, options: ReplayOptions & { repeats: number }): Promise<ReplayResult> {
+async function judge(ran: RanStep[], trajectory: Trajectory, task: LoadedTask, pool: SandboxPool, options: ReplayOptions & { repeats: number }): Promise<Omit<ReplayResult, 'workdir'>> {
   const { repeats } = options;
   // Distinct states: the base and every cumulative patch an editing step produced.
   const patches = new Map<string, string>([[hash(''), '']]);

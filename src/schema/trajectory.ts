@@ -45,5 +45,7 @@ export const Trajectory = z.object({
   steps: z.array(TrajectoryStep),
   /** The patch or final output the run submitted, where recorded. */
   submission: z.string().nullable(),
+  /** The working directory the scaffold itself recorded (SWE-agent's per-step `state`), where it did. */
+  recordedWorkdir: z.string().optional(),
 });
 export type Trajectory = z.infer<typeof Trajectory>;

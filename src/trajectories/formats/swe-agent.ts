@@ -8,7 +8,17 @@ import type { Trajectory, TrajectoryStep } from '../../schema/trajectory.ts';
 import { sweAgentAction } from '../actions.ts';
 import { checkMessageContents, contentText } from './mini-swe-agent.ts';
 
-interface SweAgentStep { action?: unknown; observation?: unknown; response?: unknown; thought?: unknown }
+interface SweAgentStep { action?: unknown; observation?: unknown; response?: unknown; thought?: unknown; state?: unknown }
+
+/** `working_dir` of a step's `state`: an object (newer files) or its JSON text (older ones). */
+function stateWorkdir(state: unknown): string | undefined {
+  let value = state;
+  if (typeof state === 'string') {
+    try { value = JSON.parse(state); } catch { return undefined; }
+  }
+  const dir = (value as { working_dir?: unknown } | null)?.working_dir;
+  return typeof dir === 'string' && dir.startsWith('/') ? dir : undefined;
+}
 
 export function looksLikeSweAgent(data: unknown): boolean {
   const steps = (data as { trajectory?: unknown })?.trajectory;
@@ -36,5 +46,6 @@ export function importSweAgent(data: unknown, file: string): Trajectory {
     };
   });
   const issue = task ? /ISSUE:\n([\s\S]*?)\n\s*\nINSTRUCTIONS:/.exec(task)?.[1] ?? task : null;
-  return { format: 'swe-agent', source: file, problemStatement: issue, preamble, steps, submission: root.info?.submission ?? null };
+  const recordedWorkdir = root.trajectory.map((s) => stateWorkdir(s.state)).find((d) => d !== undefined);
+  return { format: 'swe-agent', source: file, problemStatement: issue, preamble, steps, submission: root.info?.submission ?? null, ...(recordedWorkdir ? { recordedWorkdir } : {}) };
 }
