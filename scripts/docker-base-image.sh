@@ -2,7 +2,8 @@
 # Builds the Docker base image the `docker` sandbox runs repo_path tasks in (no registry
 # is reachable, so it is bootstrapped from Debian's packages): Debian bookworm with
 # python3, pytest, `python`, git, flake8 (SWE-agent's edit lint in replays) and this
-# machine's Node.js binary (the same version the local sandbox uses). Usage: scripts/docker-base-image.sh [IMAGE]   (default probe-base:bookworm)
+# machine's Node.js binary (the same version the local sandbox uses).
+# Usage: scripts/docker-base-image.sh [IMAGE]   (default probe-base:bookworm)
 set -euo pipefail
 image="${1:-probe-base:bookworm}"
 if docker image inspect "$image" >/dev/null 2>&1; then
