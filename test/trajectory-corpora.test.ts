@@ -97,6 +97,42 @@ describe('real corpus rows as trajectories', () => {
     expect(rows[0]!.trajectory().steps[0]!.action).toMatchObject({ kind: 'bash', args: { command: 'grep -n "def division" tests/missing_colon.py' } });
   });
 
+  it('SWE-smith tool and ticks rows (their documented shapes; no real sample was found): tool calls, and ``` blocks as SWE-agent parses them', async () => {
+    const task = [{ role: 'system', content: 'You are a helpful assistant.' }, { role: 'user', content: '<pr_description>\nx should be 2\n</pr_description>' }];
+    const call = (id: string, name: string, args: object) => ({ id, type: 'function', function: { name, arguments: JSON.stringify(args) } });
+    const tool = {
+      instance_id: 'pkg__x.1.a', resolved: true, traj_id: 'pkg__x.1.a.run1', messages: [...task,
+        { role: 'assistant', content: 'Look first.', tool_calls: [call('c1', 'bash', { command: 'grep -n "x =" /testbed/a.py' })] },
+        { role: 'tool', content: [{ type: 'text', text: 'OBSERVATION:\n1:x = 1' }], tool_call_ids: ['c1'] },
+        { role: 'assistant', content: [{ type: 'text', text: 'Fix it.' }], tool_calls: [call('c2', 'str_replace_editor', { command: 'str_replace', path: '/testbed/a.py', old_str: 'x = 1', new_str: 'x = 2' })] },
+        { role: 'tool', content: 'OBSERVATION:\nThe file /testbed/a.py has been edited.', tool_call_ids: ['c2'] },
+        { role: 'assistant', content: '', tool_calls: [call('c3', 'submit', {})] }],
+    };
+    const ticks = {
+      instance_id: 'pkg__x.1.a', resolved: true, messages: [...task,
+        { role: 'assistant', content: 'Look first.\n\n```\ngrep -n "x =" /testbed/a.py\n```' },
+        { role: 'user', content: 'OBSERVATION:\n1:x = 1' },
+        { role: 'assistant', content: "Fix it.\n\n```\nstr_replace_editor str_replace /testbed/a.py   --old_str 'x = 1' --new_str 'x = 2'\n```" },
+        { role: 'user', content: 'OBSERVATION:\nThe file /testbed/a.py has been edited.' },
+        { role: 'assistant', content: 'Thinking without a command.' },
+        { role: 'user', content: 'Your output was not formatted correctly.' },
+        { role: 'assistant', content: '```\nsubmit\n```' }],
+    };
+    const unknownTool = { ...tool, messages: [...task, { role: 'assistant', content: '', tool_calls: [call('c9', 'browse', {})] }] };
+    const { rows } = await rowsOf(jsonl([tool, ticks, unknownTool]));
+    const [fromTools, fromTicks] = [rows[0]!.trajectory(), rows[1]!.trajectory()];
+    expect(fromTools.format).toBe('openhands');
+    expect(fromTools.steps.map((s) => [s.action.kind, s.thought, s.observation])).toEqual([
+      ['bash', 'Look first.', 'OBSERVATION:\n1:x = 1'], ['edit', 'Fix it.', 'OBSERVATION:\nThe file /testbed/a.py has been edited.'], ['submit', '', null]]);
+    expect(fromTools.steps[1]!.action).toMatchObject({ text: '{"command":"str_replace","path":"/testbed/a.py","old_str":"x = 1","new_str":"x = 2"}', args: { old_str: 'x = 1', new_str: 'x = 2' } });
+    expect(rows[0]!.label).toBe('run1');
+    expect(fromTicks.format).toBe('swe-agent');
+    expect(fromTicks.steps.map((s) => s.action.kind)).toEqual(['bash', 'edit', 'other', 'submit']);
+    expect(fromTicks.steps[1]!.action).toMatchObject({ tool: 'str_replace_editor', args: { command: 'str_replace', path: '/testbed/a.py', old_str: 'x = 1', new_str: 'x = 2' } });
+    expect(fromTicks.steps[2]!.action).toMatchObject({ tool: 'none', text: '' });
+    expect(() => rows[2]!.trajectory()).toThrow(/#2: field "messages\.2\.tool_calls\.0\.function\.name": unsupported tool "browse"/);
+  });
+
   it('unresolved rows are skipped and counted, or taken when asked', async () => {
     const resolved = fixtureRow('swe-smith');
     const failed = { ...fixtureRow('nebius-swe-agent'), target: false };

@@ -14,6 +14,8 @@ export interface ToolCallMessage {
   content?: unknown;
   tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: string } }> | null;
   tool_call_id?: string | null;
+  /** SWE-agent's histories name the answered calls in a list. */
+  tool_call_ids?: string[] | null;
 }
 
 export function hasToolCalls(messages: readonly ToolCallMessage[]): boolean {
@@ -41,13 +43,17 @@ function parseArguments(text: string | undefined, source: string, field: string)
 export function openHandsEventsFromToolCalls(messages: readonly ToolCallMessage[], source: string, field: string): unknown[] {
   const events: Array<Record<string, unknown>> = [];
   const actionIds = new Map<string, number>();
+  // Calls not answered yet, oldest first: a reply that names no known call answers the oldest.
+  const pending: number[] = [];
   messages.forEach((message, i) => {
     const text = contentText(message.content);
     if (message.role === 'user') {
       events.push({ id: events.length, source: 'user', action: 'message', args: { content: text } });
     } else if (message.role === 'tool') {
-      const cause = message.tool_call_id ? actionIds.get(message.tool_call_id) : undefined;
-      if (cause === undefined) throw new InputError({ file: source, field: `${field}.${i}.tool_call_id` }, `answers no earlier tool call (${JSON.stringify(message.tool_call_id)})`);
+      const named = message.tool_call_id ?? message.tool_call_ids?.[0];
+      const cause = (named === undefined ? undefined : actionIds.get(named)) ?? pending[0];
+      if (cause === undefined) throw new InputError({ file: source, field: `${field}.${i}` }, `a tool reply to no earlier tool call (${JSON.stringify(named ?? null)})`);
+      if (pending.includes(cause)) pending.splice(pending.indexOf(cause), 1);
       events.push({ id: events.length, cause, observation: 'run', content: text });
     } else if (message.role === 'assistant') {
       const calls = message.tool_calls ?? [];
@@ -65,6 +71,7 @@ export function openHandsEventsFromToolCalls(messages: readonly ToolCallMessage[
         if (!action) throw new InputError({ file: source, field: `${at}.function.name` }, `unsupported tool "${name}" (known: ${Object.keys(ACTIONS).join(', ')})`);
         const args = parseArguments(call.function?.arguments, source, `${at}.function.arguments`);
         if (call.id) actionIds.set(call.id, events.length);
+        pending.push(events.length);
         events.push({
           id: events.length, source: 'agent', action,
           args,
