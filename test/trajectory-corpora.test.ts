@@ -8,6 +8,10 @@ import { REPO_ROOT } from '../src/embedded.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import type { Row } from '../src/datasets/rows.ts';
 import { corpusRows, type CorpusCounts, type CorpusRow } from '../src/trajectories/corpora/corpus.ts';
+import { buildProbeSet, type TrajectoryBuild } from '../src/cli/build-run.ts';
+import type { ProbeItem } from '../src/schema/probe-item.ts';
+import { UnitLog } from '../src/store/unit-log.ts';
+import { loadTasks } from '../src/verify/load-task.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 import { hasRealData, real } from './helpers/shared-data.ts';
 import { FIXTURE_TASKS } from './helpers/tasks.ts';
@@ -175,7 +179,7 @@ function probe(args: string[]) {
 interface Summary { items: number; trajectories: Array<{ trajectory: string; task: string | null; decisiveStep: number | null; rejected: string | null }>; skipped?: { unresolved: number; noTask: number } }
 
 describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories CORPUS.parquet', () => {
-  it('builds the resolved rows of its tasks as the file form does, counts the rest, and reports a malformed row while building the others', () => {
+  it('builds the resolved rows of its tasks as the file form does, counts the rest, reports a malformed row while building the others, and resumes by row', async () => {
     const dir = tempDir();
     const traj = JSON.parse(readFileSync(real('swe-agent/test-repo-i1.traj'), 'utf8')) as { history: Array<{ role: string; content: string }> };
     const broken = asNebiusRow(traj, true) as { trajectory: Array<{ role: unknown }> };
@@ -213,5 +217,17 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories CO
     expect(corpusItem.source).toEqual({ file: 'sweagent.parquet#2', format: 'swe-agent' });
     expect(corpusItem.gold).toBe(fileItem.gold);
     expect(corpusItem.gold).toContain('edit 4:4\ndef division(a: float, b: float) -> float:\nend_of_edit');
+
+    // Resume: a row whose build the progress log holds (as a killed build left it) is not replayed again.
+    const log = UnitLog.open<TrajectoryBuild>(join(dir, 'resume.progress.jsonl'), { corpus: corpus }, { resume: false, what: 'build' });
+    log.put('sweagent.parquet#2', { outcome: summary.trajectories[0]! as TrajectoryBuild['outcome'], items: [corpusItem as unknown as ProbeItem] });
+    const resumed = await buildProbeSet({
+      trajectories: corpus, tasks: loadTasks(task), contexts: ['native'], restore: 'patch', distractors: false, quiet: true,
+      memo: UnitLog.open<TrajectoryBuild>(join(dir, 'resume.progress.jsonl'), { corpus: corpus }, { resume: true, what: 'build' }),
+      replay: { sandboxName: 'local', openSandbox: () => Promise.reject(new Error('a resumed row was replayed')) },
+    });
+    expect(resumed.items).toEqual([corpusItem]);
+    expect(resumed.trajectories.map((t) => t.trajectory)).toEqual(['sweagent.parquet#2', 'sweagent.parquet#3']);
+    expect(resumed.inputErrors).toBe(1);
   });
 });
