@@ -14,7 +14,8 @@ import { UnitLog } from '../src/store/unit-log.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 import { hasRealData, real } from './helpers/shared-data.ts';
-import { FIXTURE_TASKS } from './helpers/tasks.ts';
+import { FIXTURE_TASKS, fixtureTask } from './helpers/tasks.ts';
+import { taskForRow } from '../src/trajectories/corpora/row-task.ts';
 
 const CORPORA = join(import.meta.dirname, 'fixtures', 'corpora');
 const fixtureRow = (name: string): Row => JSON.parse(readFileSync(join(CORPORA, `${name}.jsonl`), 'utf8')) as Row;
@@ -135,6 +136,22 @@ describe('real corpus rows as trajectories', () => {
     expect(fromTicks.steps[1]!.action).toMatchObject({ tool: 'str_replace_editor', args: { command: 'str_replace', path: '/testbed/a.py', old_str: 'x = 1', new_str: 'x = 2' } });
     expect(fromTicks.steps[2]!.action).toMatchObject({ tool: 'none', text: '' });
     expect(() => rows[2]!.trajectory()).toThrow(/#2: field "messages\.2\.tool_calls\.0\.function\.name": unsupported tool "browse"/);
+  });
+
+  it('R2EGym-SFT rows carry no task id: the task is the one whose problem statement the prompt holds', async () => {
+    // R2EGym-SFT-Trajectories keeps only `messages` (its layout: the SWE-smith xml row above); this row is made up in that shape.
+    const task = fixtureTask('missing-colon');
+    const sft = (issue: string) => ({ messages: [
+      { role: 'system', content: 'You are a programming agent who is provided a github issue and repository bash environment.' },
+      { role: 'user', content: `Consider the following github issue:\n<github_issue>\n${issue}\n</github_issue>\n\nCan you help me implement the necessary changes?` },
+      { role: 'assistant', content: 'Fix the colon.\n<function=execute_bash>\n<parameter=cmd>sed -i "4s/$/:/" tests/missing_colon.py</parameter>\n</function>' },
+      { role: 'user', content: 'Execution output of [execute_bash]:\n[EXIT CODE]: 0' }] });
+    const { rows } = await rowsOf(jsonl([sft(task.problem_statement.replace(/ /g, '\r\n')), sft('Another issue.')]));
+    const tasks = new Map([[task.instance_id, task]]);
+    expect(rows.map((r) => r.instanceId)).toEqual([null, null]);
+    expect(taskForRow(rows[0]!, tasks)?.instance_id).toBe('swe-agent__test-repo-1');
+    expect(taskForRow(rows[1]!, tasks)).toBeUndefined();
+    expect(rows[0]!.trajectory().steps[0]!.action.args.command).toBe('sed -i "4s/$/:/" tests/missing_colon.py');
   });
 
   it('unresolved rows are skipped and counted, or taken when asked', async () => {

@@ -21,6 +21,7 @@ import { writeFileAtomic } from '../util/atomic-file.ts';
 import { importTrajectory } from '../trajectories/import.ts';
 import type { Trajectory } from '../schema/trajectory.ts';
 import { corpusRowCount, corpusRows, isCorpusFile, type CorpusCounts } from '../trajectories/corpora/corpus.ts';
+import { taskForRow } from '../trajectories/corpora/row-task.ts';
 
 export interface BuildSettings {
   /** A directory of trajectory files, or a corpus file of trajectory rows (.parquet, .jsonl, .json). */
@@ -132,18 +133,18 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
     for await (const row of corpusRows(file, { includeUnresolved: Boolean(s.includeUnresolved) }, counts)) {
       catchUp(counts.rows - 1);
       ticked++;
-      const task = row.instanceId === null ? undefined : tasks.get(row.instanceId);
-      if (!task && !row.problem) {
-        // A corpus covers many tasks; rows for tasks not given are not built.
-        outcome.skipped!.noTask++;
-        progress.tick(undefined, true);
-        continue;
-      }
-      progress.label(`replaying ${row.name}`);
       const known = s.memo?.get(row.key);
       try {
         if (row.problem) throw row.problem;
-        const built = known ?? await buildOne(row.trajectory(), row.name, task!, s, root);
+        const task = taskForRow(row, tasks);
+        if (!task) {
+          // A corpus covers many tasks; rows for tasks not given are not built.
+          outcome.skipped!.noTask++;
+          progress.tick(undefined, true);
+          continue;
+        }
+        progress.label(`replaying ${row.name}`);
+        const built = known ?? await buildOne(row.trajectory(), row.name, task, s, root);
         if (!known) s.memo?.put(row.key, built);
         outcome.items.push(...built.items);
         outcome.trajectories.push(built.outcome);
@@ -151,7 +152,7 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
         if (!(error instanceof InputError)) throw error;
         // A malformed row is a rejection naming its index and field; the other rows are still built.
         outcome.inputErrors++;
-        outcome.trajectories.push({ trajectory: row.name, task: task?.instance_id ?? null, decisiveStep: null, rejected: describeCause(error) });
+        outcome.trajectories.push({ trajectory: row.name, task: row.instanceId, decisiveStep: null, rejected: describeCause(error) });
       }
       progress.tick(undefined, known !== undefined);
     }

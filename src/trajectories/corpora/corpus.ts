@@ -28,7 +28,7 @@ export interface CorpusRow {
   instanceId: string | null;
   /** Set when the row's task, outcome or id fields are malformed: the row is bad input. */
   problem?: InputError;
-  /** The row's trajectory; an `InputError` naming the row and field when it is malformed. */
+  /** The row's trajectory (parsed on first call); an `InputError` naming the row and field when it is malformed. */
   trajectory(): Trajectory;
 }
 
@@ -64,6 +64,7 @@ export async function* corpusRows(file: string, options: { includeUnresolved: bo
     const trajId = facts.trajId;
     // SWE-smith's traj_id repeats the instance id: `<instance_id>.<run>`; the run tells rows of one task apart.
     const label = trajId && facts.instanceId && trajId.startsWith(`${facts.instanceId}.`) ? trajId.slice(facts.instanceId.length + 1) : trajId ?? key;
-    yield { index, source, key, name: trajId ?? key, label, instanceId: facts.instanceId, trajectory: () => ({ ...rowTrajectory(row, source), label }) };
+    let parsed: Trajectory | undefined; // parsed once, whether to find its task or to build it
+    yield { index, source, key, name: trajId ?? key, label, instanceId: facts.instanceId, trajectory: () => (parsed ??= { ...rowTrajectory(row, source), label }) };
   }
 }
