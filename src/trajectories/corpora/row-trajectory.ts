@@ -79,7 +79,7 @@ export function rowTrajectory(row: Row, source: string): Trajectory {
   }
   const history = listColumn(row, 'trajectory', source);
   if (history) {
-    return markUnparsed(importTrajectoryData(sweAgentTrajFromChat(nebiusTurns(history, source), text(row, 'generated_patch'), source, 'trajectory'), source, 'swe-agent'));
+    return markUnparsed(importTrajectoryData(sweAgentTrajFromChat(nebiusTurns(history, source), text(row, 'generated_patch')), source, 'swe-agent'));
   }
   const messages = listColumn(row, 'messages', source) as ToolCallMessage[] | undefined;
   if (!messages) throw new InputError({ file: source, field: 'messages' }, 'no trajectory in the row (expected a "messages", "trajectory" or "trajectory_steps" column)');
@@ -93,5 +93,5 @@ export function rowTrajectory(row: Row, source: string): Trajectory {
     return importTrajectoryData({ messages, problem_statement: text(row, 'problem_statement') ?? undefined, output_patch: submission ?? undefined }, source, 'r2e-gym');
   }
   const turns = messages.map((m) => ({ role: m.role, content: contentText(m.content) }));
-  return markUnparsed(importTrajectoryData(sweAgentTrajFromChat(turns, submission, source, 'messages'), source, 'swe-agent'));
+  return markUnparsed(importTrajectoryData(sweAgentTrajFromChat(turns, submission), source, 'swe-agent'));
 }

@@ -5,8 +5,6 @@
  * importer reads it: each model turn's action is the command block SWE-agent's
  * `thought_action` parser takes, its observation the next environment message.
  */
-import { InputError } from '../../errors.ts';
-
 export interface ChatTurn { role: string; content: string }
 
 /**
@@ -41,13 +39,12 @@ const MODEL_ROLES = new Set(['assistant', 'ai']);
  * The `.traj` object for a chat history. A model turn without a command block is kept as
  * a step whose action is empty (SWE-agent would have asked again; nothing ran).
  */
-export function sweAgentTrajFromChat(turns: readonly ChatTurn[], submission: string | null, source: string, field: string): unknown {
+export function sweAgentTrajFromChat(turns: readonly ChatTurn[], submission: string | null): unknown {
   const trajectory = turns.flatMap((turn, i) => {
     if (!MODEL_ROLES.has(turn.role)) return [];
-    const next = turns.slice(i + 1).find((t) => !MODEL_ROLES.has(t.role));
+    const reply = turns[i + 1]; // what the environment answered, unless the model spoke again
     const parsed = thoughtAction(turn.content);
-    if (!parsed && !turn.content.trim()) throw new InputError({ file: source, field: `${field}.${i}` }, 'a model turn with no text');
-    return [{ action: parsed?.action ?? '', thought: parsed?.thought ?? turn.content, response: turn.content, observation: next?.content ?? null }];
+    return [{ action: parsed?.action ?? '', thought: parsed?.thought ?? turn.content, response: turn.content, observation: reply && !MODEL_ROLES.has(reply.role) ? reply.content : null }];
   });
   const history = turns.map((t) => ({ role: MODEL_ROLES.has(t.role) ? 'assistant' : t.role, content: t.content }));
   return { trajectory, history, info: { submission } };
