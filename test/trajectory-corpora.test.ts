@@ -200,15 +200,27 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories CO
     const dir = tempDir();
     const traj = JSON.parse(readFileSync(real('swe-agent/test-repo-i1.traj'), 'utf8')) as { history: Array<{ role: string; content: string }> };
     const broken = asNebiusRow(traj, true) as { trajectory: Array<{ role: unknown }> };
-    broken.trajectory[3]!.role = 7; // the first model turn
+    broken.trajectory[3]!.role = null; // the first model turn
     const rows = [fixtureRow('nebius-swe-agent'), asNebiusRow(traj, false), asNebiusRow(traj, true), broken as Row];
     const corpus = join(dir, 'sweagent.parquet');
-    const column = (name: string, type: 'STRING' | 'BOOLEAN' | 'JSON') => ({ name, data: rows.map((r) => r[name] ?? null), type });
+    // The dataset's own Parquet schema: `trajectory` a list of structs, the rest flat.
+    const turnFields = ['cutoff_date', 'mask', 'role', 'system_prompt', 'text'];
+    const data = (name: string) => rows.map((r) => name !== 'trajectory' ? r[name] ?? null
+      : (r.trajectory as Row[]).map((turn) => Object.fromEntries(turnFields.map((f) => [f, turn[f] ?? null]))));
+    const string = (name: string) => ({ name, type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' });
+    const flat = ['instance_id', 'model_name', 'target', 'exit_status', 'generated_patch', 'eval_logs'];
     parquetWriteFile({
       filename: corpus, rowGroupSize: 2, // two row groups: read one at a time
-      columnData: [column('instance_id', 'STRING'), column('model_name', 'STRING'), column('target', 'BOOLEAN'), column('trajectory', 'JSON'),
-        column('exit_status', 'STRING'), column('generated_patch', 'STRING'), column('eval_logs', 'STRING')],
-    });
+      columnData: [...flat, 'trajectory'].map((name) => ({ name, data: data(name) })),
+      schema: [
+        { name: 'root', num_children: flat.length + 1 },
+        ...flat.map((name) => name === 'target' ? { name, type: 'BOOLEAN', repetition_type: 'OPTIONAL' } : string(name)),
+        { name: 'trajectory', repetition_type: 'OPTIONAL', converted_type: 'LIST', num_children: 1 },
+        { name: 'list', repetition_type: 'REPEATED', num_children: 1 },
+        { name: 'element', repetition_type: 'OPTIONAL', num_children: turnFields.length },
+        ...turnFields.map((name) => name === 'mask' ? { name, type: 'BOOLEAN', repetition_type: 'OPTIONAL' } : string(name)),
+      ],
+    } as Parameters<typeof parquetWriteFile>[0]);
     const task = join(FIXTURE_TASKS, 'missing-colon', 'task.json');
     const fromCorpus = probe(['build', '--trajectories', corpus, '--tasks', task, '--out', join(dir, 'corpus.jsonl'), '--no-distractors', '--repeats', '1', '--json']);
     expect(fromCorpus.code, fromCorpus.stderr).toBe(2); // the malformed row
@@ -217,7 +229,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories CO
     expect(summary.trajectories).toHaveLength(2);
     expect(summary.trajectories[0]).toMatchObject({ trajectory: 'sweagent.parquet#2', task: 'swe-agent__test-repo-1', rejected: null });
     expect(summary.trajectories[1]).toMatchObject({ trajectory: 'sweagent.parquet#3', decisiveStep: null });
-    expect(summary.trajectories[1]!.rejected).toBe(`${corpus}#3: field "trajectory.3.role": expected a string, got 7`);
+    expect(summary.trajectories[1]!.rejected).toBe(`${corpus}#3: field "trajectory.3.role": expected a string, got null`);
 
     const files = join(dir, 'trajectories');
     mkdirSync(files);
