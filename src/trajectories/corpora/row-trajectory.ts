@@ -6,10 +6,10 @@
  *
  * - `trajectory`: a list of `{role: system|user|ai, text}` — nebius/SWE-agent-trajectories
  *   (SWE-agent's history) → SWE-agent.
- * - `messages` with `tool_calls` — SWE-Gym OpenHands trajectories, SWE-smith `tool` rows
- *   → OpenHands events.
+ * - `messages` with `tool_calls` — SWE-Gym OpenHands trajectories (Sampled, SFT),
+ *   SWE-smith `tool` rows → OpenHands events.
  * - `messages` whose turns hold `<function=NAME>` calls — R2E-Gym / DeepSWE SFT rows,
- *   SWE-smith `xml` rows, SWE-Gym OpenHands-SFT rows → R2E-Gym.
+ *   SWE-smith `xml` rows → R2E-Gym.
  * - `messages` with ``` command blocks — SWE-smith `ticks` rows → SWE-agent.
  * - `trajectory_steps` — an R2E-Gym / DeepSWE run as its `Trajectory` model dumps it
  *   (`{trajectory_steps, problem_statement, docker_image, ds, reward, output_patch}`) →
