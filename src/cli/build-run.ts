@@ -4,7 +4,7 @@
  * A bad trajectory is a rejection, not a stop: the others are still built.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { CompletionBackend } from '../backends/types.ts';
 import { describeCause, InputError } from '../errors.ts';
@@ -122,7 +122,8 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
   const root = resolve(file, '..');
   const tasks = new Map(s.tasks.map((t) => [t.instance_id, t]));
   const counts: CorpusCounts = { rows: 0, unresolved: 0 };
-  const outcome: BuildOutcome = { items: [], trajectories: [], inputErrors: 0, skipped: { unresolved: 0, noTask: 0 } };
+  const skipped = { unresolved: 0, noTask: 0 };
+  const outcome: BuildOutcome = { items: [], trajectories: [], inputErrors: 0, skipped };
   const progress = createProgress({ total: (await corpusRowCount(file)) ?? 0, enabled: !s.quiet });
   let ticked = 0;
   // Rows read but not built (unresolved) count towards the file's total without taking time.
@@ -139,7 +140,7 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
         const task = taskForRow(row, tasks);
         if (!task) {
           // A corpus covers many tasks; rows for tasks not given are not built.
-          outcome.skipped!.noTask++;
+          skipped.noTask++;
           progress.tick(undefined, true);
           continue;
         }
@@ -160,7 +161,7 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
   } finally {
     progress.stop();
   }
-  outcome.skipped!.unresolved = counts.unresolved;
+  skipped.unresolved = counts.unresolved;
   return outcome;
 }
 
