@@ -49,6 +49,10 @@ describe('real corpus rows as trajectories', () => {
     expect(t.steps[1]!.observation).toMatch(/^Found 1 matches for "image\.py" in \/plumbum\/plumbum:/);
     expect(t.preamble[0]!.content).toMatch(/^SETTING: You are an autonomous programmer/); // nebius keeps it in system_prompt
     expect(t.submission).toContain('-import . as cli\n+import plumbum.cli as cli\n');
+    // Some exports store the list as a JSON string: the same trajectory.
+    const published = fixtureRow('nebius-swe-agent');
+    const { rows: [stringified] } = await rowsOf(jsonl([{ ...published, trajectory: JSON.stringify(published.trajectory) }]));
+    expect(stringified!.trajectory().steps).toEqual(t.steps);
   });
 
   it('SWE-Gym OpenHands trajectories: tool calls as OpenHands actions, each observed by its tool reply', async () => {
