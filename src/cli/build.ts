@@ -58,7 +58,7 @@ export function buildCommand(): Command {
       if (flags.json) process.stdout.write(`${JSON.stringify({ out: flags.out, items: items.length, trajectories: outcomes, ...(skipped ? { skipped } : {}) }, null, 2)}\n`);
       else {
         for (const o of outcomes) process.stderr.write(`${o.rejected ? 'rejected' : `T* = ${o.decisiveStep}`.padEnd(8)}  ${o.trajectory}${o.rejected ? `: ${o.rejected}` : ''}\n`);
-        if (skipped) process.stderr.write(`skipped ${skipped.unresolved} unresolved rows${flags.includeUnresolved ? '' : ' (--include-unresolved builds them)'} and ${skipped.noTask} rows for tasks not given\n`);
+        if (skipped) process.stderr.write(`corpus rows skipped: ${skipped.unresolved} unresolved${skipped.unresolved && !flags.includeUnresolved ? ' (--include-unresolved builds them)' : ''}, ${skipped.noTask} for tasks not given\n`);
         process.stderr.write(`\n${items.length} probe items from ${outcomes.filter((o) => !o.rejected).length} of ${outcomes.length} trajectories → ${flags.out}\n`);
       }
       if (inputErrors) process.exitCode = 2;
