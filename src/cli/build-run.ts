@@ -4,7 +4,7 @@
  * A bad trajectory is a rejection, not a stop: the others are still built.
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { CompletionBackend } from '../backends/types.ts';
 import { describeCause, InputError } from '../errors.ts';
@@ -20,9 +20,15 @@ import type { LoadedTask } from '../schema/task.ts';
 import type { ItemMemo } from '../probes/memo.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { importTrajectory } from '../trajectories/import.ts';
+import type { Trajectory } from '../schema/trajectory.ts';
+import { corpusRowCount, corpusRows, isCorpusFile, type CorpusCounts } from '../trajectories/corpora/corpus.ts';
+import { taskForRow } from '../trajectories/corpora/row-task.ts';
 
 export interface BuildSettings {
+  /** A directory of trajectory files, or a corpus file of trajectory rows (.parquet, .jsonl, .json). */
   trajectories: string;
+  /** Corpus rows recording an unresolved run are skipped unless this is set. */
+  includeUnresolved?: boolean | undefined;
   tasks: LoadedTask[];
   contexts: ContextFormat[];
   restore: RestoreMode;
@@ -64,21 +70,31 @@ export interface TrajectoryBuild { outcome: TrajectoryOutcome; items: ProbeItem[
 export interface BuildOutcome {
   items: ProbeItem[];
   trajectories: TrajectoryOutcome[];
-  /** Trajectories rejected as bad input (a malformed file, no task). */
+  /** Trajectories rejected as bad input (a malformed file or row, no task). */
   inputErrors: number;
+  /** Corpus rows not built: runs that did not resolve their task, rows for tasks not given. */
+  skipped?: { unresolved: number; noTask: number };
+}
+
+/** A corpus file of trajectory rows, rather than a directory of trajectory files. */
+export function isTrajectoryCorpus(path: string): boolean {
+  return isCorpusFile(path) && Boolean(statSync(path, { throwIfNoEntry: false })?.isFile());
 }
 
 export function trajectoryFiles(dir: string): string[] {
-  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new InputError({ file: dir }, 'not a directory of trajectories');
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new InputError({ file: dir }, 'not a directory of trajectories nor a corpus file of trajectory rows (.parquet, .jsonl, .json)');
   const files = readdirSync(dir).filter((f) => !f.startsWith('.')).sort().map((f) => join(dir, f)).filter((f) => statSync(f).isFile());
   if (files.length === 0) throw new InputError({ file: dir }, 'holds no trajectory files');
   return files;
 }
 
 async function buildTrajectory(file: string, s: BuildSettings, root: string): Promise<TrajectoryBuild> {
-  const given = taskForTrajectory(file, s.tasks);
-  if (!given) throw new InputError({ file }, 'no task whose instance_id starts its file name');
-  const trajectory = importTrajectory(file);
+  const task = taskForTrajectory(file, s.tasks);
+  if (!task) throw new InputError({ file }, 'no task whose instance_id starts its file name');
+  return buildOne(importTrajectory(file), file, task, s, root);
+}
+
+async function buildOne(trajectory: Trajectory, name: string, given: LoadedTask, s: BuildSettings, root: string): Promise<TrajectoryBuild> {
   // The pool's sandboxes hold the repository where the replay will look for it.
   const { task } = placeTask(trajectory, given, s.replay.workdir);
   const pool = new SandboxPool(s.replay.openSandbox, task, s.replay.concurrency ?? 4);
@@ -92,7 +108,7 @@ async function buildTrajectory(file: string, s: BuildSettings, root: string): Pr
       if (item) items.push(s.distractors ? await withDistractors(item, trajectory, task, replay, format, pool.lease, cache, repoFiles, s.sampler) : item);
     }
     const status: TrajectoryStatus = !replay.rejected ? 'accepted' : replay.final?.flaky ? 'flaky' : 'rejected';
-    return { outcome: { trajectory: file, task: task.instance_id, status, decisiveStep: replay.decisiveStep?.index ?? null, rejected: replay.rejected }, items };
+    return { outcome: { trajectory: name, task: task.instance_id, status, decisiveStep: replay.decisiveStep?.index ?? null, rejected: replay.rejected }, items };
   } finally {
     await pool.close();
   }
@@ -103,14 +119,79 @@ export function writeProbeItems(file: string, items: readonly ProbeItem[]): void
   writeFileAtomic(file, items.map((i) => JSON.stringify(i)).join('\n') + (items.length ? '\n' : ''));
 }
 
-/** A hash of every trajectory file's name and bytes: a resumed build must see the same ones. */
-export function trajectoriesHash(dir: string): string {
+/** A file's bytes hashed a chunk at a time: a corpus may be gigabytes. */
+function hashFile(hash: ReturnType<typeof createHash>, file: string): void {
+  const fd = openSync(file, 'r');
+  try {
+    const chunk = Buffer.alloc(1 << 20);
+    for (let n; (n = readSync(fd, chunk)) > 0;) hash.update(chunk.subarray(0, n));
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** A hash of every trajectory file's name and bytes (or the corpus file's): a resumed build must see the same ones. */
+export function trajectoriesHash(path: string): string {
   const hash = createHash('sha256');
-  for (const file of trajectoryFiles(dir)) hash.update(basename(file)).update('\0').update(readFileSync(file)).update('\0');
+  for (const file of isTrajectoryCorpus(path) ? [path] : trajectoryFiles(path)) {
+    hash.update(basename(file)).update('\0');
+    hashFile(hash, file);
+    hash.update('\0');
+  }
   return hash.digest('hex');
 }
 
+/** One row of a corpus per trajectory, matched to its task by `instance_id`. */
+async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
+  const file = s.trajectories;
+  const root = resolve(file, '..');
+  const tasks = new Map(s.tasks.map((t) => [t.instance_id, t]));
+  const counts: CorpusCounts = { rows: 0, unresolved: 0 };
+  const skipped = { unresolved: 0, noTask: 0 };
+  const outcome: BuildOutcome = { items: [], trajectories: [], inputErrors: 0, skipped };
+  const progress = createProgress({ total: (await corpusRowCount(file)) ?? 0, enabled: !s.quiet });
+  let ticked = 0;
+  // Rows read but not built (unresolved) count towards the file's total without taking time.
+  const catchUp = (rows: number) => {
+    for (; ticked < rows; ticked++) progress.tick(undefined, true);
+  };
+  try {
+    for await (const row of corpusRows(file, { includeUnresolved: Boolean(s.includeUnresolved) }, counts)) {
+      catchUp(counts.rows - 1);
+      ticked++;
+      const known = s.memo?.get(row.key);
+      try {
+        if (row.problem) throw row.problem;
+        const task = taskForRow(row, tasks);
+        if (!task) {
+          // A corpus covers many tasks; rows for tasks not given are not built.
+          skipped.noTask++;
+          progress.tick(undefined, true);
+          continue;
+        }
+        progress.label(`replaying ${row.name}`);
+        const built = known ?? await buildOne(row.trajectory(), row.name, task, s, root);
+        if (!known) s.memo?.put(row.key, built);
+        outcome.items.push(...built.items);
+        outcome.trajectories.push(built.outcome);
+      } catch (error) {
+        if (!(error instanceof InputError)) throw error;
+        // A malformed row is a rejection naming its index and field; the other rows are still built.
+        outcome.inputErrors++;
+        outcome.trajectories.push({ trajectory: row.name, task: row.instanceId, status: 'bad-input', decisiveStep: null, rejected: describeCause(error) });
+      }
+      progress.tick(undefined, known !== undefined);
+    }
+    catchUp(counts.rows);
+  } finally {
+    progress.stop();
+  }
+  skipped.unresolved = counts.unresolved;
+  return outcome;
+}
+
 export async function buildProbeSet(s: BuildSettings): Promise<BuildOutcome> {
+  if (isTrajectoryCorpus(s.trajectories)) return buildCorpus(s);
   const files = trajectoryFiles(s.trajectories);
   const root = resolve(s.trajectories, '..');
   const outcome: BuildOutcome = { items: [], trajectories: [], inputErrors: 0 };

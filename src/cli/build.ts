@@ -13,12 +13,13 @@ import { checkpointContentHash } from '../backends/cache.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
-interface BuildFlags extends SandboxFlags { resume?: boolean; trajectories: string; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; distractorCkpt?: string; distractorSamples: number; json?: boolean; strict?: boolean }
+interface BuildFlags extends SandboxFlags { resume?: boolean; trajectories: string; includeUnresolved?: boolean; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; distractorCkpt?: string; distractorSamples: number; json?: boolean; strict?: boolean }
 
 export function buildCommand(): Command {
   return addSandboxOptions(new Command('build')
     .description('Replay trajectories against their tasks and write a probe item at each decisive step.')
-    .requiredOption('--trajectories <dir>', 'trajectory files, each named <instance_id>.<anything>')
+    .requiredOption('--trajectories <dir|file>', 'trajectory files, each named <instance_id>.<anything>; or a corpus of trajectory rows (.parquet, .jsonl, .json) matched to tasks by instance_id')
+    .option('--include-unresolved', 'also build corpus rows whose run did not resolve its task (skipped by default)')
     .requiredOption('--tasks <dir|file>', 'task records (<id>/task.json entries or SWE-bench JSONL)')
     .requiredOption('--out <file>', 'probe items to write (.jsonl)')
     .addOption(new Option('--context <formats...>', 'how contexts are rendered').choices([...CONTEXT_FORMATS]).default(['native']))
@@ -46,18 +47,20 @@ export function buildCommand(): Command {
         trajectories: trajectoriesHash(flags.trajectories), tasks: resolve(flags.tasks), context: flags.context, restore: flags.restore,
         distractors: flags.distractors, distractor_ckpt: flags.distractorCkpt && flags.distractors ? checkpointContentHash(flags.distractorCkpt) : null,
         distractor_samples: flags.distractorSamples, sandbox: flags.sandbox, repeats: flags.repeats,
+        include_unresolved: Boolean(flags.includeUnresolved),
       }, { resume: Boolean(flags.resume), what: 'build' });
       const outcome = await buildProbeSet({
-        trajectories: flags.trajectories, tasks, contexts: flags.context, restore: flags.restore, distractors: flags.distractors, sampler,
+        trajectories: flags.trajectories, includeUnresolved: flags.includeUnresolved, tasks, contexts: flags.context, restore: flags.restore, distractors: flags.distractors, sampler,
         replay: replayOptions(flags), quiet: Boolean(flags.json), memo: progressLog,
       }).finally(() => samplerBackend?.close());
-      const { items, trajectories: outcomes, inputErrors } = outcome;
+      const { items, trajectories: outcomes, inputErrors, skipped } = outcome;
       writeProbeItems(flags.out, items);
       progressLog.remove();
       const counts = countOutcomes(outcomes);
-      if (flags.json) process.stdout.write(`${JSON.stringify({ out: flags.out, items: items.length, counts, trajectories: outcomes }, null, 2)}\n`);
+      if (flags.json) process.stdout.write(`${JSON.stringify({ out: flags.out, items: items.length, counts, trajectories: outcomes, ...(skipped ? { skipped } : {}) }, null, 2)}\n`);
       else {
         for (const o of outcomes) process.stderr.write(`${o.rejected ? 'rejected' : `T* = ${o.decisiveStep}`.padEnd(8)}  ${o.trajectory}${o.rejected ? `: ${o.rejected}` : ''}\n`);
+        if (skipped) process.stderr.write(`corpus rows skipped: ${skipped.unresolved} unresolved${skipped.unresolved && !flags.includeUnresolved ? ' (--include-unresolved builds them)' : ''}, ${skipped.noTask} for tasks not given\n`);
         process.stderr.write(`\n${items.length} probe items from ${counts.accepted} of ${outcomes.length} trajectories → ${flags.out}\n`);
         process.stderr.write(`trajectories: ${describeCounts(counts)}\n`);
       }

@@ -18,9 +18,10 @@ export function taskForTrajectory(file: string, tasks: LoadedTask[]): LoadedTask
   return tasks.filter((t) => name.startsWith(`${t.instance_id}.`)).sort((a, b) => b.instance_id.length - a.instance_id.length)[0];
 }
 
-/** What tells a task's trajectories apart: the file name after `<instance_id>.`, without the extension. */
-function trajectoryLabel(file: string, task: LoadedTask): string {
-  return basename(file).slice(task.instance_id.length + 1).replace(/\.(traj\.json|traj|json|md)$/, '') || 'traj';
+/** What tells a task's trajectories apart: a corpus row's label, else the file name after `<instance_id>.`, without the extension. */
+function trajectoryLabel(trajectory: Trajectory, task: LoadedTask): string {
+  if (trajectory.label) return trajectory.label;
+  return basename(trajectory.source).slice(task.instance_id.length + 1).replace(/\.(traj\.json|traj|json|md)$/, '') || 'traj';
 }
 
 /**
@@ -37,7 +38,7 @@ export function probeItemFrom(trajectory: Trajectory, task: LoadedTask, replay: 
   const rendered = renderProbeContext(trajectory, index, format);
   const step = replay.steps.find((s) => s.index === index)!;
   return {
-    id: `${task.instance_id}@${trajectoryLabel(trajectory.source, task)}${format === 'asap' ? ':asap' : ''}`,
+    id: `${task.instance_id}@${trajectoryLabel(trajectory, task)}${format === 'asap' ? ':asap' : ''}`,
     task: task.instance_id,
     format: rendered.format,
     context: rendered.context,

@@ -36,8 +36,13 @@ export type TrajectoryStep = z.infer<typeof TrajectoryStep>;
 
 export const Trajectory = z.object({
   format: TrajectoryFormat,
-  /** File the trajectory was read from. */
+  /** File the trajectory was read from; `FILE#INDEX` for a row of a trajectory corpus. */
   source: z.string(),
+  /**
+   * What tells this trajectory apart from its task's others, where its file name cannot
+   * (a corpus row: its `traj_id`, else `<file name>#<index>`).
+   */
+  label: z.string().optional(),
   /** The task text the agent was given, where the file records it. */
   problemStatement: z.string().nullable(),
   /** Scaffold messages before the first action (system prompt, task message), verbatim. */

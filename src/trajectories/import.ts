@@ -43,16 +43,27 @@ export function importTrajectory(file: string, format?: TrajectoryFormat): Traje
   if (chosen !== 'asap' && data === undefined) {
     throw new InputError({ file }, `not valid JSON (truncated?): ${describeCause(jsonError)}`, { cause: jsonError });
   }
+  return chosen === 'asap' ? checked(importAsap(text, file), chosen) : importTrajectoryData(data, file, chosen);
+}
+
+/**
+ * A trajectory already parsed into one scaffold's shape (a `.traj` object, an OpenHands
+ * event list, …), e.g. a row of a trajectory corpus; `source` names where it came from.
+ */
+export function importTrajectoryData(data: unknown, source: string, format: Exclude<TrajectoryFormat, 'asap'>): Trajectory {
   const trajectory = (() => {
-    switch (chosen) {
-      case 'asap': return importAsap(text, file);
-      case 'swe-agent': return importSweAgent(data, file);
-      case 'openhands': return importOpenHands(data, file);
-      case 'r2e-gym': return importR2eGym(data, file);
+    switch (format) {
+      case 'swe-agent': return importSweAgent(data, source);
+      case 'openhands': return importOpenHands(data, source);
+      case 'r2e-gym': return importR2eGym(data, source);
       case 'mini-swe-agent-1':
-      case 'mini-swe-agent-1.1': return importMiniSweAgent(data, file, chosen);
+      case 'mini-swe-agent-1.1': return importMiniSweAgent(data, source, format);
     }
   })();
-  if (trajectory.steps.length === 0) throw new InputError({ file }, `no agent steps found (read as ${chosen})`);
+  return checked(trajectory, format);
+}
+
+function checked(trajectory: Trajectory, format: TrajectoryFormat): Trajectory {
+  if (trajectory.steps.length === 0) throw new InputError({ file: trajectory.source }, `no agent steps found (read as ${format})`);
   return Trajectory.parse(trajectory);
 }
