@@ -11,7 +11,7 @@ import type { BpbItem, BpbResult } from '../probes/bpb.ts';
 import { scoreBpb } from '../probes/bpb.ts';
 import { scoreMcq, type McqItem, type McqResult } from '../probes/mcq.ts';
 import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
-import { restoreProbeState } from '../probes/restore.ts';
+import { restoreProbeState, taskForItem } from '../probes/restore.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
@@ -106,7 +106,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
     const passk = await forEachCheckpoint(top.map((r) => r.checkpoint), { units: passkItems.length, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, label: 'pass@k', bos: run.bos, dir: run.dir },
       (ckpt, backend, tick) => scorePassk(ckpt, backend, passkItems, {
         n: s.n, ks: [1, 2, 4, 8, 16].filter((k) => k <= s.n), temperature: 0.7, topP: 0.95, maxTokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS, seed: s.seed,
-        taskOf: (item) => tasks.get(item.task)!, leaseFor: pools.leaseFor, restore: restoreProbeState,
+        taskOf: (item) => taskForItem(tasks.get(item.task)!, item), leaseFor: pools.leaseFor, restore: restoreProbeState,
       }, itemHooks<PasskItem>(dir, 'passk', ckpt, tick)));
     failures.push(...passk.failures);
     for (const r of passk.results as PasskResult[]) rows.find((x) => x.checkpoint === r.checkpoint)!.pass_at = r.pass_at;

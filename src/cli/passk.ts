@@ -4,7 +4,7 @@ import { Command, Option } from 'commander';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
-import { restoreProbeState } from '../probes/restore.ts';
+import { restoreProbeState, taskForItem } from '../probes/restore.ts';
 import { formatTable } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
 import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
@@ -45,7 +45,7 @@ export function passkCommand(): Command {
       try {
         const { results, failures } = await scoreCheckpoints<PasskResult, PasskItem>(run, 'passk', (ckpt, backend, hooks) => scorePassk(ckpt, backend, run.items, {
           n: flags.n, ks: K_VALUES, steps: flags.steps, temperature: flags.temperature, topP: flags.topP, maxTokens: flags.maxTokens, seed: flags.seed,
-          taskOf: (item) => tasks.get(item.task)!, leaseFor, restore: restoreProbeState,
+          taskOf: (item) => taskForItem(tasks.get(item.task)!, item), leaseFor, restore: restoreProbeState,
         }, hooks));
         const errors = reportFailures(failures);
         if (!run.quiet) {

@@ -9,6 +9,11 @@ import type { LoadedTask } from '../schema/task.ts';
 import type { Sandbox } from '../sandbox/types.ts';
 import { importTrajectory } from '../trajectories/import.ts';
 
+/** The task as the item's sandbox must hold it: the repository where the trajectory ran, when the item records that. */
+export function taskForItem(task: LoadedTask, item: ProbeItem): LoadedTask {
+  return item.workdir === undefined || item.workdir === task.workdir ? task : { ...task, workdir: item.workdir };
+}
+
 export async function restoreProbeState(sb: Sandbox, item: ProbeItem, task: LoadedTask): Promise<void> {
   const state = item.state;
   if (state.kind === 'patch') {

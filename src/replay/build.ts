@@ -48,6 +48,8 @@ export function probeItemFrom(trajectory: Trajectory, task: LoadedTask, replay: 
     state: restore === 'patch'
       ? { kind: 'patch', base_commit: task.base_commit, patch: step.patchBefore, ...(step.toolStateBefore ? { tool_state: step.toolStateBefore } : {}) }
       : { kind: 'replay', base_commit: task.base_commit, actions: index },
+    // Its gold and context may name absolute paths there (`open /SWE-agent__test-repo/…`): pass@K samples must run where it ran.
+    workdir: replay.workdir.dir,
     source: { file: relative(root, trajectory.source), format: trajectory.format },
     replay: { sandbox: replay.sandbox, mean_drift: replay.meanDrift, verifier_states: replay.verifierRuns.states },
   };

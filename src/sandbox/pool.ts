@@ -76,10 +76,12 @@ export class TaskPools {
   constructor(private readonly factory: SandboxFactory, private readonly size: number) {}
 
   readonly leaseFor = (task: LoadedTask): SandboxLease => {
-    let pool = this.pools.get(task.instance_id);
+    // Items of one task built from trajectories that ran in different directories need sandboxes of their own.
+    const key = `${task.instance_id}\0${task.workdir}`;
+    let pool = this.pools.get(key);
     if (!pool) {
       pool = new SandboxPool(this.factory, task, this.size);
-      this.pools.set(task.instance_id, pool);
+      this.pools.set(key, pool);
     }
     return pool.lease;
   };

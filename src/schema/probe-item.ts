@@ -35,6 +35,8 @@ export const ProbeItem = z.looseObject({
   /** Index of the decisive action among the trajectory's actions, 0-based. */
   decisive_step: z.number().int().nonnegative(),
   state: EnvState,
+  /** Where the repository sat in the sandbox when the item was built (the directory the trajectory ran in); absent: the task's own `workdir`. */
+  workdir: z.string().optional(),
   source: z.looseObject({ file: z.string().min(1), format: z.string().min(1) }),
 });
 export type ProbeItem = z.infer<typeof ProbeItem>;
