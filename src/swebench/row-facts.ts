@@ -78,7 +78,8 @@ export function rowFacts(row: Record<string, unknown>, options: RowFactsOptions 
   const version = typeof row.version === 'string' ? spec.versions[row.version] : undefined;
   if (!version) {
     const known = Object.keys(spec.versions);
-    problems.push({ field: 'version', message: `${given(row.version) ? `"${String(row.version)}" is not a version SWE-bench's harness knows for ${row.repo}` : 'missing'} (known: ${known.join(', ')}); or set "test_cmd"` });
+    const which = given(row.version) ? `no version "${String(row.version)}" of ${row.repo}` : `no "version" in the row, which picks ${row.repo}'s`;
+    problems.push({ field: 'test_cmd', message: `missing, and SWE-bench's harness knows ${which} (known: ${known.join(', ')}): set "version" to one of those, or "test_cmd"` });
     return { facts, problems };
   }
   facts.test_cmd = composeTestCommand(version, testDirectives(spec.directives, typeof row.test_patch === 'string' ? row.test_patch : ''));
