@@ -17,6 +17,7 @@ import { repoSpec } from '../src/swebench/specs.ts';
 import { testDirectives } from '../src/swebench/test-command.ts';
 import { loadTaskFile, loadTasks } from '../src/verify/load-task.ts';
 import { verifyPatch } from '../src/verify/verifier.ts';
+import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
 import { tempDir } from './helpers/paths.ts';
 import { hasRealData, real } from './helpers/shared-data.ts';
@@ -96,7 +97,8 @@ describe('SWE-bench rows as published', () => {
     const error = await loadTaskFile(gym).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(InputError);
     const message = (error as Error).message;
-    expect(message).toMatch(new RegExp(`^${gym}:1: 3 problems in task pydicom__pydicom-1458:\n`));
+    expect(message).toMatch(new RegExp(`^${gym}:1: 3 problems in task pydicom__pydicom-1458: field "test_cmd": `));
+    expect(message).not.toContain('\n');
     expect(message).toContain('field "test_cmd": missing, and SWE-bench\'s harness has no facts for repository "getmoto/moto"');
     expect(message).toContain('field "log_parser": missing');
     expect(message).toContain('field "base_commit": missing');
@@ -187,4 +189,23 @@ describe.skipIf(skipWithoutDocker)('a published row in an image with the harness
     expect(result.final!.failToPass.failed).toEqual(task.FAIL_TO_PASS);
     console.info(`SWE-agent replay in the harness layout: ${((performance.now() - started) / 1000).toFixed(1)}s`);
   }, 600_000);
+});
+
+describe('the CLI takes the dataset file itself', () => {
+  it('build --tasks: a row the harness cannot complete is exit 2, one line naming every field', () => {
+    const gym = rowFile((r) => ({ ...published(r), repo: 'getmoto/moto', version: '4.1', base_commit: undefined }));
+    expectOneLineError(runProbe(['build', '--trajectories', tempDir(), '--tasks', gym, '--out', join(tempDir(), 'p.jsonl')]),
+      new RegExp(`^probe: ${gym}:1: 3 problems in task pydicom__pydicom-1458: field "test_cmd": .*; field "log_parser": .*; field "base_commit": missing$`));
+  });
+
+  it('build --tasks FILE.parquet loads the published row (and stops at the empty trajectory directory)', () => {
+    const empty = tempDir();
+    expectOneLineError(runProbe(['build', '--trajectories', empty, '--tasks', `${ROW}.parquet`, '--out', join(tempDir(), 'p.jsonl')]), new RegExp(`^probe: ${empty}: holds no trajectory files$`));
+  });
+
+  it.skipIf(skipWithoutDocker || !hasRealData)('replay --image-namespace none: the image the harness builds locally is the one asked for', () => {
+    const run = runProbe(['replay', real('swe-agent/pydicom__pydicom-1458.traj'), '--task', `${ROW}.jsonl`, '--sandbox', 'docker', '--image-namespace', 'none']);
+    expect(run.code, run.stderr).not.toBe(0);
+    expect(run.stderr).toContain('image sweb.eval.x86_64.pydicom__pydicom-1458:latest');
+  });
 });

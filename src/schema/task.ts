@@ -39,15 +39,15 @@ export const Task = z.looseObject({
   workdir: z.string().default('/testbed'),
   /** Seconds one test run may take. */
   test_timeout_s: z.number().positive().default(300),
-  // What published rows carry besides (kept, typed where code reads them).
+  // What published rows carry besides (kept as they are; typed where code reads them; null where a dataset has no value).
   /** `owner/name` (SWE-smith: `swesmith/owner__name.commit`). */
-  repo: z.string().optional(),
+  repo: z.string().nullish(),
   /** The harness's version key for the repository's environment and test command. */
-  version: z.string().optional(),
-  environment_setup_commit: z.string().optional(),
-  hints_text: z.string().optional(),
+  version: z.string().nullish(),
+  environment_setup_commit: z.string().nullish(),
+  hints_text: z.string().nullish(),
   /** SWE-smith: the image that holds the repository. */
-  image_name: z.string().optional(),
+  image_name: z.string().nullish(),
 }).refine((t) => t.image !== undefined || t.repo_path !== undefined, { message: 'a task needs "image" or "repo_path"', path: ['repo_path'] });
 export type Task = z.infer<typeof Task>;
 

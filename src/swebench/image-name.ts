@@ -6,10 +6,10 @@
  */
 export const DEFAULT_IMAGE_NAMESPACE = 'swebench';
 
-/** `namespace` null (the harness's `--namespace none`): the name of an image built locally by the harness. */
+/** `namespace` null or empty (the harness's `--namespace none`): the name of an image built locally by the harness. */
 export function harnessImageName(instanceId: string, namespace: string | null = DEFAULT_IMAGE_NAMESPACE): string {
   const key = `sweb.eval.x86_64.${instanceId}:latest`.toLowerCase();
-  return namespace === null ? key : `${namespace}/${key}`.replace(/__/g, '_1776_').toLowerCase();
+  return namespace ? `${namespace}/${key}`.replace(/__/g, '_1776_').toLowerCase() : key;
 }
 
 /** `--image-namespace` as the harness takes `--namespace`: "none" (or "") for locally built images. */

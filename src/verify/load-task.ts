@@ -25,8 +25,9 @@ function rowError(file: string, { row, index, line }: DatasetRow, problems: Fiel
   // JSONL rows are named by line; rows of a JSON list or a Parquet file by position and id.
   const which = line === undefined && index > 0 ? `row ${index + 1}${id ? ` (${id})` : ''}: ` : '';
   if (problems.length === 1) return new InputError({ file, line, field: problems[0]!.field || undefined }, `${which}${problems[0]!.message}`);
-  const list = problems.map((p) => `  ${p.field ? `field "${p.field}": ` : ''}${p.message}`).join('\n');
-  return new InputError({ file, line }, `${which}${problems.length} problems${id ? ` in task ${id}` : ''}:\n${list}`);
+  // One line, as every input error is: the problems separated by semicolons.
+  const list = problems.map((p) => `${p.field ? `field "${p.field}": ` : ''}${p.message}`).join('; ');
+  return new InputError({ file, line }, `${which}${problems.length} problems${id ? ` in task ${id}` : ''}: ${list}`);
 }
 
 function parseTask(file: string, datasetRow: DatasetRow, options: LoadTaskOptions): LoadedTask {
