@@ -25,7 +25,7 @@ const instanceCount = Number(arg('--instances', '4'));
 const runs = Number(arg('--runs', '2'));
 const maxSteps = Number(arg('--max-steps', '10'));
 
-const tasks = loadTasks(join(REPO_ROOT, 'verifiers')).slice(0, instanceCount);
+const tasks = (await loadTasks(join(REPO_ROOT, 'verifiers'))).slice(0, instanceCount);
 const format = asapFormat('md+xml');
 const backend = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, ckpt));
 const prefixStore = new AsapStore(join(tmpdir(), `probe-bench-asap-prefixes-${process.pid}`));

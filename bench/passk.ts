@@ -17,7 +17,7 @@ import { loadTasks } from '../src/verify/load-task.ts';
 
 const n = Number(process.argv[process.argv.indexOf('-n') + 1]) || 4;
 const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl')).filter((i) => !i.id.endsWith(':asap')).slice(0, 6);
-const tasks = new Map(loadTasks(join(REPO_ROOT, 'verifiers')).map((t) => [t.instance_id, t]));
+const tasks = new Map((await loadTasks(join(REPO_ROOT, 'verifiers'))).map((t) => [t.instance_id, t]));
 for (const name of ['contaminated-agent', 'attn-agent']) {
   const inner = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, name));
   let modelMs = 0;

@@ -19,7 +19,7 @@ import type { Sandbox } from '../src/sandbox/types.ts';
 import { importTrajectory } from '../src/trajectories/import.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 
-const tasks = loadTasks(join(REPO_ROOT, 'verifiers'));
+const tasks = await loadTasks(join(REPO_ROOT, 'verifiers'));
 const files = readdirSync(join(REPO_ROOT, 'trajectories')).sort().map((f) => join(REPO_ROOT, 'trajectories', f));
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 

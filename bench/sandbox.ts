@@ -17,7 +17,7 @@ import { loadTasks } from '../src/verify/load-task.ts';
 import { verifyState } from '../src/verify/verifier.ts';
 
 const ROUNDS = 21;
-const task = loadTasks(join(REPO_ROOT, 'verifiers', 'shop__pricing-1', 'task.json'))[0]!;
+const task = (await loadTasks(join(REPO_ROOT, 'verifiers', 'shop__pricing-1', 'task.json')))[0]!;
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 function spawnTime(file: string, args: string[]): Promise<number> {

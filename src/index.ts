@@ -14,7 +14,9 @@ export { LIMITS, type Sandbox, type ExecResult, type ExecOptions } from './sandb
 export { checkRequirements, ensureRequirements, MissingRequirements } from './setup/requirements.ts';
 export { openSandbox, SANDBOX_KINDS, type SandboxKind } from './sandbox/open.ts';
 export { SandboxPool, freshSandboxes, type SandboxLease } from './sandbox/pool.ts';
-export { loadTasks, loadTaskFile } from './verify/load-task.ts';
+export { loadTasks, loadTaskFile, type LoadTaskOptions } from './verify/load-task.ts';
+export { harnessImageName } from './swebench/image-name.ts';
+export { rowFacts } from './swebench/row-facts.ts';
 export { verifyPatch, verifySandbox, verifyState, verifyRepeated, type Tampering, type Verdict } from './verify/verifier.ts';
 export { parseTestLog } from './verify/log-parsers.ts';
 export { replayTrajectory, type ReplayResult, type ReplayStep } from './replay/replay.ts';

@@ -21,7 +21,7 @@ import { verifySandbox } from '../src/verify/verifier.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
 import { ScriptedBackend } from './helpers/scripted-backend.ts';
 
-const task = loadTaskFile(join(REPO_ROOT, 'verifiers', 'shop__pricing-1', 'task.json'))[0]!;
+const task = (await loadTaskFile(join(REPO_ROOT, 'verifiers', 'shop__pricing-1', 'task.json')))[0]!;
 const reference = importTrajectory(join(REPO_ROOT, 'trajectories', 'shop__pricing-1.mini.traj.json'));
 
 const FIX = `The discount must be a percentage.\n<bash>\nsed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py\n</bash>`;
@@ -189,7 +189,7 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
   });
 
   it('the bash profile says an OpenHands reference\'s editor steps with shell commands, with live observations', async () => {
-    const jsTask = loadTaskFile(join(REPO_ROOT, 'verifiers', 'strings-js__title-case-9', 'task.json'))[0]!;
+    const jsTask = (await loadTaskFile(join(REPO_ROOT, 'verifiers', 'strings-js__title-case-9', 'task.json')))[0]!;
     const openhands = importTrajectory(join(REPO_ROOT, 'trajectories', 'strings-js__title-case-9.openhands.json'));
     const jsSb = await openSandbox('local', jsTask);
     try {

@@ -19,7 +19,7 @@ import { ScriptedServer, type Script } from './helpers/scripted-server.ts';
 
 const TASKS = join(REPO_ROOT, 'verifiers');
 const INSTANCE = 'shop__pricing-1';
-const task = loadTasks(join(TASKS, INSTANCE, 'task.json'))[0]!;
+const task = (await loadTasks(join(TASKS, INSTANCE, 'task.json')))[0]!;
 const ALL_TESTS = [...task.FAIL_TO_PASS, ...task.PASS_TO_PASS];
 /** The md+xml probe item of the instance, from the shipped demo probes. */
 const ITEM = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).find((i) => i.task === INSTANCE && i.format === 'md+xml');

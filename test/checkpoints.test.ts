@@ -106,7 +106,7 @@ describe('the contaminated control', () => {
   });
 
   it.skipIf(!hasBubblewrap())('solves items in pass@K: the apply-and-verify loop works end to end', async () => {
-    const tasks = new Map(loadTasks(join(REPO_ROOT, 'verifiers')).map((t) => [t.instance_id, t]));
+    const tasks = new Map((await loadTasks(join(REPO_ROOT, 'verifiers'))).map((t) => [t.instance_id, t]));
     const backend = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, 'contaminated-agent'));
     const items = demo.filter((i) => ['shop__pricing-1@mini', 'api__pagination-5@mini:asap', 'cart-js__total-8@mini'].includes(i.id));
     const result = await scorePassk('contaminated-agent', backend, items, {

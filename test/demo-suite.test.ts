@@ -22,7 +22,7 @@ const EXPECTED_T_STAR: Record<string, number> = {
   'dates-js__add-days-10': 2, 'csv-js__quoted-11': 5, 'money-js__cents-12': 3,
 };
 
-const tasks = loadTasks(join(REPO_ROOT, 'verifiers'));
+const tasks = await loadTasks(join(REPO_ROOT, 'verifiers'));
 const trajectoryFiles = readdirSync(join(REPO_ROOT, 'trajectories')).sort().map((f) => join(REPO_ROOT, 'trajectories', f));
 const shipped = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
 

@@ -19,7 +19,7 @@ import { tempDir } from './helpers/paths.ts';
 import { hasRealData, real } from './helpers/shared-data.ts';
 import { fixtureTask } from './helpers/tasks.ts';
 
-const task = fixtureTask('missing-colon');
+const task = await fixtureTask('missing-colon');
 const fixed = "diff --git a/tests/missing_colon.py b/tests/missing_colon.py\n--- a/tests/missing_colon.py\n+++ b/tests/missing_colon.py\n@@ -1,7 +1,7 @@\n #!/usr/bin/env python3\n \n \n-def division(a: float, b: float) -> float\n+def division(a: float, b: float) -> float:\n     return a/b\n \n \n";
 const fresh = (t: LoadedTask) => freshSandboxes((x) => openSandbox('local', x), t);
 
@@ -35,23 +35,23 @@ function taskFile(changes: Record<string, unknown>): string {
 const machinePaths = Array.from({ length: 44 }, (_, i) => `/n/fs/p-swe-bench/temp/pydicom/tmp${i}/pydicom__pydicom__2.2/pydicom/tests/test_x.py::test_${i}`);
 
 describe('test lists that grade nothing are refused at load', () => {
-  it('an empty FAIL_TO_PASS with pytest names the file and field, exit 2', () => {
+  it('an empty FAIL_TO_PASS with pytest names the file and field, exit 2', async () => {
     const file = taskFile({ FAIL_TO_PASS: [] });
-    expect(() => loadTaskFile(file)).toThrow(`${file}: field "FAIL_TO_PASS": is empty`);
+    await expect(loadTaskFile(file)).rejects.toThrow(`${file}: field "FAIL_TO_PASS": is empty`);
     expectOneLineError(runProbe(['replay', real('mini-swe-agent/github_issue.v2.traj.json'), '--task', file]), /task\.json: field "FAIL_TO_PASS": is empty: with log_parser "pytest"/);
   });
 
-  it('a JSON-encoded empty list (as SWE-bench rows carry it) on line 2 of a JSONL file too', () => {
+  it('a JSON-encoded empty list (as SWE-bench rows carry it) on line 2 of a JSONL file too', async () => {
     const { file: _file, repoDir, ...record } = task;
     const file = join(tempDir(), 'rows.jsonl');
     writeFileSync(file, `${JSON.stringify({ ...record, repo_path: repoDir })}\n${JSON.stringify({ ...record, repo_path: repoDir, FAIL_TO_PASS: '[]' })}\n`);
-    expect(() => loadTaskFile(file)).toThrow(`${file}:2: field "FAIL_TO_PASS"`);
+    await expect(loadTaskFile(file)).rejects.toThrow(`${file}:2: field "FAIL_TO_PASS"`);
   });
 
-  it('exit-code takes an empty FAIL_TO_PASS, and refuses PASS_TO_PASS', () => {
-    expect(loadTaskFile(taskFile({ log_parser: 'exit-code', FAIL_TO_PASS: [], PASS_TO_PASS: [] }))[0]!.FAIL_TO_PASS).toEqual([]);
+  it('exit-code takes an empty FAIL_TO_PASS, and refuses PASS_TO_PASS', async () => {
+    expect((await loadTaskFile(taskFile({ log_parser: 'exit-code', FAIL_TO_PASS: [], PASS_TO_PASS: [] })))[0]!.FAIL_TO_PASS).toEqual([]);
     const file = taskFile({ log_parser: 'exit-code', FAIL_TO_PASS: [] });
-    expect(() => loadTaskFile(file)).toThrow(`${file}: field "PASS_TO_PASS": must be empty with log_parser "exit-code"`);
+    await expect(loadTaskFile(file)).rejects.toThrow(`${file}: field "PASS_TO_PASS": must be empty with log_parser "exit-code"`);
   });
 });
 
@@ -78,7 +78,7 @@ describe.skipIf(!hasBubblewrap())('missing tests in real runs (local sandbox)', 
   });
 
   it('exit-code with an empty FAIL_TO_PASS: the suite is the test (base fails, the fix passes)', async () => {
-    const [t] = loadTaskFile(taskFile({ log_parser: 'exit-code', FAIL_TO_PASS: [], PASS_TO_PASS: [], test_cmd: 'python3 -m pytest -q -p no:cacheprovider tests/test_missing_colon.py' }));
+    const [t] = await loadTaskFile(taskFile({ log_parser: 'exit-code', FAIL_TO_PASS: [], PASS_TO_PASS: [], test_cmd: 'python3 -m pytest -q -p no:cacheprovider tests/test_missing_colon.py' }));
     const [base, good] = await Promise.all([
       verifyState(fresh(t!), t!, { base_commit: t!.base_commit, patch: '' }),
       verifyState(fresh(t!), t!, { base_commit: t!.base_commit, patch: fixed }),
@@ -88,7 +88,7 @@ describe.skipIf(!hasBubblewrap())('missing tests in real runs (local sandbox)', 
   });
 
   it('exit-code with the script named in FAIL_TO_PASS: the name takes the script\'s exit status', async () => {
-    const [t] = loadTaskFile(taskFile({ log_parser: 'exit-code', FAIL_TO_PASS: ['tests/missing_colon.py'], PASS_TO_PASS: [], test_cmd: 'python3 tests/missing_colon.py' }));
+    const [t] = await loadTaskFile(taskFile({ log_parser: 'exit-code', FAIL_TO_PASS: ['tests/missing_colon.py'], PASS_TO_PASS: [], test_cmd: 'python3 tests/missing_colon.py' }));
     const [base, good] = await Promise.all([
       verifyState(fresh(t!), t!, { base_commit: t!.base_commit, patch: '' }),
       verifyState(fresh(t!), t!, { base_commit: t!.base_commit, patch: fixed }),

@@ -15,7 +15,7 @@ import { loadTasks } from '../src/verify/load-task.ts';
 import { CKPT } from './helpers/paths.ts';
 
 const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl'));
-const tasks = new Map(loadTasks(join(REPO_ROOT, 'verifiers')).map((t) => [t.instance_id, t]));
+const tasks = new Map((await loadTasks(join(REPO_ROOT, 'verifiers'))).map((t) => [t.instance_id, t]));
 const options = {
   leaseFor: (task: LoadedTask) => freshSandboxes((t) => openSandbox('local', t), task),
   restore: restoreProbeState,

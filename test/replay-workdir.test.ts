@@ -47,7 +47,7 @@ describe('workdir inference', () => {
 
 describe.skipIf(!hasBubblewrap() || !hasRealData)('a probe item remembers where its trajectory ran', () => {
   it('SWE-agent tool-call run at /SWE-agent__test-repo: the item records it, and its gold (an edit of the file open there) passes only there', async () => {
-    const task = fixtureTask('missing-colon');
+    const task = await fixtureTask('missing-colon');
     const trajectory = importTrajectory(real('swe-agent/test-repo-1c2844.traj'));
     const replay = await replayTrajectory(trajectory, task, local);
     const item = probeItemFrom(trajectory, task, replay, 'native', REPO_ROOT)!;

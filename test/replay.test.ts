@@ -15,7 +15,7 @@ import { hasRealData, real } from './helpers/shared-data.ts';
 import { FIXTURE_TASKS, fixtureTask } from './helpers/tasks.ts';
 
 const local = { openSandbox: (t: LoadedTask) => openSandbox('local', t), sandboxName: 'local' };
-const task = fixtureTask('missing-colon');
+const task = await fixtureTask('missing-colon');
 
 describe.skipIf(!hasBubblewrap() || !hasRealData)('replaying real trajectories (local sandbox)', () => {
   /** Steps whose replayed output differs from the recorded one. */
@@ -102,12 +102,12 @@ describe.skipIf(!hasBubblewrap())('replay rejections', () => {
     expect(r.decisiveStep?.index).toBe(1);
   });
 
-  it('a task whose repository is missing is an input error naming the field', () => {
+  it('a task whose repository is missing is an input error naming the field', async () => {
     const file = join(tempDir(), 'task.json');
     const { file: _f, repoDir: _r, ...record } = task;
     writeFileSync(file, JSON.stringify({ ...record, repo_path: 'nowhere' }));
-    expect(() => loadTaskFile(file)).toThrow(InputError);
-    expect(() => loadTaskFile(file)).toThrow(`${file}: field "repo_path"`);
+    await expect(loadTaskFile(file)).rejects.toThrow(InputError);
+    await expect(loadTaskFile(file)).rejects.toThrow(`${file}: field "repo_path"`);
   });
 
   it('a task whose tree does not match its base_commit is an input error', async () => {

@@ -12,6 +12,9 @@ import { buildRepoImage, skipWithoutDocker } from './helpers/docker.ts';
 import { hasRealData, real } from './helpers/shared-data.ts';
 import { fixtureTask } from './helpers/tasks.ts';
 
+/** Loaded once: loading is async; each describe takes its own copy. */
+const MISSING_COLON = await fixtureTask('missing-colon');
+
 /** A host file's digest (null when this process cannot read it): the tests check the host is untouched. */
 function hostDigest(path: string): string | null {
   try {
@@ -22,7 +25,7 @@ function hostDigest(path: string): string | null {
 }
 
 describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
-  const task = fixtureTask('missing-colon');
+  const task = { ...MISSING_COLON };
   let sb: DockerSandbox;
   beforeAll(async () => { sb = await DockerSandbox.create(task); });
   afterAll(async () => { await sb.close(); });
@@ -170,7 +173,7 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
 });
 
 describe.skipIf(skipWithoutDocker)('docker sandbox for an image task (repository owned by root in the image)', () => {
-  const repoTask = fixtureTask('missing-colon');
+  const repoTask = { ...MISSING_COLON };
   let image: string;
   let task: LoadedTask;
   let sb: DockerSandbox;
@@ -204,7 +207,7 @@ describe.skipIf(skipWithoutDocker)('docker sandbox for an image task (repository
 });
 
 describe.skipIf(skipWithoutDocker || !hasRealData)('replay in docker matches the local sandbox', () => {
-  const task = fixtureTask('missing-colon');
+  const task = { ...MISSING_COLON };
   const docker = { openSandbox: (t: LoadedTask) => openSandbox('docker', t), sandboxName: 'docker', concurrency: 2 };
   it.each([
     ['mini-swe-agent/github_issue.v1.traj.json', 4],
@@ -224,7 +227,7 @@ describe.skipIf(skipWithoutDocker)('docker sandbox cleanup on interrupt', () => 
     const script = `
       import { DockerSandbox } from ${JSON.stringify(join(REPO_ROOT, 'src/sandbox/docker.ts'))};
       import { loadTaskFile } from ${JSON.stringify(join(REPO_ROOT, 'src/verify/load-task.ts'))};
-      const [task] = loadTaskFile(${JSON.stringify(join(REPO_ROOT, 'test/fixtures/tasks/missing-colon/task.json'))});
+      const [task] = await loadTaskFile(${JSON.stringify(join(REPO_ROOT, 'test/fixtures/tasks/missing-colon/task.json'))});
       await DockerSandbox.create(task);
       console.log('ready');
       setInterval(() => {}, 1000);

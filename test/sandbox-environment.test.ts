@@ -33,10 +33,10 @@ function demoTaskWith(environment: unknown): string {
   return file;
 }
 
-function loadError(environment: unknown): InputError {
+async function loadError(environment: unknown): Promise<InputError> {
   const file = demoTaskWith(environment);
   try {
-    loadTaskFile(file);
+    await loadTaskFile(file);
   } catch (error) {
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).message.startsWith(`${file}: field "environment`)).toBe(true);
@@ -57,13 +57,13 @@ describe('the environment field', () => {
     ]);
   });
 
-  it('refuses at load what cannot be honoured, naming the file and the field', () => {
-    expect(loadError({ pip: ['numpy==1.21.0'] }).message).toMatch(/field "environment\.pip\.0": "numpy==1\.21\.0" pins a version: .*cannot be honoured; name it alone \("numpy"\)/);
-    expect(loadError({ pip: ['numpy', 'scipy >= 1.5'] }).message).toMatch(/field "environment\.pip\.1": "scipy >= 1\.5" pins a version/);
-    expect(loadError({ pip: ['numpy[extra]'] }).message).toMatch(/field "environment\.pip\.0": "numpy\[extra\]" is not a bare pip package name/);
-    expect(loadError({ debian: ['python3-numpy=1:1.24.2-1'] }).message).toMatch(/field "environment\.debian\.0": .*pins a version.*\("python3-numpy"\)/);
-    expect(loadError({ debian: ['Bad Name'] }).message).toMatch(/field "environment\.debian\.0": "Bad Name" is not a Debian package name/);
-    expect(loadError({ apt: ['libxml2'] }).message).toMatch(/field "environment": .*apt/);
+  it('refuses at load what cannot be honoured, naming the file and the field', async () => {
+    expect((await loadError({ pip: ['numpy==1.21.0'] })).message).toMatch(/field "environment\.pip\.0": "numpy==1\.21\.0" pins a version: .*cannot be honoured; name it alone \("numpy"\)/);
+    expect((await loadError({ pip: ['numpy', 'scipy >= 1.5'] })).message).toMatch(/field "environment\.pip\.1": "scipy >= 1\.5" pins a version/);
+    expect((await loadError({ pip: ['numpy[extra]'] })).message).toMatch(/field "environment\.pip\.0": "numpy\[extra\]" is not a bare pip package name/);
+    expect((await loadError({ debian: ['python3-numpy=1:1.24.2-1'] })).message).toMatch(/field "environment\.debian\.0": .*pins a version.*\("python3-numpy"\)/);
+    expect((await loadError({ debian: ['Bad Name'] })).message).toMatch(/field "environment\.debian\.0": "Bad Name" is not a Debian package name/);
+    expect((await loadError({ apt: ['libxml2'] })).message).toMatch(/field "environment": .*apt/);
   });
 
   it('is refused through the CLI with exit 2 and one line', () => {
@@ -74,7 +74,7 @@ describe('the environment field', () => {
 
 describe.skipIf(!hasBubblewrap())('local sandbox: the host must already have the environment', () => {
   it('runs a task whose packages the host has (its tools usable in the jail)', async () => {
-    const [task] = loadTaskFile(demoTaskWith({ debian: ['git'], pip: ['pytest'] }));
+    const [task] = await loadTaskFile(demoTaskWith({ debian: ['git'], pip: ['pytest'] }));
     const sb = await openSandbox('local', task!);
     try {
       const r = await sb.exec('python3 -c "import pytest; print(pytest.__name__)" && git --version');
@@ -86,7 +86,7 @@ describe.skipIf(!hasBubblewrap())('local sandbox: the host must already have the
 
   it('states what is missing and the fix when the sandbox opens, before anything runs', async () => {
     const file = demoTaskWith({ debian: ['git'], pip: [ABSENT] });
-    const [task] = loadTaskFile(file);
+    const [task] = await loadTaskFile(file);
     const error = await LocalSandbox.create(task!).then(() => null, (e: unknown) => e);
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).message).toBe(
@@ -105,14 +105,14 @@ describe.skipIf(skipWithoutDocker)('docker sandbox: a derived image per environm
   let started: number;
 
   /** A repository whose one test imports numpy, and a task record for it naming `environment`. */
-  function numpyTask(environment: unknown, name: string): LoadedTask {
+  async function numpyTask(environment: unknown, name: string): Promise<LoadedTask> {
     const file = join(dir, `${name}.json`);
     writeFileSync(file, JSON.stringify({
       instance_id: `env__numpy-${name}`, problem_statement: 'numpy must be importable', base_commit: baseCommit,
       FAIL_TO_PASS: ['test_numpy.py::test_sum'], test_cmd: 'python3 -m pytest -rA -p no:cacheprovider test_numpy.py',
       log_parser: 'pytest', repo_path: 'repo', environment,
     }));
-    return loadTaskFile(file)[0]!;
+    return (await loadTaskFile(file))[0]!;
   }
   let baseCommit: string;
 
@@ -148,7 +148,7 @@ describe.skipIf(skipWithoutDocker)('docker sandbox: a derived image per environm
   });
 
   it('builds the image once for requests made together, and the tests pass in it', async () => {
-    const task = numpyTask({ pip: ['numpy'] }, 'pip');
+    const task = await numpyTask({ pip: ['numpy'] }, 'pip');
     const clock = Date.now();
     // A sandbox and, at the same moment, the request a second sandbox of the task would make.
     const [sb, concurrent] = await Promise.all([DockerSandbox.create(task), environmentImage(docker, BASE_IMAGE, ['python3-numpy'])]);
@@ -174,7 +174,7 @@ describe.skipIf(skipWithoutDocker)('docker sandbox: a derived image per environm
   }, 300_000);
 
   it('reuses the image for another task naming the same packages, and leaves the base image without them', async () => {
-    const task = numpyTask({ debian: ['python3-numpy'] }, 'debian');
+    const task = await numpyTask({ debian: ['python3-numpy'] }, 'debian');
     // A container of the base image alongside (each container is a full copy under the vfs driver: slow).
     const baseLacksNumpy = (async () => {
       const base = await docker.createContainer({ Image: BASE_IMAGE, Cmd: ['python3', '-c', 'import numpy'], NetworkDisabled: true, HostConfig: { NetworkMode: 'none' } });
@@ -197,7 +197,7 @@ describe.skipIf(skipWithoutDocker)('docker sandbox: a derived image per environm
   }, 120_000);
 
   it('names a package the Debian archive lacks as an input error on the task, and keeps no image', async () => {
-    const task = numpyTask({ pip: [ABSENT] }, 'absent');
+    const task = await numpyTask({ pip: [ABSENT] }, 'absent');
     const error = await DockerSandbox.create(task).then(() => null, (e: unknown) => e);
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).message).toBe(

@@ -7,9 +7,12 @@ import { hasBubblewrap, LocalSandbox } from '../src/sandbox/local.ts';
 import { LIMITS } from '../src/sandbox/types.ts';
 import { fixtureTask } from './helpers/tasks.ts';
 
+/** Loaded once: loading is async; each describe takes its own copy. */
+const MISSING_COLON = await fixtureTask('missing-colon');
+
 describe.skipIf(!hasBubblewrap())('local sandbox (bubblewrap)', () => {
   let sb: LocalSandbox;
-  const task = fixtureTask('missing-colon');
+  const task = { ...MISSING_COLON };
   beforeAll(async () => { sb = await LocalSandbox.create(task); });
   afterAll(async () => { await sb.close(); });
 
@@ -66,7 +69,7 @@ describe.skipIf(!hasBubblewrap())('local sandbox (bubblewrap)', () => {
 });
 
 describe.skipIf(!hasBubblewrap())('local sandbox: the jail and its limits', () => {
-  const task = fixtureTask('missing-colon');
+  const task = { ...MISSING_COLON };
   let sb: LocalSandbox;
   beforeAll(async () => {
     process.env.PROBE_SANDBOX_DISK_MB = '64';
@@ -90,6 +93,7 @@ describe.skipIf(!hasBubblewrap())('local sandbox: the jail and its limits', () =
   it('stops a fork bomb at the process limit; the next command runs', async () => {
     const bomb = await sb.exec(`python3 -c '
 import os, time
+
 n = 0
 try:
     while True:

@@ -24,7 +24,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('SWE-agent windowed editor, as
   let hasFlake8 = false;
   beforeAll(async () => {
     // The run's directory, as the replay infers it; the fixture's tree is only a place to put the file.
-    sb = await openSandbox('local', fixtureTask('missing-colon', { workdir: inferWorkdir(pydicom!)!.dir }));
+    sb = await openSandbox('local', await fixtureTask('missing-colon', { workdir: inferWorkdir(pydicom!)!.dir }));
     hasFlake8 = (await sb.exec('command -v flake8')).exitCode === 0;
   });
   afterAll(async () => sb?.close());
@@ -59,11 +59,11 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('SWE-agent windowed editor, as
 
 describe.skipIf(!hasBubblewrap())('SWE-agent edit lint', () => {
   let sb: Sandbox;
-  beforeAll(async () => { sb = await openSandbox('local', fixtureTask('missing-colon')); });
+  beforeAll(async () => { sb = await openSandbox('local', await fixtureTask('missing-colon')); });
   afterAll(async () => sb?.close());
 
   it('an edit that adds an undefined name is refused when flake8 is there, and says so when it is not', async () => {
-    await sb.restore({ base_commit: fixtureTask('missing-colon').base_commit, patch: '' });
+    await sb.restore({ base_commit: (await fixtureTask('missing-colon')).base_commit, patch: '' });
     await runAction(sb, sweAgentAction('open tests/missing_colon.py\n'));
     const r = await runAction(sb, sweAgentAction('edit 4:5\ndef division(a: float, b: float) -> float:\n    return a/c\nend_of_edit\n'));
     if ((await sb.exec('command -v flake8')).exitCode === 0) {
@@ -80,7 +80,7 @@ describe.skipIf(!hasBubblewrap())('SWE-agent edit lint', () => {
   });
 
   it('an edit that fixes the existing syntax error is not blamed for it', async () => {
-    await sb.restore({ base_commit: fixtureTask('missing-colon').base_commit, patch: '' });
+    await sb.restore({ base_commit: (await fixtureTask('missing-colon')).base_commit, patch: '' });
     await runAction(sb, sweAgentAction('open tests/missing_colon.py\n'));
     const r = await runAction(sb, sweAgentAction('edit 4:4\ndef division(a: float, b: float) -> float:\nend_of_edit\n'));
     expect(r.exitCode).toBe(0);

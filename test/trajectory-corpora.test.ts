@@ -144,7 +144,7 @@ describe('real corpus rows as trajectories', () => {
 
   it('R2EGym-SFT rows carry no task id: the task is the one whose problem statement the prompt holds', async () => {
     // R2EGym-SFT-Trajectories keeps only `messages` (its layout: the SWE-smith xml row above); this row is made up in that shape.
-    const task = fixtureTask('missing-colon');
+    const task = await fixtureTask('missing-colon');
     const sft = (issue: string) => ({ messages: [
       { role: 'system', content: 'You are a programming agent who is provided a github issue and repository bash environment.' },
       { role: 'user', content: `Consider the following github issue:\n<github_issue>\n${issue}\n</github_issue>\n\nCan you help me implement the necessary changes?` },
@@ -255,7 +255,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories CO
     const log = UnitLog.open<TrajectoryBuild>(join(dir, 'resume.progress.jsonl'), { corpus: corpus }, { resume: false, what: 'build' });
     log.put('sweagent.parquet#2', { outcome: summary.trajectories[0]! as TrajectoryBuild['outcome'], items: [corpusItem as unknown as ProbeItem] });
     const resumed = await buildProbeSet({
-      trajectories: corpus, tasks: loadTasks(task), contexts: ['native'], restore: 'patch', distractors: false, quiet: true,
+      trajectories: corpus, tasks: await loadTasks(task), contexts: ['native'], restore: 'patch', distractors: false, quiet: true,
       memo: UnitLog.open<TrajectoryBuild>(join(dir, 'resume.progress.jsonl'), { corpus: corpus }, { resume: true, what: 'build' }),
       replay: { sandboxName: 'local', openSandbox: () => Promise.reject(new Error('a resumed row was replayed')) },
     });

@@ -7,6 +7,9 @@ import { parseTestLog } from '../src/verify/log-parsers.ts';
 import { verifyRepeated, verifyState } from '../src/verify/verifier.ts';
 import { fixtureTask } from './helpers/tasks.ts';
 
+/** Loaded once: loading is async; each describe takes its own copy. */
+const MISSING_COLON = await fixtureTask('missing-colon');
+
 describe('log parsers', () => {
   it('pytest -rA summary lines', () => {
     const log = [
@@ -57,7 +60,7 @@ describe('log parsers', () => {
 });
 
 describe.skipIf(!hasBubblewrap())('verifier in the local sandbox', () => {
-  const task = fixtureTask('missing-colon');
+  const task = { ...MISSING_COLON };
   const fresh = (t: typeof task) => freshSandboxes((x) => openSandbox('local', x), t);
   const fixed = "diff --git a/tests/missing_colon.py b/tests/missing_colon.py\n--- a/tests/missing_colon.py\n+++ b/tests/missing_colon.py\n@@ -1,7 +1,7 @@\n #!/usr/bin/env python3\n \n \n-def division(a: float, b: float) -> float\n+def division(a: float, b: float) -> float:\n     return a/b\n \n \n";
 

@@ -58,7 +58,7 @@ function actionOf(spec: StepSpec, format: ScaffoldFormat): TrajectoryAction {
 }
 
 async function record(task: DemoTask, taskFile: string): Promise<Recorded[]> {
-  const [loaded] = loadTaskFile(taskFile);
+  const [loaded] = await loadTaskFile(taskFile);
   const sb = await LocalSandbox.create(loaded!);
   const recorded: Recorded[] = [];
   try {

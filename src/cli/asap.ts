@@ -49,7 +49,7 @@ export function asapCommand(): Command {
     .addHelpText('after', '\nExample:\n  probe asap --ckpt checkpoints/attn-agent checkpoints/ngram-agent --runs 8 --concurrency 4 --out runs/asap-demo')
     .action(async (flags: AsapFlags) => {
       // All input is checked before any work.
-      let tasks = loadTasks(flags.tasks);
+      let tasks = await loadTasks(flags.tasks);
       // An empty task file would be a run of nothing that reports success.
       if (tasks.length === 0) throw new InputError({ file: flags.tasks }, 'holds no task records');
       if (flags.instances) {

@@ -7,20 +7,22 @@ import { checkOutputFile } from '../store/output-path.ts';
 import type { RestoreMode } from '../replay/build.ts';
 import { CONTEXT_FORMATS, type ContextFormat } from '../replay/render-context.ts';
 import { loadTasks } from '../verify/load-task.ts';
+import { IMAGE_NAMESPACE_HELP, parseImageNamespace } from '../swebench/image-name.ts';
 import { positiveInteger } from './args.ts';
 import { buildProbeSet, countOutcomes, describeCounts, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from './build-run.ts';
 import { checkpointContentHash } from '../backends/cache.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
-interface BuildFlags extends SandboxFlags { resume?: boolean; trajectories: string; includeUnresolved?: boolean; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; distractorCkpt?: string; distractorSamples: number; json?: boolean; strict?: boolean }
+interface BuildFlags extends SandboxFlags { resume?: boolean; trajectories: string; includeUnresolved?: boolean; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; distractorCkpt?: string; distractorSamples: number; json?: boolean; strict?: boolean; imageNamespace?: string | null }
 
 export function buildCommand(): Command {
   return addSandboxOptions(new Command('build')
     .description('Replay trajectories against their tasks and write a probe item at each decisive step.')
     .requiredOption('--trajectories <dir|file>', 'trajectory files, each named <instance_id>.<anything>; or a corpus of trajectory rows (.parquet, .jsonl, .json) matched to tasks by instance_id')
     .option('--include-unresolved', 'also build corpus rows whose run did not resolve its task (skipped by default)')
-    .requiredOption('--tasks <dir|file>', 'task records (<id>/task.json entries or SWE-bench JSONL)')
+    .requiredOption('--tasks <dir|file>', 'task records: <id>/task.json entries, or a dataset file as published (SWE-bench .jsonl, .json, .parquet)')
+    .option('--image-namespace <ns>', IMAGE_NAMESPACE_HELP, parseImageNamespace)
     .requiredOption('--out <file>', 'probe items to write (.jsonl)')
     .addOption(new Option('--context <formats...>', 'how contexts are rendered').choices([...CONTEXT_FORMATS]).default(['native']))
     .addOption(new Option('--restore <mode>', 'how a probe restores the state before T*: base commit + cumulative patch, or replaying the earlier actions').choices(['patch', 'replay']).default('patch'))
@@ -32,7 +34,7 @@ export function buildCommand(): Command {
     .option('--json', 'print a JSON summary on stdout'))
     .addHelpText('after', '\nExample:\n  probe build --trajectories trajectories --tasks verifiers --out probes/demo.jsonl --context native asap')
     .action(async (flags: BuildFlags) => {
-      const tasks = loadTasks(flags.tasks);
+      const tasks = await loadTasks(flags.tasks, { imageNamespace: flags.imageNamespace });
       if (flags.distractorCkpt && isServerAddress(flags.distractorCkpt)) {
         // A resumed build must sample from the same weights: it records the directory's content hash, which a server has not.
         throw new InputError({ file: flags.distractorCkpt }, '--distractor-ckpt takes a checkpoint directory, not a server URL (its samples are recorded by the checkpoint\'s content hash)');

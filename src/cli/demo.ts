@@ -57,7 +57,7 @@ export function demoCommand(): Command {
       const say = (text: string) => { if (!quiet) process.stderr.write(text); };
       // A bare machine has no bubblewrap or pytest yet: as root, install them (saying so) before any work.
       ensureRequirements({ install: flags.install, log: (line) => process.stderr.write(line) });
-      const tasks = loadTasks(TASKS);
+      const tasks = await loadTasks(TASKS);
       const probesFile = join(out, 'probes.jsonl');
       ensureOutputDir(out, '--out');
       lockRunDir(out); // from the build on: one demo writes this directory at a time

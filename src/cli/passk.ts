@@ -31,7 +31,7 @@ export function passkCommand(): Command {
     .option('--concurrency <n>', 'sandboxes per task', positiveInteger, 2))
     .addHelpText('after', '\nExample:\n  probe passk --ckpt checkpoints/attn-agent --probes probes/demo.jsonl -n 16 --json')
     .action(async (flags: PasskFlags) => {
-      const tasks = new Map(loadTasks(flags.tasks).map((t) => [t.instance_id, t]));
+      const tasks = new Map((await loadTasks(flags.tasks)).map((t) => [t.instance_id, t]));
       const run = prepareScoringRun(flags, 'passk', {
         config: { tasks: resolve(flags.tasks), n: flags.n, temperature: flags.temperature, top_p: flags.topP, max_tokens: flags.maxTokens, steps: flags.steps, sandbox: flags.sandbox },
         seeds: { sampling: flags.seed },

@@ -8,6 +8,7 @@ import { TRAJECTORY_FORMATS, type TrajectoryFormat } from '../schema/trajectory.
 import { importTrajectory } from '../trajectories/import.ts';
 import { loadTaskFile } from '../verify/load-task.ts';
 import type { StableVerdict, Verdict } from '../verify/verifier.ts';
+import { IMAGE_NAMESPACE_HELP, parseImageNamespace } from '../swebench/image-name.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
 /** Each path the verifier dropped as tampering, with the first step whose state had it. */
@@ -28,18 +29,19 @@ function verdictJson(v: Verdict | StableVerdict | null) {
   };
 }
 
-interface ReplayFlags extends SandboxFlags { task: string; format?: TrajectoryFormat; json?: boolean }
+interface ReplayFlags extends SandboxFlags { task: string; format?: TrajectoryFormat; json?: boolean; imageNamespace?: string | null }
 
 export function replayCommand(): Command {
   return addSandboxOptions(new Command('replay')
     .description('Replay a successful trajectory, verify after every step that edits, and find the decisive step T*.')
     .argument('<trajectory>', 'trajectory file (mini-swe-agent, SWE-agent, OpenHands, R2E-Gym, ASAP log)')
-    .requiredOption('--task <file>', 'the task record (task.json or a one-row SWE-bench JSONL)')
+    .requiredOption('--task <file>', 'the task record: task.json, or a one-row dataset file as published (SWE-bench .jsonl, .json, .parquet)')
+    .option('--image-namespace <ns>', IMAGE_NAMESPACE_HELP, parseImageNamespace)
     .addOption(new Option('--format <format>', 'trajectory format (default: detected)').choices([...TRAJECTORY_FORMATS]))
     .option('--json', 'print one JSON document on stdout'))
     .addHelpText('after', '\nExample:\n  probe replay trajectories/shop__pricing-1.mini.traj.json --task verifiers/shop__pricing-1/task.json --sandbox docker')
     .action(async (file: string, flags: ReplayFlags) => {
-      const tasks = loadTaskFile(flags.task);
+      const tasks = await loadTaskFile(flags.task, { imageNamespace: flags.imageNamespace });
       if (tasks.length !== 1) throw new InputError({ file: flags.task }, `holds ${tasks.length} tasks; replay needs exactly one`);
       const trajectory = importTrajectory(file, flags.format);
       const result = await replayTrajectory(trajectory, tasks[0]!, replayOptions(flags));

@@ -32,7 +32,7 @@ export function screenCommand(): Command {
     .addHelpText('after', '\nExample:\n  probe screen --probes probes/demo.jsonl --shortlist 2 --out runs/screen-demo')
     .action(async (flags: ScreenFlags) => {
       const settings: LadderSettings = {
-        shortlist: flags.shortlist, passkTop: flags.passkTop, n: flags.n, seed: flags.seed, tasks: loadTasks(flags.tasks), tasksPath: flags.tasks,
+        shortlist: flags.shortlist, passkTop: flags.passkTop, n: flags.n, seed: flags.seed, tasks: await loadTasks(flags.tasks), tasksPath: flags.tasks,
         reference: flags.reference, asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, passkMaxTokens: flags.passkMaxTokens, asapMaxTokens: flags.asapMaxTokens, asapOut: flags.asapOut, concurrency: flags.concurrency,
         includeControls: flags.includeControls,
       };

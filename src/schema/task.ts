@@ -1,6 +1,8 @@
 /**
  * The task record (design.md): SWE-bench field names, JSON-encoded lists accepted as in
- * SWE-bench, plus `test_cmd`, `log_parser` and where the repository lives.
+ * SWE-bench, plus `test_cmd`, `log_parser` and where the repository lives. A published
+ * dataset row lacks those three; src/swebench/row-facts.ts derives them before this schema
+ * reads the row, and every other field of the row is kept as it is.
  */
 import { z } from 'zod';
 import { TaskEnvironment } from './environment.ts';
@@ -40,6 +42,15 @@ export const Task = z.looseObject({
   environment: TaskEnvironment.optional(),
   /** Seconds one test run may take. */
   test_timeout_s: z.number().positive().default(300),
+  // What published rows carry besides (kept as they are; typed where code reads them; null where a dataset has no value).
+  /** `owner/name` (SWE-smith: `swesmith/owner__name.commit`). */
+  repo: z.string().nullish(),
+  /** The harness's version key for the repository's environment and test command. */
+  version: z.string().nullish(),
+  environment_setup_commit: z.string().nullish(),
+  hints_text: z.string().nullish(),
+  /** SWE-smith: the image that holds the repository. */
+  image_name: z.string().nullish(),
 }).refine((t) => t.image !== undefined || t.repo_path !== undefined, { message: 'a task needs "image" or "repo_path"', path: ['repo_path'] });
 export type Task = z.infer<typeof Task>;
 

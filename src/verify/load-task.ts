@@ -1,62 +1,75 @@
-/** Reads task records: `verifiers/<id>/task.json`, a directory of them, or SWE-bench JSONL rows. */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+/**
+ * Reads task records: `verifiers/<id>/task.json`, a directory of them, or a dataset file of
+ * rows as published (SWE-bench JSONL / JSON / Parquet, read by src/datasets/rows.ts). What a
+ * published row leaves to the harness — test command, log parser, image — is derived from
+ * the harness's facts (src/swebench/row-facts.ts); a row's every gap is reported in one error.
+ */
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { describeCause, InputError } from '../errors.ts';
+import type { z } from 'zod';
+import { InputError } from '../errors.ts';
+import { isDatasetFile, readRows, type DatasetRow } from '../datasets/rows.ts';
 import { Task, type LoadedTask } from '../schema/task.ts';
 import { checkTestLists } from './test-lists.ts';
+import { rowFacts, type FieldProblem, type RowFactsOptions } from '../swebench/row-facts.ts';
 
-function parseTask(value: unknown, file: string, line?: number): LoadedTask {
-  const parsed = Task.safeParse(value);
+export type LoadTaskOptions = RowFactsOptions;
+
+/** zod's "expected string, received undefined" says "missing". */
+function issueMessage(issue: z.core.$ZodIssue): string {
+  return issue.code === 'invalid_type' && / received undefined$/.test(issue.message) ? 'missing' : issue.message;
+}
+
+/** One error for all of a row's problems, naming the field when there is one. */
+function rowError(file: string, { row, index, line }: DatasetRow, problems: FieldProblem[]): InputError {
+  const id = typeof row.instance_id === 'string' ? row.instance_id : undefined;
+  // JSONL rows are named by line; rows of a JSON list or a Parquet file by position and id.
+  const which = line === undefined && index > 0 ? `row ${index + 1}${id ? ` (${id})` : ''}: ` : '';
+  if (problems.length === 1) return new InputError({ file, line, field: problems[0]!.field || undefined }, `${which}${problems[0]!.message}`);
+  // One line, as every input error is: the problems separated by semicolons.
+  const list = problems.map((p) => `${p.field ? `field "${p.field}": ` : ''}${p.message}`).join('; ');
+  return new InputError({ file, line }, `${which}${problems.length} problems${id ? ` in task ${id}` : ''}: ${list}`);
+}
+
+function parseTask(file: string, datasetRow: DatasetRow, options: LoadTaskOptions): LoadedTask {
+  const { facts, problems } = rowFacts(datasetRow.row, options);
+  const parsed = Task.safeParse({ ...datasetRow.row, ...facts });
   if (!parsed.success) {
-    const issue = parsed.error.issues[0]!;
-    throw new InputError({ file, line, field: issue.path.join('.') || undefined }, issue.message);
+    const named = new Set(problems.map((p) => p.field));
+    for (const issue of parsed.error.issues) {
+      const field = issue.path.join('.');
+      if (!named.has(field)) problems.push({ field, message: issueMessage(issue) });
+    }
   }
+  if (problems.length > 0 || !parsed.success) throw rowError(file, datasetRow, problems);
   const task = parsed.data;
-  checkTestLists(task, { file, line });
+  checkTestLists(task, { file, line: datasetRow.line });
   let repoDir: string | undefined;
   if (task.repo_path !== undefined) {
     repoDir = resolve(dirname(file), task.repo_path);
-    if (!existsSync(repoDir)) throw new InputError({ file, line, field: 'repo_path' }, `repository ${repoDir} does not exist`);
+    if (!existsSync(repoDir)) throw new InputError({ file, line: datasetRow.line, field: 'repo_path' }, `repository ${repoDir} does not exist`);
   }
   return { ...task, file, ...(repoDir ? { repoDir } : {}) };
 }
 
-export function loadTaskFile(file: string): LoadedTask[] {
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (error) {
-    throw new InputError({ file }, `cannot read task: ${describeCause(error)}`, { cause: error });
-  }
-  if (file.endsWith('.jsonl')) {
-    return text.split('\n').flatMap((row, i) => {
-      if (!row.trim()) return [];
-      try {
-        return [parseTask(JSON.parse(row), file, i + 1)];
-      } catch (error) {
-        if (error instanceof InputError) throw error;
-        throw new InputError({ file, line: i + 1 }, `not valid JSON: ${describeCause(error)}`, { cause: error });
-      }
-    });
-  }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (error) {
-    throw new InputError({ file }, `not valid JSON: ${describeCause(error)}`, { cause: error });
-  }
-  return [parseTask(value, file)];
+/** Every task of a task file or dataset file (.json, .jsonl, .parquet). */
+export async function loadTaskFile(file: string, options: LoadTaskOptions = {}): Promise<LoadedTask[]> {
+  const tasks: LoadedTask[] = [];
+  for await (const row of readRows(file)) tasks.push(parseTask(file, row, options));
+  if (tasks.length === 0) throw new InputError({ file }, 'holds no task records');
+  return tasks;
 }
 
-/** A task file, a JSONL file, or a directory holding `<id>/task.json` entries. */
-export function loadTasks(pathArg: string): LoadedTask[] {
+/** A task file, a dataset file, or a directory holding `<id>/task.json` entries and dataset files. */
+export async function loadTasks(pathArg: string, options: LoadTaskOptions = {}): Promise<LoadedTask[]> {
   if (!existsSync(pathArg)) throw new InputError({ file: pathArg }, 'no such task file or directory');
-  if (!statSync(pathArg).isDirectory()) return loadTaskFile(pathArg);
-  const tasks = readdirSync(pathArg).sort().flatMap((name) => {
+  if (!statSync(pathArg).isDirectory()) return loadTaskFile(pathArg, options);
+  const tasks: LoadedTask[] = [];
+  for (const name of readdirSync(pathArg).sort()) {
     const candidate = join(pathArg, name, 'task.json');
-    if (existsSync(candidate)) return loadTaskFile(candidate);
-    return name.endsWith('.jsonl') || name.endsWith('.json') ? loadTaskFile(join(pathArg, name)) : [];
-  });
-  if (tasks.length === 0) throw new InputError({ file: pathArg }, 'no task records (expected <id>/task.json or *.jsonl)');
+    if (existsSync(candidate)) tasks.push(...await loadTaskFile(candidate, options));
+    else if (isDatasetFile(name)) tasks.push(...await loadTaskFile(join(pathArg, name), options));
+  }
+  if (tasks.length === 0) throw new InputError({ file: pathArg }, 'no task records (expected <id>/task.json, *.jsonl, *.json or *.parquet)');
   return tasks;
 }

@@ -10,8 +10,8 @@ import { REPO_ROOT } from '../../src/embedded.ts';
 import type { LoadedTask } from '../../src/schema/task.ts';
 import { loadTaskFile } from '../../src/verify/load-task.ts';
 
-export const PY = loadTaskFile(join(REPO_ROOT, 'verifiers', 'shop__pricing-1', 'task.json'))[0]!;
-export const JS = loadTaskFile(join(REPO_ROOT, 'verifiers', 'cart-js__total-8', 'task.json'))[0]!;
+export const PY = (await loadTaskFile(join(REPO_ROOT, 'verifiers', 'shop__pricing-1', 'task.json')))[0]!;
+export const JS = (await loadTaskFile(join(REPO_ROOT, 'verifiers', 'cart-js__total-8', 'task.json')))[0]!;
 
 /** The real fixes. */
 export const PY_FIX = "sed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py";
