@@ -1,6 +1,6 @@
 /** sympy's test-runner log, read as SWE-bench's parse_log_sympy reads it (not wired into parseTestLog yet). */
 import { describe, expect, it } from 'vitest';
-import { parseSympyLog } from '../src/swebench/sympy-log.ts';
+import { parseSympyLog } from '../src/verify/sympy-log.ts';
 
 /** The shape `bin/test -C --verbose` prints: a verdict per test, then a header per failure. */
 const LOG = [

@@ -17,7 +17,7 @@ const TestList = z.preprocess((value) => {
   }
 }, z.array(z.string()));
 
-export const LOG_PARSERS = ['pytest', 'unittest', 'node-test', 'exit-code'] as const;
+export const LOG_PARSERS = ['pytest', 'unittest', 'node-test', 'sympy', 'exit-code'] as const;
 export const LogParserName = z.enum(LOG_PARSERS);
 export type LogParserName = z.infer<typeof LogParserName>;
 

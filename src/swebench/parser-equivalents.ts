@@ -35,6 +35,8 @@ export const PARSER_EQUIVALENTS: Record<string, ParserEquivalent> = {
     parser: 'unittest',
     differs: 'the harness also handles django\'s multi-line and "--- ok" special cases',
   },
+  // sympy's bin/test: "test_x ok" lines and "____ file.py:test_x ____" failure headers.
+  parse_log_sympy: { parser: 'sympy' },
   // `node --test`'s TAP.
   parse_log_tap: { parser: 'node-test' },
 };

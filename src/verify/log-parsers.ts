@@ -1,11 +1,12 @@
 /**
  * Test-log parsers: from a test run's output to a status per test, as SWE-bench's
  * harness does it (`pytest -rA` summary lines, unittest/django verbose lines, TAP from
- * `node --test`), plus `exit-code` for suites that only report success or failure (what
+ * `node --test`, sympy's bin/test), plus `exit-code` for suites that only report success or failure (what
  * the task's lists mean then: test-lists.ts).
  * A test reported more than once keeps its worst status.
  */
 import type { LogParserName } from '../schema/task.ts';
+import { parseSympyLog } from './sympy-log.ts';
 
 export type TestStatus = 'PASSED' | 'FAILED' | 'SKIPPED' | 'ERROR';
 export type TestStatusMap = Map<string, TestStatus>;
@@ -17,7 +18,7 @@ const RANK: Record<TestStatus, number> = { PASSED: 0, SKIPPED: 1, FAILED: 2, ERR
  * undone by a later line saying the same test passed (printed by the code under test, or by
  * another test of the same name).
  */
-function record(map: TestStatusMap, name: string, status: TestStatus): void {
+export function record(map: TestStatusMap, name: string, status: TestStatus): void {
   const known = map.get(name);
   if (known === undefined || RANK[status] > RANK[known]) map.set(name, status);
 }
@@ -90,6 +91,7 @@ export function parseTestLog(parser: LogParserName, log: string, exitCode: numbe
     case 'pytest': return parsePytest(log);
     case 'unittest': return parseUnittest(log);
     case 'node-test': return parseNodeTest(log);
+    case 'sympy': return parseSympyLog(log);
     case 'exit-code': return new Map([[EXIT_CODE_TEST, exitCode === 0 ? 'PASSED' : 'FAILED']]);
   }
 }

@@ -2,17 +2,9 @@
  * sympy's own test runner (`bin/test -C --verbose`), read as SWE-bench's `parse_log_sympy`
  * reads it: "test_name ok" / "test_name F" / "test_name E" lines, and failure headers
  * "____ sympy/core/tests/test_x.py:test_name ____" (a failure, under the "file.py:test" name).
- * Not wired yet: it becomes log parser `sympy` once src/verify/log-parsers.ts dispatches to it.
- * As probe's other parsers, a test reported twice keeps its worse status.
+ * Log parser `sympy`. As probe's other parsers, a test reported twice keeps its worse status.
  */
-import type { TestStatus, TestStatusMap } from '../verify/log-parsers.ts';
-
-const RANK: Record<TestStatus, number> = { PASSED: 0, SKIPPED: 1, FAILED: 2, ERROR: 2 };
-
-function record(map: TestStatusMap, name: string, status: TestStatus): void {
-  const known = map.get(name);
-  if (known === undefined || RANK[status] > RANK[known]) map.set(name, status);
-}
+import { record, type TestStatus, type TestStatusMap } from './log-parsers.ts';
 
 const VERDICTS: Array<[string, TestStatus]> = [[' E', 'ERROR'], [' F', 'FAILED'], [' ok', 'PASSED']];
 
