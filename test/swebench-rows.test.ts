@@ -104,7 +104,10 @@ describe('SWE-bench rows as published', () => {
     expect(message).toContain('field "base_commit": missing');
     expect(message).toContain('set "test_cmd" and "log_parser"');
     const sympy = rowFile((r) => ({ ...published(r), repo: 'sympy/sympy', version: '1.1' }));
-    await expect(loadTaskFile(sympy)).rejects.toThrow(`${sympy}:1: field "log_parser": missing, and SWE-bench parses sympy/sympy's test logs with parse_log_sympy, which probe has no equivalent of`);
+    // sympy's own runner: its log parser, and its command with the test patch's files.
+    const [sympyTask] = await loadTaskFile(sympy);
+    expect(sympyTask!.log_parser).toBe('sympy');
+    expect(sympyTask!.test_cmd).toMatch(/bin\/test -C --verbose pydicom\/tests\/test_numpy_pixel_data\.py$/);
     const version = rowFile((r) => ({ ...published(r), version: '9.9' }));
     await expect(loadTaskFile(version)).rejects.toThrow(`${version}:1: field "test_cmd": missing, and SWE-bench's harness knows no version "9.9" of pydicom/pydicom (known: 1.0, 1.1,`);
     const smith = rowFile((r) => ({ ...without(published(r), 'base_commit'), repo: 'swesmith/pydicom__pydicom.8da0b9b2', image_name: 'jyangballin/swesmith.x86_64.pydicom_1776_pydicom.8da0b9b2' }));

@@ -1,4 +1,4 @@
-/** sympy's test-runner log, read as SWE-bench's parse_log_sympy reads it (not wired into parseTestLog yet). */
+/** sympy's test-runner log, read as SWE-bench's parse_log_sympy reads it. */
 import { describe, expect, it } from 'vitest';
 import { parseSympyLog } from '../src/verify/sympy-log.ts';
 
