@@ -56,13 +56,16 @@ describe('test lists that grade nothing are refused at load', () => {
 });
 
 describe('why a state is not resolved, by cause', () => {
-  it('counts each cause, caps the names, and says which were already missing at the base', () => {
+  it('counts each cause, caps the names, and says which failed or were missing at the base already', () => {
     const text = unresolvedCauses({
       failToPass: { passed: [], failed: ['t::f1', 't::f2'], missing: [] },
-      passToPass: { passed: ['t::ok'], failed: ['t::p1'], missing: machinePaths },
-    }, new Set(machinePaths.slice(0, 40)));
+      passToPass: { passed: ['t::ok'], failed: ['t::p1', 't::p2'], missing: machinePaths },
+    }, {
+      failToPass: { passed: [], failed: ['t::f1', 't::f2'], missing: [] },
+      passToPass: { passed: ['t::ok', 't::p1'], failed: ['t::p2'], missing: machinePaths.slice(0, 40) },
+    });
     expect(describeMissingAtBase({ failToPass: [], passToPass: machinePaths })).toBe(`not in the base state's log: 44 PASS_TO_PASS, which should pass here: the task names tests its environment does not produce, and no trajectory can make them pass: ${machinePaths.slice(0, 5).join(', ')} and 39 more`);
-    expect(text).toBe(`2 FAIL_TO_PASS still failing: t::f1, t::f2; 1 PASS_TO_PASS broken (failing in the log): t::p1; 44 not in the log (44 PASS_TO_PASS; 40 of them were already not in the base state's log): ${machinePaths.slice(0, 5).join(', ')} and 39 more`);
+    expect(text).toBe(`2 FAIL_TO_PASS still failing: t::f1, t::f2; 1 PASS_TO_PASS broken (failing in the log, passing at the base): t::p1; 1 PASS_TO_PASS failing as at the base (the environment's, not the candidate's): t::p2; 44 not in the log (44 PASS_TO_PASS; 40 of them were already not in the base state's log): ${machinePaths.slice(0, 5).join(', ')} and 39 more`);
   });
 });
 

@@ -86,8 +86,8 @@ describe('SWE-bench rows as published', () => {
   });
 
   it('a row\'s own test_cmd and log_parser win; a SWE-bench 5 harness parser name is translated', async () => {
-    const [own] = await loadTaskFile(rowFile((r) => ({ ...published(r), test_cmd: 'python -m pytest -rA', log_parser: 'exit-code' })));
-    expect(own).toMatchObject({ test_cmd: 'python -m pytest -rA', log_parser: 'exit-code' });
+    const [own] = await loadTaskFile(rowFile((r) => ({ ...published(r), test_cmd: 'python -m unittest -v', log_parser: 'unittest' })));
+    expect(own).toMatchObject({ test_cmd: 'python -m unittest -v', log_parser: 'unittest' });
     const [v5] = await loadTaskFile(rowFile((r) => ({ ...published(r), log_parser: 'parse_log_pytest_options' })));
     expect(v5!.log_parser).toBe('pytest');
   });
@@ -163,16 +163,17 @@ describe.skipIf(skipWithoutDocker)('a published row in an image with the harness
     try {
       const gold = await verifyPatch(sb, task, { base_commit: task.base_commit, patch: task.patch! });
       expect(gold.status, gold.log.slice(-2000)).toBe('ok');
-      expect(gold.failToPass).toEqual({ passed: task.FAIL_TO_PASS, failed: [] });
+      expect(gold.failToPass).toEqual({ passed: task.FAIL_TO_PASS, failed: [], missing: [] });
       const base = await verifyPatch(sb, task, { base_commit: task.base_commit, patch: '' });
       expect(base.status).toBe('ok');
       expect(base.resolved).toBe(false);
-      expect(base.failToPass).toEqual({ passed: [], failed: task.FAIL_TO_PASS });
+      expect(base.failToPass).toEqual({ passed: [], failed: task.FAIL_TO_PASS, missing: [] });
       // What the gold patch leaves failing failed at the base too: the 44 ids no log can name, and the tests of files only the network has.
       expect(gold.passToPass.failed).toEqual(base.passToPass.failed);
-      expect(gold.passToPass.failed).toEqual(expect.arrayContaining(foreign));
+      expect(gold.passToPass.missing).toEqual(base.passToPass.missing);
+      expect(gold.passToPass.missing).toEqual(expect.arrayContaining(foreign));
       expect(gold.passToPass.passed.length).toBeGreaterThan(60);
-      console.info(`PASS_TO_PASS at gold: ${gold.passToPass.passed.length} passed, ${gold.passToPass.failed.length} not (${foreign.length} never nameable)`);
+      console.info(`PASS_TO_PASS at gold: ${gold.passToPass.passed.length} passed, ${gold.passToPass.failed.length} failed, ${gold.passToPass.missing.length} not in the log (${foreign.length} never nameable)`);
     } finally {
       await sb.close();
     }
@@ -190,6 +191,13 @@ describe.skipIf(skipWithoutDocker)('a published row in an image with the harness
     expect(result.final).not.toBeNull();
     expect(result.final!.resolved).toBe(false);
     expect(result.final!.failToPass.failed).toEqual(task.FAIL_TO_PASS);
+    // The reason names the cause; the ids no log can name are counted as such, not blamed on the trajectory.
+    expect(result.rejected).toMatch(/^final state does not pass: 2 FAIL_TO_PASS still failing: /);
+    expect(result.rejected).toMatch(/not in the log \(\d+ PASS_TO_PASS; all \d+ were already not in the base state's log\)/);
+    expect(result.rejected).toMatch(/; 22 PASS_TO_PASS failing as at the base \(the environment's, not the candidate's\): /);
+    expect(result.rejected).not.toMatch(/broken/);
+    expect(result.rejected!.length).toBeLessThan(2500) // 8,802 characters before, every name listed;
+    expect(result.missingAtBase?.passToPass).toEqual(expect.arrayContaining(foreign));
     console.info(`SWE-agent replay in the harness layout: ${((performance.now() - started) / 1000).toFixed(1)}s`);
   }, 600_000);
 });

@@ -96,7 +96,7 @@ export async function judgeSample(text: string, item: ProbeItem, task: LoadedTas
     await runAction(sb, action, 60_000);
     return verifySandbox(sb, task); // grades the tree's diff on a freshly restored base
   });
-  const sample = { text, parsed: true, ...judged(verdict, verdict.resolved ? 'resolved' : verdict.reason ?? unresolvedCauses(verdict, new Set(), 3)) };
+  const sample = { text, parsed: true, ...judged(verdict, verdict.resolved ? 'resolved' : verdict.reason ?? unresolvedCauses(verdict, undefined, 3)) };
   cache.set(key, sample);
   return sample;
 }

@@ -59,7 +59,7 @@ async function judge(action: TrajectoryAction, options: DistractorOptions): Prom
     const v = await verifySandbox(sb, options.task);
     if (v.resolved) return { resolved: true, reason: 'the verifier accepts it' };
     const how = ran.exitCode !== 0 ? `action exited ${ran.exitCode}; ` : '';
-    return { resolved: false, reason: `${how}${v.status !== 'ok' ? `verifier ${v.status}: ${v.reason}` : unresolvedCauses(v, new Set(), 3)}` };
+    return { resolved: false, reason: `${how}${v.status !== 'ok' ? `verifier ${v.status}: ${v.reason}` : unresolvedCauses(v, undefined, 3)}` };
   });
   options.cache.set(key, verdict);
   return verdict;

@@ -164,7 +164,7 @@ async function judge(ran: RanStep[], trajectory: Trajectory, task: LoadedTask, p
     : !final ? 'the trajectory never changes the working tree'
     : final.flaky ? `final state is flaky: ${final.reason}`
     : final.status !== 'ok' ? `final state could not be graded: ${final.reason}`
-    : !final.resolved ? `final state does not pass: ${unresolvedCauses(final, new Set(missingAtBase ? [...missingAtBase.failToPass, ...missingAtBase.passToPass] : []))}`
+    : !final.resolved ? `final state does not pass: ${unresolvedCauses(final, base)}`
     : null;
   const drifts = steps.map((s) => s.drift).filter((d): d is number => d !== null);
   return {

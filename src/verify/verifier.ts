@@ -83,16 +83,22 @@ export function listNames(names: readonly string[], cap = 5): string {
 
 /**
  * Why a graded state is not resolved, by cause, counted, names capped: FAIL_TO_PASS still
- * failing, PASS_TO_PASS failing in the log, listed tests not in the log. `missingBefore`
- * (the tests already missing from the base state's log) says how many of the missing ones
- * the task's environment never produced.
+ * failing, PASS_TO_PASS failing in the log, listed tests not in the log. Given the base
+ * state's verdict, a PASS_TO_PASS test that already failed there is told apart from one the
+ * candidate broke, and tests already missing from the base's log are counted as such: the
+ * task's environment never produced them, whatever the candidate did.
  */
-export function unresolvedCauses(v: Pick<Verdict, 'failToPass' | 'passToPass'>, missingBefore: ReadonlySet<string> = new Set(), cap = 5): string {
+export function unresolvedCauses(v: Pick<Verdict, 'failToPass' | 'passToPass'>, base?: Pick<Verdict, 'failToPass' | 'passToPass'>, cap = 5): string {
   const parts: string[] = [];
   if (v.failToPass.failed.length) parts.push(`${v.failToPass.failed.length} FAIL_TO_PASS still failing: ${listNames(v.failToPass.failed, cap)}`);
-  if (v.passToPass.failed.length) parts.push(`${v.passToPass.failed.length} PASS_TO_PASS broken (failing in the log): ${listNames(v.passToPass.failed, cap)}`);
+  const failedBefore = new Set(base?.passToPass.failed ?? []);
+  const broken = v.passToPass.failed.filter((t) => !failedBefore.has(t));
+  const stillFailing = v.passToPass.failed.filter((t) => failedBefore.has(t));
+  if (broken.length) parts.push(`${broken.length} PASS_TO_PASS broken (failing in the log${base ? ', passing at the base' : ''}): ${listNames(broken, cap)}`);
+  if (stillFailing.length) parts.push(`${stillFailing.length} PASS_TO_PASS failing as at the base (the environment's, not the candidate's): ${listNames(stillFailing, cap)}`);
   const missing = [...v.failToPass.missing, ...v.passToPass.missing];
   if (missing.length) {
+    const missingBefore = new Set([...(base?.failToPass.missing ?? []), ...(base?.passToPass.missing ?? [])]);
     const lists = [v.failToPass.missing.length ? `${v.failToPass.missing.length} FAIL_TO_PASS` : '', v.passToPass.missing.length ? `${v.passToPass.missing.length} PASS_TO_PASS` : ''].filter(Boolean).join(', ');
     const atBase = missing.filter((t) => missingBefore.has(t)).length;
     const since = atBase === 0 ? '' : `; ${atBase === missing.length ? (missing.length === 1 ? 'it was' : `all ${atBase} were`) : `${atBase} of them were`} already not in the base state's log`;

@@ -1,7 +1,7 @@
 /**
  * A SWE-bench-layout image built here (no registry is reachable): the base image plus the
  * task's repository at /testbed (a git repository at the row's base commit, from a fixture
- * `.git`), Debian packages the tests need, and `/opt/miniconda3/bin/activate` — a shim whose
+ * `.git`) in the derived image of the Debian packages the tests need, and `/opt/miniconda3/bin/activate` — a shim whose
  * `conda activate testbed` puts that environment's bin first on PATH, which is all the
  * harness's evaluation script asks of conda. Cached by tag: a recipe hash is kept as a label
  * and the image is rebuilt only when it changes.
@@ -12,6 +12,7 @@ import type { Readable } from 'node:stream';
 import Docker from 'dockerode';
 import tar from 'tar-stream';
 import { BASE_IMAGE } from '../../src/sandbox/docker.ts';
+import { environmentImage } from '../../src/sandbox/environment-image.ts';
 
 const RECIPE_LABEL = 'probe.test-recipe';
 
@@ -30,10 +31,7 @@ conda() {
  * The `testbed` environment: the system Python, and `pytest` run as `python -m pytest` so
  * /testbed is importable as the harness's editable install makes it.
  */
-const SETUP = (packages: string[]) => `set -e
-apt-get update -qq
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ${packages.join(' ')} >/dev/null
-rm -rf /var/lib/apt/lists/*
+const SETUP = `set -e
 mkdir -p /opt/miniconda3/bin /opt/miniconda3/envs/testbed/bin /testbed
 printf '%s' "$ACTIVATE_SHIM" > /opt/miniconda3/bin/activate
 ln -s /usr/bin/python3 /opt/miniconda3/envs/testbed/bin/python
@@ -79,17 +77,17 @@ function filesTar(files: { path: string; content: Buffer | string }[]): Readable
 /** Builds (or finds, by tag and recipe) the image; returns its name and whether it was built now. */
 export async function swebenchTestImage(spec: SwebenchImageSpec): Promise<{ name: string; built: boolean }> {
   const docker = new Docker();
-  const base = await docker.getImage(BASE_IMAGE).inspect();
-  const hash = createHash('sha256').update(JSON.stringify([base.Id, ACTIVATE_SHIM, SETUP(spec.packages), CHECKOUT])).update(readFileSync(spec.gitTar));
+  // The Debian packages come as a task's environment would bring them: a derived image, built once.
+  const base = await docker.getImage(await environmentImage(docker, BASE_IMAGE, spec.packages)).inspect();
+  const hash = createHash('sha256').update(JSON.stringify([base.Id, ACTIVATE_SHIM, SETUP, CHECKOUT])).update(readFileSync(spec.gitTar));
   for (const f of spec.files ?? []) hash.update(f.path).update(f.content);
   const recipe = hash.digest('hex');
   const existing = await docker.getImage(spec.name).inspect().catch(() => null);
   if (existing?.Config?.Labels?.[RECIPE_LABEL] === recipe) return { name: spec.name, built: false };
-  // dockerd runs with --bridge=none: apt reaches the Debian mirror through the host's network.
-  const container = await docker.createContainer({ Image: BASE_IMAGE, Cmd: ['sleep', 'infinity'], HostConfig: { NetworkMode: 'host' } });
+  const container = await docker.createContainer({ Image: base.Id, Cmd: ['sleep', 'infinity'], HostConfig: { NetworkMode: 'none' } });
   try {
     await container.start();
-    await run(container, SETUP(spec.packages), [`ACTIVATE_SHIM=${ACTIVATE_SHIM}`]);
+    await run(container, SETUP, [`ACTIVATE_SHIM=${ACTIVATE_SHIM}`]);
     await container.putArchive(createReadStream(spec.gitTar), { path: '/testbed' });
     await run(container, CHECKOUT);
     if (spec.files?.length) await container.putArchive(filesTar(spec.files), { path: '/' });
