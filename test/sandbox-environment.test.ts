@@ -175,7 +175,7 @@ describe.skipIf(skipWithoutDocker)('docker sandbox: a derived image per environm
 
   it('reuses the image for another task naming the same packages, and leaves the base image without them', async () => {
     const task = await numpyTask({ debian: ['python3-numpy'] }, 'debian');
-    // A container of the base image alongside (each container is a full copy under the vfs driver: slow).
+    // A container of the base image alongside (under the vfs storage driver each container is a full copy: slow).
     const baseLacksNumpy = (async () => {
       const base = await docker.createContainer({ Image: BASE_IMAGE, Cmd: ['python3', '-c', 'import numpy'], NetworkDisabled: true, HostConfig: { NetworkMode: 'none' } });
       try {
