@@ -340,13 +340,18 @@ def edit_replace(state, args):
     return f"Replaced {count if args.get('replace_all') else 1} occurrences. Please review the changes and make sure they are correct\n(correct indentation, no duplicate lines, etc). Edit the file again if necessary.\n" + window(state) + note
 
 
-def search_dir(argv):
+def name_and_dir(argv, usage):
+    """`search_dir`'s and `find_file`'s arguments: a term and a directory (default ./), checked as SWE-agent did."""
     if len(argv) not in (1, 2):
-        raise Rejected("Usage: search_dir <search_term> [<dir>]")
+        raise Rejected(usage)
     term, where = argv[0], (argv[1] if len(argv) == 2 else "./")
     if not os.path.isdir(where):
         raise Rejected(f"Directory {where} not found")
-    where = os.path.realpath(where)
+    return term, os.path.realpath(where)
+
+
+def search_dir(argv):
+    term, where = name_and_dir(argv, "Usage: search_dir <search_term> [<dir>]")
     out = subprocess.run(["find", where, "-type", "f", "!", "-path", "*/.*", "-exec", "grep", "-nIH", "--", term, "{}", "+"], capture_output=True, text=True).stdout
     counts = {}
     for line in out.splitlines():
@@ -384,12 +389,7 @@ def search_file(state, argv):
 
 
 def find_file(argv):
-    if len(argv) not in (1, 2):
-        raise Rejected("Usage: find_file <file_name> [<dir>]")
-    name, where = argv[0], (argv[1] if len(argv) == 2 else "./")
-    if not os.path.isdir(where):
-        raise Rejected(f"Directory {where} not found")
-    where = os.path.realpath(where)
+    name, where = name_and_dir(argv, "Usage: find_file <file_name> [<dir>]")
     # SWE-agent printed find's order, which is the file system's (readdir) order: sorted is what
     # a replay can reproduce, and what the recorded runs show (pydicom-1458: overlays, pixel_data_handlers, waveforms).
     found = sorted(subprocess.run(["find", where, "-type", "f", "-name", name], capture_output=True, text=True).stdout.splitlines())
