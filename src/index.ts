@@ -17,6 +17,8 @@ export { SandboxPool, freshSandboxes, type SandboxLease } from './sandbox/pool.t
 export { loadTasks, loadTaskFile, type LoadTaskOptions } from './verify/load-task.ts';
 export { harnessImageName } from './swebench/image-name.ts';
 export { rowFacts } from './swebench/row-facts.ts';
+export { readRows, readAllRows, type DatasetRow } from './datasets/rows.ts';
+export { corpusRows, type CorpusRow } from './trajectories/corpora/corpus.ts';
 export { verifyPatch, verifySandbox, verifyState, verifyRepeated, type Tampering, type Verdict } from './verify/verifier.ts';
 export { parseTestLog } from './verify/log-parsers.ts';
 export { replayTrajectory, type ReplayResult, type ReplayStep } from './replay/replay.ts';
