@@ -112,14 +112,15 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build summary and --str
 
   it('prints accepted / rejected / flaky counts, and --strict exits 1 when a trajectory is rejected', () => {
     const both = trajectoriesDir({ 'swe-agent__test-repo-1.mini.traj.json': 'mini-swe-agent/github_issue.v2.traj.json', 'swe-agent__test-repo-1.tools.traj': 'swe-agent/test-repo-1c2844.traj' });
-    const strict = probe(['build', '--trajectories', both, '--tasks', tasks, '--out', join(both, '..', 'probes.jsonl'), '--no-distractors', '--repeats', '1', '--strict']);
+    // --workdir /testbed places the tool-call run away from /SWE-agent__test-repo, where it ran: its absolute paths find nothing, a rejection.
+    const strict = probe(['build', '--trajectories', both, '--tasks', tasks, '--out', join(both, '..', 'probes.jsonl'), '--no-distractors', '--repeats', '1', '--workdir', '/testbed', '--strict']);
     expect(strict.code, strict.stderr).toBe(1);
     expect(strict.stderr).toContain('trajectories: 1 accepted, 1 rejected, 0 flaky, 0 bad input');
     expect(strict.stderr).toMatch(/rejected\s+\S+swe-agent__test-repo-1\.tools\.traj: the trajectory never changes the working tree/);
     expect(readFileSync(join(both, '..', 'probes.jsonl'), 'utf8').trim().split('\n')).toHaveLength(1); // the accepted one is still written
 
     const rejectedOnly = trajectoriesDir({ 'swe-agent__test-repo-1.tools.traj': 'swe-agent/test-repo-1c2844.traj' });
-    const lenient = probe(['build', '--trajectories', rejectedOnly, '--tasks', tasks, '--out', join(rejectedOnly, '..', 'probes.jsonl'), '--no-distractors', '--repeats', '1', '--json']);
+    const lenient = probe(['build', '--trajectories', rejectedOnly, '--tasks', tasks, '--out', join(rejectedOnly, '..', 'probes.jsonl'), '--no-distractors', '--repeats', '1', '--workdir', '/testbed', '--json']);
     expect(lenient.code, lenient.stderr).toBe(0);
     const summary = JSON.parse(lenient.stdout) as { counts: Record<string, number>; trajectories: Array<{ status: string }> };
     expect(summary.counts).toEqual({ accepted: 0, rejected: 1, flaky: 0, 'bad-input': 0 });
