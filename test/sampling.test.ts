@@ -5,7 +5,7 @@ import { sampleOne, scoreContinuation } from '../src/backends/single.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import type { SampleRequest } from '../src/backends/types.ts';
 import { createRng } from '../src/util/rng.ts';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readCheckpointDir } from '../src/backends/onnx/checkpoint.ts';
 import { OnnxGraph } from '../src/backends/onnx/graph.ts';
@@ -182,6 +182,36 @@ describe('n-gram rungs declare their receptive field', () => {
       }
     } finally {
       await graph.close();
+    }
+  });
+});
+
+describe('batched sampling: every sample is what it would be alone, whatever shares its passes', () => {
+  const REAL = join(REPO_ROOT, '..', 'shared', 'models', 'llama-bpe8k-s1500');
+  const demoContext = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { context: string }).context).sort((a, b) => b.length - a.length)[0]!;
+  const requests: SampleRequest[] = [
+    // A long pass@K-like context at temperature 1 (tail draws decided by a logit's last bits), a short one, and a greedy one.
+    { prompt: demoContext, n: 5, temperature: 1, topP: 1, maxTokens: 40, stop: [], seed: 11 },
+    { prompt: 'def add(a, b):\n    return', n: 5, temperature: 0.8, topP: 0.95, maxTokens: 40, stop: ['\n\n'], seed: 3 },
+    { prompt: 'import os\n', n: 2, temperature: 0, topP: 1, maxTokens: 24, stop: [], seed: 5 },
+  ];
+
+  // The real checkpoint where ../shared is present, as the other real-checkpoint tests do.
+  it.each([['attn-agent', CKPT.attention], ['llama-bpe8k-s1500 (../shared/models)', REAL]].filter(([, dir]) => existsSync(dir!)))('%s: one call, concurrent calls and split cohorts draw bit-identical samples to one at a time', async (_name, dir) => {
+    const alone = await OnnxBackend.open(dir, { sampleRows: 1 });
+    const batched = await OnnxBackend.open(dir);
+    const split = await OnnxBackend.open(dir, { sampleRows: 2 });
+    try {
+      const expected: Awaited<ReturnType<OnnxBackend['sample']>> = [];
+      for (const request of requests) expected.push((await alone.sample([request]))[0]!);
+      // All prompts in one call; the same as concurrent calls; cohorts of 5 split into passes of 2.
+      expect(await batched.sample(requests)).toEqual(expected);
+      expect(await Promise.all(requests.map(async (r) => (await batched.sample([r]))[0]!))).toEqual(expected);
+      expect(await split.sample(requests)).toEqual(expected);
+      // The samples differ from each other (a batch that repeated one row would pass the checks above only by luck).
+      expect(new Set(expected[0]!.map((s) => s.text)).size).toBeGreaterThan(3);
+    } finally {
+      await Promise.all([alone.close(), batched.close(), split.close()]);
     }
   });
 });

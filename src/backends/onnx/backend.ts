@@ -22,6 +22,8 @@ import { checkLogitsWidth, checkSpecialTokens } from './consistency.ts';
 import { OnnxGraph, type KvCache } from './graph.ts';
 import { LogSoftmaxSession, type RowScores } from './log-softmax.ts';
 import { CheckpointTokenizer } from './tokenizer.ts';
+import { BatchSampler, roomForPrompt } from './batch-sampler.ts';
+import { IncrementalText } from './incremental-text.ts';
 
 export interface OnnxBackendOptions {
   /** Most tokens per forward pass when feeding a context through the cache (default 512). */
@@ -32,6 +34,8 @@ export interface OnnxBackendOptions {
   bos?: BosPolicy;
   /** Which of the directory's graphs to run (`onnx/model_fp16.onnx` …; default fp32, `onnx/model.onnx`). */
   dtype?: Dtype;
+  /** Most sequences sampled in one forward pass (default: as many as keep a pass within 8 MiB of cache, at most 32; 1 samples one at a time, as before batching). */
+  sampleRows?: number;
 }
 
 const utf8 = new TextEncoder();
@@ -50,12 +54,20 @@ export class OnnxBackend implements CompletionBackend {
   /** The BOS policy as resolved for this checkpoint's tokenizer. */
   readonly bosUse: BosUse;
   private readonly chunkSize: number;
+  /** Batched sampling through the cache; absent for graphs without one. */
+  private readonly sampler: BatchSampler | undefined;
 
   private constructor(readonly dir: string, private readonly tokenizer: CheckpointTokenizer, private readonly graph: OnnxGraph, private readonly rows: LogSoftmaxSession, bosUse: BosUse, options: OnnxBackendOptions) {
     this.id = `onnx:${dir}`;
     this.bosUse = bosUse;
     this.window = options.window ?? graph.window;
     this.chunkSize = options.chunkSize ?? 512;
+    this.sampler = graph.hasCache
+      ? new BatchSampler(graph, tokenizer, this.window, async (ids) => {
+        const { cache, lastRow } = await this.feed(ids, undefined);
+        return { cache: cache!, lastRow };
+      }, options.sampleRows)
+      : undefined;
   }
 
   /** Opens a checkpoint directory; its tokenizer, config and graph are checked against each other before any work (consistency.ts). */
@@ -190,10 +202,9 @@ export class OnnxBackend implements CompletionBackend {
     return scores.result(tokens, text, truncated);
   }
 
+  /** Every request's samples advance together, with those of concurrent calls (batch-sampler.ts). */
   async sample(requests: SampleRequest[]): Promise<Sample[][]> {
-    const results: Sample[][] = [];
-    for (const request of requests) results.push(await this.sampleOne(request));
-    return results;
+    return Promise.all(requests.map((request) => this.sampleOne(request)));
   }
 
   /**
@@ -250,27 +261,23 @@ export class OnnxBackend implements CompletionBackend {
 
   /** Samples continuations of `head` (the BOS, or nothing) and a token-id prompt (`request.prompt` is ignored). */
   async sampleIds(promptIds: number[], request: SampleRequest, head: number[] = []): Promise<Sample[]> {
-    const room = this.window - request.maxTokens;
-    if (room < 1) throw new ProbeError(`maxTokens ${request.maxTokens} leaves no room for a prompt in the ${this.window}-token window of ${this.dir}`);
+    const room = roomForPrompt(this.window, request, this.dir);
     const { ids: prompt, truncated } = fitContext(promptIds, head, [this.tokenizer.prefixId], room);
-    // The prompt is fed once; every sample continues from the same cache.
-    const prefix = this.graph.hasCache ? await this.feed(prompt, undefined) : undefined;
+    if (this.sampler) return this.sampler.sample({ prompt, request, truncated });
     const samples: Sample[] = [];
-    for (let index = 0; index < request.n; index++) {
-      samples.push(await this.generate(prompt, prefix, request, index, truncated));
-    }
+    for (let index = 0; index < request.n; index++) samples.push(await this.generateWithoutCache(prompt, request, index, truncated));
     return samples;
   }
 
-  private async generate(prompt: number[], prefix: { cache: KvCache | undefined; lastRow: Float32Array } | undefined, request: SampleRequest, index: number, truncated: boolean): Promise<Sample> {
+  /** A graph without a cache recomputes every position per token: one sample at a time (test and n-gram graphs). */
+  private async generateWithoutCache(prompt: number[], request: SampleRequest, index: number, truncated: boolean): Promise<Sample> {
     const rng = createRng('sample', request.seed, index);
     const params = { temperature: request.temperature, topP: request.topP, topK: request.topK };
     const text = new IncrementalText(this.tokenizer, request.stop);
     const tokens: number[] = [];
     const tokenLogprobs: number[] = [];
     let logprob = 0;
-    let cache = prefix?.cache;
-    let row = prefix?.lastRow ?? (await this.lastRowWithoutCache(prompt));
+    let row = await this.lastRowWithoutCache(prompt);
     for (;;) {
       const token = chooseToken(row, params, rng);
       const lp = logSoftmaxAt(row, 0, row.length, token).logprob;
@@ -281,13 +288,7 @@ export class OnnxBackend implements CompletionBackend {
       const stop = text.push(token, tokens);
       if (stop !== undefined) return { text: text.value, tokens, logprob, finishReason: 'stop', stop, truncated, tokenLogprobs };
       if (tokens.length >= request.maxTokens) return { text: text.value, tokens, logprob, finishReason: 'length', truncated, tokenLogprobs };
-      if (this.graph.hasCache) {
-        const out = await this.graph.forward([token], cache);
-        cache = out.cache;
-        row = out.logits;
-      } else {
-        row = await this.lastRowWithoutCache([...prompt, ...tokens]);
-      }
+      row = await this.lastRowWithoutCache([...prompt, ...tokens]);
     }
   }
 
@@ -320,34 +321,5 @@ class TokenScores {
   result(tokens: number[], text: string, truncated: boolean): ScoreResult {
     if (this.tokenLogprobs.length !== tokens.length) throw new ProbeError(`scored ${this.tokenLogprobs.length} of ${tokens.length} continuation tokens`);
     return { tokenLogprobs: this.tokenLogprobs, tokens, bytes: utf8.encode(text).length, greedy: this.greedy, truncated, argmax: this.argmax };
-  }
-}
-
-/** Generated text so far, decoded incrementally, with stop-string detection. */
-class IncrementalText {
-  value = '';
-  private readonly decoder = new TextDecoder('utf-8');
-  private readonly longestStop: number;
-
-  constructor(private readonly tokenizer: CheckpointTokenizer, private readonly stops: string[]) {
-    this.longestStop = Math.max(0, ...stops.map((s) => s.length));
-  }
-
-  /** Appends a token; returns the stop string if one now occurs (the text is cut before it). */
-  push(token: number, all: number[]): string | undefined {
-    const before = this.value.length;
-    const bytes = this.tokenizer.bytesOf(token);
-    this.value = bytes ? this.value + this.decoder.decode(bytes, { stream: true }) : this.tokenizer.decode(all);
-    if (this.stops.length === 0) return undefined;
-    const from = Math.max(0, before - this.longestStop + 1);
-    let earliest = -1;
-    let matched: string | undefined;
-    for (const stop of this.stops) {
-      if (stop === '') continue;
-      const at = this.value.indexOf(stop, from);
-      if (at >= 0 && (earliest < 0 || at < earliest)) { earliest = at; matched = stop; }
-    }
-    if (matched !== undefined) this.value = this.value.slice(0, earliest);
-    return matched;
   }
 }

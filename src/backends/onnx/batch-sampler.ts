@@ -1,0 +1,189 @@
+/**
+ * Batched sampling through the key/value cache: the n samples of a prompt advance one
+ * token per forward pass in one batch, and the prompts of one call and of concurrent
+ * calls (ASAP episodes, pass@K items) advance in the same steps. A sequence leaves at
+ * its stop.
+ *
+ * Reproducible per sample, whatever the batch: sample i of a request draws from its own
+ * random stream (`sample`, seed, i) and reads only its own logits row, and rows share a
+ * pass only with rows of the same length (a cohort: samples of one prompt, admitted
+ * together). A pass over stacked rows of equal length rounds each row exactly as a pass
+ * over that row alone (checked bit for bit on the real checkpoints); left padding rows of
+ * different lengths to share a pass does not — the softmax then sums over more positions —
+ * and at temperature 1 a draw into the tail of an 8K vocabulary is decided by those last
+ * bits often enough to change a sample in a few hundred tokens.
+ *
+ * Each step runs one pass per cohort. A pass copies every row's whole cache (exported
+ * graphs concatenate past and new keys and tile them per GQA head), so its cost is memory
+ * traffic ∝ rows × tokens; once that leaves the CPU's caches, many rows cost more per
+ * token than one. A cohort is therefore split to keep a pass within PASS_BUDGET_BYTES.
+ */
+import { ProbeError } from '../../errors.ts';
+import { createRng, type Rng } from '../../util/rng.ts';
+import { chooseToken, logSoftmaxAt, type SamplingParams } from '../logits.ts';
+import type { Sample, SampleRequest } from '../types.ts';
+import type { KvCache, OnnxGraph } from './graph.ts';
+import { IncrementalText } from './incremental-text.ts';
+import { bytesPerCachedToken, stackRows } from './kv-rows.ts';
+import type { CheckpointTokenizer } from './tokenizer.ts';
+
+/** One prompt to continue `request.n` times: already fitted to the window (BOS included). */
+export interface SampleJob {
+  prompt: number[];
+  request: SampleRequest;
+  truncated: boolean;
+}
+
+/** The prompt's cache and the logits row that predicts its first new token. */
+export interface Prefix { cache: KvCache; lastRow: Float32Array }
+
+interface PendingJob extends SampleJob {
+  samples: Sample[];
+  left: number;
+  resolve: (samples: Sample[]) => void;
+  reject: (error: unknown) => void;
+}
+
+/** One sequence being generated: a sample of a job. */
+class Sequence {
+  readonly rng: Rng;
+  readonly params: SamplingParams;
+  readonly text: IncrementalText;
+  readonly tokens: number[] = [];
+  readonly tokenLogprobs: number[] = [];
+  logprob = 0;
+  /** The logits row predicting its next token. */
+  next: Float32Array;
+
+  constructor(readonly job: PendingJob, readonly index: number, firstRow: Float32Array, tokenizer: CheckpointTokenizer) {
+    this.rng = createRng('sample', job.request.seed, index);
+    this.params = { temperature: job.request.temperature, topP: job.request.topP, topK: job.request.topK };
+    this.text = new IncrementalText(tokenizer, job.request.stop);
+    this.next = firstRow;
+  }
+
+  /** Draws and records the next token; returns the finished sample when it ends the sequence. */
+  step(eosIds: ReadonlySet<number>): Sample | undefined {
+    const token = chooseToken(this.next, this.params, this.rng);
+    const lp = logSoftmaxAt(this.next, 0, this.next.length, token).logprob;
+    this.logprob += lp;
+    this.tokenLogprobs.push(lp);
+    this.tokens.push(token);
+    const base = { tokens: this.tokens, logprob: this.logprob, truncated: this.job.truncated, tokenLogprobs: this.tokenLogprobs };
+    if (eosIds.has(token)) return { text: this.text.value, ...base, finishReason: 'eos' };
+    const stop = this.text.push(token, this.tokens);
+    if (stop !== undefined) return { text: this.text.value, ...base, finishReason: 'stop', stop };
+    if (this.tokens.length >= this.job.request.maxTokens) return { text: this.text.value, ...base, finishReason: 'length' };
+    return undefined;
+  }
+
+  get lastToken(): number {
+    return this.tokens[this.tokens.length - 1]!;
+  }
+}
+
+/**
+ * Sequences of one length that share passes, and where their cache rows are: row b of
+ * `cache` is `rows[b]`'s when `stacked`, else every row is row 0 of the prompt's cache.
+ */
+interface Cohort { rows: Sequence[]; cache: KvCache; stacked: boolean }
+
+/**
+ * Cache bytes one pass may carry (rows × tokens × bytes per token). Measured on the s1500
+ * checkpoint (bench/sampling.ts; 2 KiB per token): at 1,024 tokens 4 rows (8 MiB) ran 2×
+ * faster per token than 1, 16 rows (32 MiB) 3× slower.
+ */
+const PASS_BUDGET_BYTES = 8 * 2 ** 20;
+/** Cache bytes all live sequences may hold at the window's length; further prompts wait (one always runs). */
+const LIVE_BUDGET_BYTES = 2 * 2 ** 30;
+
+export class BatchSampler {
+  private readonly pending: PendingJob[] = [];
+  private running = false;
+  /** Sequences that may be live at once (set from the first prompt's cache). */
+  private liveRows: number | undefined;
+
+  /**
+   * @param feed runs a prompt through the graph (chunked) and returns its cache.
+   * @param maxRows most rows per pass (1: one sequence at a time); default: as PASS_BUDGET_BYTES allows.
+   */
+  constructor(private readonly graph: OnnxGraph, private readonly tokenizer: CheckpointTokenizer, private readonly window: number, private readonly feed: (ids: number[]) => Promise<Prefix>, private readonly maxRows?: number) {}
+
+  /** Samples `job.request.n` continuations of the job's prompt, in the same steps as whatever else is being sampled. */
+  sample(job: SampleJob): Promise<Sample[]> {
+    if (job.request.n === 0) return Promise.resolve([]);
+    return new Promise((resolve, reject) => {
+      this.pending.push({ ...job, samples: new Array<Sample>(job.request.n), left: job.request.n, resolve, reject });
+      if (!this.running) void this.loop();
+    });
+  }
+
+  /** Rows a pass over `tokens`-long rows may carry. */
+  private rowsPerPass(tokens: number, bytesPerToken: number): number {
+    if (this.maxRows) return this.maxRows;
+    return Math.max(1, Math.floor(PASS_BUDGET_BYTES / Math.max(1, tokens * bytesPerToken)));
+  }
+
+  private async loop(): Promise<void> {
+    this.running = true;
+    let cohorts: Cohort[] = [];
+    try {
+      for (;;) {
+        // Admit prompts while the live sequences' caches fit (one prompt always runs).
+        let live = cohorts.reduce((sum, c) => sum + c.rows.length, 0);
+        while (this.pending.length > 0) {
+          const job = this.pending[0]!;
+          const prefix = live === 0 || live + job.request.n <= (this.liveRows ?? Infinity) ? await this.feed(job.prompt) : undefined;
+          if (!prefix) break;
+          this.pending.shift();
+          this.liveRows ??= Math.max(1, Math.floor(LIVE_BUDGET_BYTES / (this.window * bytesPerCachedToken(prefix.cache))));
+          const rows = Array.from({ length: job.request.n }, (_, i) => new Sequence(job, i, prefix.lastRow, this.tokenizer));
+          cohorts.push({ rows, cache: prefix.cache, stacked: false });
+          live += rows.length;
+        }
+        if (cohorts.length === 0) break;
+
+        const next: Cohort[] = [];
+        for (const cohort of cohorts) {
+          // Every sequence draws its next token; those that end leave.
+          const staying = cohort.rows.filter((sequence) => {
+            const done = sequence.step(this.tokenizer.eosIds);
+            if (!done) return true;
+            const job = sequence.job;
+            job.samples[sequence.index] = done;
+            if (--job.left === 0) job.resolve(job.samples);
+            return false;
+          });
+          if (staying.length === 0) continue;
+          const source = (sequence: Sequence) => ({ cache: cohort.cache, row: cohort.stacked ? cohort.rows.indexOf(sequence) : 0 });
+          const perPass = this.rowsPerPass(cohort.cache.length, bytesPerCachedToken(cohort.cache));
+          const unchanged = cohort.stacked && staying.length === cohort.rows.length && staying.length <= perPass;
+          for (let start = 0; start < staying.length; start += perPass) {
+            const rows = staying.slice(start, start + perPass);
+            const cache = unchanged ? cohort.cache : stackRows(rows.map(source));
+            const out = await this.graph.forward(rows.map((s) => s.lastToken), cache, rows.length, 'last');
+            const vocab = out.logits.length / rows.length;
+            rows.forEach((s, b) => { s.next = out.logits.subarray(b * vocab, (b + 1) * vocab); });
+            next.push({ rows, cache: out.cache!, stacked: true });
+          }
+        }
+        cohorts = next;
+      }
+    } catch (error) {
+      // A failed pass fails every request it was serving (and those queued behind it): none can be finished.
+      const jobs = new Set(cohorts.flatMap((c) => c.rows.map((s) => s.job)));
+      for (const job of [...jobs, ...this.pending.splice(0)]) job.reject(error);
+    } finally {
+      this.running = false;
+    }
+    // A request that arrived as the loop was ending starts the next one.
+    if (this.pending.length > 0) void this.loop();
+  }
+}
+
+/** Checks a request fits: room for its prompt beside maxTokens in the window. */
+export function roomForPrompt(window: number, request: SampleRequest, dir: string): number {
+  const room = window - request.maxTokens;
+  if (room < 1) throw new ProbeError(`maxTokens ${request.maxTokens} leaves no room for a prompt in the ${window}-token window of ${dir}`);
+  return room;
+}
