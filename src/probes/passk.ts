@@ -4,7 +4,7 @@
  * and let the task's verifier decide. Unbiased pass@k over items; parse failures count as
  * failures and are reported separately.
  */
-import type { CompletionBackend, SampleRequest } from '../backends/types.ts';
+import type { CompletionBackend, Sample, SampleRequest } from '../backends/types.ts';
 import { sampleOne } from '../backends/single.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import type { LoadedTask } from '../schema/task.ts';
@@ -149,11 +149,25 @@ export async function scorePassk(checkpoint: string, backend: CompletionBackend,
     }
     return summarize(checkpoint, backend, options, scored);
   }
-  for (const item of items) {
-    scored.push(await memoized(hooks.memo, item.id, async () => {
+  // The next unfinished item samples while this one's samples are verified: the model and the sandboxes overlap.
+  const sampling = new Map<string, Promise<Sample[]>>();
+  const samplesOf = (item: ProbeItem) => {
+    let pending = sampling.get(item.id);
+    if (!pending) {
       const { stops } = stopsFor(item.format);
       const request: SampleRequest = { prompt: item.context, n: options.n, temperature: options.temperature, topP: options.topP, maxTokens: options.maxTokens, stop: stops, seed: options.seed };
-      const samples = await sampleOne(backend, request);
+      pending = sampleOne(backend, request);
+      pending.catch(() => {}); // awaited (and its error raised) when its item's turn comes
+      sampling.set(item.id, pending);
+    }
+    return pending;
+  };
+  for (const [index, item] of items.entries()) {
+    scored.push(await memoized(hooks.memo, item.id, async () => {
+      const samples = await samplesOf(item);
+      sampling.delete(item.id);
+      const following = items.slice(index + 1).find((next) => hooks.memo?.get(next.id) === undefined);
+      if (following) void samplesOf(following);
       const task = options.taskOf(item);
       const cache = new Map<string, PasskSample>();
       const judged: PasskSample[] = [];
