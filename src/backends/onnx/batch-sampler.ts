@@ -6,17 +6,19 @@
  *
  * Reproducible per sample, whatever the batch: sample i of a request draws from its own
  * random stream (`sample`, seed, i) and reads only its own logits row, and rows share a
- * pass only with rows of the same length (a cohort: samples of one prompt, admitted
- * together). A pass over stacked rows of equal length rounds each row exactly as a pass
- * over that row alone (checked bit for bit on the real checkpoints); left padding rows of
- * different lengths to share a pass does not — the softmax then sums over more positions —
- * and at temperature 1 a draw into the tail of an 8K vocabulary is decided by those last
- * bits often enough to change a sample in a few hundred tokens.
+ * pass only with rows of the same length (the samples of a prompt; prompts that happen
+ * to be as long, such as ASAP runs from one reference prefix). A pass over stacked rows
+ * of equal length rounds each row exactly as a pass over that row alone (checked bit for
+ * bit on the real checkpoints); left padding rows of different lengths into one pass does
+ * not — the softmax then sums over more positions — and at temperature 1 a draw into the
+ * tail of an 8K vocabulary is decided by those last bits often enough to change a sample
+ * within a few hundred tokens.
  *
- * Each step runs one pass per cohort. A pass copies every row's whole cache (exported
+ * Each step runs one pass per length. A pass copies every row's whole cache (exported
  * graphs concatenate past and new keys and tile them per GQA head), so its cost is memory
  * traffic ∝ rows × tokens; once that leaves the CPU's caches, many rows cost more per
- * token than one. A cohort is therefore split to keep a pass within PASS_BUDGET_BYTES.
+ * token than one. Rows of one length are therefore split into passes within
+ * PASS_BUDGET_BYTES.
  */
 import { ProbeError } from '../../errors.ts';
 import { createRng, type Rng } from '../../util/rng.ts';
@@ -24,7 +26,7 @@ import { chooseToken, logSoftmaxAt, type SamplingParams } from '../logits.ts';
 import type { Sample, SampleRequest } from '../types.ts';
 import type { KvCache, OnnxGraph } from './graph.ts';
 import { IncrementalText } from './incremental-text.ts';
-import { bytesPerCachedToken, stackRows } from './kv-rows.ts';
+import { bytesPerCachedToken, stackRows, type RowSource } from './kv-rows.ts';
 import type { CheckpointTokenizer } from './tokenizer.ts';
 
 /** One prompt to continue `request.n` times: already fitted to the window (BOS included). */
@@ -54,12 +56,15 @@ class Sequence {
   logprob = 0;
   /** The logits row predicting its next token. */
   next: Float32Array;
+  /** Where its cache row is: row 0 of its prompt's cache, then its row in the last pass it took part in. */
+  source: RowSource;
 
-  constructor(readonly job: PendingJob, readonly index: number, firstRow: Float32Array, tokenizer: CheckpointTokenizer) {
+  constructor(readonly job: PendingJob, readonly index: number, prefix: Prefix, tokenizer: CheckpointTokenizer) {
     this.rng = createRng('sample', job.request.seed, index);
     this.params = { temperature: job.request.temperature, topP: job.request.topP, topK: job.request.topK };
     this.text = new IncrementalText(tokenizer, job.request.stop);
-    this.next = firstRow;
+    this.next = prefix.lastRow;
+    this.source = { cache: prefix.cache, row: 0 };
   }
 
   /** Draws and records the next token; returns the finished sample when it ends the sequence. */
@@ -81,12 +86,6 @@ class Sequence {
     return this.tokens[this.tokens.length - 1]!;
   }
 }
-
-/**
- * Sequences of one length that share passes, and where their cache rows are: row b of
- * `cache` is `rows[b]`'s when `stacked`, else every row is row 0 of the prompt's cache.
- */
-interface Cohort { rows: Sequence[]; cache: KvCache; stacked: boolean }
 
 /**
  * Cache bytes one pass may carry (rows × tokens × bytes per token). Measured on the s1500
@@ -126,52 +125,49 @@ export class BatchSampler {
 
   private async loop(): Promise<void> {
     this.running = true;
-    let cohorts: Cohort[] = [];
+    let live: Sequence[] = [];
     try {
       for (;;) {
         // Admit prompts while the live sequences' caches fit (one prompt always runs).
-        let live = cohorts.reduce((sum, c) => sum + c.rows.length, 0);
         while (this.pending.length > 0) {
           const job = this.pending[0]!;
-          const prefix = live === 0 || live + job.request.n <= (this.liveRows ?? Infinity) ? await this.feed(job.prompt) : undefined;
-          if (!prefix) break;
+          if (live.length > 0 && live.length + job.request.n > (this.liveRows ?? Infinity)) break;
+          const prefix = await this.feed(job.prompt);
           this.pending.shift();
           this.liveRows ??= Math.max(1, Math.floor(LIVE_BUDGET_BYTES / (this.window * bytesPerCachedToken(prefix.cache))));
-          const rows = Array.from({ length: job.request.n }, (_, i) => new Sequence(job, i, prefix.lastRow, this.tokenizer));
-          cohorts.push({ rows, cache: prefix.cache, stacked: false });
-          live += rows.length;
+          for (let i = 0; i < job.request.n; i++) live.push(new Sequence(job, i, prefix, this.tokenizer));
         }
-        if (cohorts.length === 0) break;
+        if (live.length === 0) break;
 
-        const next: Cohort[] = [];
-        for (const cohort of cohorts) {
-          // Every sequence draws its next token; those that end leave.
-          const staying = cohort.rows.filter((sequence) => {
-            const done = sequence.step(this.tokenizer.eosIds);
-            if (!done) return true;
-            const job = sequence.job;
-            job.samples[sequence.index] = done;
-            if (--job.left === 0) job.resolve(job.samples);
-            return false;
-          });
-          if (staying.length === 0) continue;
-          const source = (sequence: Sequence) => ({ cache: cohort.cache, row: cohort.stacked ? cohort.rows.indexOf(sequence) : 0 });
-          const perPass = this.rowsPerPass(cohort.cache.length, bytesPerCachedToken(cohort.cache));
-          const unchanged = cohort.stacked && staying.length === cohort.rows.length && staying.length <= perPass;
-          for (let start = 0; start < staying.length; start += perPass) {
-            const rows = staying.slice(start, start + perPass);
-            const cache = unchanged ? cohort.cache : stackRows(rows.map(source));
-            const out = await this.graph.forward(rows.map((s) => s.lastToken), cache, rows.length, 'last');
+        // Every sequence draws its next token; those that end leave.
+        live = live.filter((sequence) => {
+          const done = sequence.step(this.tokenizer.eosIds);
+          if (!done) return true;
+          const job = sequence.job;
+          job.samples[sequence.index] = done;
+          if (--job.left === 0) job.resolve(job.samples);
+          return false;
+        });
+
+        // Sequences of one length share passes (the samples of a prompt, prompts that happen to be as long).
+        const byLength = new Map<number, Sequence[]>();
+        for (const sequence of live) byLength.set(sequence.source.cache.length, [...(byLength.get(sequence.source.cache.length) ?? []), sequence]);
+        for (const [length, group] of byLength) {
+          const perPass = this.rowsPerPass(length, bytesPerCachedToken(group[0]!.source.cache));
+          for (let start = 0; start < group.length; start += perPass) {
+            const rows = group.slice(start, start + perPass);
+            const out = await this.graph.forward(rows.map((s) => s.lastToken), cacheOf(rows), rows.length, 'last');
             const vocab = out.logits.length / rows.length;
-            rows.forEach((s, b) => { s.next = out.logits.subarray(b * vocab, (b + 1) * vocab); });
-            next.push({ rows, cache: out.cache!, stacked: true });
+            rows.forEach((s, b) => {
+              s.next = out.logits.subarray(b * vocab, (b + 1) * vocab);
+              s.source = { cache: out.cache!, row: b };
+            });
           }
         }
-        cohorts = next;
       }
     } catch (error) {
       // A failed pass fails every request it was serving (and those queued behind it): none can be finished.
-      const jobs = new Set(cohorts.flatMap((c) => c.rows.map((s) => s.job)));
+      const jobs = new Set(live.map((s) => s.job));
       for (const job of [...jobs, ...this.pending.splice(0)]) job.reject(error);
     } finally {
       this.running = false;
@@ -179,6 +175,14 @@ export class BatchSampler {
     // A request that arrived as the loop was ending starts the next one.
     if (this.pending.length > 0) void this.loop();
   }
+}
+
+/** The rows' caches as one: the last pass's cache when it holds exactly these rows in this order, else stacked anew. */
+function cacheOf(rows: Sequence[]): KvCache {
+  const cache = rows[0]!.source.cache;
+  const batch = Object.values(cache.tensors)[0]!.dims[0];
+  const reuse = batch === rows.length && rows.every((s, b) => s.source.cache === cache && s.source.row === b);
+  return reuse ? cache : stackRows(rows.map((s) => s.source));
 }
 
 /** Checks a request fits: room for its prompt beside maxTokens in the window. */
