@@ -75,6 +75,9 @@ export function checkoutTemplate(task: LoadedTask): string {
     git(dir, ['checkout', '-q', task.base_commit]);
   } else {
     cpSync(task.repoDir, dir, { recursive: true });
+    // A repository on a read-only mount copies read-only, and the jails' copies would keep that: an agent's `sed -i` could not
+    // create its temporary file. Git records only the executable bit, so owner write changes no commit.
+    spawnSync('chmod', ['-R', 'u+w', dir]);
     const head = commitTree(dir);
     if (head !== task.base_commit) {
       throw new InputError({ file: task.file, field: 'base_commit' }, `is ${task.base_commit} but the tree at ${task.repoDir} commits to ${head}`);
