@@ -1,7 +1,9 @@
 /**
  * pass@K benchmark: share of wall time spent outside the model (sampling) and the verifier
- * (sandbox restore, action, tests) — the harness's own overhead.
- * Usage: npx tsx bench/passk.ts [-n N]
+ * (sandbox restore, action, tests) — the harness's own overhead — and wall time with
+ * samples drawn one at a time (`sampleRows: 1`, as before batched sampling) against
+ * batched, side by side (same samples either way).
+ * Usage: npx tsx bench/passk.ts [-n N] [--items I] [--max-tokens T] [--ckpt DIR ...]
  */
 import { join } from 'node:path';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
@@ -15,11 +17,18 @@ import { SandboxPool, type SandboxLease } from '../src/sandbox/pool.ts';
 import type { LoadedTask } from '../src/schema/task.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 
-const n = Number(process.argv[process.argv.indexOf('-n') + 1]) || 4;
-const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl')).filter((i) => !i.id.endsWith(':asap')).slice(0, 6);
+const arg = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback);
+const n = Number(arg('-n', '4'));
+const maxTokens = Number(arg('--max-tokens', '1024'));
+const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl')).filter((i) => !i.id.endsWith(':asap')).slice(0, Number(arg('--items', '6')));
 const tasks = new Map((await loadTasks(join(REPO_ROOT, 'verifiers'))).map((t) => [t.instance_id, t]));
-for (const name of ['contaminated-agent', 'attn-agent']) {
-  const inner = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, name));
+const checkpoints = process.argv.flatMap((a, i) => (process.argv[i - 1] === '--ckpt' ? [a] : []));
+const runs = (checkpoints.length ? checkpoints : ['contaminated-agent', 'attn-agent'].map((c) => join(EMBEDDED_CHECKPOINTS, c)))
+  .flatMap((dir) => [{ dir, rows: 1, mode: 'one at a time' }, { dir, rows: undefined, mode: 'batched' }]);
+const walls = new Map<string, number>();
+for (const { dir, rows, mode } of runs) {
+  const name = `${dir.split('/').pop()} (${mode})`;
+  const inner = await OnnxBackend.open(dir, { sampleRows: rows });
   let modelMs = 0;
   let verifierMs = 0;
   const backend: CompletionBackend = {
@@ -34,10 +43,12 @@ for (const name of ['contaminated-agent', 'attn-agent']) {
     return async (fn) => { const t = performance.now(); try { return await lease(fn); } finally { verifierMs += performance.now() - t; } };
   };
   const started = performance.now();
-  const result = await scorePassk(name, backend, items, { n, ks: [1], temperature: 0.7, topP: 0.95, maxTokens: 1024, seed: 0, taskOf: (i) => tasks.get(i.task)!, leaseFor, restore: restoreProbeState });
+  const result = await scorePassk(name, backend, items, { n, ks: [1], temperature: 0.7, topP: 0.95, maxTokens, seed: 0, taskOf: (i) => tasks.get(i.task)!, leaseFor, restore: restoreProbeState });
   const wall = performance.now() - started;
   await Promise.all([...pools.values()].map((p) => p.close()));
   await backend.close();
   const outside = wall - modelMs - verifierMs;
-  console.log(`${name}: ${items.length} items × n=${n}, pass@1 ${result.pass_at['1']!.toFixed(2)} — wall ${(wall / 1000).toFixed(1)} s = model ${(modelMs / 1000).toFixed(1)} s + verifier ${(verifierMs / 1000).toFixed(1)} s + harness ${(outside / 1000).toFixed(2)} s (${(100 * outside / wall).toFixed(1)}% outside model and verifier)`);
+  console.log(`${name}: ${items.length} items × n=${n}, pass@1 ${result.pass_at['1']!.toFixed(2)} — wall ${(wall / 1000).toFixed(1)} s = model ${(modelMs / 1000).toFixed(1)} s + verifier ${(verifierMs / 1000).toFixed(1)} s + harness ${(outside / 1000).toFixed(2)} s (${(100 * outside / wall).toFixed(1)}% outside model and verifier; negative where sampling overlaps verification)`);
+  walls.set(`${dir}\0${mode}`, wall);
+  if (mode === 'batched') console.log(`  batched / one at a time: ${(walls.get(`${dir}\0one at a time`)! / wall).toFixed(2)}× faster`);
 }

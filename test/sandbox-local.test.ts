@@ -1,11 +1,12 @@
 /** The bubblewrap sandbox: confinement, limits, state. */
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hasBubblewrap, LocalSandbox } from '../src/sandbox/local.ts';
 import { LIMITS } from '../src/sandbox/types.ts';
 import { fixtureTask } from './helpers/tasks.ts';
+import { loadTaskFile } from '../src/verify/load-task.ts';
 
 /** Loaded once: loading is async; each describe takes its own copy. */
 const MISSING_COLON = await fixtureTask('missing-colon');
@@ -151,5 +152,24 @@ except OSError as e:
     expect(patch.length).toBeGreaterThan(4_000_000);
     await sb.restore({ base_commit: task.base_commit, patch });
     expect(await sb.diff()).toBe(patch);
+  });
+});
+
+/** A held-out synthetic task of ../shared: a plain directory (no .git) on a read-only mount, as shared data often is. */
+const HELDOUT_TASK = join(import.meta.dirname, '..', '..', 'shared', 'synth', 'heldout-a', 'tasks', 'gym__sessions-1-0', 'task.json');
+
+describe.skipIf(!hasBubblewrap() || !existsSync(HELDOUT_TASK))('local sandbox: a repository from a read-only directory', () => {
+  it('is writable inside the jail: sed -i (a temporary file beside the target) edits it', async () => {
+    const [task] = await loadTaskFile(HELDOUT_TASK);
+    expect(statSync(join(task!.repoDir!, 'gym')).mode & 0o222).toBe(0); // the source really is read-only
+    const sb = await LocalSandbox.create(task!);
+    try {
+      const r = await sb.exec("sed -i '6s#if calories > threshold:#if calories >= threshold:#' gym/sessions.py");
+      expect(r.output).toBe('');
+      expect(r.exitCode).toBe(0);
+      expect(await sb.diff()).toContain('+    if calories >= threshold:');
+    } finally {
+      await sb.close();
+    }
   });
 });
