@@ -148,6 +148,8 @@ describe('probe quality of a hand-made set with one leak of each kind', () => {
     expect(report.leaks.duplicate_golds).toEqual([['same-gold-a', 'same-gold-b']]);
     expect(report.leaks.repeated_tasks).toEqual([{ task: 'one-task', format: 'md+xml', ids: ['task-twice-a', 'task-twice-b'] }]);
     expect(report.distractors.below_minimum).toEqual(['few-options']);
+    // Its build searched and found too few (it has a log): the warning points at more candidates, not at --no-distractors.
+    expect(report.warnings.find((w) => w.code === 'below-mcq-minimum')!.message).toMatch(/1 of them had a distractor search that found too few: rebuild with --distractor-ckpt/);
     expect(flagged('non-edit-distractors')).toEqual(['distractor-copied', 'submit-option']);
     expect(flagged('shorter-distractor')).toEqual(['distractor-copied', 'submit-option']);
     expect(flagged('decisive-first-action')).toEqual(['first-action']);

@@ -59,7 +59,8 @@ export function renderProbeQuality(r: ProbeQualityReport, name: string): string 
   for (const leak of l.new_code_in_context) out.push(`  ${leak.id} (${leak.how}): ${leak.found.slice(0, 2).map((line) => `"${clip(line, 70)}"`).join(', ')}${leak.found.length > 2 ? ` and ${leak.found.length - 2} more lines` : ''}`);
   out.push('');
 
-  if (r.warnings.length === 0) out.push('No warnings: nothing found that would make a score on this set mislead.');
+  if (r.items === 0) out.push('No probe items: there is nothing to score.');
+  else if (r.warnings.length === 0) out.push('No warnings: none of the checks above found a problem.');
   else {
     out.push(`Warnings (${r.warnings.length})`);
     for (const w of r.warnings) out.push(`- [${w.code}] ${w.message}`, `    items: ${listIds(w.items)}`);

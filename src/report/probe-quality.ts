@@ -353,9 +353,14 @@ function qualityWarnings(r: ProbeQualityReport, unlogged: number): QualityWarnin
   const mcqReady = n - r.distractors.below_minimum.length;
   add('shorter-distractor', r.distractors.shorter_than_gold,
     `${share(r.distractors.shorter_than_gold.length)} items have a distractor with under ${Math.round(100 * r.distractors.short_option)}% of the gold's bytes: MCQ \`acc\` (total log-likelihood) favours short options there, so read \`acc_norm\` (per byte) and \`acc_pmi\` before \`acc\`. Distractor/gold length ratio: median ${fmt(r.distractors.length_ratio.median)}, range ${fmt(r.distractors.length_ratio.min)}–${fmt(r.distractors.length_ratio.max)}.`);
+  const below = r.distractors.below_minimum.length;
   const searched = r.per_item.filter((i) => r.distractors.below_minimum.includes(i.id) && i.searched).length;
-  add('below-mcq-minimum', r.distractors.below_minimum,
-    `${share(r.distractors.below_minimum.length)} items have fewer than ${r.distractors.mcq_minimum} distractors (${mcqReady} MCQ-ready): with fewer options chance accuracy is higher and items are not comparable. Score MCQ on the others only${searched ? ', or rebuild with --distractor-ckpt to offer sampled candidates' : ''}.${searched < r.distractors.below_minimum.length ? ` ${r.distractors.below_minimum.length - searched} of them were built without a distractor search (--no-distractors): rebuild without that flag for MCQ.` : ''}`);
+  add('below-mcq-minimum', r.distractors.below_minimum, [
+    `${share(below)} items have fewer than ${r.distractors.mcq_minimum} distractors (${mcqReady} MCQ-ready): with fewer options chance accuracy is higher and items are not comparable.`,
+    mcqReady ? 'Score MCQ on the MCQ-ready items only.' : 'No item here has enough options for MCQ.',
+    searched ? `${searched} of them had a distractor search that found too few: rebuild with --distractor-ckpt to offer sampled candidates.` : '',
+    below > searched ? `${below - searched} of them record no distractor search (no distractor_log: built with --no-distractors, or not by \`probe build\`): rebuild them without --no-distractors.` : '',
+  ].filter(Boolean).join(' '));
   add('duplicate-contexts', r.leaks.duplicate_contexts.flat(),
     `${r.leaks.duplicate_contexts.length} contexts are shared by several items: those items are not independent, so per-item bootstrap intervals are too narrow. Keep one item per context.`);
   add('duplicate-golds', r.leaks.duplicate_golds.flat(),
