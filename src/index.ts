@@ -42,6 +42,8 @@ export { RunDir, checkpointRecords, probeSetRecord, type RunManifest, type Check
 export { JsonlLog, readJsonl } from './store/jsonl-log.ts';
 export { collectRuns, type ReportData } from './report/collect.ts';
 export { renderReport, REPORT_SECTIONS, type ReportOptions } from './report/html.ts';
+export { probeQuality, type ProbeQualityReport, type QualityOptions, type QualityWarning } from './report/probe-quality.ts';
+export { renderProbeQuality } from './report/probe-quality-text.ts';
 export { passAtK, meanPassAtK } from './stats/pass-at-k.ts';
 export { spearman, kendallTauB, pearson, bootstrap } from './stats/correlation.ts';
 export { ProbeError, InputError, type InputLocation } from './errors.ts';

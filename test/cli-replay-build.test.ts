@@ -85,7 +85,7 @@ describe.skipIf(!hasBubblewrap())('probe build', () => {
     const out = join(dir, 'probes.jsonl');
     const run = probe(['build', '--trajectories', trajectories, '--tasks', join(REPO_ROOT, 'verifiers'), '--out', out, '--context', 'native', 'asap', '--json']);
     expect(run.code, run.stderr).toBe(2);
-    const summary = JSON.parse(run.stdout) as { items: number; counts: Record<string, number>; trajectories: Array<{ trajectory: string; decisiveStep: number | null; rejected: string | null }> };
+    const summary = JSON.parse(run.stdout) as { items: number; quality: { file: string; warnings: string[] }; counts: Record<string, number>; trajectories: Array<{ trajectory: string; decisiveStep: number | null; rejected: string | null }> };
     expect(summary.items).toBe(3);
     expect(summary.counts).toEqual({ accepted: 2, rejected: 0, flaky: 0, 'bad-input': 2 });
     const byName = Object.fromEntries(summary.trajectories.map((t) => [t.trajectory.split('/').pop(), t]));
@@ -97,6 +97,12 @@ describe.skipIf(!hasBubblewrap())('probe build', () => {
     expect(items.map((i) => i.id)).toEqual(['money-js__cents-12@sweagent', 'shop__pricing-1@mini', 'shop__pricing-1@mini:asap']);
     expect(items[1]!.gold).toBe("```bash\nsed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py\n```");
     expect(items[2]!.gold).toBe("<bash>\nsed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py\n</bash>");
+    // The quality report is written beside the probe set, on the items written, with where T* falls in each trajectory.
+    expect(summary.quality.file).toBe(`${out}.quality.json`);
+    const quality = JSON.parse(readFileSync(`${out}.quality.json`, 'utf8')) as { items: number; per_item: Array<{ id: string; trajectory_actions: number | null }>; warnings: Array<{ code: string }> };
+    expect(quality.per_item.map((q) => q.id)).toEqual(items.map((i) => i.id));
+    expect(quality.per_item.every((q) => q.trajectory_actions !== null)).toBe(true);
+    expect(summary.quality.warnings).toEqual(quality.warnings.map((w) => w.code));
   });
 });
 

@@ -19,6 +19,8 @@ import type { ProbeItem } from '../schema/probe-item.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { ItemMemo } from '../probes/memo.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
+import { probeQuality, type ProbeQualityReport } from '../report/probe-quality.ts';
+import { trajectoryLengths } from '../report/trajectory-lengths.ts';
 import { importTrajectory } from '../trajectories/import.ts';
 import type { Trajectory } from '../schema/trajectory.ts';
 import { corpusRowCount, corpusRows, isCorpusFile, type CorpusCounts } from '../trajectories/corpora/corpus.ts';
@@ -117,6 +119,18 @@ async function buildOne(trajectory: Trajectory, name: string, given: LoadedTask,
 /** A probe set as JSON Lines, written whole or not at all. */
 export function writeProbeItems(file: string, items: readonly ProbeItem[]): void {
   writeFileAtomic(file, items.map((i) => JSON.stringify(i)).join('\n') + (items.length ? '\n' : ''));
+}
+
+/**
+ * The probe set's quality report (report/probe-quality.ts), written beside it as
+ * `<out>.quality.json`: what `probe inspect <out> --json` prints, kept with the set it describes.
+ */
+export function writeQualityReport(out: string, items: readonly ProbeItem[], trajectories: string): { file: string; report: ProbeQualityReport } {
+  // Items name their trajectory relative to the directory above the trajectories, as buildProbeSet writes them.
+  const report = probeQuality(items, { trajectoryLengths: trajectoryLengths(items, [resolve(trajectories, '..')]) });
+  const file = `${out}.quality.json`;
+  writeFileAtomic(file, `${JSON.stringify(report, null, 2)}\n`);
+  return { file, report };
 }
 
 /** A file's bytes hashed a chunk at a time: a corpus may be gigabytes. */

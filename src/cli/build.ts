@@ -9,7 +9,8 @@ import { CONTEXT_FORMATS, type ContextFormat } from '../replay/render-context.ts
 import { loadTasks } from '../verify/load-task.ts';
 import { IMAGE_NAMESPACE_HELP, parseImageNamespace } from '../swebench/image-name.ts';
 import { positiveInteger } from './args.ts';
-import { buildProbeSet, countOutcomes, describeCounts, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from './build-run.ts';
+import { buildProbeSet, countOutcomes, describeCounts, trajectoriesHash, writeProbeItems, writeQualityReport, type TrajectoryBuild } from './build-run.ts';
+import { summarizeProbeQuality } from '../report/probe-quality-text.ts';
 import { checkpointContentHash } from '../backends/cache.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
@@ -57,14 +58,16 @@ export function buildCommand(): Command {
       }).finally(() => samplerBackend?.close());
       const { items, trajectories: outcomes, inputErrors, skipped } = outcome;
       writeProbeItems(flags.out, items);
+      const quality = writeQualityReport(flags.out, items, flags.trajectories);
       progressLog.remove();
       const counts = countOutcomes(outcomes);
-      if (flags.json) process.stdout.write(`${JSON.stringify({ out: flags.out, items: items.length, counts, trajectories: outcomes, ...(skipped ? { skipped } : {}) }, null, 2)}\n`);
+      if (flags.json) process.stdout.write(`${JSON.stringify({ out: flags.out, items: items.length, quality: { file: quality.file, warnings: quality.report.warnings.map((w) => w.code) }, counts, trajectories: outcomes, ...(skipped ? { skipped } : {}) }, null, 2)}\n`);
       else {
         for (const o of outcomes) process.stderr.write(`${o.rejected ? 'rejected' : `T* = ${o.decisiveStep}`.padEnd(8)}  ${o.trajectory}${o.rejected ? `: ${o.rejected}` : ''}\n`);
         if (skipped) process.stderr.write(`corpus rows skipped: ${skipped.unresolved} unresolved${skipped.unresolved && !flags.includeUnresolved ? ' (--include-unresolved builds them)' : ''}, ${skipped.noTask} for tasks not given\n`);
         process.stderr.write(`\n${items.length} probe items from ${counts.accepted} of ${outcomes.length} trajectories → ${flags.out}\n`);
         process.stderr.write(`trajectories: ${describeCounts(counts)}\n`);
+        process.stderr.write(summarizeProbeQuality(quality.report, quality.file));
       }
       if (inputErrors) process.exitCode = 2;
       else if (flags.strict && counts.accepted < outcomes.length) process.exitCode = 1;

@@ -2,6 +2,7 @@
 import { Command, CommanderError } from 'commander';
 import { bpbCommand } from './bpb.ts';
 import { buildCommand } from './build.ts';
+import { inspectCommand } from './inspect.ts';
 import { aptbenchCommand } from './aptbench.ts';
 import { asapCommand } from './asap.ts';
 import { correlateCommand } from './correlate.ts';
@@ -24,6 +25,7 @@ export function buildProgram(): Command {
   program.addCommand(demoCommand());
   program.addCommand(replayCommand());
   program.addCommand(buildCommand());
+  program.addCommand(inspectCommand());
   program.addCommand(bpbCommand());
   program.addCommand(mcqCommand());
   program.addCommand(passkCommand());
