@@ -1,5 +1,6 @@
 /** The owned sampling loop: seeds, stop strings, top-p / top-k on a real checkpoint and on a tiny vocabulary. */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { PromptCaches } from '../src/backends/onnx/prompt-caches.ts';
 import { chooseToken } from '../src/backends/logits.ts';
 import { sampleOne, scoreContinuation } from '../src/backends/single.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
@@ -212,6 +213,42 @@ describe('batched sampling: every sample is what it would be alone, whatever sha
       expect(new Set(expected[0]!.map((s) => s.text)).size).toBeGreaterThan(3);
     } finally {
       await Promise.all([alone.close(), batched.close(), split.close()]);
+    }
+  });
+});
+
+describe('prompt caches: a prompt that extends a recent one feeds only what is new, and samples as if fed whole', () => {
+  const REAL = join(REPO_ROOT, '..', 'shared', 'models', 'llama-bpe8k-s1500');
+  it.each([['attn-agent', CKPT.attention], ['llama-bpe8k-s1500 (../shared/models)', REAL]].filter(([, dir]) => existsSync(dir!)))('%s: an episode-like run of growing prompts draws bit-identical samples with and without reuse', async (_name, dir) => {
+    const reusing = await OnnxBackend.open(dir);
+    const fresh = await OnnxBackend.open(dir, { reusePrompts: false });
+    try {
+      const request = { n: 2, temperature: 1, topP: 1, maxTokens: 24, stop: ['</bash>'], seed: 9 };
+      let prompt = '# Task\nFix the failing test in shop/pricing.py.\n\n## Thinking\n';
+      const lookups = vi.spyOn(PromptCaches.prototype, 'lookup');
+      // The prompt grows as an episode's does: a short output, a long one.
+      const outputs = ['ok\n', 'def total(items):\n    return sum(i.price for i in items)\n'.repeat(12)];
+      for (const [step, output] of outputs.entries()) {
+        const [got] = await reusing.sample([{ ...request, prompt, seed: step }]);
+        const [want] = await fresh.sample([{ ...request, prompt, seed: step }]);
+        expect(got).toEqual(want);
+        prompt += `${got![0]!.text}</bash>\n<observation>\n${output}</observation>\n\n## Thinking\n`;
+      }
+      // One token more each: a one-token remainder is never fed alone (it would round differently), one token less is reused.
+      for (const more of [' at', ' at the']) {
+        expect(await reusing.sample([{ ...request, prompt: prompt + more }])).toEqual(await fresh.sample([{ ...request, prompt: prompt + more }]));
+      }
+      // A head of a remembered prompt (its last row must be computed), and a remembered prompt again (its cache itself).
+      for (const again of [prompt, `${prompt} at the`]) {
+        expect(await reusing.sample([{ ...request, prompt: again }])).toEqual(await fresh.sample([{ ...request, prompt: again }]));
+      }
+      // And reuse did happen: every prompt after the first continued a remembered one.
+      const found = lookups.mock.results.map((r) => r.value as ReturnType<PromptCaches['lookup']>);
+      expect(found.slice(1).every((f) => f !== undefined)).toBe(true);
+      expect(found.filter((f) => f && 'exact' in f)).toHaveLength(1);
+    } finally {
+      vi.restoreAllMocks();
+      await Promise.all([reusing.close(), fresh.close()]);
     }
   });
 });

@@ -24,6 +24,7 @@ import { LogSoftmaxSession, type RowScores } from './log-softmax.ts';
 import { CheckpointTokenizer } from './tokenizer.ts';
 import { BatchSampler, roomForPrompt } from './batch-sampler.ts';
 import { IncrementalText } from './incremental-text.ts';
+import { PromptCaches, type FedPrompt } from './prompt-caches.ts';
 
 export interface OnnxBackendOptions {
   /** Most tokens per forward pass when feeding a context through the cache (default 512). */
@@ -36,6 +37,8 @@ export interface OnnxBackendOptions {
   dtype?: Dtype;
   /** Most sequences sampled in one forward pass (default: as many as keep a pass within 8 MiB of cache, at most 32; 1 samples one at a time, as before batching). */
   sampleRows?: number;
+  /** Continue a sampling prompt from the cache of a recent prompt it extends (default true; bit-identical either way, prompt-caches.ts). */
+  reusePrompts?: boolean;
 }
 
 const utf8 = new TextEncoder();
@@ -56,17 +59,16 @@ export class OnnxBackend implements CompletionBackend {
   private readonly chunkSize: number;
   /** Batched sampling through the cache; absent for graphs without one. */
   private readonly sampler: BatchSampler | undefined;
+  private readonly prompts: PromptCaches | undefined;
 
   private constructor(readonly dir: string, private readonly tokenizer: CheckpointTokenizer, private readonly graph: OnnxGraph, private readonly rows: LogSoftmaxSession, bosUse: BosUse, options: OnnxBackendOptions) {
     this.id = `onnx:${dir}`;
     this.bosUse = bosUse;
     this.window = options.window ?? graph.window;
     this.chunkSize = options.chunkSize ?? 512;
+    this.prompts = options.reusePrompts === false ? undefined : new PromptCaches();
     this.sampler = graph.hasCache
-      ? new BatchSampler(graph, tokenizer, this.window, async (ids) => {
-        const { cache, lastRow } = await this.feed(ids, undefined);
-        return { cache: cache!, lastRow };
-      }, options.sampleRows)
+      ? new BatchSampler(graph, tokenizer, this.window, (ids) => this.feedPrompt(ids), options.sampleRows)
       : undefined;
   }
 
@@ -170,11 +172,29 @@ export class OnnxBackend implements CompletionBackend {
     return Math.max(1, Math.min(this.chunkSize, Math.max(MIN_CHUNK, Math.floor(CHUNK_BUDGET / perToken))));
   }
 
-  /** Feeds `ids` after `cache` in chunks; returns the new cache and the logits row of the last position. */
+  /** A sampling prompt's cache: continued from the longest head it shares with a recent prompt (prompt-caches.ts), else fed whole. */
+  private async feedPrompt(ids: number[]): Promise<FedPrompt> {
+    const known = this.prompts?.lookup(ids);
+    if (known && 'exact' in known) return known.exact;
+    const head = known?.head;
+    const { cache, lastRow } = await this.feed(head ? ids.slice(head.length) : ids, head);
+    const fed = { ids, cache: cache!, lastRow };
+    this.prompts?.remember(fed);
+    return fed;
+  }
+
+  /**
+   * Feeds `ids` after `cache` in chunks; returns the new cache and the logits row of the
+   * last position. No chunk is a single token unless `ids` is: a one-token pass rounds
+   * differently from a longer one, and prompt caches (prompt-caches.ts) are only exact
+   * when every position was computed in a pass of several tokens.
+   */
   private async feed(ids: number[], cache: KvCache | undefined): Promise<{ cache: KvCache | undefined; lastRow: Float32Array }> {
     let lastRow: Float32Array = new Float32Array(0);
     for (let start = 0; start < ids.length;) {
-      const chunk = ids.slice(start, start + this.chunkAfter(cache?.length ?? 0));
+      let size = Math.min(this.chunkAfter(cache?.length ?? 0), ids.length - start);
+      if (ids.length - start - size === 1 && size > 1) size--;
+      const chunk = ids.slice(start, start + size);
       start += chunk.length;
       const out = await this.graph.forward(chunk, cache, 1, 'last');
       cache = out.cache;

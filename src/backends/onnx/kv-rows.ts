@@ -42,3 +42,19 @@ export function bytesPerCachedToken(cache: KvCache): number {
   }
   return bytes;
 }
+
+/** The first `length` positions of a one-row cache: the keys and values of a prompt's first tokens (causal: nothing later changes them). */
+export function headOf(cache: KvCache, length: number): KvCache {
+  if (length > cache.length) throw new ProbeError(`a cache of ${cache.length} tokens has no first ${length}`);
+  if (length === cache.length) return cache;
+  const tensors: Record<string, ort.Tensor> = {};
+  for (const [name, tensor] of Object.entries(cache.tensors)) {
+    const [batch, heads, time, headDim] = tensor.dims as number[];
+    if (batch !== 1) throw new ProbeError('only a one-row cache is cut');
+    const from = tensor.data as CacheData;
+    const out = new (from.constructor as { new (n: number): CacheData })(heads! * length * headDim!);
+    for (let h = 0; h < heads!; h++) out.set(from.subarray(h * time! * headDim!, (h * time! + length) * headDim!), h * length * headDim!);
+    tensors[name] = new ort.Tensor(tensor.type as 'float32', out as Float32Array, [1, heads!, length, headDim!]);
+  }
+  return { tensors, length };
+}
