@@ -16,8 +16,8 @@ import { printStudy } from '../validate/table.ts';
 import { runStudy, studyConfig, type StudySettings } from '../validate/run.ts';
 import { studyProbeSet } from '../validate/probe-set.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
-import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
-import { ASAP_MAX_TOKENS, INCLUDE_CONTROLS_HELP, PASSK_MAX_TOKENS } from './ladder-run.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './checkpoint-runs.ts';
+import { ASAP_MAX_TOKENS, PASSK_MAX_TOKENS } from './ladder-run.ts';
 import { checkResume } from './run-options.ts';
 
 interface ValidateFlags extends ScoringFlags {
@@ -27,10 +27,6 @@ interface ValidateFlags extends ScoringFlags {
 
 /** Plain code none of the embedded checkpoints was counted from: the demo tasks' repositories. */
 const EMBEDDED_CODE = join(REPO_ROOT, 'verifiers');
-
-function timestamp(): string {
-  return new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-}
 
 export function validateCommand(): Command {
   return addScoringOptions(new Command('validate')
@@ -49,12 +45,12 @@ export function validateCommand(): Command {
     .option('--asap-instances <n>', 'only the first N of the probes\' tasks get ASAP episodes', positiveInteger)
     .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
     .option('--resamples <n>', 'bootstrap resamples', positiveInteger, 1000)
-    .option('--include-controls', INCLUDE_CONTROLS_HELP.replace('shortlisted and recommended', 'correlated')))
+    .option('--include-controls', 'correlate controls too (config.json probe_ladder.control: checkpoints that have seen the probes; by default shown, not correlated)'))
     .addHelpText('after', '\nExamples:\n  probe validate --ckpt ckpts/* --trajectories heldout/trajectories --tasks heldout/tasks --code heldout/tasks --asap-runs 4 --out runs/validate\n  probe validate --out runs/validate --resume ...same flags   # continues where it stopped')
     .action(async (flags: ValidateFlags) => {
       checkResume(flags);
       if (flags.trajectories && flags.probes) throw new InputError({ file: '--probes' }, 'give --probes (a built probe set) or --trajectories (build one), not both');
-      const out = flags.out ?? join('runs', `validate-${timestamp()}`);
+      const out = flags.out ?? timestampedRunDir('validate');
       const tasks = await loadTasks(flags.tasks);
       const settings: StudySettings = {
         tasks, tasksPath: flags.tasks, reference: flags.reference ?? flags.trajectories ?? join(REPO_ROOT, 'trajectories'), code: flags.code,
