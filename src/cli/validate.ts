@@ -64,7 +64,7 @@ export function validateCommand(): Command {
         probes = await studyProbeSet(out, { trajectories: flags.trajectories, tasks, tasksPath: flags.tasks, contexts: flags.context, resume: Boolean(flags.resume), quiet: Boolean(flags.json) });
       }
       const run = prepareScoringRun({ ...flags, out, probes }, 'validate', { config: studyConfig(settings), seeds: { sampling: flags.seed, bootstrap: flags.seed } });
-      const study = await runStudy(run, settings);
+      const study = await runStudy({ ...run, dir: run.dir! }, settings); // --out always set above
       const errors = reportFailures(study.failures);
       if (!run.quiet) printStudy(study, (text) => process.stderr.write(text));
       const { failures: _reported, rows, ...rest } = study;

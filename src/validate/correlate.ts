@@ -78,8 +78,10 @@ export function correlatePair(probe: StudySeries, truth: StudySeries, candidates
     const probeDraw = probe.unitKind === 'file' ? drawUnits(files, rng) : taskDraw;
     const xs = checkpoints.map((c) => resampled(probe, c, probeDraw));
     const ys = checkpoints.map((c) => resampled(truth, c, taskDraw));
-    rhos.push(spearman(xs, ys));
-    taus.push(kendallTauB(xs, ys));
+    // A draw that leaves a checkpoint without a value (no drawn task has its records) is no draw: dropped, not counted.
+    const complete = [...xs, ...ys].every(Number.isFinite);
+    rhos.push(complete ? spearman(xs, ys) : NaN);
+    taus.push(complete ? kendallTauB(xs, ys) : NaN);
   }
   const rho = spearman(x, y);
   const tau = kendallTauB(x, y);

@@ -21,6 +21,7 @@ import { openSandbox } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { checkpointFacts } from '../store/checkpoint-facts.ts';
+import type { RunDir } from '../store/run-dir.ts';
 import { ASAP_K_VALUES, runAsapOverCheckpoints } from '../cli/asap-runs.ts';
 import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from '../cli/checkpoint-runs.ts';
 import { ASAP_MAX_TOKENS, PASSK_MAX_TOKENS } from '../cli/ladder-run.ts';
@@ -87,6 +88,9 @@ export interface StudyOutcome {
   failures: Failure[];
 }
 
+/** A study always has a run directory: its item logs and costs are what a rerun resumes from. */
+export type StudyRun = ScoringRun & { dir: RunDir };
+
 /** The instances that get ASAP episodes: the probes' tasks (the first N with asapInstances). */
 function asapTasksOf(run: ScoringRun, s: StudySettings): LoadedTask[] {
   const probeTasks = new Set(run.items.map((i) => i.task));
@@ -98,21 +102,22 @@ function asapTasksOf(run: ScoringRun, s: StudySettings): LoadedTask[] {
  * The cost to report for a rung × checkpoint: the one recorded when it ran, where this
  * invocation computed nothing new (a resumed study), else this invocation's, recorded.
  */
-function keptCost(run: ScoringRun, fresh: RungCost, computed: number): RungCost {
-  const costs = run.dir?.memo<RungCost>('costs', fresh.checkpoint);
-  const known = costs?.get(fresh.rung);
+function keptCost(run: StudyRun, fresh: RungCost, computed: number): RungCost {
+  const costs = run.dir.memo<RungCost>('costs', fresh.checkpoint);
+  const known = costs.get(fresh.rung);
   if (known && computed === 0) return known;
-  costs?.put(fresh.rung, fresh);
+  costs.put(fresh.rung, fresh);
   return fresh;
 }
 
 /** Runs one rung on one checkpoint with its tokens counted and its time taken. */
-async function measured<R, T>(rung: string, ckpt: string, backend: CompletionBackend, run: ScoringRun, tick: (reused?: boolean) => void,
+async function measured<R, T>(rung: string, ckpt: string, backend: CompletionBackend, run: StudyRun, tick: (reused?: boolean) => void,
   score: (backend: CompletionBackend, hooks: ItemHooks<T>) => Promise<R>): Promise<{ result: R; cost: RungCost }> {
   let computed = 0, reused = 0;
   const base = itemHooks<T>(run.dir, rung, ckpt, (wasReused) => { if (wasReused) reused++; tick(wasReused); });
   // New work is what gets saved (an item a rung skips, like an MCQ item without distractors, is neither).
-  const hooks: ItemHooks<T> = base.memo ? { ...base, memo: { get: base.memo.get, put: (id, value) => { computed++; base.memo!.put(id, value); } } } : base;
+  const memo = base.memo!;
+  const hooks: ItemHooks<T> = { ...base, memo: { get: memo.get, put: (id, value) => { computed++; memo.put(id, value); } } };
   const counting = countingBackend(backend);
   const started = performance.now();
   const result = await score(counting.backend, hooks);
@@ -120,7 +125,7 @@ async function measured<R, T>(rung: string, ckpt: string, backend: CompletionBac
   return { result, cost: keptCost(run, fresh, computed) };
 }
 
-export async function runStudy(run: ScoringRun, s: StudySettings): Promise<StudyOutcome> {
+export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOutcome> {
   const { items, checkpoints } = run;
   // Inputs of the later rungs are checked before the first rung's work.
   const code = codePieces(s.code);
@@ -162,7 +167,7 @@ export async function runStudy(run: ScoringRun, s: StudySettings): Promise<Study
   let asapOut: string | null = null;
   const asapRecordsOf = new Map<string, AsapInstanceRecord[]>();
   if (s.asapRuns > 0 && asapTasks.length > 0) {
-    const out = run.dir ? join(run.dir.dir, 'asap') : join('runs', 'validate-asap');
+    const out = join(run.dir.dir, 'asap');
     const store = new AsapStore(out);
     const finishedBefore = (ckpt: string) => asapTasks.reduce((a, t) => a + Array.from({ length: s.asapRuns }, (_, r) => store.readEpisode(ckpt, t.instance_id, r).end).filter(Boolean).length, 0);
     const reusedOf = new Map(checkpoints.map((c) => [c, finishedBefore(c)]));
