@@ -4,6 +4,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { extname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
+import { collectRuns } from '../src/report/collect.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { kendallTauB, spearman } from '../src/stats/correlation.ts';
 import type { StudyOutcome } from '../src/validate/run.ts';
@@ -98,5 +99,11 @@ describe.skipIf(!hasBubblewrap())('probe validate', () => {
     expect(resumed.results).toEqual(doc.results);
     expect(resumed.correlations).toEqual(doc.correlations);
     expect(resumed.costs).toEqual(doc.costs);
+
+    // `probe report` reads the study's run directory: each rung as its own verb would have written it.
+    const report = collectRuns([out]);
+    expect(report.bpb).toEqual(doc.rungs.bpb);
+    expect(report.passk).toEqual(doc.rungs.passk);
+    expect(report.asap.map((r) => r.pass_at)).toEqual(doc.rungs.asap.map((r) => r.pass_at));
   }, 300_000);
 });
