@@ -34,8 +34,10 @@ function codeFiles(root: string): string[] {
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       if (entry.name.startsWith('.') && entry.name !== '.') continue;
       const path = join(dir, entry.name);
-      if (entry.isDirectory()) { if (!SKIPPED_DIRS.has(entry.name)) walk(path); }
-      else if (entry.isFile() && CODE_EXTENSIONS.has(extname(entry.name))) files.push(path);
+      // Links are followed (a directory of links to the files to score is a natural way to pick them).
+      const kind = entry.isSymbolicLink() ? statSync(path, { throwIfNoEntry: false }) : entry;
+      if (kind?.isDirectory()) { if (!SKIPPED_DIRS.has(entry.name)) walk(path); }
+      else if (kind?.isFile() && CODE_EXTENSIONS.has(extname(entry.name))) files.push(path);
     }
   };
   walk(root);
