@@ -125,6 +125,40 @@ async function measured<R, T>(rung: string, ckpt: string, backend: CompletionBac
   return { result, cost: keptCost(run, fresh, computed) };
 }
 
+/**
+ * The ground truth: ASAP episodes on every checkpoint, on the tasks the probes come from,
+ * with each run's graded behaviour read back from its saved episode (so a report can be
+ * recomputed from the run directory) and what the episodes cost.
+ */
+async function groundTruth(run: StudyRun, s: StudySettings, asapTasks: LoadedTask[]) {
+  const out = join(run.dir.dir, 'asap');
+  const store = new AsapStore(out);
+  const finishedBefore = (ckpt: string) => asapTasks.reduce((a, t) => a + Array.from({ length: s.asapRuns }, (_, r) => store.readEpisode(ckpt, t.instance_id, r).end).filter(Boolean).length, 0);
+  const reusedOf = new Map(run.checkpoints.map((c) => [c, finishedBefore(c)]));
+  const asap = await runAsapOverCheckpoints(run.checkpoints, asapTasks, {
+    tasksPath: s.tasksPath, reference: s.reference, runs: s.asapRuns, concurrency: s.concurrency, profile: 'bash', format: 'md+xml',
+    prefixSteps: DEFAULT_PREFIX_STEPS, maxSteps: s.asapMaxSteps, maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS, temperature: 0.7, topP: 0.95, seed: s.seed,
+    actionTimeoutS: 120, sandbox: 'local', out, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, bos: run.bos,
+  });
+  const records = new Map<string, AsapInstanceRecord[]>();
+  const costs: RungCost[] = [];
+  for (const r of asap.results) {
+    const episode = (instance: string, runIndex: number) => {
+      const saved = store.readEpisode(r.checkpoint, instance, runIndex);
+      if (!saved.end) throw new ProbeError(`ASAP episode ${instance} run ${runIndex} of ${r.checkpoint} has no end in ${out}`);
+      return saved;
+    };
+    records.set(r.checkpoint, asapRecords(r, (instance, runIndex) => episode(instance, runIndex).end!.behaviour));
+    const episodes = r.items.flatMap((item) => item.runs.map((x) => episode(item.instance, x.run)));
+    const reused = reusedOf.get(r.checkpoint) ?? 0;
+    costs.push(keptCost(run, {
+      rung: 'asap', checkpoint: r.checkpoint, wall_ms: r.timing.wall_ms, tokens_scored: 0,
+      tokens_sampled: episodes.reduce((a, e) => a + e.steps.reduce((b, step) => b + step.tokens, 0), 0), items: episodes.length, items_reused: reused,
+    }, episodes.length - reused));
+  }
+  return { results: asap.results, records, costs, failures: asap.failures, out: asap.out as string | null };
+}
+
 export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOutcome> {
   const { items, checkpoints } = run;
   // Inputs of the later rungs are checked before the first rung's work.
@@ -163,43 +197,15 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
     code_bpb: scored.results.map((r) => r.code_bpb), bpb: scored.results.map((r) => r.bpb), mcq: scored.results.map((r) => r.mcq), passk: sampled.results, asap: [] as AsapResult[],
   };
 
-  // The ground truth: whole episodes on every checkpoint, on the tasks the probes come from.
-  let asapOut: string | null = null;
-  const asapRecordsOf = new Map<string, AsapInstanceRecord[]>();
-  if (s.asapRuns > 0 && asapTasks.length > 0) {
-    const out = join(run.dir.dir, 'asap');
-    const store = new AsapStore(out);
-    const finishedBefore = (ckpt: string) => asapTasks.reduce((a, t) => a + Array.from({ length: s.asapRuns }, (_, r) => store.readEpisode(ckpt, t.instance_id, r).end).filter(Boolean).length, 0);
-    const reusedOf = new Map(checkpoints.map((c) => [c, finishedBefore(c)]));
-    const asap = await runAsapOverCheckpoints(checkpoints, asapTasks, {
-      tasksPath: s.tasksPath, reference: s.reference, runs: s.asapRuns, concurrency: s.concurrency, profile: 'bash', format: 'md+xml',
-      prefixSteps: DEFAULT_PREFIX_STEPS, maxSteps: s.asapMaxSteps, maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS, temperature: 0.7, topP: 0.95, seed: s.seed,
-      actionTimeoutS: 120, sandbox: 'local', out, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, bos: run.bos,
-    });
-    asapOut = asap.out;
-    failures.push(...asap.failures);
-    rungs.asap = asap.results;
-    for (const r of asap.results) {
-      const episode = (instance: string, runIndex: number) => {
-        const saved = store.readEpisode(r.checkpoint, instance, runIndex);
-        if (!saved.end) throw new ProbeError(`ASAP episode ${instance} run ${runIndex} of ${r.checkpoint} has no end in ${out}`);
-        return saved;
-      };
-      asapRecordsOf.set(r.checkpoint, asapRecords(r, (instance, runIndex) => episode(instance, runIndex).end!.behaviour));
-      const episodes = r.items.flatMap((item) => item.runs.map((x) => episode(item.instance, x.run)));
-      const reused = reusedOf.get(r.checkpoint) ?? 0;
-      const cost = keptCost(run, {
-        rung: 'asap', checkpoint: r.checkpoint, wall_ms: r.timing.wall_ms, tokens_scored: 0,
-        tokens_sampled: episodes.reduce((a, e) => a + e.steps.reduce((b, step) => b + step.tokens, 0), 0), items: episodes.length, items_reused: reused,
-      }, episodes.length - reused);
-      costs.push(cost);
-    }
-  }
+  const truth = s.asapRuns > 0 && asapTasks.length > 0 ? await groundTruth(run, s, asapTasks) : { results: [], records: new Map<string, AsapInstanceRecord[]>(), costs: [], failures: [], out: null };
+  rungs.asap = truth.results;
+  costs.push(...truth.costs);
+  failures.push(...truth.failures);
 
   const taskOfItem = new Map(items.map((i) => [i.id, i.task]));
   const probes = probeSeries({ ...rungs, passkKs: [...new Set([1, ks.at(-1)!])] }, (id) => taskOfItem.get(id) ?? id);
   const truthKs = [...new Set([1, ASAP_K_VALUES.filter((k) => k <= s.asapRuns).at(-1) ?? 1])];
-  const truths = s.asapRuns > 0 ? truthSeries(asapRecordsOf, truthKs) : [];
+  const truths = s.asapRuns > 0 ? truthSeries(truth.records, truthKs) : [];
   const correlated = checkpoints.filter((c) => s.includeControls || !checkpointFacts(c).control);
   const correlations = probes.flatMap((p) => truths.map((t) => correlatePair(p, t, correlated, s.seed, s.resamples)).filter((c): c is Correlation => c !== undefined));
   const value = (series: StudySeries, c: string) => { const v = valueOf(series, c); return Number.isFinite(v) ? v : null; };
@@ -209,7 +215,7 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
   }));
   const summary = (series: StudySeries): SeriesSummary => ({ name: series.name, higher_is_better: series.higherIsBetter, unit: series.unitKind, ranking: ranking(series, correlated) });
   return {
-    rows, probes: probes.map(summary), truths: truths.map(summary), correlations, correlated, costs, rungs, asap_out: asapOut, failures,
+    rows, probes: probes.map(summary), truths: truths.map(summary), correlations, correlated, costs, rungs, asap_out: truth.out, failures,
     code: { path: resolve(s.code), files: new Set(code.map((p) => p.task)).size, pieces: code.length, bytes: code.reduce((a, p) => a + Buffer.byteLength(p.gold), 0) },
   };
 }
