@@ -3,7 +3,7 @@
  * any work), the run directory and cache, one backend open at a time, progress, and broken
  * checkpoints reported without discarding the others' results.
  */
-import { relative, resolve } from 'node:path';
+import { join, relative, resolve } from 'node:path';
 import { Command } from 'commander';
 import type { BosPolicy } from '../backends/bos.ts';
 import type { ResultCache } from '../backends/cache.ts';
@@ -77,6 +77,11 @@ export function prepareScoringRun(flags: ScoringFlags, verb: string, settings: {
     : undefined;
   if (dir?.status === 'resumed' && !flags.json) process.stderr.write(`Resuming the run in ${dir.dir}\n`);
   return { items, checkpoints, http, dtype: flags.dtype, cache: resultCache(flags), dir, quiet: Boolean(flags.json), ...(flags.bos ? { bos: flags.bos } : {}) };
+}
+
+/** The run directory of a verb run without --out: runs/<verb>-<UTC time>. */
+export function timestampedRunDir(verb: string): string {
+  return join('runs', `${verb}-${new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15)}`);
 }
 
 /** For checkpoints behind servers, what picks the model and its tokenizer: a resumed run must ask for the same. */

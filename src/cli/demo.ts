@@ -20,7 +20,7 @@ import { existingRunError } from '../store/run-dir.ts';
 import { lockRunDir } from '../store/run-lock.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import { UnitLog } from '../store/unit-log.ts';
-import { prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
+import { prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './checkpoint-runs.ts';
 import { INCLUDE_CONTROLS_HELP, ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
 import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
 
@@ -28,10 +28,6 @@ interface DemoFlags extends RunFlags { json?: boolean; install: boolean; n: numb
 
 const TRAJECTORIES = join(REPO_ROOT, 'trajectories');
 const TASKS = join(REPO_ROOT, 'verifiers');
-
-function timestamp(): string {
-  return new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
-}
 
 export function demoCommand(): Command {
   return addRunOptions(new Command('demo')
@@ -52,7 +48,7 @@ export function demoCommand(): Command {
     .action(async (flags: DemoFlags) => {
       const started = Date.now();
       checkResume(flags);
-      const out = flags.out ?? join('runs', `demo-${timestamp()}`);
+      const out = flags.out ?? timestampedRunDir('demo');
       const quiet = Boolean(flags.json);
       const say = (text: string) => { if (!quiet) process.stderr.write(text); };
       // A bare machine has no bubblewrap or pytest yet: as root, install them (saying so) before any work.

@@ -15,6 +15,7 @@ import { demoCommand } from './demo.ts';
 import { reportCommand } from './report.ts';
 import { reportError } from './exit.ts';
 import { setupCommand } from './setup.ts';
+import { validateCommand } from './validate.ts';
 
 export function buildProgram(): Command {
   const program = new Command('probe')
@@ -33,6 +34,7 @@ export function buildProgram(): Command {
   program.addCommand(asapCommand());
   program.addCommand(screenCommand());
   program.addCommand(correlateCommand());
+  program.addCommand(validateCommand());
   program.addCommand(serveCommand());
   program.addCommand(reportCommand());
   program.addCommand(setupCommand());

@@ -32,13 +32,16 @@ export function bitsPerByte(nats: number, bytes: number): number {
   return bytes === 0 ? NaN : nats / (Math.LN2 * bytes);
 }
 
-async function scoreItem(backend: CompletionBackend, item: ProbeItem): Promise<BpbItem> {
+/** What BPB reads of an item: any text scored after its context (a probe item, or a piece of plain code). */
+export type BpbInput = Pick<ProbeItem, 'id' | 'task' | 'context' | 'gold'>;
+
+async function scoreItem(backend: CompletionBackend, item: BpbInput): Promise<BpbItem> {
   const r = await scoreContinuation(backend, item.context, item.gold);
   const nats = -r.tokenLogprobs.reduce((a, b) => a + b, 0);
   return { id: item.id, task: item.task, bpb: bitsPerByte(nats, r.bytes), nats, bytes: r.bytes, tokens: r.tokens.length, truncated: r.truncated, greedy: r.greedy };
 }
 
-export async function scoreBpb(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], hooks: ItemHooks<BpbItem> = {}): Promise<BpbResult> {
+export async function scoreBpb(checkpoint: string, backend: CompletionBackend, items: readonly BpbInput[], hooks: ItemHooks<BpbItem> = {}): Promise<BpbResult> {
   const scored: BpbItem[] = [];
   for (const item of items) {
     scored.push(await memoized(hooks.memo, item.id, () => scoreItem(backend, item)));

@@ -132,6 +132,14 @@ export function collectRuns(dirs: string[]): ReportData {
         break;
       }
       case 'aptbench': data.aptbench.push(...readResults.aptbench(results, resultsFile).results); break;
+      case 'validate': {
+        const { rungs } = readResults.study(results, resultsFile);
+        data.bpb.push(...rungs.bpb);
+        data.mcq.push(...rungs.mcq);
+        data.passk.push(...rungs.passk);
+        data.asap.push(...withTranscriptsIn(join(dir, 'asap'), rungs.asap));
+        break;
+      }
       default: throw new InputError({ file: manifestFile, field: 'verb' }, `unknown verb ${JSON.stringify(verb)}`);
     }
     for (const item of probeItemsOf(dir, manifest)) data.items.set(item.id, item);

@@ -50,6 +50,8 @@ export const readResults = {
   cheap: reader<{ bpb?: BpbResult[]; mcq?: McqResult[] }>(z.looseObject({ bpb: z.array(bpb).optional(), mcq: z.array(mcq).optional() })),
   passkStage: reader<{ passk?: PasskResult[] }>(z.looseObject({ passk: z.array(passk).optional() })),
   asapStage: reader<{ results?: AsapResult[] }>(z.looseObject({ results: z.array(asap).optional() })),
+  /** results.json of `probe validate`: each rung's results as its own verb writes them (the study's own tables are in the file too). */
+  study: reader<{ rungs: { bpb: BpbResult[]; mcq: McqResult[]; passk: PasskResult[]; asap: AsapResult[] } }>(z.looseObject({ rungs: z.looseObject({ bpb: z.array(bpb), mcq: z.array(mcq), passk: z.array(passk), asap: z.array(asap) }) })),
 };
 
 /** `value` as read from `file`, or an InputError naming the file and the first bad field. */

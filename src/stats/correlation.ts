@@ -72,10 +72,18 @@ export function bootstrap<T>(units: T[], statistic: (sample: T[]) => number, rng
   const values: number[] = [];
   for (let r = 0; r < resamples; r++) {
     const sample = Array.from({ length: units.length }, () => units[rng.int(units.length)]!);
-    const v = statistic(sample);
-    if (Number.isFinite(v)) values.push(v);
+    values.push(statistic(sample));
   }
-  values.sort((a, b) => a - b);
+  return percentileInterval(estimate, values);
+}
+
+/**
+ * The 95% percentile interval of resampled statistics around `estimate`, for resampling
+ * schemes `bootstrap` does not draw (e.g. tasks drawn once for two series). Undefined
+ * values are dropped and not counted.
+ */
+export function percentileInterval(estimate: number, resampled: readonly number[]): Interval {
+  const values = resampled.filter(Number.isFinite).sort((a, b) => a - b);
   const at = (q: number) => values[Math.min(values.length - 1, Math.max(0, Math.floor(q * values.length)))] ?? NaN;
   return { estimate, low: at(0.025), high: at(0.975), resamples: values.length };
 }
