@@ -18,11 +18,12 @@ import { studyProbeSet } from '../validate/probe-set.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './checkpoint-runs.ts';
 import { ASAP_MAX_TOKENS, PASSK_MAX_TOKENS } from './ladder-run.ts';
+import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
 import { checkResume } from './run-options.ts';
 
 interface ValidateFlags extends ScoringFlags {
   trajectories?: string; context: ContextFormat[]; tasks: string; reference?: string; code: string; n: number; seed: number; passkMaxTokens: number;
-  asapRuns: number; asapMaxSteps: number; asapMaxTokens: number; asapInstances?: number; concurrency: number; resamples: number; includeControls?: boolean;
+  asapRuns: number; asapMaxSteps: number; asapMaxTokens: number; asapInstances?: number; asapProfile: ToolProfile; concurrency: number; resamples: number; includeControls?: boolean;
 }
 
 /** Plain code none of the embedded checkpoints was counted from: the demo tasks' repositories. */
@@ -43,6 +44,7 @@ export function validateCommand(): Command {
     .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
     .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, ASAP_MAX_TOKENS)
     .option('--asap-instances <n>', 'only the first N of the probes\' tasks get ASAP episodes', positiveInteger)
+    .addOption(new Option('--asap-profile <profile>', 'tools the ASAP episodes may use (editor adds str_replace_editor)').choices([...TOOL_PROFILES]).default('bash'))
     .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
     .option('--resamples <n>', 'bootstrap resamples', positiveInteger, 1000)
     .option('--include-controls', 'correlate controls too (config.json probe_ladder.control: checkpoints that have seen the probes; by default shown, not correlated)'))
@@ -55,7 +57,7 @@ export function validateCommand(): Command {
       const settings: StudySettings = {
         tasks, tasksPath: flags.tasks, reference: flags.reference ?? flags.trajectories ?? join(REPO_ROOT, 'trajectories'), code: flags.code,
         n: flags.n, seed: flags.seed, passkMaxTokens: flags.passkMaxTokens, asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, asapMaxTokens: flags.asapMaxTokens,
-        asapInstances: flags.asapInstances, concurrency: flags.concurrency, resamples: flags.resamples, includeControls: flags.includeControls,
+        asapInstances: flags.asapInstances, asapProfile: flags.asapProfile, concurrency: flags.concurrency, resamples: flags.resamples, includeControls: flags.includeControls,
       };
       let probes = flags.probes;
       if (flags.trajectories) {

@@ -29,6 +29,7 @@ import { codePieces } from './code-text.ts';
 import { correlatePair, ranking, type Correlation } from './correlate.ts';
 import { countingBackend } from './counting-backend.ts';
 import { asapRecords, probeSeries, truthSeries, valueOf, type AsapInstanceRecord, type StudySeries } from './series.ts';
+import type { ToolProfile } from '../asap/profiles.ts';
 
 export interface StudySettings {
   tasks: LoadedTask[];
@@ -44,6 +45,8 @@ export interface StudySettings {
   asapMaxTokens?: number | undefined;
   /** Only the first N instances get ASAP episodes (default: all the probes' tasks). */
   asapInstances?: number | undefined;
+  /** Tools the ASAP episodes may use (default bash, the protocol's; editor where the checkpoints' transcripts used str_replace_editor). */
+  asapProfile?: ToolProfile | undefined;
   concurrency: number;
   resamples: number;
   /** Correlate controls (checkpoints that have seen the probes) too. */
@@ -57,6 +60,8 @@ export function studyConfig(s: StudySettings): Record<string, unknown> {
   return {
     tasks: resolve(s.tasksPath), reference: resolve(s.reference), code: resolve(s.code), n: s.n, passk_max_tokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS,
     asap_runs: s.asapRuns, asap_max_steps: s.asapMaxSteps, asap_max_tokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS, asap_instances: s.asapInstances ?? null,
+    // Recorded only when not the default, so studies run before the option resume unchanged.
+    ...(s.asapProfile && s.asapProfile !== 'bash' ? { asap_profile: s.asapProfile } : {}),
   };
 }
 
@@ -136,7 +141,7 @@ async function groundTruth(run: StudyRun, s: StudySettings, asapTasks: LoadedTas
   const finishedBefore = (ckpt: string) => asapTasks.reduce((a, t) => a + Array.from({ length: s.asapRuns }, (_, r) => store.readEpisode(ckpt, t.instance_id, r).end).filter(Boolean).length, 0);
   const reusedOf = new Map(run.checkpoints.map((c) => [c, finishedBefore(c)]));
   const asap = await runAsapOverCheckpoints(run.checkpoints, asapTasks, {
-    tasksPath: s.tasksPath, reference: s.reference, runs: s.asapRuns, concurrency: s.concurrency, profile: 'bash', format: 'md+xml',
+    tasksPath: s.tasksPath, reference: s.reference, runs: s.asapRuns, concurrency: s.concurrency, profile: s.asapProfile ?? 'bash', format: 'md+xml',
     prefixSteps: DEFAULT_PREFIX_STEPS, maxSteps: s.asapMaxSteps, maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS, temperature: 0.7, topP: 0.95, seed: s.seed,
     actionTimeoutS: 120, sandbox: 'local', out, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, bos: run.bos,
   });
