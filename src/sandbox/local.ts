@@ -75,6 +75,9 @@ export function checkoutTemplate(task: LoadedTask): string {
     git(dir, ['checkout', '-q', task.base_commit]);
   } else {
     cpSync(task.repoDir, dir, { recursive: true });
+    // A repository kept read-only (a shared or mounted data set) copies read-only; its owner must
+    // write it, or every jail's copy is read-only too and no edit (`sed -i`, a rewrite) can land.
+    spawnSync('chmod', ['-R', 'u+w', dir]);
     const head = commitTree(dir);
     if (head !== task.base_commit) {
       throw new InputError({ file: task.file, field: 'base_commit' }, `is ${task.base_commit} but the tree at ${task.repoDir} commits to ${head}`);
