@@ -144,8 +144,13 @@ export function mutateAction(gold: string, repoFiles: string[] = []): Mutation[]
   for (const { at: start, m } of matchesIn(gold, /(\\?["'])([^"'\\\n]{2,40})\1/g, from, to)) {
     const word = m[2]!;
     const at = start + m[1]!.length;
-    const parts = word.split('_');
-    if (parts.length === 2 && parts.every(Boolean)) push(values, 'value', replaceAt(gold, at, word.length, `${parts[1]}_${parts[0]}`));
+    // Parts around separators swapped (`unit_price` → `price_unit`, `%Y-%m-%d` → `%m-%Y-%d`, `%Y-%d-%m`).
+    const parts = word.split(/([-_/:. ])/);
+    if (parts.length >= 3 && parts.length <= 7 && parts.every((p, i) => i % 2 === 1 || p !== '')) {
+      const swap = (i: number) => [...parts.slice(0, i), parts[i + 2]!, parts[i + 1]!, parts[i]!, ...parts.slice(i + 3)].join('');
+      push(values, 'value', replaceAt(gold, at, word.length, swap(0)));
+      if (parts.length > 3) push(values, 'value', replaceAt(gold, at, word.length, swap(parts.length - 3)));
+    }
     if (/[A-Za-z]/.test(word[0]!)) {
       const flipped = word[0] === word[0]!.toUpperCase() ? word[0]!.toLowerCase() + word.slice(1) : word[0]!.toUpperCase() + word.slice(1);
       push(values, 'value', replaceAt(gold, at, word.length, flipped));
