@@ -212,7 +212,7 @@ describe.skipIf(!hasBubblewrap())('probe build --distractor-ckpt', () => {
     const bytes = (t: string) => Buffer.byteLength(t, 'utf8');
     expect(item!.distractors.length).toBeGreaterThanOrEqual(3);
     for (const kept of item!.distractor_log.filter((r) => r.kept)) {
-      expect(kept.changed, kept.text).toEqual(['shop/pricing.py']);
+      expect(kept.changed, kept.text).toEqual(['cart/pricing.py']);
       expect(bytes(kept.text) / bytes(item!.gold)).toBeGreaterThanOrEqual(0.5);
       expect(bytes(kept.text) / bytes(item!.gold)).toBeLessThanOrEqual(2);
     }
