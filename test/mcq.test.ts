@@ -55,12 +55,17 @@ describe('probe mcq (likelihood)', () => {
     const asked = [...items.slice(0, 5), copied];
     const result = await scoreMcq('attn', backend, asked, 'likelihood', 0);
     const bytes = (o: string) => Buffer.byteLength(o, 'utf8');
-    const shortestWins = (rule: 'acc' | 'acc_norm' | 'acc_pmi') => result.items.filter((scored, k) => {
+    const strictlyShortest = (k: number) => {
       const options = [asked[k]!.gold, ...asked[k]!.distractors].map(bytes);
+      const least = Math.min(...options);
+      return options.filter((l) => l === least).length === 1 ? options.indexOf(least) : -1;
+    };
+    const shortestWins = (rule: 'acc' | 'acc_norm' | 'acc_pmi') => result.items.filter((scored, k) => {
       const pick = (scored.pick as Record<string, number>)[rule]!;
-      return pick >= 0 && options[pick] === Math.min(...options);
+      return strictlyShortest(k) >= 0 && pick === strictlyShortest(k);
     }).length / asked.length;
     expect(result.diagnostics.shortest_wins).toEqual({ acc: shortestWins('acc'), acc_norm: shortestWins('acc_norm'), acc_pmi: shortestWins('acc_pmi'), letter: null });
+    expect(result.diagnostics.shortest_is_gold).toBe(asked.filter((_, k) => strictlyShortest(k) === 0).length / asked.length);
     const inContext = (k: number, o: string) => asked[k]!.context.includes(o);
     const goldShare = asked.filter((it, k) => inContext(k, it.gold)).length / asked.length;
     const distractorShare = asked.filter((it, k) => it.distractors.some((o) => inContext(k, o))).length / asked.length;

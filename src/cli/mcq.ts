@@ -31,8 +31,9 @@ export function mcqCommand(): Command {
         const winsHeader = flags.style === 'likelihood' ? 'shortest wins (acc / norm / pmi)' : 'shortest wins';
         process.stderr.write(`${formatTable(['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi', 'asked', `left out (<${MCQ_MIN_DISTRACTORS} distractors)`, winsHeader], rows, [0, 2, 3, 4, 5, 6])}\n`);
         // The option set is the same for every checkpoint: one line says how often an option is in the context.
-        const v = results[0]!.diagnostics.verbatim_in_context;
-        process.stderr.write(`\noption text verbatim in the context: ${formatPercent(v.any)} of asked items (gold ${formatPercent(v.gold)}, a distractor ${formatPercent(v.distractor)})\n`);
+        const { verbatim_in_context: v, shortest_is_gold: g } = results[0]!.diagnostics;
+        process.stderr.write(`\nthe gold is the strictly shortest option in ${formatPercent(g)} of asked items (what a pick by length alone scores)\n`);
+        process.stderr.write(`option text verbatim in the context: ${formatPercent(v.any)} of asked items (gold ${formatPercent(v.gold)}, a distractor ${formatPercent(v.distractor)})\n`);
       }
       emitResults(run, { results, ranking, ...errors });
     });

@@ -42,8 +42,10 @@ export const MCQ_MIN_DISTRACTORS = 3;
 
 /** Shares over the asked items; null where the style has no such rule. */
 export interface McqDiagnostics {
-  /** The option picked is a shortest one (UTF-8 bytes), under each rule. */
+  /** The option picked is the one strictly shorter than all others (UTF-8 bytes), under each rule. */
   shortest_wins: { acc: number | null; acc_norm: number | null; acc_pmi: number | null; letter: number | null };
+  /** The gold is that strictly shortest option: what a pick by length alone would score. */
+  shortest_is_gold: number;
   /** Some option's text appears verbatim in the context; the gold's; some distractor's. */
   verbatim_in_context: { any: number; gold: number; distractor: number };
 }
@@ -109,23 +111,25 @@ async function letterItem(backend: CompletionBackend, item: ProbeItem, seed: num
 
 const share = <T>(xs: T[], test: (x: T) => boolean) => (xs.length ? xs.filter(test).length / xs.length : NaN);
 
-/** Indices of the shortest options (by UTF-8 bytes; ties all count). */
-function shortestOptions(item: ProbeItem): Set<number> {
+/** Index of the option strictly shorter than all others (UTF-8 bytes), or -1 when the shortest length is shared. */
+function shortestOption(item: ProbeItem): number {
   const lengths = [item.gold, ...item.distractors].map((o) => Buffer.byteLength(o, 'utf8'));
   const least = Math.min(...lengths);
-  return new Set(lengths.flatMap((l, i) => (l === least ? [i] : [])));
+  return lengths.filter((l) => l === least).length === 1 ? lengths.indexOf(least) : -1;
 }
 
 export function mcqDiagnostics(asked: Array<{ item: ProbeItem; scored: McqItem }>, style: McqStyle): McqDiagnostics {
   const wins = (rule: 'acc' | 'acc_norm' | 'acc_pmi' | 'letter') => share(asked, ({ item, scored }) => {
     const pick = (scored.pick as Record<string, number | null>)[rule];
-    return pick !== null && pick !== undefined && shortestOptions(item).has(pick);
+    const shortest = shortestOption(item);
+    return shortest >= 0 && pick === shortest;
   });
   const inContext = (item: ProbeItem, option: string) => item.context.includes(option);
   return {
     shortest_wins: style === 'likelihood'
       ? { acc: wins('acc'), acc_norm: wins('acc_norm'), acc_pmi: wins('acc_pmi'), letter: null }
       : { acc: null, acc_norm: null, acc_pmi: null, letter: wins('letter') },
+    shortest_is_gold: share(asked, ({ item }) => shortestOption(item) === 0),
     verbatim_in_context: {
       any: share(asked, ({ item }) => [item.gold, ...item.distractors].some((o) => inContext(item, o))),
       gold: share(asked, ({ item }) => inContext(item, item.gold)),
