@@ -209,10 +209,20 @@ describe.skipIf(!hasBubblewrap())('probe build --distractor-ckpt', () => {
     const run = probe(['build', '--trajectories', trajectories, '--tasks', join(REPO_ROOT, 'verifiers'), '--out', out,
       '--distractor-ckpt', join(REPO_ROOT, 'checkpoints', 'contaminated-agent'), '--distractor-samples', '2']);
     expect(run.code, run.stderr).toBe(0);
-    const [item] = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { distractor_log: Array<{ source: string; kept: boolean; reason: string }> });
+    const [item] = readFileSync(out, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { gold: string; distractors: string[]; distractor_log: Array<{ text: string; source: string; kept: boolean; reason: string; changed?: string[] }> });
     const sampled = item!.distractor_log.filter((r) => r.source.startsWith('sample:'));
     expect(sampled.length).toBeGreaterThan(0);
     // The contaminated control reproduces the gold, which is never kept as a distractor.
     expect(sampled[0]).toMatchObject({ kept: false, reason: 'byte-identical to the gold action' });
+    // Every option is a near miss of the same kind: an edit of the file the gold edits, of a comparable length.
+    const bytes = (t: string) => Buffer.byteLength(t, 'utf8');
+    expect(item!.distractors.length).toBeGreaterThanOrEqual(3);
+    for (const kept of item!.distractor_log.filter((r) => r.kept)) {
+      expect(kept.changed, kept.text).toEqual(['cart/pricing.py']);
+      expect(bytes(kept.text) / bytes(item!.gold)).toBeGreaterThanOrEqual(0.5);
+      expect(bytes(kept.text) / bytes(item!.gold)).toBeLessThanOrEqual(2);
+    }
+    // A candidate that runs but changes nothing is logged as not an edit.
+    for (const r of item!.distractor_log.filter((r) => r.changed?.length === 0)) expect(r).toMatchObject({ kept: false, reason: expect.stringMatching(/not an edit$/) });
   });
 });

@@ -11,7 +11,7 @@ import { importTrajectory } from '../src/trajectories/import.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 import { buildTaskRecord } from '../src/verify/task-files.ts';
 import { verifySandbox } from '../src/verify/verifier.ts';
-import { runAction } from '../src/replay/execute.ts';
+import { runAction, writeToolState } from '../src/replay/execute.ts';
 import { parseActionText } from '../src/trajectories/parse-action.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
 
@@ -27,14 +27,22 @@ const trajectoryFiles = readdirSync(join(REPO_ROOT, 'trajectories')).sort().map(
 const shipped = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('demo suite data', () => {
-  it('every shipped probe item has at least 3 verifier-rejected distractors, each logged', () => {
+  it('every shipped distractor is a logged edit of a comparable length; an item with fewer than 3 is flagged', () => {
+    const bytes = (t: string) => Buffer.byteLength(t, 'utf8');
     for (const item of shipped) {
       const distractors = item.distractors as string[];
-      expect(distractors.length, String(item.id)).toBeGreaterThanOrEqual(3);
-      const log = item.distractor_log as Array<{ text: string; kept: boolean; reason: string }>;
-      for (const d of distractors) expect(log.find((r) => r.text === d)?.kept).toBe(true);
+      const log = item.distractor_log as Array<{ text: string; kept: boolean; reason: string; changed?: string[] }>;
+      for (const d of distractors) {
+        const record = log.find((r) => r.text === d);
+        expect(record?.kept).toBe(true);
+        expect(record?.changed?.length, d).toBeGreaterThan(0);
+        expect(bytes(d) / bytes(String(item.gold))).toBeGreaterThanOrEqual(0.5);
+        expect(bytes(d) / bytes(String(item.gold))).toBeLessThanOrEqual(2);
+      }
       expect(distractors).not.toContain(item.gold);
+      expect(item.flags ?? [], String(item.id)).toEqual(distractors.length < 3 ? ['fewer than 3 distractors'] : []);
     }
+    expect(shipped.filter((item) => (item.distractors as string[]).length >= 3).length).toBeGreaterThan(shipped.length / 2);
   });
 
   it('has at least 12 tasks in Python and JavaScript, in several native formats, with 6–20 steps each', () => {
@@ -82,18 +90,21 @@ function replaySuite(kind: SandboxKind) {
 
 /** Stored distractors, applied at the decisive state, are rejected by the verifier. */
 function reverifyDistractors(kind: SandboxKind) {
-  const sample = shipped.filter((item) => !String(item.id).endsWith(':asap')).map((item) => {
+  const sample = shipped.filter((item) => !String(item.id).endsWith(':asap') && (item.distractors as string[]).length > 0).map((item) => {
     const distractors = item.distractors as string[];
     return [String(item.id), item, distractors[(String(item.id).length) % distractors.length]!] as const;
   });
-  it.each(sample)('%s: a stored distractor is rejected', async (_id, item, distractor) => {
+  it.each(sample)('%s: a stored distractor edits the tree and is rejected', async (_id, item, distractor) => {
     const task = tasks.find((t) => t.instance_id === item.task)!;
     const trajectory = importTrajectory(join(REPO_ROOT, String((item.source as { file: string }).file)));
     const action = parseActionText(distractor, String(item.format), trajectory.steps[Number(item.decisive_step)]!.action);
     const sb = await openSandbox(kind, task);
     try {
       await sb.restore({ base_commit: task.base_commit, patch: (item.state as { patch: string }).patch });
+      await writeToolState(sb, (item.state as { tool_state?: string }).tool_state);
+      const before = await sb.diff();
       await runAction(sb, action, 60_000);
+      expect(await sb.diff()).not.toBe(before);
       const verdict = await verifySandbox(sb, task);
       expect(verdict.resolved).toBe(false);
       expect(distractor).not.toBe(item.gold);

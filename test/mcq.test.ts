@@ -4,11 +4,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { scoreContinuation } from '../src/backends/single.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { LETTER_REGEX, letterPrompt, scoreMcq } from '../src/probes/mcq.ts';
+import { LETTER_REGEX, letterPrompt, MCQ_MIN_DISTRACTORS, scoreMcq } from '../src/probes/mcq.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { CKPT } from './helpers/paths.ts';
 
-const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl')).slice(0, 6);
+const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl')).filter((i) => i.distractors.length >= MCQ_MIN_DISTRACTORS).slice(0, 6);
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 describe('probe mcq (likelihood)', () => {
@@ -40,11 +40,40 @@ describe('probe mcq (likelihood)', () => {
     expect(result.acc_pmi).toBe(mean((i) => i.correct_pmi));
   });
 
-  it('skips items without distractors and says which', async () => {
+  it('leaves out items with fewer than 3 distractors and says which', async () => {
     const bare = { ...items[0]!, id: 'bare', distractors: [] };
-    const result = await scoreMcq('attn', backend, [bare, items[1]!], 'likelihood', 0);
-    expect(result.skipped).toEqual(['bare']);
+    const two = { ...items[0]!, id: 'two', distractors: items[0]!.distractors.slice(0, 2) };
+    const result = await scoreMcq('attn', backend, [bare, two, items[1]!], 'likelihood', 0);
+    expect(result.min_distractors).toBe(3);
+    expect(result.skipped).toEqual(['bare', 'two']);
     expect(result.items.map((i) => i.id)).toEqual([items[1]!.id]);
+  });
+
+  it('reports how often the shortest option wins under each rule, and options found verbatim in the context', async () => {
+    // The last item's first distractor copied into its context: a verbatim distractor there.
+    const copied = { ...items[5]!, id: 'copied', context: `${items[5]!.context}${items[5]!.distractors[0]}\n` };
+    const asked = [...items.slice(0, 5), copied];
+    const result = await scoreMcq('attn', backend, asked, 'likelihood', 0);
+    const bytes = (o: string) => Buffer.byteLength(o, 'utf8');
+    const strictlyShortest = (k: number) => {
+      const options = [asked[k]!.gold, ...asked[k]!.distractors].map(bytes);
+      const least = Math.min(...options);
+      return options.filter((l) => l === least).length === 1 ? options.indexOf(least) : -1;
+    };
+    const shortestWins = (rule: 'acc' | 'acc_norm' | 'acc_pmi') => result.items.filter((scored, k) => {
+      const pick = (scored.pick as Record<string, number>)[rule]!;
+      return strictlyShortest(k) >= 0 && pick === strictlyShortest(k);
+    }).length / asked.length;
+    expect(result.diagnostics.shortest_wins).toEqual({ acc: shortestWins('acc'), acc_norm: shortestWins('acc_norm'), acc_pmi: shortestWins('acc_pmi'), letter: null });
+    expect(result.diagnostics.shortest_is_gold).toBe(asked.filter((_, k) => strictlyShortest(k) === 0).length / asked.length);
+    const inContext = (k: number, o: string) => asked[k]!.context.includes(o);
+    const goldShare = asked.filter((it, k) => inContext(k, it.gold)).length / asked.length;
+    const distractorShare = asked.filter((it, k) => it.distractors.some((o) => inContext(k, o))).length / asked.length;
+    expect(distractorShare).toBeGreaterThanOrEqual(1 / asked.length);
+    expect(result.diagnostics.verbatim_in_context).toEqual({
+      any: asked.filter((it, k) => [it.gold, ...it.distractors].some((o) => inContext(k, o))).length / asked.length,
+      gold: goldShare, distractor: distractorShare,
+    });
   });
 });
 

@@ -39,7 +39,7 @@ describe('renderReport', () => {
     const data: ReportData = {
       runs: [{ dir: `/runs/${evil}`, verb: 'mcq', manifest: null }],
       bpb: [{ checkpoint: evil, backend: 'onnx', bpb: NaN, nats: 0, bytes: 0, tokens: 0, items: [{ id: evil, task: 't', bpb: NaN, nats: 0, bytes: 0, tokens: 0, truncated: false, greedy: false }] }],
-      mcq: [{ checkpoint: evil, backend: 'onnx', style: evil as never, acc: 0, acc_norm: null, acc_pmi: null, skipped: [], items: [{ id: evil, options: 2, pick: { acc: -1, acc_norm: 0, acc_pmi: 0 }, correct: false, correct_norm: true, correct_pmi: true }] }],
+      mcq: [{ checkpoint: evil, backend: 'onnx', style: evil as never, acc: 0, acc_norm: null, acc_pmi: null, min_distractors: 3, skipped: [], diagnostics: { shortest_wins: { acc: NaN, acc_norm: null, acc_pmi: null, letter: null }, shortest_is_gold: NaN, verbatim_in_context: { any: NaN, gold: NaN, distractor: NaN } }, items: [{ id: evil, options: 2, pick: { acc: -1, acc_norm: 0, acc_pmi: 0 }, correct: false, correct_norm: true, correct_pmi: true }] }],
       passk: [{ checkpoint: evil, backend: 'onnx', n: 2, pass_at: { '1': null as unknown as number, '2': 0.5 }, parse_failure_rate: 0, items: [{ id: evil, task: 't', n: 2, c: 1, parse_failures: 0, samples: [{ text: evil, parsed: true, resolved: false, reason: evil }] }] }],
       asap: [], aptbench: [], ladder: { rows: [], shortlist: [evil] }, items: new Map(), controls: new Set([evil]),
     };

@@ -1,6 +1,6 @@
 /** `probe mcq`: gold decisive action vs verifier-rejected distractors. */
 import { Command, Option } from 'commander';
-import { scoreMcq, type McqItem, type McqResult, type McqStyle } from '../probes/mcq.ts';
+import { MCQ_MIN_DISTRACTORS, scoreMcq, type McqItem, type McqResult, type McqStyle } from '../probes/mcq.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
 import { integer } from './args.ts';
@@ -23,10 +23,17 @@ export function mcqCommand(): Command {
         const byName = new Map(results.map((r) => [r.checkpoint, r]));
         const rows = ranking.map((name, i) => {
           const r = byName.get(name)!;
-          return [String(i + 1), tableName(name), formatPercent(r.acc), formatPercent(r.acc_norm), formatPercent(r.acc_pmi), String(r.items.length), String(r.skipped.length)];
+          const s = r.diagnostics.shortest_wins;
+          const wins = flags.style === 'likelihood' ? [s.acc, s.acc_norm, s.acc_pmi].map((v) => formatPercent(v)).join(' / ') : formatPercent(s.letter);
+          return [String(i + 1), tableName(name), formatPercent(r.acc), formatPercent(r.acc_norm), formatPercent(r.acc_pmi), String(r.items.length), String(r.skipped.length), wins];
         });
         process.stderr.write(`\nPatch MCQ (${flags.style}) on ${run.items.length} probe items (higher is better)\n\n`);
-        process.stderr.write(`${formatTable(['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi', 'asked', 'no distractors'], rows, [0, 2, 3, 4, 5, 6])}\n`);
+        const winsHeader = flags.style === 'likelihood' ? 'shortest wins (acc / norm / pmi)' : 'shortest wins';
+        process.stderr.write(`${formatTable(['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi', 'asked', `left out (<${MCQ_MIN_DISTRACTORS} distractors)`, winsHeader], rows, [0, 2, 3, 4, 5, 6])}\n`);
+        // The option set is the same for every checkpoint: one line says how often an option is in the context.
+        const { verbatim_in_context: v, shortest_is_gold: g } = results[0]!.diagnostics;
+        process.stderr.write(`\nthe gold is the strictly shortest option in ${formatPercent(g)} of asked items (what a pick by length alone scores)\n`);
+        process.stderr.write(`option text verbatim in the context: ${formatPercent(v.any)} of asked items (gold ${formatPercent(v.gold)}, a distractor ${formatPercent(v.distractor)})\n`);
       }
       emitResults(run, { results, ranking, ...errors });
     });

@@ -9,6 +9,12 @@
  *   lm-evaluation-harness's acc_mutual_info.
  * `letter` style (APTBench): options listed (A), (B), … in an order shuffled by seed, the
  * model generates greedily and the first letter matching `\b([A-Za-z])[\)\n]` is its answer.
+ *
+ * Only items with at least MCQ_MIN_DISTRACTORS distractors are asked: a two- or three-way
+ * choice is easier by chance, and mixing them would make `acc` depend on the option counts.
+ * Each run reports two diagnostics of the option set itself: how often the shortest option
+ * wins (a length contest, not a preference between near misses) and how often an option's
+ * text appears verbatim in the context (a copy, not a choice).
  */
 import { sampleOne } from '../backends/single.ts';
 import type { CompletionBackend, ScoreResult } from '../backends/types.ts';
@@ -31,6 +37,19 @@ export interface McqItem {
   generated?: string;
 }
 
+/** Items asked need this many distractors (options = 1 + this, at least). */
+export const MCQ_MIN_DISTRACTORS = 3;
+
+/** Shares over the asked items; null where the style has no such rule. */
+export interface McqDiagnostics {
+  /** The option picked is the one strictly shorter than all others (UTF-8 bytes), under each rule. */
+  shortest_wins: { acc: number | null; acc_norm: number | null; acc_pmi: number | null; letter: number | null };
+  /** The gold is that strictly shortest option: what a pick by length alone would score. */
+  shortest_is_gold: number;
+  /** Some option's text appears verbatim in the context; the gold's; some distractor's. */
+  verbatim_in_context: { any: number; gold: number; distractor: number };
+}
+
 export interface McqResult {
   checkpoint: string;
   backend: string;
@@ -38,8 +57,10 @@ export interface McqResult {
   acc: number;
   acc_norm: number | null;
   acc_pmi: number | null;
-  /** Items without distractors cannot be asked and are left out. */
+  min_distractors: number;
+  /** Items with fewer than `min_distractors` distractors, left out (not scored with fewer options). */
   skipped: string[];
+  diagnostics: McqDiagnostics;
   items: McqItem[];
 }
 
@@ -88,20 +109,51 @@ async function letterItem(backend: CompletionBackend, item: ProbeItem, seed: num
   return { id: item.id, options: options.length, pick: { letter: picked }, correct: picked === 0, correct_norm: null, correct_pmi: null, generated: sample?.text ?? '' };
 }
 
+const share = <T>(xs: T[], test: (x: T) => boolean) => (xs.length ? xs.filter(test).length / xs.length : NaN);
+
+/** Index of the option strictly shorter than all others (UTF-8 bytes), or -1 when the shortest length is shared. */
+function shortestOption(item: ProbeItem): number {
+  const lengths = [item.gold, ...item.distractors].map((o) => Buffer.byteLength(o, 'utf8'));
+  const least = Math.min(...lengths);
+  return lengths.filter((l) => l === least).length === 1 ? lengths.indexOf(least) : -1;
+}
+
+export function mcqDiagnostics(asked: Array<{ item: ProbeItem; scored: McqItem }>, style: McqStyle): McqDiagnostics {
+  const wins = (rule: 'acc' | 'acc_norm' | 'acc_pmi' | 'letter') => share(asked, ({ item, scored }) => {
+    const pick = (scored.pick as Record<string, number | null>)[rule];
+    const shortest = shortestOption(item);
+    return shortest >= 0 && pick === shortest;
+  });
+  const inContext = (item: ProbeItem, option: string) => item.context.includes(option);
+  return {
+    shortest_wins: style === 'likelihood'
+      ? { acc: wins('acc'), acc_norm: wins('acc_norm'), acc_pmi: wins('acc_pmi'), letter: null }
+      : { acc: null, acc_norm: null, acc_pmi: null, letter: wins('letter') },
+    shortest_is_gold: share(asked, ({ item }) => shortestOption(item) === 0),
+    verbatim_in_context: {
+      any: share(asked, ({ item }) => [item.gold, ...item.distractors].some((o) => inContext(item, o))),
+      gold: share(asked, ({ item }) => inContext(item, item.gold)),
+      distractor: share(asked, ({ item }) => item.distractors.some((o) => inContext(item, o))),
+    },
+  };
+}
+
 export async function scoreMcq(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], style: McqStyle, seed: number, hooks: ItemHooks<McqItem> = {}): Promise<McqResult> {
-  const asked: McqItem[] = [];
+  const asked: Array<{ item: ProbeItem; scored: McqItem }> = [];
   const skipped: string[] = [];
   for (const item of items) {
-    if (item.distractors.length === 0) skipped.push(item.id);
-    else asked.push(await memoized(hooks.memo, item.id, () => (style === 'likelihood' ? likelihoodItem(backend, item) : letterItem(backend, item, seed))));
+    if (item.distractors.length < MCQ_MIN_DISTRACTORS) skipped.push(item.id);
+    else asked.push({ item, scored: await memoized(hooks.memo, item.id, () => (style === 'likelihood' ? likelihoodItem(backend, item) : letterItem(backend, item, seed))) });
     hooks.onItem?.();
   }
-  const rate = (pick: (i: McqItem) => boolean | null) => (asked.length ? asked.filter((i) => pick(i) === true).length / asked.length : NaN);
+  const scored = asked.map((a) => a.scored);
+  const rate = (pick: (i: McqItem) => boolean | null) => share(scored, (i) => pick(i) === true);
   return {
     checkpoint, backend: backend.id, style,
     acc: rate((i) => i.correct),
     acc_norm: style === 'likelihood' ? rate((i) => i.correct_norm) : null,
     acc_pmi: style === 'likelihood' ? rate((i) => i.correct_pmi) : null,
-    skipped, items: asked,
+    min_distractors: MCQ_MIN_DISTRACTORS,
+    skipped, diagnostics: mcqDiagnostics(asked, style), items: scored,
   };
 }

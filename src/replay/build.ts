@@ -5,11 +5,13 @@ import type { ProbeItem } from '../schema/probe-item.ts';
 import type { Trajectory } from '../schema/trajectory.ts';
 import { sampleOne } from '../backends/single.ts';
 import type { CompletionBackend } from '../backends/types.ts';
+import { MCQ_MIN_DISTRACTORS } from '../probes/mcq.ts';
 import { sampledActionText, stopsFor } from '../probes/passk.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
 import { renderAction } from '../trajectories/mdxml.ts';
 import { findDistractors, type Candidate, type VerdictCache } from './distractors.ts';
 import { renderProbeContext, toMdXml, type ContextFormat } from './render-context.ts';
+import { changedFiles } from './tree-change.ts';
 import type { ReplayResult } from './replay.ts';
 
 /** The task a trajectory file belongs to: the longest instance id its file name starts with, then a dot. */
@@ -55,21 +57,35 @@ export function probeItemFrom(trajectory: Trajectory, task: LoadedTask, replay: 
   };
 }
 
-/** The trajectory's other actions, rendered as the item renders its gold: editing ones first. */
+/**
+ * The trajectory's other editing actions (those the replay saw change the tree), rendered as
+ * the item renders its gold. Read-only steps are never offered: an option must be an edit.
+ */
 function trajectoryCandidates(trajectory: Trajectory, replay: ReplayResult, format: ContextFormat): Candidate[] {
   const decisive = replay.decisiveStep!.index;
   const edited = new Set(replay.steps.filter((s) => s.edits).map((s) => s.index));
   return trajectory.steps
-    .filter((s) => s.index !== decisive && s.action.tool !== 'none')
-    .sort((a, b) => Number(edited.has(b.index)) - Number(edited.has(a.index)) || a.index - b.index)
+    .filter((s) => s.index !== decisive && edited.has(s.index))
     .map((s) => ({
       text: format === 'native' ? s.action.text.replace(/\n+$/, '') : renderAction(toMdXml(s.action)),
-      source: `trajectory:step ${s.index}${edited.has(s.index) ? ' (edit)' : ''}`,
+      source: `trajectory:step ${s.index} (edit)`,
     }));
 }
 
-/** Fewer distractors than this and an item is flagged. */
-export const MIN_DISTRACTORS = 3;
+/**
+ * Where an option may write: the files the gold changes at T* (from the replay's trees) and
+ * the repository files the trajectory read before T* — named by an earlier action, or
+ * opening a line of an earlier observation as `path:` (grep's matches).
+ */
+export function allowedFiles(trajectory: Trajectory, replay: ReplayResult, decisive: number, repoFiles: string[]): { gold: string[]; read: string[] } {
+  const step = replay.steps.find((s) => s.index === decisive)!;
+  const earlier = trajectory.steps.filter((s) => s.index < decisive);
+  const named = (f: string) => earlier.some((s) => s.action.text.includes(f) || (s.observation ?? '').split('\n').some((line) => line.startsWith(`${f}:`)));
+  return { gold: changedFiles(step.patchBefore, step.patchAfter), read: repoFiles.filter(named) };
+}
+
+/** Fewer distractors than this and an item is flagged (Patch MCQ leaves it out). */
+export const MIN_DISTRACTORS = MCQ_MIN_DISTRACTORS;
 
 /** Adds verifier-rejected distractors (and the log of every candidate) to a probe item. */
 export async function withDistractors(item: ProbeItem, trajectory: Trajectory, task: LoadedTask, replay: ReplayResult, format: ContextFormat, lease: SandboxLease, cache: VerdictCache, repoFiles: string[], sampler?: DistractorSampler): Promise<ProbeItem> {
@@ -78,6 +94,7 @@ export async function withDistractors(item: ProbeItem, trajectory: Trajectory, t
   const state = replay.steps.find((s) => s.index === item.decisive_step)!.patchBefore;
   const { distractors, log } = await findDistractors({
     task, patch: state, toolState: replay.steps.find((s) => s.index === item.decisive_step)!.toolStateBefore, gold: item.gold, format: item.format, goldAction: decisive.action,
+    allowedFiles: allowedFiles(trajectory, replay, item.decisive_step, repoFiles),
     fromTrajectory: trajectoryCandidates(trajectory, replay, format), fromSamples, repoFiles, lease, cache,
   });
   return {
