@@ -37,8 +37,9 @@ function codeBytes(dir: string): number {
 describe.skipIf(!hasBubblewrap())('probe validate', () => {
   it('reports each rung and ASAP on every checkpoint as the rungs computed them, correlations recomputable from the table, and resumes without recomputing', () => {
     const out = join(tempDir(), 'study');
+    // Three items: the first two (api__pagination-5) have two near-miss distractors, too few for MCQ; the third is asked.
     const code = join(REPO_ROOT, 'verifiers', 'api__pagination-5');
-    const args = [PROBE_BIN, 'validate', '--ckpt', CKPT.prose, CKPT.code, CKPT.attention, '--probes', join(REPO_ROOT, 'probes', 'demo.jsonl'), '--limit', '2', '--code', code,
+    const args = [PROBE_BIN, 'validate', '--ckpt', CKPT.prose, CKPT.code, CKPT.attention, '--probes', join(REPO_ROOT, 'probes', 'demo.jsonl'), '--limit', '3', '--code', code,
       '-n', '2', '--passk-max-tokens', '128', '--asap-runs', '1', '--asap-instances', '1', '--asap-max-steps', '2', '--asap-max-tokens', '128', '--resamples', '50', '--no-cache', '--out', out];
     const first = spawnSync(process.execPath, args, { cwd: REPO_ROOT, encoding: 'utf8', timeout: 300_000 });
     expect(first.status, first.stderr).toBe(0);
