@@ -13,6 +13,7 @@ import type { LoadedTask } from '../src/schema/task.ts';
 import { meanPassAtK } from '../src/stats/pass-at-k.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 import { CKPT } from './helpers/paths.ts';
+import { parseActionText } from '../src/trajectories/parse-action.ts';
 
 const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl'));
 const tasks = new Map((await loadTasks(join(REPO_ROOT, 'verifiers'))).map((t) => [t.instance_id, t]));
@@ -30,6 +31,12 @@ describe('stop strings per format', () => {
       const stop = stops.find((s) => item.gold.indexOf(s) === at)!;
       expect(keepStop ? item.gold.slice(0, at) + stop : item.gold.slice(0, at), item.id).toBe(item.gold);
     }
+  });
+
+  it('treat an ASAP log rendered natively (native:asap) as the md+xml it is', () => {
+    const gold = items.find((i) => i.format === 'md+xml')!.gold;
+    expect(stopsFor('native:asap')).toEqual(stopsFor('md+xml'));
+    expect(parseActionText(gold, 'native:asap')).toEqual(parseActionText(gold, 'md+xml'));
   });
 });
 

@@ -12,7 +12,7 @@ import type { TrajectoryAction } from '../schema/trajectory.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
 import type { Sandbox } from '../sandbox/types.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
-import { parseActionText, UnparsableAction } from '../trajectories/parse-action.ts';
+import { parseActionText, UnparsableAction, writesMdXml } from '../trajectories/parse-action.ts';
 import { runAction } from '../replay/execute.ts';
 import { unresolvedCauses, verifySandbox, type Tampering, type Verdict } from '../verify/verifier.ts';
 import { InputError } from '../errors.ts';
@@ -21,7 +21,7 @@ import { memoized, type ItemHooks } from './memo.ts';
 
 /** How a sampled action ends, per item format, and how to put the stop back. */
 export function stopsFor(format: string): { stops: string[]; keepStop: boolean } {
-  if (format === 'md+xml') return { stops: ['</bash>', '</str_replace_editor>', '<submit/>'], keepStop: true };
+  if (writesMdXml(format)) return { stops: ['</bash>', '</str_replace_editor>', '<submit/>'], keepStop: true };
   if (format === 'native:mini-swe-agent-1' || format === 'native:mini-swe-agent-1.1') return { stops: ['\n```'], keepStop: true };
   if (format === 'native:swe-agent') return { stops: ['\n```'], keepStop: false };
   if (format === 'native:r2e-gym') return { stops: ['</function>'], keepStop: true };
@@ -33,7 +33,7 @@ export function stopsFor(format: string): { stops: string[]; keepStop: boolean }
  * what ends the model's next step (thought and action), per item format.
  */
 export function rolloutFormat(format: string): { observe: (output: string, exitCode: number) => string; nextStops: string[] } | undefined {
-  if (format === 'md+xml') {
+  if (writesMdXml(format)) {
     return { observe: (output) => `\n${renderObservation(output)}\n\n## Thinking\n`, nextStops: ['</bash>', '</str_replace_editor>', '<submit/>'] };
   }
   if (format === 'native:mini-swe-agent-1' || format === 'native:mini-swe-agent-1.1') {

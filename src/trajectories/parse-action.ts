@@ -13,12 +13,17 @@ export class UnparsableAction extends ProbeError {}
 
 const FENCE: Record<string, string> = { 'mini-swe-agent-1': 'bash', 'mini-swe-agent-1.1': 'mswea_bash_command' };
 
+/** Items whose actions are md+xml elements: md+xml contexts, and ASAP logs rendered natively (their own format is md+xml). */
+export function writesMdXml(format: string): boolean {
+  return format === 'md+xml' || format === 'native:asap';
+}
+
 /**
  * `format` is a probe item's `format` (`md+xml` or `native:<scaffold>`); `like` is the gold
  * action, which tells which tool a scaffold's bare arguments belong to (OpenHands).
  */
 export function parseActionText(text: string, format: string, like?: TrajectoryAction): TrajectoryAction {
-  if (format === 'md+xml') {
+  if (writesMdXml(format)) {
     const found = findAction(text);
     if (!found) throw new UnparsableAction('no complete md+xml action element');
     const element = text.slice(found.start, found.end);
