@@ -4,6 +4,7 @@
  * policy, and a fixed batch of n), at a short prompt and at a pass@K-length one (the
  * longest demo probe context), plus n = 1 for reference. Every mode draws the same
  * samples (checked here: identical tokens), so tokens/s compare like with like.
+ * Then an ASAP-like episode of growing prompts sampled with and without prompt caches.
  * Usage: npx tsx bench/sampling.ts [--ckpt DIR] [-n 16] [--max-tokens 256] [--reps 2]
  */
 import { readFileSync } from 'node:fs';
@@ -50,5 +51,26 @@ for (const [label, prompt] of Object.entries(prompts)) {
   const base = rate.get('one at a time')!;
   console.log(`\n${label} prompt (${first.encode(prompt).length} tokens):`);
   for (const [name, value] of rate) console.log(`  ${name.padEnd(14)} ${value.toFixed(0).padStart(6)} tokens/s  ${(value / base).toFixed(2)}× one at a time`);
+}
+
+
+// Prompt caches: an ASAP-like episode (each prompt = the last one + the action + an observation), with and without reuse.
+{
+  const transcript = readFileSync(join(REPO_ROOT, '..', 'shared', 'synth', 'heldout-a', 'corpus.txt'), 'utf8').split('<|endoftext|>')[0]!;
+  const steps = transcript.split('\n## Thinking\n');
+  const timings = new Map<string, number>();
+  for (const reusePrompts of [false, true, false, true]) {
+    const backend = await OnnxBackend.open(ckpt, { reusePrompts });
+    let prompt = '';
+    const started = performance.now();
+    for (const [i, step] of steps.entries()) {
+      prompt += (i ? '\n## Thinking\n' : '') + step;
+      await backend.sample([{ prompt, n: 1, temperature: 0.7, topP: 0.95, maxTokens: 48, stop: ['</bash>'], seed: i }]);
+    }
+    const name = reusePrompts ? 'reused' : 'fed whole';
+    timings.set(name, Math.min(timings.get(name) ?? Infinity, performance.now() - started));
+    await backend.close();
+  }
+  console.log(`\nASAP-like episode (${steps.length} steps, last prompt ${first.encode(transcript).length} tokens, ≤ 48 new tokens a step): prompts fed whole ${(timings.get('fed whole')! / 1000).toFixed(2)} s, continued from the last prompt's cache ${(timings.get('reused')! / 1000).toFixed(2)} s — ${(timings.get('fed whole')! / timings.get('reused')!).toFixed(2)}× faster`);
 }
 await Promise.all([...backends.values()].map((b) => b.close()));
