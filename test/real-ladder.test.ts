@@ -53,7 +53,7 @@ describe('the real rungs of the shipped ladder', () => {
       expect(run.status, run.stderr).toBe(0);
       return JSON.parse(run.stdout) as { results: Array<Record<string, unknown> & { checkpoint: string }> };
     };
-    const mcq = cli(['mcq', '--probes', probes, '--limit', '2']);
+    const mcq = cli(['mcq', '--probes', probes, '--limit', '3']); // the first two have too few near misses: the third is asked
     const passk = cli(['passk', '--probes', probes, '--limit', '2', '-n', '2', '--max-tokens', '96']);
     const asap = cli(['asap', '--instances', 'shop__pricing-1', '--runs', '1', '--max-steps', '3', '--max-tokens', '128', '--out', join(tempDir(), 'asap')]);
     for (const doc of [mcq, passk, asap]) {
