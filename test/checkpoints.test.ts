@@ -11,7 +11,7 @@ import { EMBEDDED_CHECKPOINTS, readLadder, REPO_ROOT } from '../src/embedded.ts'
 import { rankByBpb, scoreBpb } from '../src/probes/bpb.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { CKPT, DEMO_PROBES } from './helpers/paths.ts';
-import { scoreMcq } from '../src/probes/mcq.ts';
+import { rankingAccuracy, scoreMcq } from '../src/probes/mcq.ts';
 import { scorePassk } from '../src/probes/passk.ts';
 import { restoreProbeState } from '../src/probes/restore.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
@@ -93,11 +93,11 @@ describe('embedded checkpoint ladder', () => {
 describe('the contaminated control', () => {
   const demo = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl'));
 
-  it('ranks first on MCQ acc among all checkpoints', async () => {
+  it('ranks first on the MCQ accuracy rankings read (acc_norm) among all checkpoints', async () => {
     const accs = new Map<string, number>();
     for (const rung of LADDER) {
       const backend = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, rung.name));
-      accs.set(rung.name, (await scoreMcq(rung.name, backend, demo, 'likelihood', 0)).acc);
+      accs.set(rung.name, rankingAccuracy(await scoreMcq(rung.name, backend, demo, 'likelihood', 0)));
       await backend.close();
     }
     const best = [...accs.entries()].sort((a, b) => b[1] - a[1]);

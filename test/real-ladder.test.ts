@@ -2,7 +2,7 @@
  * The real rungs shipped in checkpoints/: what scripts/import-real-checkpoints.ts makes
  * of ../shared/models, byte for byte; their weights rounded to float16 for storage move
  * no score more than stated (measured against the float32 originals on every reference
- * item); and on the shipped probes BPB orders them as their held-out code BPB does.
+ * item); and on the shipped probes BPB and MCQ acc_norm order them as their held-out code BPB does.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -12,6 +12,7 @@ import { REAL_RUNGS } from '../scripts/checkpoints/real-rungs.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { EMBEDDED_CHECKPOINTS, EMBEDDED_PROBES, readLadder, REPO_ROOT } from '../src/embedded.ts';
 import { scoreBpb } from '../src/probes/bpb.ts';
+import { rankingAccuracy, scoreMcq } from '../src/probes/mcq.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { checkpointFacts } from '../src/store/checkpoint-facts.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
@@ -33,17 +34,19 @@ describe('the real rungs of the shipped ladder', () => {
     expect(controls).toEqual(['contaminated-agent']);
   });
 
-  it('BPB on the shipped probes orders them as held-out code BPB does', async () => {
+  it('BPB, and MCQ by the accuracy rankings read (acc_norm), order them on the shipped probes as held-out code BPB does', async () => {
     const items = loadProbeItems(EMBEDDED_PROBES);
-    const bpb: number[] = [];
+    const scores: Array<{ name: string; bpb: number; mcq: number }> = [];
     for (const rung of REAL_RUNGS) {
       const backend = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, rung.name));
-      bpb.push((await scoreBpb(rung.name, backend, items)).bpb);
+      scores.push({ name: rung.name, bpb: (await scoreBpb(rung.name, backend, items)).bpb, mcq: rankingAccuracy(await scoreMcq(rung.name, backend, items, 'likelihood', 0)) });
       await backend.close();
     }
-    const byProbe = REAL_RUNGS.map((r, i) => ({ name: r.name, bpb: bpb[i]! })).sort((a, b) => a.bpb - b.bpb).map((r) => r.name);
-    expect(byProbe).toEqual(readLadder().known_order);
-  }, 120_000);
+    expect([...scores].sort((a, b) => a.bpb - b.bpb).map((r) => r.name)).toEqual(readLadder().known_order);
+    // Strictly: a tie would be no signal, not agreement. (Total log-likelihood, `acc`, orders them backwards: see rankingAccuracy.)
+    expect([...scores].sort((a, b) => b.mcq - a.mcq).map((r) => r.name)).toEqual(readLadder().known_order);
+    expect(new Set(scores.map((r) => r.mcq)).size).toBe(scores.length);
+  }, 180_000);
 
   it.skipIf(!hasBubblewrap())('run through every probe verb: mcq, passk and asap (bpb above and in cli-bpb)', () => {
     const ckpts = REAL_RUNGS.map((r) => join(EMBEDDED_CHECKPOINTS, r.name));

@@ -9,7 +9,7 @@ import { referenceFiles } from '../asap/prepare.ts';
 import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
 import type { BpbItem, BpbResult } from '../probes/bpb.ts';
 import { scoreBpb } from '../probes/bpb.ts';
-import { scoreMcq, type McqItem, type McqResult } from '../probes/mcq.ts';
+import { RANKING_ACCURACY_LABEL, rankingAccuracy, scoreMcq, type McqItem, type McqResult } from '../probes/mcq.ts';
 import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
 import { restoreProbeState, taskForItem } from '../probes/restore.ts';
 import { openSandbox } from '../sandbox/open.ts';
@@ -84,7 +84,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   });
   const results = cheap.results as Array<{ bpb: BpbResult; mcq: McqResult }>;
   const bpbRank = averageRanks(results.map((r) => r.bpb.bpb));
-  const mcqRank = averageRanks(results.map((r) => -r.mcq.acc));
+  const mcqRank = averageRanks(results.map((r) => -rankingAccuracy(r.mcq)));
   const rows: LadderRow[] = results.map((r, i) => {
     const facts = checkpointFacts(r.bpb.checkpoint);
     return {
@@ -141,9 +141,9 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
 export function printLadder(outcome: LadderOutcome, items: number, n: number): void {
   process.stderr.write(`\nScreening ${outcome.rows.length} checkpoints on ${items} probe items\n\n`);
   const known = outcome.rows.some((r) => typeof r.heldout_code_bpb === 'number');
-  process.stderr.write(`${formatTable(['checkpoint', ...(known ? ['held-out bpb'] : []), 'bpb', 'mcq acc', 'cheap rank', 'pass@1', `pass@${n}`, 'asap pass@1', 'asap parsable', 'asap edits', 'shortlist'],
+  process.stderr.write(`${formatTable(['checkpoint', ...(known ? ['held-out bpb'] : []), 'bpb', `mcq ${RANKING_ACCURACY_LABEL}`, 'cheap rank', 'pass@1', `pass@${n}`, 'asap pass@1', 'asap parsable', 'asap edits', 'shortlist'],
     outcome.rows.map((r) => [r.control ? `${r.checkpoint} ${CONTROL_LABEL}` : r.checkpoint, ...(known ? [typeof r.heldout_code_bpb === 'number' ? r.heldout_code_bpb.toFixed(3) : ''] : []),
-      r.bpb.toFixed(3), formatPercent(r.mcq_acc), r.cheap_rank.toFixed(1), formatPercent(r.pass_at?.['1']), formatPercent(r.pass_at?.[String(n)]),
+      r.bpb.toFixed(3), formatPercent(rankingAccuracy({ acc: r.mcq_acc, acc_norm: r.mcq_acc_norm })), r.cheap_rank.toFixed(1), formatPercent(r.pass_at?.['1']), formatPercent(r.pass_at?.[String(n)]),
       formatPercent(r.asap?.pass_at_1), formatPercent(r.asap?.parsable_turns), formatPercent(r.asap?.autonomous_edits), r.shortlisted ? 'yes' : '']),
     Array.from({ length: known ? 9 : 8 }, (_, i) => i + 1))}\n\n`);
   const order = knownOrder(outcome.rows);

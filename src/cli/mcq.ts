@@ -1,6 +1,6 @@
 /** `probe mcq`: gold decisive action vs verifier-rejected distractors. */
 import { Command, Option } from 'commander';
-import { MCQ_MIN_DISTRACTORS, scoreMcq, type McqItem, type McqResult, type McqStyle } from '../probes/mcq.ts';
+import { MCQ_MIN_DISTRACTORS, rankingAccuracy, scoreMcq, type McqItem, type McqResult, type McqStyle } from '../probes/mcq.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
 import { integer } from './args.ts';
@@ -18,7 +18,7 @@ export function mcqCommand(): Command {
       const run = prepareScoringRun(flags, 'mcq', { config: { style: flags.style }, seeds: { option_order: flags.seed } });
       const { results, failures } = await scoreCheckpoints<McqResult, McqItem>(run, 'mcq', (ckpt, backend, hooks) => scoreMcq(ckpt, backend, run.items, flags.style, flags.seed, hooks));
       const errors = reportFailures(failures);
-      const ranking = [...results].sort((a, b) => b.acc - a.acc).map((r) => r.checkpoint);
+      const ranking = [...results].sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a)).map((r) => r.checkpoint);
       if (!run.quiet && results.length) {
         const byName = new Map(results.map((r) => [r.checkpoint, r]));
         const rows = ranking.map((name, i) => {

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { Command } from 'commander';
 import { collectRuns, type ReportData } from '../report/collect.ts';
 import { renderReport } from '../report/html.ts';
+import { rankingAccuracy } from '../probes/mcq.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
 import { checkOutputFile } from '../store/output-path.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
@@ -59,7 +60,7 @@ function printRankings(data: ReportData): void {
   const name = (c: string) => (data.controls.has(c) ? `${c} ${CONTROL_LABEL}` : c);
   const out = (title: string, headers: string[], rows: string[][]) => process.stderr.write(`\n${title}\n\n${formatTable(headers, rows, headers.map((_, i) => i).slice(2))}\n`);
   if (data.bpb.length) out('Decisive-Action BPB (lower is better)', ['rank', 'checkpoint', 'bpb'], [...data.bpb].sort((a, b) => a.bpb - b.bpb).map((r, i) => [String(i + 1), name(r.checkpoint), fixed(r.bpb, 4)]));
-  if (data.mcq.length) out('Patch MCQ', ['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi'], [...data.mcq].sort((a, b) => b.acc - a.acc).map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.acc), formatPercent(r.acc_norm), formatPercent(r.acc_pmi)]));
+  if (data.mcq.length) out('Patch MCQ', ['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi'], [...data.mcq].sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a)).map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.acc), formatPercent(r.acc_norm), formatPercent(r.acc_pmi)]));
   if (data.passk.length) out('Prefix-conditioned pass@k', ['rank', 'checkpoint', 'pass@1', 'pass@n'], [...data.passk].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.pass_at['1']), formatPercent(r.pass_at[String(r.n)])]));
   if (data.asap.length) out('ASAP', ['rank', 'checkpoint', 'pass@1', '∩@n', 'parsable', 'edits'], [...data.asap].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.pass_at['1']), formatPercent(r.intersection), formatPercent(r.behaviour.parsable_turns), formatPercent(r.behaviour.autonomous_edits)]));
   if (data.ladder) process.stderr.write(`\nShortlist: ${data.ladder.shortlist.join(', ') || 'none'}\n`);

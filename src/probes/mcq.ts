@@ -64,6 +64,23 @@ export interface McqResult {
   items: McqItem[];
 }
 
+/**
+ * The one accuracy a ranking of checkpoints reads (the screen's cheap rank, the reports,
+ * `probe mcq`'s rank): `acc_norm` where the run scored likelihoods, the letter accuracy
+ * under `--style letter` (whose `acc_norm` is null). Why per byte: near-miss options run
+ * 0.5–2× the gold's length, and total log-likelihood charges every extra byte, so `acc`
+ * rewards whichever option is shorter and orders models by how fast their cost per byte
+ * adds up, not by which action they prefer. On `../shared/models`' real Llama rungs (true
+ * order s1500 › s250 › s40) `acc` is 15 / 20 / 35% on the demo probes — backwards — and
+ * `acc_norm` 35 / 25 / 20%; the README's validation study gives the agentic ladder.
+ */
+export function rankingAccuracy(r: { acc: number; acc_norm?: number | null }): number {
+  return typeof r.acc_norm === 'number' ? r.acc_norm : r.acc;
+}
+
+/** How tables name `rankingAccuracy`. */
+export const RANKING_ACCURACY_LABEL = 'acc_norm';
+
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 const loglik = (r: ScoreResult) => sum(r.tokenLogprobs);
 

@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { AsapResult } from '../asap/run.ts';
 import type { BpbResult } from '../probes/bpb.ts';
+import { RANKING_ACCURACY_LABEL, rankingAccuracy } from '../probes/mcq.ts';
 import { spearman } from '../stats/correlation.ts';
 import type { ReportData } from './collect.ts';
 import { downstreamScore, formatPercent, shortCheckpointName } from './table.ts';
@@ -73,14 +74,14 @@ function rankingSection(data: ReportData): string {
   if (data.ladder) {
     body += `<p>Shortlist for post-training: <strong>${data.ladder.shortlist.map((c) => esc(short(c))).join(', ') || 'none'}</strong></p>`;
     const known = data.ladder.rows.some((r) => typeof r.heldout_code_bpb === 'number');
-    body += table(['checkpoint', ...(known ? ['held-out BPB'] : []), 'BPB', 'MCQ acc', 'cheap rank', 'pass@1', 'ASAP pass@1', 'ASAP parsable', 'ASAP edits', 'shortlist'],
-      data.ladder.rows.map((r) => [named(data, r.checkpoint), ...(known ? [num(r.heldout_code_bpb, 3)] : []), num(r.bpb), pct(r.mcq_acc), num(r.cheap_rank, 1), pct(r.pass_at?.['1']), pct(r.asap?.pass_at_1), pct(r.asap?.parsable_turns), pct(r.asap?.autonomous_edits), r.shortlisted ? '✔' : '']),
+    body += table(['checkpoint', ...(known ? ['held-out BPB'] : []), 'BPB', `MCQ ${RANKING_ACCURACY_LABEL}`, 'cheap rank', 'pass@1', 'ASAP pass@1', 'ASAP parsable', 'ASAP edits', 'shortlist'],
+      data.ladder.rows.map((r) => [named(data, r.checkpoint), ...(known ? [num(r.heldout_code_bpb, 3)] : []), num(r.bpb), pct(rankingAccuracy({ acc: r.mcq_acc, acc_norm: r.mcq_acc_norm })), num(r.cheap_rank, 1), pct(r.pass_at?.['1']), pct(r.asap?.pass_at_1), pct(r.asap?.parsable_turns), pct(r.asap?.autonomous_edits), r.shortlisted ? '✔' : '']),
       Array.from({ length: known ? 8 : 7 }, (_, i) => i + 1));
     body += knownOrderBlock(data);
   }
   const ranked: string[] = [];
   if (data.bpb.length) ranked.push(`<li>BPB (lower is better): ${[...data.bpb].sort((a, b) => a.bpb - b.bpb).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
-  if (data.mcq.length) ranked.push(`<li>MCQ accuracy: ${[...data.mcq].sort((a, b) => b.acc - a.acc).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
+  if (data.mcq.length) ranked.push(`<li>MCQ ${RANKING_ACCURACY_LABEL}: ${[...data.mcq].sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a)).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
   if (data.passk.length) ranked.push(`<li>pass@1: ${[...data.passk].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
   if (data.asap.length) ranked.push(`<li>ASAP pass@1: ${[...data.asap].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
   body += ranked.length ? `<h3>Ranking per probe</h3><ol class="plain">${ranked.join('')}</ol>` : '';
@@ -112,10 +113,10 @@ function bpbSection(results: BpbResult[]): string {
 
 function mcqSection(data: ReportData): string {
   if (!data.mcq.length) return section('mcq', 'Patch MCQ', empty('No MCQ results in these runs.'));
-  const sorted = [...data.mcq].sort((a, b) => b.acc - a.acc);
+  const sorted = [...data.mcq].sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a));
   return section('mcq', 'Patch MCQ',
     table(['checkpoint', 'style', 'acc', 'acc_norm', 'acc_pmi', 'asked', 'no distractors'], sorted.map((r) => [r.checkpoint, r.style, pct(r.acc), pct(r.acc_norm), pct(r.acc_pmi), r.items.length, r.skipped.length]), [2, 3, 4, 5, 6])
-    + barChart('MCQ accuracy: gold preferred over every verifier-rejected distractor', sorted.map((r) => ({ label: short(r.checkpoint), value: r.acc })), pct, { max: 1 }));
+    + barChart(`MCQ ${RANKING_ACCURACY_LABEL}: gold preferred over every verifier-rejected distractor`, sorted.map((r) => ({ label: short(r.checkpoint), value: rankingAccuracy(r) })), pct, { max: 1 }));
 }
 
 function passkSection(data: ReportData): string {
@@ -162,7 +163,7 @@ function correlationSection(data: ReportData, downstream: Map<string, number> | 
   const score = (c: string) => (!includeControls && data.controls.has(c) ? undefined : downstreamScore(downstream, c));
   const metrics: Array<{ name: string; values: Array<{ checkpoint: string; value: number }> }> = [
     { name: 'BPB', values: data.bpb.map((r) => ({ checkpoint: r.checkpoint, value: r.bpb })) },
-    { name: 'MCQ acc', values: data.mcq.map((r) => ({ checkpoint: r.checkpoint, value: r.acc })) },
+    { name: `MCQ ${RANKING_ACCURACY_LABEL}`, values: data.mcq.map((r) => ({ checkpoint: r.checkpoint, value: rankingAccuracy(r) })) },
     { name: 'pass@1', values: data.passk.map((r) => ({ checkpoint: r.checkpoint, value: r.pass_at['1'] ?? NaN })) },
     { name: 'ASAP pass@1', values: data.asap.map((r) => ({ checkpoint: r.checkpoint, value: r.pass_at['1'] ?? NaN })) },
   ];
@@ -192,8 +193,8 @@ function itemsSection(data: ReportData): string {
       const bpb = bpbOf.get(c)?.get(id);
       const mcq = mcqOf.get(c)?.get(id);
       const passk = passkOf.get(c)?.get(id);
-      const pick = mcq && 'acc' in mcq.pick ? mcq.pick.acc : mcq && 'letter' in mcq.pick ? mcq.pick.letter : null;
-      return [short(c), bpb ? num(bpb.bpb) : '–', mcq ? `${mcq.correct ? '✔' : '✘'} picked ${pick === 0 ? 'gold' : pick === null || pick < 0 ? 'none (tie)' : `distractor ${pick}`}` : '–',
+      const pick = mcq && 'acc_norm' in mcq.pick ? mcq.pick.acc_norm : mcq && 'letter' in mcq.pick ? mcq.pick.letter : null;
+      return [short(c), bpb ? num(bpb.bpb) : '–', mcq ? `${(mcq.correct_norm ?? mcq.correct) ? '✔' : '✘'} picked ${pick === 0 ? 'gold' : pick === null || pick < 0 ? 'none (tie)' : `distractor ${pick}`}` : '–',
         passk ? `${passk.c}/${passk.n}` : '–'];
     });
     const samples = data.passk.flatMap((r) => (passkOf.get(r.checkpoint)?.get(id)?.samples ?? []).map((s, k) => ({ checkpoint: r.checkpoint, k, s })));
