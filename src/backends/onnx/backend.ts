@@ -11,10 +11,8 @@
  */
 import { realpathSync } from 'node:fs';
 import { ProbeError } from '../../errors.ts';
-import { createRng } from '../../util/rng.ts';
 import { bosHead, fitContext, type BosPolicy, type BosUse } from '../bos.ts';
 import { encodeTail, splitContinuations, type SplitPair } from '../boundary.ts';
-import { chooseToken, logSoftmaxAt } from '../logits.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
 import { readCheckpointDir } from './checkpoint.ts';
 import type { Dtype } from './dtype.ts';
@@ -22,8 +20,8 @@ import { checkLogitsWidth, checkSpecialTokens } from './consistency.ts';
 import { OnnxGraph, type KvCache } from './graph.ts';
 import { LogSoftmaxSession, type RowScores } from './log-softmax.ts';
 import { CheckpointTokenizer } from './tokenizer.ts';
-import { BatchSampler, roomForPrompt } from './batch-sampler.ts';
-import { IncrementalText } from './incremental-text.ts';
+import { BatchSampler } from './batch-sampler.ts';
+import { SampleDraws } from './sample-draws.ts';
 import { PromptCaches, type FedPrompt } from './prompt-caches.ts';
 
 export interface OnnxBackendOptions {
@@ -281,7 +279,8 @@ export class OnnxBackend implements CompletionBackend {
 
   /** Samples continuations of `head` (the BOS, or nothing) and a token-id prompt (`request.prompt` is ignored). */
   async sampleIds(promptIds: number[], request: SampleRequest, head: number[] = []): Promise<Sample[]> {
-    const room = roomForPrompt(this.window, request, this.dir);
+    const room = this.window - request.maxTokens;
+    if (room < 1) throw new ProbeError(`maxTokens ${request.maxTokens} leaves no room for a prompt in the ${this.window}-token window of ${this.dir}`);
     const { ids: prompt, truncated } = fitContext(promptIds, head, [this.tokenizer.prefixId], room);
     if (this.sampler) return this.sampler.sample({ prompt, request, truncated });
     const samples: Sample[] = [];
@@ -291,24 +290,10 @@ export class OnnxBackend implements CompletionBackend {
 
   /** A graph without a cache recomputes every position per token: one sample at a time (test and n-gram graphs). */
   private async generateWithoutCache(prompt: number[], request: SampleRequest, index: number, truncated: boolean): Promise<Sample> {
-    const rng = createRng('sample', request.seed, index);
-    const params = { temperature: request.temperature, topP: request.topP, topK: request.topK };
-    const text = new IncrementalText(this.tokenizer, request.stop);
-    const tokens: number[] = [];
-    const tokenLogprobs: number[] = [];
-    let logprob = 0;
-    let row = await this.lastRowWithoutCache(prompt);
-    for (;;) {
-      const token = chooseToken(row, params, rng);
-      const lp = logSoftmaxAt(row, 0, row.length, token).logprob;
-      logprob += lp;
-      tokenLogprobs.push(lp);
-      tokens.push(token);
-      if (this.tokenizer.eosIds.has(token)) return { text: text.value, tokens, logprob, finishReason: 'eos', truncated, tokenLogprobs };
-      const stop = text.push(token, tokens);
-      if (stop !== undefined) return { text: text.value, tokens, logprob, finishReason: 'stop', stop, truncated, tokenLogprobs };
-      if (tokens.length >= request.maxTokens) return { text: text.value, tokens, logprob, finishReason: 'length', truncated, tokenLogprobs };
-      row = await this.lastRowWithoutCache([...prompt, ...tokens]);
+    const draws = new SampleDraws(request, index, truncated, this.tokenizer);
+    for (let row = await this.lastRowWithoutCache(prompt); ; row = await this.lastRowWithoutCache([...prompt, ...draws.tokens])) {
+      const done = draws.draw(row);
+      if (done) return done;
     }
   }
 

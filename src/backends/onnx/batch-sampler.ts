@@ -20,13 +20,10 @@
  * token than one. Rows of one length are therefore split into passes within
  * PASS_BUDGET_BYTES.
  */
-import { ProbeError } from '../../errors.ts';
-import { createRng, type Rng } from '../../util/rng.ts';
-import { chooseToken, logSoftmaxAt, type SamplingParams } from '../logits.ts';
 import type { Sample, SampleRequest } from '../types.ts';
 import type { KvCache, OnnxGraph } from './graph.ts';
-import { IncrementalText } from './incremental-text.ts';
 import { bytesPerCachedToken, stackRows, type RowSource } from './kv-rows.ts';
+import { SampleDraws } from './sample-draws.ts';
 import type { CheckpointTokenizer } from './tokenizer.ts';
 
 /** One prompt to continue `request.n` times: already fitted to the window (BOS included). */
@@ -46,44 +43,18 @@ interface PendingJob extends SampleJob {
   reject: (error: unknown) => void;
 }
 
-/** One sequence being generated: a sample of a job. */
+/** One sequence being generated: a sample of a job, and where its cache row is. */
 class Sequence {
-  readonly rng: Rng;
-  readonly params: SamplingParams;
-  readonly text: IncrementalText;
-  readonly tokens: number[] = [];
-  readonly tokenLogprobs: number[] = [];
-  logprob = 0;
+  readonly draws: SampleDraws;
   /** The logits row predicting its next token. */
   next: Float32Array;
   /** Where its cache row is: row 0 of its prompt's cache, then its row in the last pass it took part in. */
   source: RowSource;
 
   constructor(readonly job: PendingJob, readonly index: number, prefix: Prefix, tokenizer: CheckpointTokenizer) {
-    this.rng = createRng('sample', job.request.seed, index);
-    this.params = { temperature: job.request.temperature, topP: job.request.topP, topK: job.request.topK };
-    this.text = new IncrementalText(tokenizer, job.request.stop);
+    this.draws = new SampleDraws(job.request, index, job.truncated, tokenizer);
     this.next = prefix.lastRow;
     this.source = { cache: prefix.cache, row: 0 };
-  }
-
-  /** Draws and records the next token; returns the finished sample when it ends the sequence. */
-  step(eosIds: ReadonlySet<number>): Sample | undefined {
-    const token = chooseToken(this.next, this.params, this.rng);
-    const lp = logSoftmaxAt(this.next, 0, this.next.length, token).logprob;
-    this.logprob += lp;
-    this.tokenLogprobs.push(lp);
-    this.tokens.push(token);
-    const base = { tokens: this.tokens, logprob: this.logprob, truncated: this.job.truncated, tokenLogprobs: this.tokenLogprobs };
-    if (eosIds.has(token)) return { text: this.text.value, ...base, finishReason: 'eos' };
-    const stop = this.text.push(token, this.tokens);
-    if (stop !== undefined) return { text: this.text.value, ...base, finishReason: 'stop', stop };
-    if (this.tokens.length >= this.job.request.maxTokens) return { text: this.text.value, ...base, finishReason: 'length' };
-    return undefined;
-  }
-
-  get lastToken(): number {
-    return this.tokens[this.tokens.length - 1]!;
   }
 }
 
@@ -141,7 +112,7 @@ export class BatchSampler {
 
         // Every sequence draws its next token; those that end leave.
         live = live.filter((sequence) => {
-          const done = sequence.step(this.tokenizer.eosIds);
+          const done = sequence.draws.draw(sequence.next);
           if (!done) return true;
           const job = sequence.job;
           job.samples[sequence.index] = done;
@@ -151,12 +122,16 @@ export class BatchSampler {
 
         // Sequences of one length share passes (the samples of a prompt, prompts that happen to be as long).
         const byLength = new Map<number, Sequence[]>();
-        for (const sequence of live) byLength.set(sequence.source.cache.length, [...(byLength.get(sequence.source.cache.length) ?? []), sequence]);
+        for (const sequence of live) {
+          const group = byLength.get(sequence.source.cache.length);
+          if (group) group.push(sequence);
+          else byLength.set(sequence.source.cache.length, [sequence]);
+        }
         for (const [length, group] of byLength) {
           const perPass = this.rowsPerPass(length, bytesPerCachedToken(group[0]!.source.cache));
           for (let start = 0; start < group.length; start += perPass) {
             const rows = group.slice(start, start + perPass);
-            const out = await this.graph.forward(rows.map((s) => s.lastToken), cacheOf(rows), rows.length, 'last');
+            const out = await this.graph.forward(rows.map((s) => s.draws.lastToken), cacheOf(rows), rows.length, 'last');
             const vocab = out.logits.length / rows.length;
             rows.forEach((s, b) => {
               s.next = out.logits.subarray(b * vocab, (b + 1) * vocab);
@@ -183,11 +158,4 @@ function cacheOf(rows: Sequence[]): KvCache {
   const batch = Object.values(cache.tensors)[0]!.dims[0];
   const reuse = batch === rows.length && rows.every((s, b) => s.source.cache === cache && s.source.row === b);
   return reuse ? cache : stackRows(rows.map((s) => s.source));
-}
-
-/** Checks a request fits: room for its prompt beside maxTokens in the window. */
-export function roomForPrompt(window: number, request: SampleRequest, dir: string): number {
-  const room = window - request.maxTokens;
-  if (room < 1) throw new ProbeError(`maxTokens ${request.maxTokens} leaves no room for a prompt in the ${window}-token window of ${dir}`);
-  return room;
 }
