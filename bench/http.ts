@@ -3,11 +3,13 @@
  * (a) scoring throughput (probe items per second) at concurrency 1, 4 and 16: the
  *     in-process ONNX backend vs the HTTP backend against `probe serve` (a separate
  *     process, the same checkpoint);
- * (b) client overhead per request: the HTTP backend against a stub server on loopback that
+ * (b) `probe bpb` against that server at --http-concurrency 1 and 8 (the verb keeps that many
+ *     items in flight; the server batches what arrives together);
+ * (c) client overhead per request: the HTTP backend against a stub server on loopback that
  *     answers a well-formed echo instantly (tokenising, JSON, HTTP, checking — no model).
  * Usage: npx tsx bench/http.ts [--ckpt NAME]
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -15,6 +17,7 @@ import { HttpBackend } from '../src/backends/http/backend.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import type { CompletionBackend, ScoreRequest } from '../src/backends/types.ts';
 import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
+import { scoreBpb } from '../src/probes/bpb.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { mapLimit } from '../src/util/pool.ts';
 
@@ -47,6 +50,25 @@ for (const concurrency of [1, 4, 16]) {
 }
 const health = await (await fetch(`${url.replace(/\/v1$/, '')}/health`)).json() as { batches: number; batched_requests: number; largest_batch: number };
 console.log(`    probe serve batched ${health.batched_requests} scoring requests into ${health.batches} forward passes (largest batch ${health.largest_batch})`);
+
+// The verb end to end, result cache off so every item goes to the server.
+const bpbVerb = (concurrency: number) => {
+  const started = performance.now();
+  const run = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'probe.js'), 'bpb', '--ckpt', url, '--tokenizer', ckpt, '--http-concurrency', String(concurrency), '--no-cache', '--json'], { encoding: 'utf8' });
+  if (run.status !== 0) throw new Error(`probe bpb failed: ${run.stderr}`);
+  return { seconds: (performance.now() - started) / 1000, bpb: (JSON.parse(run.stdout) as { results: Array<{ bpb: number }> }).results[0]!.bpb };
+};
+const [one, eight] = [bpbVerb(1), bpbVerb(8)];
+// The same scoring without the process start (tsx compiling the CLI takes seconds of each run above).
+const scoring = async (concurrency: number) => {
+  const backend = await HttpBackend.open(url, { tokenizerDir: ckpt, endpoint: { concurrency } });
+  const started = performance.now();
+  await scoreBpb('bench', backend, items);
+  return (performance.now() - started) / 1000;
+};
+const [scoreOne, scoreEight] = [await scoring(1), await scoring(8)];
+console.log(`\n(b) probe bpb over HTTP, ${requests.length} items: --http-concurrency 1 ${one.seconds.toFixed(1)} s, 8 ${eight.seconds.toFixed(1)} s (${(one.seconds / eight.seconds).toFixed(2)}× faster; bpb ${one.bpb.toFixed(4)} and ${eight.bpb.toFixed(4)});`
+  + `\n    its scoring alone (scoreBpb through the HTTP backend): ${scoreOne.toFixed(2)} s and ${scoreEight.toFixed(2)} s (${(scoreOne / scoreEight).toFixed(2)}×)`);
 serve.kill('SIGINT');
 
 // A stub that answers any echo request at once, so only the client's own work is timed.
@@ -71,6 +93,6 @@ const rounds = 5;
 const started = performance.now();
 for (let i = 0; i < rounds; i++) for (const r of requests) await stubBackend.score([r]);
 const perRequest = (performance.now() - started) / (rounds * requests.length);
-console.log(`\n(b) client overhead per request (stub server, concurrency 1): ${perRequest.toFixed(2)} ms, of which tokenising context + gold ${tokenizeMs.toFixed(2)} ms`);
+console.log(`\n(c) client overhead per request (stub server, concurrency 1): ${perRequest.toFixed(2)} ms, of which tokenising context + gold ${tokenizeMs.toFixed(2)} ms`);
 stub.close();
 await local.close();

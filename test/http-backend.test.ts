@@ -11,6 +11,7 @@ import { EndpointFailure } from '../src/backends/http/transport.ts';
 import type { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { InputError } from '../src/errors.ts';
 import { scoreBpb } from '../src/probes/bpb.ts';
+import { scoreMcq } from '../src/probes/mcq.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { close, FaultProxy, listen, serveCheckpoint } from './helpers/http.ts';
 import { CKPT, DEMO_PROBES } from './helpers/paths.ts';
@@ -117,6 +118,26 @@ describe('HTTP backend against probe serve', () => {
       expect(health.batched_requests).toBe(items.length);
       expect(health.largest_batch).toBeGreaterThan(1);
       expect(health.batches).toBeLessThan(items.length);
+    } finally {
+      await close(batching.server);
+      await batching.backend.close();
+    }
+  });
+
+  it('BPB and MCQ keep the server\'s capacity in flight: its batches hold several items, the numbers are the in-process ones', async () => {
+    const batching = await serveCheckpoint(CKPT.attention, 100);
+    try {
+      const http = await HttpBackend.open(`${batching.url}/v1`, { ...FAST, tokenizerDir: CKPT.attention, endpoint: { ...FAST.endpoint, concurrency: 8 } });
+      expect(http.concurrency).toBe(8);
+      const [remoteBpb, localBpb] = [await scoreBpb('http', http, items), await scoreBpb('local', served.backend, items)];
+      expect(remoteBpb.items.map((i) => i.id)).toEqual(items.map((i) => i.id)); // the items' order, whatever order they finished in
+      remoteBpb.items.forEach((item, i) => expect(Math.abs(item.bpb - localBpb.items[i]!.bpb)).toBeLessThan(1e-4));
+      const bpbBatches = await (await fetch(`${batching.url}/health`)).json() as { batches: number; largest_batch: number };
+      expect(bpbBatches.largest_batch).toBeGreaterThan(1);
+      expect(bpbBatches.batches).toBeLessThan(items.length);
+      const [remoteMcq, localMcq] = [await scoreMcq('http', http, items, 'likelihood', 0), await scoreMcq('local', served.backend, items, 'likelihood', 0)];
+      expect(remoteMcq.items.map((i) => [i.id, i.pick])).toEqual(localMcq.items.map((i) => [i.id, i.pick]));
+      expect(remoteMcq.skipped).toEqual(localMcq.skipped);
     } finally {
       await close(batching.server);
       await batching.backend.close();

@@ -155,6 +155,10 @@ export class CachedBackend implements CompletionBackend {
     this.id = inner.id;
   }
 
+  get concurrency(): number | undefined {
+    return this.inner.concurrency;
+  }
+
   encode(text: string): number[] {
     return this.inner.encode(text);
   }

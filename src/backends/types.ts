@@ -53,6 +53,11 @@ export interface CompletionBackend {
   encode(text: string): number[];
   score(requests: ScoreRequest[]): Promise<ScoreResult[][]>;
   sample(requests: SampleRequest[]): Promise<Sample[][]>;
+  /**
+   * Requests worth having in flight at once (a server: its replicas' slots together); absent: 1.
+   * Scoring loops submit up to this many items at a time; the backend still bounds what it runs.
+   */
+  readonly concurrency?: number;
   /** Whether a BOS token goes first, as resolved for this checkpoint (a server may need a request to say). */
   bos?(): Promise<BosUse | undefined>;
   close(): Promise<void>;

@@ -5,6 +5,7 @@
 import type { CompletionBackend } from '../backends/types.ts';
 import { scoreContinuation } from '../backends/single.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
+import { mapLimit } from '../util/pool.ts';
 import { memoized, type ItemHooks } from './memo.ts';
 
 export interface BpbItem {
@@ -42,11 +43,12 @@ async function scoreItem(backend: CompletionBackend, item: BpbInput): Promise<Bp
 }
 
 export async function scoreBpb(checkpoint: string, backend: CompletionBackend, items: readonly BpbInput[], hooks: ItemHooks<BpbItem> = {}): Promise<BpbResult> {
-  const scored: BpbItem[] = [];
-  for (const item of items) {
-    scored.push(await memoized(hooks.memo, item.id, () => scoreItem(backend, item)));
+  // Items go to the backend as it can take them (a server: several at once); results keep the items' order.
+  const scored = await mapLimit(items, backend.concurrency ?? 1, async (item) => {
+    const result = await memoized(hooks.memo, item.id, () => scoreItem(backend, item));
     hooks.onItem?.();
-  }
+    return result;
+  });
   const nats = scored.reduce((a, i) => a + i.nats, 0);
   const bytes = scored.reduce((a, i) => a + i.bytes, 0);
   const tokens = scored.reduce((a, i) => a + i.tokens, 0);

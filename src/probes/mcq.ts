@@ -21,6 +21,7 @@ import type { CompletionBackend, ScoreResult } from '../backends/types.ts';
 import { ProbeError } from '../errors.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import { createRng } from '../util/rng.ts';
+import { mapLimit } from '../util/pool.ts';
 import { memoized, type ItemHooks } from './memo.ts';
 
 export type McqStyle = 'likelihood' | 'letter';
@@ -156,13 +157,15 @@ export function mcqDiagnostics(asked: Array<{ item: ProbeItem; scored: McqItem }
 }
 
 export async function scoreMcq(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], style: McqStyle, seed: number, hooks: ItemHooks<McqItem> = {}): Promise<McqResult> {
-  const asked: Array<{ item: ProbeItem; scored: McqItem }> = [];
-  const skipped: string[] = [];
-  for (const item of items) {
-    if (item.distractors.length < MCQ_MIN_DISTRACTORS) skipped.push(item.id);
-    else asked.push({ item, scored: await memoized(hooks.memo, item.id, () => (style === 'likelihood' ? likelihoodItem(backend, item) : letterItem(backend, item, seed))) });
+  const skipped = items.filter((item) => item.distractors.length < MCQ_MIN_DISTRACTORS);
+  const toAsk = items.filter((item) => item.distractors.length >= MCQ_MIN_DISTRACTORS);
+  skipped.forEach(() => hooks.onItem?.());
+  // Items go to the backend as it can take them (a server: several at once); results keep the items' order.
+  const asked = await mapLimit(toAsk, backend.concurrency ?? 1, async (item) => {
+    const scored = await memoized(hooks.memo, item.id, () => (style === 'likelihood' ? likelihoodItem(backend, item) : letterItem(backend, item, seed)));
     hooks.onItem?.();
-  }
+    return { item, scored };
+  });
   const scored = asked.map((a) => a.scored);
   const rate = (pick: (i: McqItem) => boolean | null) => share(scored, (i) => pick(i) === true);
   return {
@@ -171,6 +174,6 @@ export async function scoreMcq(checkpoint: string, backend: CompletionBackend, i
     acc_norm: style === 'likelihood' ? rate((i) => i.correct_norm) : null,
     acc_pmi: style === 'likelihood' ? rate((i) => i.correct_pmi) : null,
     min_distractors: MCQ_MIN_DISTRACTORS,
-    skipped, diagnostics: mcqDiagnostics(asked, style), items: scored,
+    skipped: skipped.map((item) => item.id), diagnostics: mcqDiagnostics(asked, style), items: scored,
   };
 }

@@ -12,6 +12,7 @@ export function countingBackend(backend: CompletionBackend): { backend: Completi
   const count: TokenCount = { scored: 0, sampled: 0 };
   const wrapped: CompletionBackend = {
     id: backend.id,
+    ...(backend.concurrency ? { concurrency: backend.concurrency } : {}),
     encode: (text) => backend.encode(text),
     score: async (requests) => {
       const results = await backend.score(requests);

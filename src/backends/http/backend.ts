@@ -83,6 +83,10 @@ export class HttpBackend implements CompletionBackend {
     return new HttpBackend(pool, kind, model, tokenizer, cards[0]?.max_model_len, options.signal, options.bos ?? 'auto');
   }
 
+  get concurrency(): number {
+    return this.pool.capacity;
+  }
+
   encode(text: string): number[] {
     if (!this.tokenizer) throw new ProbeError(`${this.id} tokenises on the server; use tokenize(), or give --tokenizer`);
     return this.tokenizer.encode(text);

@@ -155,6 +155,11 @@ export class EndpointPool {
     return this.endpoints.map((e) => e.baseUrl);
   }
 
+  /** Requests all replicas take at once. */
+  get capacity(): number {
+    return this.endpoints.reduce((a, e) => a + e.options.concurrency, 0);
+  }
+
   /** Healthy replicas, least loaded first. */
   private healthy(now: number, exclude: Set<Endpoint>): Endpoint[] {
     return this.endpoints.filter((e) => !exclude.has(e) && (this.downUntil.get(e) ?? 0) <= now)
