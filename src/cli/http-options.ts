@@ -3,7 +3,7 @@ import { Command, Option } from 'commander';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { SERVER_KINDS, type ServerKind } from '../backends/http/servers.ts';
 import { nonNegativeInteger, positiveInteger } from './args.ts';
-import { noteInterrupt } from '../util/interrupt.ts';
+import { onShutdown } from '../util/shutdown.ts';
 
 export interface HttpFlags { serverKind?: ServerKind; tokenizer?: string; model?: string; httpConcurrency?: number; httpTimeout?: number; httpRetries?: number }
 
@@ -22,20 +22,12 @@ let interrupt: AbortController | undefined;
 /**
  * One signal for every server request of this process, aborted on SIGINT/SIGTERM so
  * in-flight requests are cancelled (servers stop generating for a closed connection).
- * The signal is then raised again, unless another handler (the docker sandbox's
- * cleanup) will raise it when it is done.
  */
 function interruptSignal(): AbortSignal {
   if (!interrupt) {
     const controller = new AbortController();
     interrupt = controller;
-    for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-      process.once(signal, () => {
-        noteInterrupt(signal);
-        controller.abort(new Error(`interrupted by ${signal}`));
-        if (process.listenerCount(signal) === 0) setImmediate(() => process.kill(process.pid, signal));
-      });
-    }
+    onShutdown((signal) => controller.abort(new Error(`interrupted by ${signal}`)));
   }
   return interrupt.signal;
 }

@@ -7,6 +7,7 @@ import { EnvironmentError, systemErrorCode, systemReason } from '../errors.ts';
 import { createOpenAiServer } from '../serve/openai-server.ts';
 import { nonNegativeInteger, positiveInteger, tcpPort } from './args.ts';
 import { addDtypeOption, type DtypeFlags } from './dtype-option.ts';
+import { onShutdown } from '../util/shutdown.ts';
 
 interface ServeFlags extends DtypeFlags { ckpt: string; port: number; host: string; model?: string; maxBatch: number; batchWindow: number }
 
@@ -36,13 +37,14 @@ export function serveCommand(): Command {
       const address = server.address();
       const port = typeof address === 'object' && address ? address.port : flags.port;
       process.stderr.write(`probe serve: ${backend.dir} at http://${flags.host}:${port}/v1\n`);
-      // Runs until interrupted; SIGINT/SIGTERM close the listener and the model.
+      // Runs until interrupted; SIGINT/SIGTERM close the listener, then the model.
       await new Promise<void>((resolve) => {
-        const stop = () => server.close(() => resolve());
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
+        onShutdown(async () => {
+          await new Promise<void>((closed) => server.close(() => closed()));
+          await backend.close();
+          resolve();
+        });
       });
-      await backend.close();
     });
 }
 

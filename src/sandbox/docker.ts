@@ -26,7 +26,7 @@ import type { Duplex, Readable } from 'node:stream';
 import Docker from 'dockerode';
 import tar from 'tar-stream';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
-import { noteInterrupt } from '../util/interrupt.ts';
+import { onShutdown } from '../util/shutdown.ts';
 import { describePackage, environmentPackages } from '../schema/environment.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
 import { environmentImage, MissingPackagesError } from './environment-image.ts';
@@ -104,12 +104,7 @@ export async function sweepLeftovers(force = false): Promise<void> {
 function installSignalCleanup(): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      noteInterrupt(signal);
-      void Promise.allSettled([...live].map((sb) => sb.close())).then(() => process.kill(process.pid, signal));
-    });
-  }
+  onShutdown(async () => { await Promise.allSettled([...live].map((sb) => sb.close())); });
 }
 
 /** A host directory as a tar stream whose entries are root's and read-only to anyone else. */

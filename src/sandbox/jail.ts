@@ -16,6 +16,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFil
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { onExit } from '../util/shutdown.ts';
 import { ulimitCommand } from './types.ts';
 
 /** The sandbox user, inside. */
@@ -69,7 +70,7 @@ function sharedFiles(): NonNullable<typeof shared> {
   writeFileSync(passwd, `root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:${JAIL_UID}:${JAIL_UID}:sandbox:${JAIL_HOME}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`, { mode: 0o644 });
   writeFileSync(group, `root:x:0:\nsandbox:x:${JAIL_UID}:\nnogroup:x:65534:\n`, { mode: 0o644 });
   shared = { dir, tools, passwd, group };
-  process.once('exit', () => rmSync(dir, { recursive: true, force: true }));
+  onExit(() => rmSync(dir, { recursive: true, force: true }));
   return shared;
 }
 

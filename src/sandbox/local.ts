@@ -22,6 +22,7 @@ import { OutputCapture, STDERR_KEPT } from './output-capture.ts';
 import { READ_FILE, FILE_TIMEOUT_MS, readBytes, resetTreeScript, restoreFromBase, writeThroughJail } from './through-jail.ts';
 import { BASE_MOUNT, jailArgs, jailedShell, jailProblem, makeJailDir, newJailIdentity, type JailIdentity, type JailMounts } from './jail.ts';
 import { DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_OUTPUT_CAP, FILE_OUTPUT_CAP, type ExecOptions, type ExecResult, type Sandbox, type SandboxOptions } from './types.ts';
+import { onExit } from '../util/shutdown.ts';
 
 /** The editors' sources (the Docker sandbox copies them in). */
 export { TOOLS_MOUNT, TOOLS_SOURCE as TOOLS_DIR } from './jail.ts';
@@ -55,7 +56,7 @@ export function commitTree(dir: string): string {
 
 /** One checked-out copy of each task's repository per process; sandboxes copy from it. */
 const templates = new Map<string, string>();
-process.once('exit', () => {
+onExit(() => {
   for (const dir of templates.values()) rmSync(dirname(dir), { recursive: true, force: true });
 });
 

@@ -18,6 +18,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { EnvironmentError, InputError, systemErrorCode, systemReason } from '../errors.ts';
 import { processAlive } from '../util/process-alive.ts';
+import { onExit } from '../util/shutdown.ts';
 
 interface Holder { pid: number; host: string; since: string }
 
@@ -126,5 +127,5 @@ export function lockRunDir(dir: string): void {
     pause(attempt === 0 ? 1 : 5);
   }
   held.add(file);
-  if (held.size === 1) process.once('exit', () => { for (const f of held) rmSync(f, { force: true }); });
+  if (held.size === 1) onExit(() => { for (const f of held) rmSync(f, { force: true }); });
 }
