@@ -8,7 +8,7 @@ import { REPO_ROOT } from '../src/embedded.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import type { Row } from '../src/datasets/rows.ts';
 import { corpusRows, type CorpusCounts, type CorpusRow } from '../src/trajectories/corpora/corpus.ts';
-import { buildProbeSet, type TrajectoryBuild } from '../src/cli/build-run.ts';
+import { buildProbeSet, type TrajectoryBuild } from '../src/pipeline/build.ts';
 import type { ProbeItem } from '../src/schema/probe-item.ts';
 import { UnitLog } from '../src/store/unit-log.ts';
 import { loadTasks } from '../src/verify/load-task.ts';

@@ -65,3 +65,8 @@ export function prependedToken(withSpecial: number[], plain: number[]): number |
 
 /** Text encoded with and without special tokens to see whether a tokenizer prepends one. */
 export const BOS_PROBE_TEXT = 'a';
+
+/** What run.json's config says about the BOS policy: only a policy other than the default, so runs from before the flag still resume. */
+export function bosConfig(policy: BosPolicy | undefined): Record<string, unknown> {
+  return policy && policy !== 'auto' ? { bos: policy } : {};
+}

@@ -11,7 +11,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ProbeError } from '../errors.ts';
-import { decode as untagNumbers, encode as tagNumbers } from '../store/jsonl-log.ts';
+import { decode as untagNumbers, encode as tagNumbers } from '../util/tagged-numbers.ts';
 
 /** What fixes an answer: the cache version, the checkpoint (or server weights) fingerprint, the call and its whole request. */
 export interface KeyMaterial {

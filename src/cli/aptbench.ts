@@ -6,11 +6,13 @@ import { fillTemplate, loadAptItems, scoreAptbench, type AptResult } from '../pr
 import { formatPercent, formatTable } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
-import { emitResults, forEachCheckpoint, itemHooks, reportFailures, resolveCheckpoints } from './checkpoint-runs.ts';
+import { forEachCheckpoint, itemHooks } from '../pipeline/checkpoint-loop.ts';
+import { emitResults, reportFailures, resolveCheckpoints } from './scoring-options.ts';
 import { positiveInteger } from './args.ts';
 import { addDtypeOption, dtypeConfig, type DtypeFlags } from './dtype-option.ts';
 import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
-import { addBosOption, bosConfig, type BosFlags } from './bos-option.ts';
+import { bosConfig } from '../backends/bos.ts';
+import { addBosOption, type BosFlags } from './bos-option.ts';
 
 interface AptFlags extends RunFlags, BosFlags, DtypeFlags { items: string; prompt: string; ckpt?: string[]; limit?: number; json?: boolean }
 

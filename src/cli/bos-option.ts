@@ -9,8 +9,3 @@ export function addBosOption(command: Command): Command {
     'BOS token before every context and prompt: auto = what the checkpoint\'s tokenizer does (add_bos_token in tokenizer_config.json, else its post-processor; as HF and vLLM), always, never (lm-evaluation-harness\'s default)')
     .choices([...BOS_POLICIES]).default('auto'));
 }
-
-/** What run.json's config says about it: only a policy other than the default, so runs from before the flag still resume. */
-export function bosConfig(policy: BosPolicy | undefined): Record<string, unknown> {
-  return policy && policy !== 'auto' ? { bos: policy } : {};
-}

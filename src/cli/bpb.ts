@@ -3,7 +3,8 @@ import { Command } from 'commander';
 import { rankByBpb, scoreBpb, type BpbItem } from '../probes/bpb.ts';
 import { formatTable } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
-import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, scoreCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
+import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
 
 export function bpbCommand(): Command {
   return addScoringOptions(new Command('bpb')

@@ -9,7 +9,7 @@ import { CONTEXT_FORMATS, type ContextFormat } from '../replay/render-context.ts
 import { loadTasks } from '../verify/load-task.ts';
 import { IMAGE_NAMESPACE_HELP, parseImageNamespace } from '../swebench/image-name.ts';
 import { positiveInteger } from './args.ts';
-import { buildProbeSet, countOutcomes, describeCounts, trajectoriesHash, writeProbeItems, writeQualityReport, type TrajectoryBuild } from './build-run.ts';
+import { buildProbeSet, countOutcomes, describeCounts, trajectoriesHash, writeProbeItems, writeQualityReport, type TrajectoryBuild } from '../pipeline/build.ts';
 import { summarizeProbeQuality } from '../report/probe-quality-text.ts';
 import { checkpointContentHash } from '../backends/cache.ts';
 import { UnitLog } from '../store/unit-log.ts';

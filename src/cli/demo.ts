@@ -15,13 +15,14 @@ import { openSandbox } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { ensureRequirements } from '../setup/requirements.ts';
 import { positiveInteger } from './args.ts';
-import { buildProbeSet, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from './build-run.ts';
+import { buildProbeSet, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from '../pipeline/build.ts';
 import { existingRunError } from '../store/run-dir.ts';
 import { lockRunDir } from '../store/run-lock.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import { UnitLog } from '../store/unit-log.ts';
-import { prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './checkpoint-runs.ts';
-import { INCLUDE_CONTROLS_HELP, ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
+import { INCLUDE_CONTROLS_HELP, prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './scoring-options.ts';
+import { ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
+import { printLadder } from '../report/ladder-table.ts';
 import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
 
 interface DemoFlags extends RunFlags { json?: boolean; install: boolean; n: number; asapRuns: number; asapMaxSteps: number; passkMaxTokens: number; asapMaxTokens: number; asapInstances: number; shortlist: number; concurrency: number; includeControls?: boolean }

@@ -4,7 +4,8 @@ import { MCQ_MIN_DISTRACTORS, rankingAccuracy, scoreMcq, type McqItem, type McqR
 import { formatPercent, formatTable } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
 import { integer } from './args.ts';
-import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, scoreCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
+import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
 
 interface McqFlags extends ScoringFlags { style: McqStyle; seed: number }
 

@@ -10,7 +10,8 @@ import { tableName } from '../store/checkpoint-facts.ts';
 import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import { loadTasks } from '../verify/load-task.ts';
-import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, scoreCheckpoints, type ScoringFlags } from './checkpoint-runs.ts';
+import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
 import { integer, nonNegativeNumber, positiveInteger, probability } from './args.ts';
 
 interface PasskFlags extends ScoringFlags { tasks: string; steps: number; n: number; temperature: number; topP: number; maxTokens: number; seed: number; sandbox: SandboxKind; concurrency: number }

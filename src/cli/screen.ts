@@ -8,8 +8,9 @@ import { REPO_ROOT } from '../embedded.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
-import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './checkpoint-runs.ts';
-import { ASAP_MAX_TOKENS, INCLUDE_CONTROLS_HELP, PASSK_MAX_TOKENS, ladderConfig, printLadder, runLadder, type LadderSettings } from './ladder-run.ts';
+import { addScoringOptions, emitResults, INCLUDE_CONTROLS_HELP, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
+import { ASAP_MAX_TOKENS, PASSK_MAX_TOKENS, ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
+import { printLadder } from '../report/ladder-table.ts';
 
 interface ScreenFlags extends ScoringFlags { shortlist: number; passkTop?: number; n: number; tasks: string; seed: number; asapRuns: number; asapMaxSteps: number; passkMaxTokens: number; asapMaxTokens: number; asapOut?: string; reference: string; concurrency: number; includeControls?: boolean }
 

@@ -16,8 +16,8 @@ import { printStudy } from '../validate/table.ts';
 import { runStudy, studyConfig, type StudySettings } from '../validate/run.ts';
 import { studyProbeSet } from '../validate/probe-set.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
-import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './checkpoint-runs.ts';
-import { ASAP_MAX_TOKENS, PASSK_MAX_TOKENS } from './ladder-run.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './scoring-options.ts';
+import { ASAP_MAX_TOKENS, PASSK_MAX_TOKENS } from '../pipeline/ladder.ts';
 import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
 import { checkResume } from './run-options.ts';
 

@@ -11,7 +11,7 @@ import { openSandbox } from '../sandbox/open.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { existingRunError, RunDir } from '../store/run-dir.ts';
 import { UnitLog } from '../store/unit-log.ts';
-import { buildProbeSet, countOutcomes, describeCounts, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from '../cli/build-run.ts';
+import { buildProbeSet, countOutcomes, describeCounts, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from '../pipeline/build.ts';
 
 export interface StudyBuild { trajectories: string; tasks: LoadedTask[]; tasksPath: string; contexts: ContextFormat[]; resume: boolean; quiet: boolean }
 

@@ -19,8 +19,8 @@ import type { EndpointFailure } from '../backends/http/transport.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { openSandbox, type SandboxKind } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
-import { forEachCheckpoint, servedAs } from './checkpoint-runs.ts';
-import { bosConfig } from './bos-option.ts';
+import { forEachCheckpoint, servedAs } from './checkpoint-loop.ts';
+import { bosConfig } from '../backends/bos.ts';
 import type { BosPolicy } from '../backends/bos.ts';
 
 export const ASAP_K_VALUES = [1, 2, 4, 8, 16, 32, 64];

@@ -9,19 +9,17 @@ import { referenceFiles } from '../asap/prepare.ts';
 import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
 import type { BpbItem, BpbResult } from '../probes/bpb.ts';
 import { scoreBpb } from '../probes/bpb.ts';
-import { RANKING_ACCURACY_LABEL, rankingAccuracy, scoreMcq, type McqItem, type McqResult } from '../probes/mcq.ts';
+import { rankingAccuracy, scoreMcq, type McqItem, type McqResult } from '../probes/mcq.ts';
 import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
 import { restoreProbeState, taskForItem } from '../probes/restore.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { LadderRow } from '../report/collect.ts';
-import { formatPercent, formatTable, shortCheckpointName } from '../report/table.ts';
 import { averageRanks } from '../stats/correlation.ts';
-import { runAsapOverCheckpoints } from './asap-runs.ts';
-import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from './checkpoint-runs.ts';
-import { checkpointFacts, CONTROL_LABEL } from '../store/checkpoint-facts.ts';
-import { knownOrder } from '../report/known-order.ts';
+import { runAsapOverCheckpoints } from './asap.ts';
+import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from './checkpoint-loop.ts';
+import { checkpointFacts } from '../store/checkpoint-facts.ts';
 
 export interface LadderSettings {
   shortlist: number;
@@ -48,8 +46,6 @@ export interface LadderSettings {
 
 export const PASSK_MAX_TOKENS = 1024;
 export const ASAP_MAX_TOKENS = 2048;
-
-export const INCLUDE_CONTROLS_HELP = 'treat controls (config.json probe_ladder.control: checkpoints that have seen the probes) as candidates: shortlisted and recommended like any other';
 
 export interface LadderOutcome {
   rows: LadderRow[];
@@ -135,28 +131,4 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
     }
   }
   return { rows, shortlist, asapOut, failures };
-}
-
-/** The ladder's table and recommendation, on stderr. */
-export function printLadder(outcome: LadderOutcome, items: number, n: number): void {
-  process.stderr.write(`\nScreening ${outcome.rows.length} checkpoints on ${items} probe items\n\n`);
-  const known = outcome.rows.some((r) => typeof r.heldout_code_bpb === 'number');
-  process.stderr.write(`${formatTable(['checkpoint', ...(known ? ['held-out bpb'] : []), 'bpb', `mcq ${RANKING_ACCURACY_LABEL}`, 'cheap rank', 'pass@1', `pass@${n}`, 'asap pass@1', 'asap parsable', 'asap edits', 'shortlist'],
-    outcome.rows.map((r) => [r.control ? `${r.checkpoint} ${CONTROL_LABEL}` : r.checkpoint, ...(known ? [typeof r.heldout_code_bpb === 'number' ? r.heldout_code_bpb.toFixed(3) : ''] : []),
-      r.bpb.toFixed(3), formatPercent(rankingAccuracy({ acc: r.mcq_acc, acc_norm: r.mcq_acc_norm })), r.cheap_rank.toFixed(1), formatPercent(r.pass_at?.['1']), formatPercent(r.pass_at?.[String(n)]),
-      formatPercent(r.asap?.pass_at_1), formatPercent(r.asap?.parsable_turns), formatPercent(r.asap?.autonomous_edits), r.shortlisted ? 'yes' : '']),
-    Array.from({ length: known ? 9 : 8 }, (_, i) => i + 1))}\n\n`);
-  const order = knownOrder(outcome.rows);
-  if (order) {
-    const name = (c: string) => shortCheckpointName(c);
-    process.stderr.write(`Known order (held-out code BPB): ${order.known.map((k) => name(k.checkpoint)).join(' › ')}\n`);
-    for (const check of order.checks) {
-      process.stderr.write(`  ${check.metric.padEnd(12)} ${check.verdict}: ${check.order.map((g) => g.map(name).join(' = ')).join(' › ')} (Kendall τ ${Number.isFinite(check.kendall) ? check.kendall.toFixed(2) : 'n/a'})\n`);
-    }
-    process.stderr.write('\n');
-  }
-  const controls = outcome.rows.filter((r) => r.control && !r.shortlisted).map((r) => r.checkpoint);
-  if (controls.length) process.stderr.write(`Controls (have seen the probes; a ceiling, not candidates): ${controls.join(', ')}\n`);
-  process.stderr.write(`Recommendation: post-train ${outcome.shortlist.join(', ') || 'none'}\n`);
-  if (outcome.asapOut) process.stderr.write(`ASAP transcripts of the shortlist: ${join(outcome.asapOut, 'episodes')}\n`);
 }

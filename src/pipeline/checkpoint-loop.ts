@@ -1,0 +1,113 @@
+/**
+ * Running a stage over checkpoints: one backend open at a time under one progress display,
+ * each probe's finished items read back from the run directory, and a broken checkpoint
+ * reported without discarding the others' results.
+ */
+import { resolve } from 'node:path';
+import type { BosPolicy } from '../backends/bos.ts';
+import type { ResultCache } from '../backends/cache.ts';
+import type { HttpBackendOptions } from '../backends/http/backend.ts';
+import { EndpointFailure } from '../backends/http/transport.ts';
+import { openBackend } from '../backends/open.ts';
+import type { Dtype } from '../backends/onnx/dtype.ts';
+import type { CompletionBackend } from '../backends/types.ts';
+import { ProbeError } from '../errors.ts';
+import type { ItemHooks } from '../probes/memo.ts';
+import { createProgress } from '../report/progress.ts';
+import type { ProbeItem } from '../schema/probe-item.ts';
+import type { RunDir } from '../store/run-dir.ts';
+import { interruptedBy } from '../util/interrupt.ts';
+
+export type Failure = ProbeError | EndpointFailure;
+
+/** A scoring run with its input checked: items, checkpoints, and where results go. */
+export interface ScoringRun {
+  items: ProbeItem[];
+  checkpoints: string[];
+  http: HttpBackendOptions;
+  /** Which graph of each checkpoint directory runs (`--dtype`). */
+  dtype: Dtype | undefined;
+  cache: ResultCache | undefined;
+  /** The run directory (`--out`), when there is one. */
+  dir: RunDir | undefined;
+  quiet: boolean;
+  /** Whether a BOS token goes before contexts and prompts (`--bos`). */
+  bos?: BosPolicy;
+}
+
+/** For checkpoints behind servers, what picks the model and its tokenizer: a resumed run must ask for the same. */
+export function servedAs(http: HttpBackendOptions): Record<string, unknown> {
+  return {
+    ...(http.kind ? { server_kind: http.kind } : {}),
+    ...(http.model ? { server_model: http.model } : {}),
+    ...(http.tokenizerDir ? { tokenizer: resolve(http.tokenizerDir) } : {}),
+  };
+}
+
+/** Progress and the run directory's memo for one probe × checkpoint. */
+export function itemHooks<T>(dir: RunDir | undefined, probe: string, checkpoint: string, tick: (reused: boolean) => void): ItemHooks<T> {
+  const memo = dir?.memo<T>(probe, checkpoint);
+  let reused = false;
+  return {
+    // A finished item read back from the log is progress, but not work for the ETA.
+    ...(memo ? { memo: { get: (id: string) => { const v = memo.get(id); reused = v !== undefined; return v; }, put: (id: string, v: T) => memo.put(id, v) } } : {}),
+    onItem: () => { tick(reused); reused = false; },
+  };
+}
+
+export interface CheckpointLoopOptions {
+  /** Progress units per checkpoint. */
+  units: number;
+  quiet: boolean;
+  http?: HttpBackendOptions;
+  cache?: ResultCache | undefined;
+  /** Which graph of each checkpoint directory runs (`--dtype`). */
+  dtype?: Dtype | undefined;
+  /** Shown beside the bar. */
+  label?: string;
+  /** `--bos`: resolved per checkpoint when it opens, and recorded in the run directory's run.json. */
+  bos?: BosPolicy | undefined;
+  dir?: RunDir | undefined;
+}
+
+/** Runs `run` with each checkpoint's backend in turn, one open at a time, under one progress display. */
+export async function forEachCheckpoint<R>(
+  checkpoints: string[], options: CheckpointLoopOptions,
+  run: (checkpoint: string, backend: CompletionBackend, tick: (reused?: boolean) => void) => Promise<R>,
+): Promise<{ results: R[]; failures: Failure[] }> {
+  const progress = createProgress({ total: checkpoints.length * options.units, perCheckpoint: checkpoints.map((name) => ({ name, units: options.units })), enabled: !options.quiet });
+  const results: R[] = [];
+  const failures: Failure[] = [];
+  try {
+    for (const ckpt of checkpoints) {
+      progress.label(`${options.label ? `${options.label}: ` : ''}${ckpt}`);
+      try {
+        const backend = await openBackend(ckpt, { http: options.http ?? {}, ...(options.cache ? { cache: options.cache } : {}), ...(options.bos ? { bos: options.bos } : {}), ...(options.dtype ? { dtype: options.dtype } : {}) });
+        try {
+          const bos = options.dir ? await backend.bos?.() : undefined;
+          if (bos) options.dir!.recordBos(ckpt, bos);
+          results.push(await run(ckpt, backend, (reused = false) => progress.tick(ckpt, reused)));
+        } finally {
+          await backend.close();
+        }
+      } catch (error) {
+        // One broken checkpoint (bad files, an unreachable server, a runtime that fails on its graph) must not
+        // discard the others' results: report it and go on. A shutdown, or a bug, stops the run.
+        if (interruptedBy() || !(error instanceof ProbeError || error instanceof EndpointFailure)) throw error;
+        failures.push(error);
+      }
+    }
+  } finally {
+    progress.stop();
+  }
+  return { results, failures };
+}
+
+/** One probe over every checkpoint of a prepared run. */
+export function scoreCheckpoints<R, T>(
+  run: ScoringRun, probe: string,
+  score: (checkpoint: string, backend: CompletionBackend, hooks: ItemHooks<T>) => Promise<R>,
+): Promise<{ results: R[]; failures: Failure[] }> {
+  return forEachCheckpoint(run.checkpoints, { units: run.items.length, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, label: probe, bos: run.bos, dir: run.dir },
+    (ckpt, backend, tick) => score(ckpt, backend, itemHooks<T>(run.dir, probe, ckpt, tick)));
+}
