@@ -60,6 +60,6 @@ for (const concurrency of [1, 2, 4]) {
   }
   rows.push(`    concurrency ${concurrency}: ${(wall / 1000).toFixed(1)} s, ${perHour.toFixed(0)} episodes/hour (${(perHour / firstRate).toFixed(2)}× concurrency 1)`);
 }
-console.log('(b) throughput\n' + rows.join('\n'));
+console.log(`(b) throughput\n${rows.join('\n')}`);
 rmSync(prefixStore.dir, { recursive: true, force: true });
 await backend.close();

@@ -63,7 +63,7 @@ function contextOf(backend: OnnxBackend, tokens: number): string {
   const tail = items[0]!.context;
   let chars = tokens;
   for (;;) {
-    const text = longText.slice(0, chars) + '\n' + tail;
+    const text = `${longText.slice(0, chars)}\n${tail}`;
     const n = backend.encode(text.replace(/\s+$/u, '')).length;
     if (n >= tokens) return text;
     chars = Math.ceil(chars * (tokens / n) * 1.02);

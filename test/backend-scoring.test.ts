@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { encodeTail, splitContinuations, splitPair } from '../src/backends/boundary.ts';
 import { logSoftmaxAt } from '../src/backends/logits.ts';
-import { sampleOne, scoreContinuation } from '../src/backends/single.ts';
+import { scoreContinuation } from '../src/backends/single.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { readCheckpointDir } from '../src/backends/onnx/checkpoint.ts';
 import { OnnxGraph } from '../src/backends/onnx/graph.ts';

@@ -5,7 +5,7 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sampleOne, scoreContinuation } from '../src/backends/single.ts';
+import { scoreContinuation } from '../src/backends/single.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { scoreBpb } from '../src/probes/bpb.ts';
 import { loadProbeItems } from '../src/probes/load.ts';

@@ -43,7 +43,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('SWE-agent windowed editor, as
     // numpy_handler.py as the run saw it from line 237 on (its observations show 237–372); above, a stand-in
     // that opens the function and docstring line 237 sits in, so the file lints as the real one did.
     const filler = [...Array.from({ length: 234 }, () => '#'), 'def get_pixeldata(ds, read_only=False):', '    """Parameters'];
-    const text = [...filler, ...windowLines(8, 237, 286), ...windowLines(4, 287, 372)].join('\n') + '\n';
+    const text = `${[...filler, ...windowLines(8, 237, 286), ...windowLines(4, 287, 372)].join('\n')}\n`;
     await sb.exec('mkdir -p pydicom/pixel_data_handlers');
     await sb.writeFile('pydicom/pixel_data_handlers/numpy_handler.py', text);
     for (const index of [4, 5, 6, 7, 8]) {

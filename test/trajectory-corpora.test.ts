@@ -29,7 +29,7 @@ async function rowsOf(file: string, includeUnresolved = false): Promise<{ rows: 
 
 function jsonl(rows: Row[]): string {
   const file = join(tempDir(), 'corpus.jsonl');
-  writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  writeFileSync(file, `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
   return file;
 }
 

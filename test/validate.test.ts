@@ -17,7 +17,7 @@ type StudyDoc = Omit<StudyOutcome, 'rows' | 'failures'> & { results: StudyOutcom
 
 describe('plain code as scoring pieces', () => {
   it('cuts at line ends into pieces within the byte limit that put the text back together, a longer line where a character ends', () => {
-    const text = 'def f(x):\n    return x + 1\n\n' + 'é'.repeat(30) + '\nprint(f(2))\n';
+    const text = `def f(x):\n    return x + 1\n\n${'é'.repeat(30)}\nprint(f(2))\n`;
     const pieces = splitAtLines(text, 16);
     expect(pieces.join('')).toBe(text);
     for (const p of pieces) expect(Buffer.byteLength(p)).toBeLessThanOrEqual(16);

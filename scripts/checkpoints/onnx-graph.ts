@@ -144,7 +144,7 @@ export function toHalfBits(values: Float64Array | Float32Array): Uint16Array {
     f32[0] = values[i]!;
     const x = u32[0]!;
     const sign = (x >>> 16) & 0x8000;
-    let exp = ((x >>> 23) & 0xff) - 127 + 15;
+    const exp = ((x >>> 23) & 0xff) - 127 + 15;
     let mant = x & 0x7fffff;
     if (exp >= 31) { out[i] = sign | 0x7c00; continue; }            // overflow → ±inf
     if (exp <= 0) {                                                  // subnormal or zero

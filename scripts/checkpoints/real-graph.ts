@@ -24,7 +24,7 @@ export function encodeModel(model: ModelProto): Uint8Array {
 
 /** The float32 initializer `name` as numbers (raw_data or float_data). */
 export function floatsOf(tensor: TensorProto): Float32Array {
-  if (tensor.rawData && tensor.rawData.length) {
+  if (tensor.rawData?.length) {
     const raw = tensor.rawData;
     return new Float32Array(raw.buffer.slice(raw.byteOffset, raw.byteOffset + raw.byteLength));
   }

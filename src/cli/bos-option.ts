@@ -1,5 +1,5 @@
 /** `--bos auto|always|never`: whether a BOS token goes before every context scored and prompt sampled (backends/bos.ts). */
-import { Command, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { BOS_POLICIES, type BosPolicy } from '../backends/bos.ts';
 
 export interface BosFlags { bos?: BosPolicy }

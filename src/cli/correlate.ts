@@ -43,7 +43,7 @@ function correlateMetric(series: MetricSeries, scores: Map<string, number>, resa
   const metric = (items: Map<string, unknown[]>, ckpts: string[]) => ckpts.map((c) => series.aggregate(items.get(c)!));
   const y = names.map((c) => downstreamScore(scores, c)!);
   const x = metric(series.items, names);
-  const overCheckpoints = bootstrap(names.map((c, i) => ({ x: x[i]!, y: y[i]! })), (s) => spearman(s.map((p) => p.x), s.map((p) => p.y)), createRng('correlate', seed, series.name, 'ckpt'), resamples);
+  const overCheckpoints = bootstrap(names.map((_c, i) => ({ x: x[i]!, y: y[i]! })), (s) => spearman(s.map((p) => p.x), s.map((p) => p.y)), createRng('correlate', seed, series.name, 'ckpt'), resamples);
   // Over items: resample the item indices (the same items for every checkpoint) and recompute each metric.
   const itemCount = Math.min(...names.map((c) => series.items.get(c)!.length));
   const overItems = bootstrap(Array.from({ length: itemCount }, (_, i) => i), (idx) => {

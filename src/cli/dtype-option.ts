@@ -3,7 +3,7 @@
  * (fp32 = onnx/model.onnx, fp16 = onnx/model_fp16.onnx, q8 = onnx/model_quantized.onnx, …;
  * src/backends/onnx/dtype.ts). Checkpoints behind servers ignore it: the server chose.
  */
-import { Command, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import { DEFAULT_DTYPE, DTYPE_SUFFIX, DTYPES, type Dtype } from '../backends/onnx/dtype.ts';
 
 export interface DtypeFlags { dtype?: Dtype }

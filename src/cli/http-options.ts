@@ -1,5 +1,5 @@
 /** Flags for checkpoints behind inference servers (`--ckpt http://…/v1`). */
-import { Command, Option } from 'commander';
+import { type Command, Option } from 'commander';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { SERVER_KINDS, type ServerKind } from '../backends/http/servers.ts';
 import { nonNegativeInteger, positiveInteger } from './args.ts';

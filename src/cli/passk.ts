@@ -51,7 +51,7 @@ export function passkCommand(): Command {
         const errors = reportFailures(failures);
         if (!run.quiet) {
           const ks = K_VALUES.filter((k) => k <= flags.n);
-          const rows = results.map((r) => [tableName(r.checkpoint), ...ks.map((k) => (100 * r.pass_at[String(k)]!).toFixed(1) + '%'), (100 * r.parse_failure_rate).toFixed(1) + '%']);
+          const rows = results.map((r) => [tableName(r.checkpoint), ...ks.map((k) => `${(100 * r.pass_at[String(k)]!).toFixed(1)}%`), `${(100 * r.parse_failure_rate).toFixed(1)}%`]);
           process.stderr.write(`\nPrefix-conditioned pass@k on ${run.items.length} probe items, n = ${flags.n}\n\n`);
           process.stderr.write(`${formatTable(['checkpoint', ...ks.map((k) => `pass@${k}`), 'unparsable'], rows, ks.map((_, i) => i + 1).concat(ks.length + 1))}\n`);
         }

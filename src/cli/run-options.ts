@@ -3,7 +3,7 @@
  * directory (`--out`, `--resume`) and the cache of deterministic backend calls (on by
  * default; `--cache DIR` moves it, `--no-cache` turns it off).
  */
-import { Command } from 'commander';
+import type { Command } from 'commander';
 import { defaultCacheDir, ResultCache } from '../backends/cache.ts';
 import { InputError } from '../errors.ts';
 

@@ -1,5 +1,5 @@
 /** Options shared by the verbs that run tasks in sandboxes. */
-import { Command, InvalidArgumentError, Option } from 'commander';
+import { type Command, InvalidArgumentError, Option } from 'commander';
 import { positiveInteger } from './args.ts';
 import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
 import type { ReplayOptions } from '../replay/replay.ts';

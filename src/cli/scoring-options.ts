@@ -4,7 +4,7 @@
  * checkpoints and prints its results. The loop over checkpoints is pipeline/checkpoint-loop.ts.
  */
 import { join, relative } from 'node:path';
-import { Command } from 'commander';
+import type { Command } from 'commander';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { checkCheckpoint } from '../backends/open.ts';
 import type { Dtype } from '../backends/onnx/dtype.ts';

@@ -14,7 +14,7 @@ export function taskForItem(task: LoadedTask, item: ProbeItem): LoadedTask {
   return item.workdir === undefined || item.workdir === task.workdir ? task : { ...task, workdir: item.workdir };
 }
 
-export async function restoreProbeState(sb: Sandbox, item: ProbeItem, task: LoadedTask): Promise<void> {
+export async function restoreProbeState(sb: Sandbox, item: ProbeItem, _task: LoadedTask): Promise<void> {
   const state = item.state;
   if (state.kind === 'patch') {
     await sb.restore({ base_commit: state.base_commit, patch: state.patch });

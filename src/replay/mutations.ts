@@ -118,7 +118,7 @@ export function mutateAction(gold: string, repoFiles: string[] = []): Mutation[]
 
   // A slice's bounds moved: `[a:b]` → `[a:b + 1]`, `[a + 1:b]`, `[a:]`.
   const slice: Mutation[] = [];
-  for (const { at, m } of matchesIn(gold, /\[([^\[\]:\n]+):([^\[\]:\n]+)\]/g, from, to)) {
+  for (const { at, m } of matchesIn(gold, /\[([^[\]:\n]+):([^[\]:\n]+)\]/g, from, to)) {
     for (const variant of [`[${m[1]}:${m[2]} + 1]`, `[${m[1]} + 1:${m[2]}]`, `[${m[1]}:]`]) push(slice, 'slice', replaceAt(gold, at, m[0].length, variant));
   }
   byKind.push(slice);

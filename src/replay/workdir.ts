@@ -92,7 +92,7 @@ export function pathsOutside(trajectory: Trajectory, dir: string): OutsidePath[]
   for (const step of trajectory.steps) {
     for (const text of actionStrings(step.action)) {
       // A path starts a word: `/x` after `s` (sed's s/a/b/) or after a word character is not one.
-      for (const m of text.matchAll(/(?<![\w.~$}\/:-])\/[A-Za-z0-9_.@+-][^\s'"`;|&<>()]*/g)) {
+      for (const m of text.matchAll(/(?<![\w.~$}/:-])\/[A-Za-z0-9_.@+-][^\s'"`;|&<>()]*/g)) {
         const path = m[0].replace(/[.,:]+$/, '');
         const top = path.split('/')[1]!;
         if (SYSTEM_ROOTS.has(top) || path === root || path.startsWith(`${root}/`)) continue;

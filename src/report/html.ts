@@ -212,14 +212,14 @@ function itemsSection(data: ReportData): string {
 function transcriptsSection(results: AsapResult[], maxChars: number, maxTranscripts: number): string {
   if (!results.length) return section('transcripts', 'ASAP transcripts', empty('No ASAP episodes in these runs.'));
   let included = 0;
-  const body = results.map((r) => `<h3>${esc(r.checkpoint)}</h3>` + r.items.map((item) => `<details class="instance"><summary>${esc(item.instance)}: ${esc(`${item.c}/${item.n}`)} resolved</summary>`
+  const body = results.map((r) => `<h3>${esc(r.checkpoint)}</h3>${r.items.map((item) => `<details class="instance"><summary>${esc(item.instance)}: ${esc(`${item.c}/${item.n}`)} resolved</summary>`
     + item.runs.map((run) => {
       const head = esc(`run ${run.run}: ${run.resolved ? 'RESOLVED' : 'not resolved'} — ${run.termination}, ${run.steps} steps`);
       if (included++ >= maxTranscripts) return `<p class="transcript-path">${head}: <code>${esc(run.transcript)}</code></p>`;
       let text = existsSync(run.transcript) ? readFileSync(run.transcript, 'utf8') : `(transcript not found: ${run.transcript})`;
       if (text.length > maxChars) text = `[… ${text.length - maxChars} earlier characters not shown; the whole transcript is ${run.transcript}]\n${text.slice(-maxChars)}`;
       return `<details class="transcript"><summary>${head}</summary><pre>${esc(text)}</pre></details>`;
-    }).join('') + '</details>').join('')).join('');
+    }).join('') + '</details>').join('')}`).join('');
   const note = included > maxTranscripts ? `<p class="meta">${maxTranscripts} of ${included} transcripts are included; the others are listed with their paths (probe report --max-transcripts N).</p>` : '';
   return section('transcripts', 'ASAP transcripts', note + body);
 }

@@ -75,8 +75,8 @@ function sedNewCode(command: string): NewCode | null {
   const subst = /\bs([/|#,:@])((?:\\.|(?!\1)[^\\])*)\1((?:\\.|(?!\1)[^\\])*)\1/.exec(command);
   if (subst) {
     const d = subst[1]!;
-    const unescape = (s: string) => s.replace(/\\n/g, '\n').replace(new RegExp(`\\\\([\\\\${d === '/' ? '/' : `\\${d}`}&.*\\[\\]^$])`, 'g'), '$1');
-    return { how: 'sed', added: unescape(subst[3]!), removed: unescape(subst[2]!) };
+    const unescaped = (s: string) => s.replace(/\\n/g, '\n').replace(new RegExp(`\\\\([\\\\${d === '/' ? '/' : `\\${d}`}&.*\\[\\]^$])`, 'g'), '$1');
+    return { how: 'sed', added: unescaped(subst[3]!), removed: unescaped(subst[2]!) };
   }
   const insert = /\bsed\s+(?:-\w+\s+)*'(?:\d+|\$|\/[^/]*\/)\s*([ia])\\?\s?((?:[^'\\]|\\.)*)'/.exec(command);
   if (insert) return { how: 'sed', added: insert[2]!.replace(/\\n/g, '\n').replace(/\\(.)/g, '$1'), removed: '' };

@@ -77,9 +77,9 @@ export function summarizeProbeQuality(r: ProbeQualityReport, reportFile: string)
     [r.leaks.distractor_in_context.length, 'distractor in context'],
     [r.leaks.duplicate_contexts.flat().length + r.leaks.duplicate_golds.flat().length, 'duplicates'],
   ].map(([k, what]) => `${k} ${what}`).join(', ');
-  return [
+  return `${[
     `quality: ${d.total} distractors (${d.non_edit} not an edit), ${d.below_minimum.length} of ${r.items} items below the MCQ minimum of ${d.mcq_minimum}; gold median ${fmt(r.gold.bytes.median, 0)} bytes; T* median step ${fmt(r.decisive_step.absolute.median, 1)}`,
     `quality: items with leaks: ${leaks}`,
     `quality: ${r.warnings.length} warning${r.warnings.length === 1 ? '' : 's'}${r.warnings.length ? ` (${r.warnings.map((w) => w.code).join(', ')})` : ''} → ${reportFile}; \`probe inspect\` on the probe file explains them`,
-  ].join('\n') + '\n';
+  ].join('\n')}\n`;
 }

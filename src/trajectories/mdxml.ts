@@ -55,8 +55,8 @@ export function renderStepHead(step: Pick<TranscriptStep, 'thought'>): string {
 }
 
 export function renderStep(step: TranscriptStep): string {
-  let text = renderStepHead(step) + renderAction(step.action) + '\n';
-  if (step.observation !== undefined) text += renderObservation(step.observation) + '\n';
+  let text = `${renderStepHead(step) + renderAction(step.action)}\n`;
+  if (step.observation !== undefined) text += `${renderObservation(step.observation)}\n`;
   return text;
 }
 

@@ -8,7 +8,7 @@
  */
 import { bootstrap, kendallTauB, percentileInterval, spearman, type Interval } from '../stats/correlation.ts';
 import { createRng, type Rng } from '../util/rng.ts';
-import { valueOf, type StudySeries } from './series.ts';
+import { seriesValue, type StudySeries } from './series.ts';
 
 export interface Correlation {
   probe: string;
@@ -23,7 +23,7 @@ export interface Correlation {
 
 /** A series' value oriented so that higher is better. */
 export function oriented(series: StudySeries, checkpoint: string): number {
-  const v = valueOf(series, checkpoint);
+  const v = seriesValue(series, checkpoint);
   return series.higherIsBetter ? v : -v;
 }
 
@@ -61,7 +61,7 @@ function unitsOf(series: StudySeries, checkpoints: readonly string[]): string[] 
 }
 
 export function correlatePair(probe: StudySeries, truth: StudySeries, candidates: readonly string[], seed: number, resamples: number): Correlation | undefined {
-  const checkpoints = candidates.filter((c) => Number.isFinite(valueOf(probe, c)) && Number.isFinite(valueOf(truth, c)));
+  const checkpoints = candidates.filter((c) => Number.isFinite(seriesValue(probe, c)) && Number.isFinite(seriesValue(truth, c)));
   if (checkpoints.length < 2) return undefined;
   const x = checkpoints.map((c) => oriented(probe, c));
   const y = checkpoints.map((c) => oriented(truth, c));

@@ -28,7 +28,7 @@ import { ASAP_MAX_TOKENS, PASSK_MAX_TOKENS } from '../pipeline/ladder.ts';
 import { codePieces } from './code-text.ts';
 import { correlatePair, ranking, type Correlation } from './correlate.ts';
 import { countingBackend } from './counting-backend.ts';
-import { asapRecords, probeSeries, truthSeries, valueOf, type AsapInstanceRecord, type StudySeries } from './series.ts';
+import { asapRecords, probeSeries, truthSeries, seriesValue, type AsapInstanceRecord, type StudySeries } from './series.ts';
 import type { ToolProfile } from '../asap/profiles.ts';
 
 export interface StudySettings {
@@ -213,7 +213,7 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
   const truths = s.asapRuns > 0 ? truthSeries(truth.records, truthKs) : [];
   const correlated = checkpoints.filter((c) => s.includeControls || !checkpointFacts(c).control);
   const correlations = probes.flatMap((p) => truths.map((t) => correlatePair(p, t, correlated, s.seed, s.resamples)).filter((c): c is Correlation => c !== undefined));
-  const value = (series: StudySeries, c: string) => { const v = valueOf(series, c); return Number.isFinite(v) ? v : null; };
+  const value = (series: StudySeries, c: string) => { const v = seriesValue(series, c); return Number.isFinite(v) ? v : null; };
   const rows: CheckpointRow[] = checkpoints.map((c) => ({
     checkpoint: c, ...checkpointFacts(c),
     probes: Object.fromEntries(probes.map((p) => [p.name, value(p, c)])), truths: Object.fromEntries(truths.map((t) => [t.name, value(t, c)])),

@@ -81,7 +81,7 @@ export function asapRecords(result: AsapResult, behaviourOf: (instance: string, 
 }
 
 /** A series' value for one checkpoint (NaN where it has no records). */
-export function valueOf(series: StudySeries, checkpoint: string): number {
+export function seriesValue(series: StudySeries, checkpoint: string): number {
   const records = series.items.get(checkpoint);
-  return records && records.length ? series.aggregate(records) : NaN;
+  return records?.length ? series.aggregate(records) : NaN;
 }

@@ -23,8 +23,8 @@ export function addFilesPatch(root: string): string {
     const text = readFileSync(file, 'utf8');
     const lines = text.endsWith('\n') ? text.slice(0, -1).split('\n') : text.split('\n');
     const mode = statSync(file).mode & 0o111 ? '100755' : '100644';
-    return [`diff --git a/${rel} b/${rel}`, `new file mode ${mode}`, '--- /dev/null', `+++ b/${rel}`,
-      `@@ -0,0 +1,${lines.length} @@`, ...lines.map((l) => `+${l}`), ...(text.endsWith('\n') ? [] : ['\\ No newline at end of file'])].join('\n') + '\n';
+    return `${[`diff --git a/${rel} b/${rel}`, `new file mode ${mode}`, '--- /dev/null', `+++ b/${rel}`,
+      `@@ -0,0 +1,${lines.length} @@`, ...lines.map((l) => `+${l}`), ...(text.endsWith('\n') ? [] : ['\\ No newline at end of file'])].join('\n')}\n`;
   }).join('');
 }
 
