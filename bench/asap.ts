@@ -30,10 +30,18 @@ const format = asapFormat('md+xml');
 const backend = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, ckpt));
 const prefixStore = new AsapStore(join(tmpdir(), `probe-bench-asap-prefixes-${process.pid}`));
 const prepPools = new TaskPools((t) => openSandbox('local', t), 1);
-const { instances } = await prepareInstances(tasks, join(REPO_ROOT, 'trajectories'), { steps: 3, profile: 'bash', format }, prefixStore, prepPools.leaseFor);
+const { instances } = await prepareInstances(
+  tasks,
+  join(REPO_ROOT, 'trajectories'),
+  { steps: 3, profile: 'bash', format },
+  prefixStore,
+  prepPools.leaseFor,
+);
 await prepPools.close();
 
-console.log(`ASAP bench: ${ckpt}, ${instances.length} instances × ${runs} runs, ≤ ${maxSteps} steps, md+xml, bash profile, local sandbox\n`);
+console.log(
+  `ASAP bench: ${ckpt}, ${instances.length} instances × ${runs} runs, ≤ ${maxSteps} steps, md+xml, bash profile, local sandbox\n`,
+);
 const rows: string[] = [];
 let firstRate = 0;
 for (const concurrency of [1, 2, 4]) {
@@ -42,7 +50,12 @@ for (const concurrency of [1, 2, 4]) {
   const pools = new TaskPools((t) => openSandbox('local', t), concurrency);
   const started = performance.now();
   const result = await runAsap(ckpt, backend, instances, {
-    runs, concurrency, seed: 0, ks: [1], store, leaseFor: pools.leaseFor,
+    runs,
+    concurrency,
+    seed: 0,
+    ks: [1],
+    store,
+    leaseFor: pools.leaseFor,
     settings: { format, profile: 'bash', maxSteps, maxTokens: 2048, temperature: 0.7, topP: 0.95, actionTimeoutMs: 60_000 },
   });
   const wall = performance.now() - started;
@@ -55,10 +68,14 @@ for (const concurrency of [1, 2, 4]) {
     const t = result.timing;
     const inside = t.model_ms + t.sandbox_ms + t.setup_ms + t.verify_ms;
     const steps = result.items.reduce((a, i) => a + i.runs.reduce((b, r) => b + r.steps, 0), 0);
-    console.log(`(a) concurrency 1, ${episodes} episodes, ${steps} steps: wall ${(wall / 1000).toFixed(1)} s = model ${(t.model_ms / 1000).toFixed(1)} s + actions ${(t.sandbox_ms / 1000).toFixed(1)} s + restore ${(t.setup_ms / 1000).toFixed(1)} s + grading ${(t.verify_ms / 1000).toFixed(1)} s + harness ${((wall - inside) / 1000).toFixed(2)} s`);
-    console.log(`    harness overhead: ${(100 * (wall - inside) / wall).toFixed(2)}% of wall time (goal < 5%)\n`);
+    console.log(
+      `(a) concurrency 1, ${episodes} episodes, ${steps} steps: wall ${(wall / 1000).toFixed(1)} s = model ${(t.model_ms / 1000).toFixed(1)} s + actions ${(t.sandbox_ms / 1000).toFixed(1)} s + restore ${(t.setup_ms / 1000).toFixed(1)} s + grading ${(t.verify_ms / 1000).toFixed(1)} s + harness ${((wall - inside) / 1000).toFixed(2)} s`,
+    );
+    console.log(`    harness overhead: ${((100 * (wall - inside)) / wall).toFixed(2)}% of wall time (goal < 5%)\n`);
   }
-  rows.push(`    concurrency ${concurrency}: ${(wall / 1000).toFixed(1)} s, ${perHour.toFixed(0)} episodes/hour (${(perHour / firstRate).toFixed(2)}× concurrency 1)`);
+  rows.push(
+    `    concurrency ${concurrency}: ${(wall / 1000).toFixed(1)} s, ${perHour.toFixed(0)} episodes/hour (${(perHour / firstRate).toFixed(2)}× concurrency 1)`,
+  );
 }
 console.log(`(b) throughput\n${rows.join('\n')}`);
 rmSync(prefixStore.dir, { recursive: true, force: true });

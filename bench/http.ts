@@ -34,9 +34,13 @@ async function throughput(backend: CompletionBackend, concurrency: number): Prom
 }
 
 // probe serve in its own process, as a team would run it.
-const serve = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'probe.js'), 'serve', '--ckpt', ckpt, '--port', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
+const serve = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'probe.js'), 'serve', '--ckpt', ckpt, '--port', '0'], {
+  stdio: ['ignore', 'ignore', 'pipe'],
+});
 let said = '';
-serve.stderr!.on('data', (d) => { said += String(d); });
+serve.stderr!.on('data', (d) => {
+  said += String(d);
+});
 while (!/at (http:\/\/\S+)/.test(said)) await new Promise((r) => setTimeout(r, 50));
 const url = /at (http:\/\/\S+)/.exec(said)![1]!;
 
@@ -46,17 +50,43 @@ console.log(`HTTP bench: ${arg('--ckpt', 'attn-agent')}, ${requests.length} prob
 console.log('(a) scoring throughput, items/s');
 for (const concurrency of [1, 4, 16]) {
   const [inProcess, http] = [await throughput(local, concurrency), await throughput(remote, concurrency)];
-  console.log(`    concurrency ${String(concurrency).padStart(2)}: in-process ${inProcess.toFixed(1)}, HTTP ${http.toFixed(1)} (${(http / inProcess).toFixed(2)}× in-process)`);
+  console.log(
+    `    concurrency ${String(concurrency).padStart(2)}: in-process ${inProcess.toFixed(1)}, HTTP ${http.toFixed(1)} (${(http / inProcess).toFixed(2)}× in-process)`,
+  );
 }
-const health = await (await fetch(`${url.replace(/\/v1$/, '')}/health`)).json() as { batches: number; batched_requests: number; largest_batch: number };
-console.log(`    probe serve batched ${health.batched_requests} scoring requests into ${health.batches} forward passes (largest batch ${health.largest_batch})`);
+const health = (await (await fetch(`${url.replace(/\/v1$/, '')}/health`)).json()) as {
+  batches: number;
+  batched_requests: number;
+  largest_batch: number;
+};
+console.log(
+  `    probe serve batched ${health.batched_requests} scoring requests into ${health.batches} forward passes (largest batch ${health.largest_batch})`,
+);
 
 // The verb end to end, result cache off so every item goes to the server.
 const bpbVerb = (concurrency: number) => {
   const started = performance.now();
-  const run = spawnSync(process.execPath, [join(REPO_ROOT, 'bin', 'probe.js'), 'bpb', '--ckpt', url, '--tokenizer', ckpt, '--http-concurrency', String(concurrency), '--no-cache', '--json'], { encoding: 'utf8' });
+  const run = spawnSync(
+    process.execPath,
+    [
+      join(REPO_ROOT, 'bin', 'probe.js'),
+      'bpb',
+      '--ckpt',
+      url,
+      '--tokenizer',
+      ckpt,
+      '--http-concurrency',
+      String(concurrency),
+      '--no-cache',
+      '--json',
+    ],
+    { encoding: 'utf8' },
+  );
   if (run.status !== 0) throw new Error(`probe bpb failed: ${run.stderr}`);
-  return { seconds: (performance.now() - started) / 1000, bpb: (JSON.parse(run.stdout) as { results: Array<{ bpb: number }> }).results[0]!.bpb };
+  return {
+    seconds: (performance.now() - started) / 1000,
+    bpb: (JSON.parse(run.stdout) as { results: Array<{ bpb: number }> }).results[0]!.bpb,
+  };
 };
 const [one, eight] = [bpbVerb(1), bpbVerb(8)];
 // The same scoring without the process start (tsx compiling the CLI takes seconds of each run above).
@@ -67,8 +97,10 @@ const scoring = async (concurrency: number) => {
   return (performance.now() - started) / 1000;
 };
 const [scoreOne, scoreEight] = [await scoring(1), await scoring(8)];
-console.log(`\n(b) probe bpb over HTTP, ${requests.length} items: --http-concurrency 1 ${one.seconds.toFixed(1)} s, 8 ${eight.seconds.toFixed(1)} s (${(one.seconds / eight.seconds).toFixed(2)}× faster; bpb ${one.bpb.toFixed(4)} and ${eight.bpb.toFixed(4)});`
-  + `\n    its scoring alone (scoreBpb through the HTTP backend): ${scoreOne.toFixed(2)} s and ${scoreEight.toFixed(2)} s (${(scoreOne / scoreEight).toFixed(2)}×)`);
+console.log(
+  `\n(b) probe bpb over HTTP, ${requests.length} items: --http-concurrency 1 ${one.seconds.toFixed(1)} s, 8 ${eight.seconds.toFixed(1)} s (${(one.seconds / eight.seconds).toFixed(2)}× faster; bpb ${one.bpb.toFixed(4)} and ${eight.bpb.toFixed(4)});` +
+    `\n    its scoring alone (scoreBpb through the HTTP backend): ${scoreOne.toFixed(2)} s and ${scoreEight.toFixed(2)} s (${(scoreOne / scoreEight).toFixed(2)}×)`,
+);
 serve.kill('SIGINT');
 
 // A stub that answers any echo request at once, so only the client's own work is timed.
@@ -78,13 +110,31 @@ const stub = createServer((req, res) => {
   req.on('end', () => {
     const body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { prompt: number[] };
     const n = body.prompt.length + 1;
-    const answer = { choices: [{ index: 0, text: '', finish_reason: 'length', logprobs: { tokens: new Array(n).fill('x'), token_logprobs: [null, ...new Array(n - 1).fill(-1)], top_logprobs: [null, ...new Array(n - 1).fill({ x: -1 })], text_offset: new Array(n).fill(0) } }] };
+    const answer = {
+      choices: [
+        {
+          index: 0,
+          text: '',
+          finish_reason: 'length',
+          logprobs: {
+            tokens: new Array(n).fill('x'),
+            token_logprobs: [null, ...new Array(n - 1).fill(-1)],
+            top_logprobs: [null, ...new Array(n - 1).fill({ x: -1 })],
+            text_offset: new Array(n).fill(0),
+          },
+        },
+      ],
+    };
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify(answer));
   });
 });
 await new Promise<void>((r) => stub.listen(0, '127.0.0.1', r));
-const stubBackend = await HttpBackend.open(`http://127.0.0.1:${(stub.address() as AddressInfo).port}/v1`, { kind: 'openai', model: 'stub', tokenizerDir: ckpt });
+const stubBackend = await HttpBackend.open(`http://127.0.0.1:${(stub.address() as AddressInfo).port}/v1`, {
+  kind: 'openai',
+  model: 'stub',
+  tokenizerDir: ckpt,
+});
 const tokenizeOnly = performance.now();
 for (const r of requests) local.encode(r.context.trimEnd() + r.continuations[0]);
 const tokenizeMs = (performance.now() - tokenizeOnly) / requests.length;
@@ -93,6 +143,8 @@ const rounds = 5;
 const started = performance.now();
 for (let i = 0; i < rounds; i++) for (const r of requests) await stubBackend.score([r]);
 const perRequest = (performance.now() - started) / (rounds * requests.length);
-console.log(`\n(c) client overhead per request (stub server, concurrency 1): ${perRequest.toFixed(2)} ms, of which tokenising context + gold ${tokenizeMs.toFixed(2)} ms`);
+console.log(
+  `\n(c) client overhead per request (stub server, concurrency 1): ${perRequest.toFixed(2)} ms, of which tokenising context + gold ${tokenizeMs.toFixed(2)} ms`,
+);
 stub.close();
 await local.close();

@@ -23,17 +23,30 @@ for (const vocab of [8192, 32_000, 151_936]) {
   const ref = js();
   const line = [`vocab ${vocab}, ${rows} rows:`];
   const jsMs: number[] = [];
-  for (let i = 0; i < reps; i++) { const t = performance.now(); js(); jsMs.push(performance.now() - t); }
+  for (let i = 0; i < reps; i++) {
+    const t = performance.now();
+    js();
+    jsMs.push(performance.now() - t);
+  }
   line.push(`JS float64 ${median(jsMs).toFixed(1)} ms`);
   for (const precision of ['double', 'mixed'] as LogSoftmaxPrecision[]) {
     const session = await LogSoftmaxSession.create(precision);
     const out = await session.score(logits, 0, vocab, targets);
     const ms: number[] = [];
-    for (let i = 0; i < reps; i++) { const t = performance.now(); await session.score(logits, 0, vocab, targets); ms.push(performance.now() - t); }
+    for (let i = 0; i < reps; i++) {
+      const t = performance.now();
+      await session.score(logits, 0, vocab, targets);
+      ms.push(performance.now() - t);
+    }
     let worst = 0;
     let sameArgmax = true;
-    ref.forEach((r, i) => { worst = Math.max(worst, Math.abs(r.logprob - out.logprob[i]!), Math.abs(r.argmaxLogprob - out.argmaxLogprob[i]!)); sameArgmax &&= r.argmax === out.argmax[i]; });
-    line.push(`ort ${precision} ${median(ms).toFixed(1)} ms (max |Δ| ${worst.toExponential(1)} nats, argmax ${sameArgmax ? 'identical' : 'DIFFERS'})`);
+    ref.forEach((r, i) => {
+      worst = Math.max(worst, Math.abs(r.logprob - out.logprob[i]!), Math.abs(r.argmaxLogprob - out.argmaxLogprob[i]!));
+      sameArgmax &&= r.argmax === out.argmax[i];
+    });
+    line.push(
+      `ort ${precision} ${median(ms).toFixed(1)} ms (max |Δ| ${worst.toExponential(1)} nats, argmax ${sameArgmax ? 'identical' : 'DIFFERS'})`,
+    );
     await session.close();
   }
   console.log(line.join(' · '));

@@ -20,11 +20,17 @@ import { loadTasks } from '../src/verify/load-task.ts';
 const arg = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback);
 const n = Number(arg('-n', '4'));
 const maxTokens = Number(arg('--max-tokens', '1024'));
-const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl')).filter((i) => !i.id.endsWith(':asap')).slice(0, Number(arg('--items', '6')));
+const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl'))
+  .filter((i) => !i.id.endsWith(':asap'))
+  .slice(0, Number(arg('--items', '6')));
 const tasks = new Map((await loadTasks(join(REPO_ROOT, 'verifiers'))).map((t) => [t.instance_id, t]));
 const checkpoints = process.argv.flatMap((a, i) => (process.argv[i - 1] === '--ckpt' ? [a] : []));
-const runs = (checkpoints.length ? checkpoints : ['contaminated-agent', 'attn-agent'].map((c) => join(EMBEDDED_CHECKPOINTS, c)))
-  .flatMap((dir) => [{ dir, rows: 1, mode: 'one at a time' }, { dir, rows: undefined, mode: 'batched' }]);
+const runs = (checkpoints.length ? checkpoints : ['contaminated-agent', 'attn-agent'].map((c) => join(EMBEDDED_CHECKPOINTS, c))).flatMap(
+  (dir) => [
+    { dir, rows: 1, mode: 'one at a time' },
+    { dir, rows: undefined, mode: 'batched' },
+  ],
+);
 const walls = new Map<string, number>();
 for (const { dir, rows, mode } of runs) {
   const name = `${dir.split('/').pop()} (${mode})`;
@@ -32,23 +38,55 @@ for (const { dir, rows, mode } of runs) {
   let modelMs = 0;
   let verifierMs = 0;
   const backend: CompletionBackend = {
-    id: inner.id, encode: (t) => inner.encode(t), close: () => inner.close(), score: (r) => inner.score(r),
-    sample: async (r) => { const t = performance.now(); try { return await inner.sample(r); } finally { modelMs += performance.now() - t; } },
+    id: inner.id,
+    encode: (t) => inner.encode(t),
+    close: () => inner.close(),
+    score: (r) => inner.score(r),
+    sample: async (r) => {
+      const t = performance.now();
+      try {
+        return await inner.sample(r);
+      } finally {
+        modelMs += performance.now() - t;
+      }
+    },
   };
   const pools = new Map<string, SandboxPool>();
   const leaseFor = (task: LoadedTask): SandboxLease => {
     let pool = pools.get(task.instance_id);
-    if (!pool) { pool = new SandboxPool((t) => openSandbox('local', t), task, 2); pools.set(task.instance_id, pool); }
+    if (!pool) {
+      pool = new SandboxPool((t) => openSandbox('local', t), task, 2);
+      pools.set(task.instance_id, pool);
+    }
     const lease = pool.lease;
-    return async (fn) => { const t = performance.now(); try { return await lease(fn); } finally { verifierMs += performance.now() - t; } };
+    return async (fn) => {
+      const t = performance.now();
+      try {
+        return await lease(fn);
+      } finally {
+        verifierMs += performance.now() - t;
+      }
+    };
   };
   const started = performance.now();
-  const result = await scorePassk(name, backend, items, { n, ks: [1], temperature: 0.7, topP: 0.95, maxTokens, seed: 0, taskOf: (i) => tasks.get(i.task)!, leaseFor, restore: restoreProbeState });
+  const result = await scorePassk(name, backend, items, {
+    n,
+    ks: [1],
+    temperature: 0.7,
+    topP: 0.95,
+    maxTokens,
+    seed: 0,
+    taskOf: (i) => tasks.get(i.task)!,
+    leaseFor,
+    restore: restoreProbeState,
+  });
   const wall = performance.now() - started;
   await Promise.all([...pools.values()].map((p) => p.close()));
   await backend.close();
   const outside = wall - modelMs - verifierMs;
-  console.log(`${name}: ${items.length} items × n=${n}, pass@1 ${result.pass_at['1']!.toFixed(2)} — wall ${(wall / 1000).toFixed(1)} s = model ${(modelMs / 1000).toFixed(1)} s + verifier ${(verifierMs / 1000).toFixed(1)} s + harness ${(outside / 1000).toFixed(2)} s (${(100 * outside / wall).toFixed(1)}% outside model and verifier; negative where sampling overlaps verification)`);
+  console.log(
+    `${name}: ${items.length} items × n=${n}, pass@1 ${result.pass_at['1']!.toFixed(2)} — wall ${(wall / 1000).toFixed(1)} s = model ${(modelMs / 1000).toFixed(1)} s + verifier ${(verifierMs / 1000).toFixed(1)} s + harness ${(outside / 1000).toFixed(2)} s (${((100 * outside) / wall).toFixed(1)}% outside model and verifier; negative where sampling overlaps verification)`,
+  );
   walls.set(`${dir}\0${mode}`, wall);
   if (mode === 'batched') console.log(`  batched / one at a time: ${(walls.get(`${dir}\0one at a time`)! / wall).toFixed(2)}× faster`);
 }

@@ -19,7 +19,10 @@ const n = Number(arg('-n', '16'));
 const maxTokens = Number(arg('--max-tokens', '256'));
 const reps = Number(arg('--reps', '2'));
 
-const demo = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8').trim().split('\n').map((line) => JSON.parse(line) as { context: string });
+const demo = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line) as { context: string });
 const prompts = {
   short: 'import os\nimport sys\n\n\nclass Config:\n    """Settings read from a file."""\n\n    def __init__(self, path):\n',
   long: demo.map((item) => item.context).sort((a, b) => b.length - a.length)[0]!,
@@ -50,9 +53,9 @@ for (const [label, prompt] of Object.entries(prompts)) {
   }
   const base = rate.get('one at a time')!;
   console.log(`\n${label} prompt (${first.encode(prompt).length} tokens):`);
-  for (const [name, value] of rate) console.log(`  ${name.padEnd(14)} ${value.toFixed(0).padStart(6)} tokens/s  ${(value / base).toFixed(2)}× one at a time`);
+  for (const [name, value] of rate)
+    console.log(`  ${name.padEnd(14)} ${value.toFixed(0).padStart(6)} tokens/s  ${(value / base).toFixed(2)}× one at a time`);
 }
-
 
 // Prompt caches: an ASAP-like episode (each prompt = the last one + the action + an observation), with and without reuse.
 {
@@ -71,6 +74,8 @@ for (const [label, prompt] of Object.entries(prompts)) {
     timings.set(name, Math.min(timings.get(name) ?? Infinity, performance.now() - started));
     await backend.close();
   }
-  console.log(`\nASAP-like episode (${steps.length} steps, last prompt ${first.encode(transcript).length} tokens, ≤ 48 new tokens a step): prompts fed whole ${(timings.get('fed whole')! / 1000).toFixed(2)} s, continued from the last prompt's cache ${(timings.get('reused')! / 1000).toFixed(2)} s — ${(timings.get('fed whole')! / timings.get('reused')!).toFixed(2)}× faster`);
+  console.log(
+    `\nASAP-like episode (${steps.length} steps, last prompt ${first.encode(transcript).length} tokens, ≤ 48 new tokens a step): prompts fed whole ${(timings.get('fed whole')! / 1000).toFixed(2)} s, continued from the last prompt's cache ${(timings.get('reused')! / 1000).toFixed(2)} s — ${(timings.get('fed whole')! / timings.get('reused')!).toFixed(2)}× faster`,
+  );
 }
 await Promise.all([...backends.values()].map((b) => b.close()));

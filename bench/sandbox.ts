@@ -33,7 +33,15 @@ async function timed(fn: () => Promise<unknown>): Promise<number> {
 
 const sb = await LocalSandbox.create(task);
 const base = { base_commit: task.base_commit, patch: '' };
-const t = { jail: [] as number[], bare: [] as number[], bash: [] as number[], restore: [] as number[], reset: [] as number[], verify: [] as number[], tests: [] as number[] };
+const t = {
+  jail: [] as number[],
+  bare: [] as number[],
+  bash: [] as number[],
+  restore: [] as number[],
+  reset: [] as number[],
+  verify: [] as number[],
+  tests: [] as number[],
+};
 for (let i = 0; i < ROUNDS; i++) {
   t.jail.push(await timed(() => sb.exec('true')));
   t.bare.push(await spawnTime('bwrap', ['--ro-bind', '/', '/', 'true']));
@@ -48,7 +56,8 @@ for (let i = 0; i < Math.ceil(ROUNDS / 3); i++) {
 await sb.close();
 
 const m = Object.fromEntries(Object.entries(t).map(([k, v]) => [k, median(v)])) as Record<keyof typeof t, number>;
-const row = (label: string, ms: number, against: string, ref: number) => console.log(`${label.padEnd(44)} ${ms.toFixed(1).padStart(7)} ms   ${(ms / ref).toFixed(2)}× ${against}`);
+const row = (label: string, ms: number, against: string, ref: number) =>
+  console.log(`${label.padEnd(44)} ${ms.toFixed(1).padStart(7)} ms   ${(ms / ref).toFixed(2)}× ${against}`);
 console.log(`Jail costs on ${task.instance_id} (median of ${ROUNDS}; verification of ${t.verify.length})\n`);
 row('exec(true) in the hardened jail', m.jail, 'a bare bwrap call', m.bare);
 row('bare `bwrap --ro-bind / / true`', m.bare, 'plain bash -c true', m.bash);

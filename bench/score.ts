@@ -96,15 +96,20 @@ async function throughput(label: string, dir: string, contextTokens: number, rep
   const ids = [...pair.contextTokens, ...pair.continuationTokens.slice(0, -1)];
   const raw = () => session.run(bareFeeds(session, ids));
   const scored = () => backend.score([{ context: ctx, continuations: [gold] }]);
-  await raw(); await scored();
+  await raw();
+  await scored();
   const rawMs: number[] = [];
   const scoreMs: number[] = [];
-  for (let i = 0; i < repsHere; i++) { rawMs.push(await time(raw)); scoreMs.push(await time(scored)); }
+  for (let i = 0; i < repsHere; i++) {
+    rawMs.push(await time(raw));
+    scoreMs.push(await time(scored));
+  }
   const tokens = ids.length + 1;
-  const r = median(rawMs), s = median(scoreMs);
+  const r = median(rawMs),
+    s = median(scoreMs);
   await session.release();
   await backend.close();
-  return `${label}, ${tokens} tokens (${pair.continuationTokens.length} scored): bare session.run ${(tokens / r * 1000).toFixed(0)} tok/s, score ${(tokens / s * 1000).toFixed(0)} tok/s → ratio ${(r / s).toFixed(3)}`;
+  return `${label}, ${tokens} tokens (${pair.continuationTokens.length} scored): bare session.run ${((tokens / r) * 1000).toFixed(0)} tok/s, score ${((tokens / s) * 1000).toFixed(0)} tok/s → ratio ${(r / s).toFixed(3)}`;
 }
 
 async function benchSharedContext(dir: string): Promise<void> {
@@ -113,16 +118,31 @@ async function benchSharedContext(dir: string): Promise<void> {
   const options = [items[0]!.gold, items[1]!.gold, items[4]!.gold, items[7]!.gold];
   const gold = () => backend.score([{ context: ctx, continuations: [options[0]!] }]);
   const shared = () => backend.score([{ context: ctx, continuations: options }]);
-  const separate = async () => { for (const o of options) await backend.score([{ context: ctx, continuations: [o] }]); };
-  await gold(); await shared();
-  const g: number[] = [], sh: number[] = [], sep: number[] = [];
-  for (let i = 0; i < reps; i++) { g.push(await time(gold)); sh.push(await time(shared)); sep.push(await time(separate)); }
+  const separate = async () => {
+    for (const o of options) await backend.score([{ context: ctx, continuations: [o] }]);
+  };
+  await gold();
+  await shared();
+  const g: number[] = [],
+    sh: number[] = [],
+    sep: number[] = [];
+  for (let i = 0; i < reps; i++) {
+    g.push(await time(gold));
+    sh.push(await time(shared));
+    sep.push(await time(separate));
+  }
   const n = backend.encode(ctx.replace(/\s+$/u, '')).length;
-  console.log(`(b) 8K vocabulary, ${n}-token context: gold alone ${median(g).toFixed(1)} ms, 4 options sharing the context ${median(sh).toFixed(1)} ms → ${(median(sh) / median(g)).toFixed(3)}× (goal ≤ 1.3×); context re-run per option ${(median(sep) / median(g)).toFixed(3)}×`);
+  console.log(
+    `(b) 8K vocabulary, ${n}-token context: gold alone ${median(g).toFixed(1)} ms, 4 options sharing the context ${median(sh).toFixed(1)} ms → ${(median(sh) / median(g)).toFixed(3)}× (goal ≤ 1.3×); context re-run per option ${(median(sep) / median(g)).toFixed(3)}×`,
+  );
   await backend.close();
 }
 
-interface RssReport { tokens: number; peakRssMb: number; ms: number }
+interface RssReport {
+  tokens: number;
+  peakRssMb: number;
+  ms: number;
+}
 
 function peakRss(dir: string, mode: 'load-only' | 'score', tokens: number): RssReport {
   const child = join(dirname(fileURLToPath(import.meta.url)), 'score-rss-child.ts');
@@ -134,7 +154,8 @@ function peakRss(dir: string, mode: 'load-only' | 'score', tokens: number): RssR
 const vocabs = [8192, 32_000, 151_936];
 const dirs = new Map(vocabs.map((v) => [v, checkpointAt(v)]));
 try {
-  for (const vocab of vocabs) console.log(await throughput(`(a) ${vocab}-logit vocabulary`, dirs.get(vocab)!, 1500, vocab > 100_000 ? Math.max(3, reps) : reps * 2));
+  for (const vocab of vocabs)
+    console.log(await throughput(`(a) ${vocab}-logit vocabulary`, dirs.get(vocab)!, 1500, vocab > 100_000 ? Math.max(3, reps) : reps * 2));
   console.log(await throughput('(a) ngram-agent (no cache, 257 logits)', join(EMBEDDED_CHECKPOINTS, 'ngram-agent'), 1500, reps * 2));
   await benchSharedContext(REAL);
   for (const vocab of vocabs) {
@@ -143,7 +164,9 @@ try {
     const short = peakRss(dir, 'score', 1024);
     const long = peakRss(dir, 'score', 3968);
     const txv = (t: number) => (t * vocab * 4) / 2 ** 20;
-    console.log(`(c) ${vocab}-logit vocabulary: peak RSS loaded ${loaded.peakRssMb.toFixed(0)} MiB; scoring ${short.tokens} tokens ${short.peakRssMb.toFixed(0)} MiB (T×V logits would be ${txv(short.tokens).toFixed(0)} MiB), ${long.tokens} tokens ${long.peakRssMb.toFixed(0)} MiB (T×V ${txv(long.tokens).toFixed(0)} MiB) → ${(long.peakRssMb - short.peakRssMb).toFixed(0)} MiB more for ${(long.tokens / short.tokens).toFixed(1)}× the context; scored in ${(short.ms / 1000).toFixed(1)} s / ${(long.ms / 1000).toFixed(1)} s`);
+    console.log(
+      `(c) ${vocab}-logit vocabulary: peak RSS loaded ${loaded.peakRssMb.toFixed(0)} MiB; scoring ${short.tokens} tokens ${short.peakRssMb.toFixed(0)} MiB (T×V logits would be ${txv(short.tokens).toFixed(0)} MiB), ${long.tokens} tokens ${long.peakRssMb.toFixed(0)} MiB (T×V ${txv(long.tokens).toFixed(0)} MiB) → ${(long.peakRssMb - short.peakRssMb).toFixed(0)} MiB more for ${(long.tokens / short.tokens).toFixed(1)}× the context; scored in ${(short.ms / 1000).toFixed(1)} s / ${(long.ms / 1000).toFixed(1)} s`,
+    );
   }
 } finally {
   rmSync(scratch, { recursive: true, force: true });

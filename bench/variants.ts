@@ -10,7 +10,15 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { checkpointShell, quantizeBnb4, quantizeInt8, quantizeQ4, readModel, toFloat16, writeModel } from '../scripts/checkpoints/real-variants.ts';
+import {
+  checkpointShell,
+  quantizeBnb4,
+  quantizeInt8,
+  quantizeQ4,
+  readModel,
+  toFloat16,
+  writeModel,
+} from '../scripts/checkpoints/real-variants.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import type { Dtype } from '../src/backends/onnx/dtype.ts';
 import { scoreContinuation } from '../src/backends/single.ts';
@@ -20,10 +28,19 @@ import { formatTable } from '../src/report/table.ts';
 const arg = (name: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1] : undefined);
 const MODELS = join(REPO_ROOT, '..', 'shared', 'models');
 const items = JSON.parse(readFileSync(join(MODELS, 'reference-items.json'), 'utf8')) as Record<string, { context: string; gold: string }>;
-const reference = (JSON.parse(readFileSync(join(MODELS, 'reference-logprobs.json'), 'utf8')) as { models: Record<string, { items: Record<string, { nats_nobos: number }> }> }).models;
+const reference = (
+  JSON.parse(readFileSync(join(MODELS, 'reference-logprobs.json'), 'utf8')) as {
+    models: Record<string, { items: Record<string, { nats_nobos: number }> }>;
+  }
+).models;
 const checkpoints = arg('--ckpt') ? [arg('--ckpt')!] : Object.keys(reference);
 
-interface Scored { id: string; nats: number; tokens: number; bytes: number }
+interface Scored {
+  id: string;
+  nats: number;
+  tokens: number;
+  bytes: number;
+}
 
 async function scoreAll(dir: string, dtype: Dtype, ids: string[]): Promise<Scored[]> {
   const backend = await OnnxBackend.open(dir, { dtype });
@@ -43,7 +60,9 @@ const bpb = (s: Scored[]) => s.reduce((a, x) => a + x.nats, 0) / (Math.LN2 * s.r
 const rows: string[][] = [];
 for (const name of checkpoints) {
   const source = join(MODELS, name);
-  const ids = Object.keys(reference[name]!.items).filter((id) => items[id]).slice(0, Number(arg('--limit') ?? Infinity));
+  const ids = Object.keys(reference[name]!.items)
+    .filter((id) => items[id])
+    .slice(0, Number(arg('--limit') ?? Infinity));
   const dir = join(mkdtempSync(join(tmpdir(), 'probe-bench-variants-')), name);
   const onnxDir = checkpointShell(source, dir);
   const base = readModel(join(source, 'onnx', 'model.onnx'));
@@ -62,7 +81,17 @@ for (const name of checkpoints) {
     const scored = await scoreAll(dir, dtype, ids);
     const deltas = scored.map((s, i) => Math.abs(s.nats - fp32[i]!.nats));
     const perToken = deltas.reduce((a, b) => a + b, 0) / scored.reduce((a, s) => a + s.tokens, 0);
-    rows.push([name, dtype, String(ids.length), Math.max(...deltas).toFixed(4), perToken.toFixed(5), Math.abs(bpb(scored) - bpb(fp32)).toFixed(5), bpb(scored).toFixed(4)]);
+    rows.push([
+      name,
+      dtype,
+      String(ids.length),
+      Math.max(...deltas).toFixed(4),
+      perToken.toFixed(5),
+      Math.abs(bpb(scored) - bpb(fp32)).toFixed(5),
+      bpb(scored).toFixed(4),
+    ]);
   }
 }
-process.stdout.write(`${formatTable(['checkpoint', 'dtype', 'items', 'max |Δ nats|/item', 'mean |Δ nats|/token', '|Δ bpb|', 'bpb'], rows, [2, 3, 4, 5, 6])}\n`);
+process.stdout.write(
+  `${formatTable(['checkpoint', 'dtype', 'items', 'max |Δ nats|/item', 'mean |Δ nats|/token', '|Δ bpb|', 'bpb'], rows, [2, 3, 4, 5, 6])}\n`,
+);

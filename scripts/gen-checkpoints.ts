@@ -25,10 +25,29 @@ for (const spec of LADDER) {
   console.error(`${spec.name}: ${(size / 1024).toFixed(0)} KiB in ${Date.now() - started} ms`);
 }
 // The real rungs (scripts/import-real-checkpoints.ts) sit before the control, which is last.
-const built = LADDER.map(({ name, family, corpora: c, description, contaminated }) => ({ name, family, corpora: c, description, ...(contaminated ? { control: true, contaminated } : {}) }));
-const real = REAL_RUNGS.map((r) => ({ name: r.name, family: 'llama', corpora: ['real-python'], description: r.description, heldout_code_bpb: r.heldoutCodeBpb }));
-writeFileSync(join(out, 'ladder.json'), `${JSON.stringify({
-  rungs: [...built.filter((r) => !('control' in r)), ...real, ...built.filter((r) => 'control' in r)],
-  expected_order: EXPECTED_ORDER,
-  known_order: [...REAL_RUNGS].sort((a, b) => a.heldoutCodeBpb - b.heldoutCodeBpb).map((r) => r.name),
-}, null, 2)}\n`);
+const built = LADDER.map(({ name, family, corpora: c, description, contaminated }) => ({
+  name,
+  family,
+  corpora: c,
+  description,
+  ...(contaminated ? { control: true, contaminated } : {}),
+}));
+const real = REAL_RUNGS.map((r) => ({
+  name: r.name,
+  family: 'llama',
+  corpora: ['real-python'],
+  description: r.description,
+  heldout_code_bpb: r.heldoutCodeBpb,
+}));
+writeFileSync(
+  join(out, 'ladder.json'),
+  `${JSON.stringify(
+    {
+      rungs: [...built.filter((r) => !('control' in r)), ...real, ...built.filter((r) => 'control' in r)],
+      expected_order: EXPECTED_ORDER,
+      known_order: [...REAL_RUNGS].sort((a, b) => a.heldoutCodeBpb - b.heldoutCodeBpb).map((r) => r.name),
+    },
+    null,
+    2,
+  )}\n`,
+);

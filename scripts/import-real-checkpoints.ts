@@ -42,9 +42,10 @@ for (const rung of REAL_RUNGS) {
   if (head) {
     const e = floatsOf(embed);
     const h = floatsOf(head);
-    for (let v = 0; v < vocab; v++) for (let d = 0; d < hidden; d++) {
-      if (h[d * vocab + v] !== e[v * hidden + d]) throw new Error(`${rung.source}: the LM head is not the tied embedding transposed`);
-    }
+    for (let v = 0; v < vocab; v++)
+      for (let d = 0; d < hidden; d++) {
+        if (h[d * vocab + v] !== e[v * hidden + d]) throw new Error(`${rung.source}: the LM head is not the tied embedding transposed`);
+      }
   }
   const kept = graph.initializer!.filter((t) => t !== head);
   for (const tensor of kept) {
@@ -55,9 +56,26 @@ for (const rung of REAL_RUNGS) {
     tensor.dataType = FLOAT16;
     tensor.rawData = Buffer.from(half.buffer, half.byteOffset, half.byteLength);
     tensor.floatData = [];
-    nodes.push(onnx.NodeProto.create({ opType: 'Cast', name: `widen:${name}`, input: [tensor.name], output: [name], attribute: [{ name: 'to', type: onnx.AttributeProto.AttributeType.INT, i: FLOAT }] }));
+    nodes.push(
+      onnx.NodeProto.create({
+        opType: 'Cast',
+        name: `widen:${name}`,
+        input: [tensor.name],
+        output: [name],
+        attribute: [{ name: 'to', type: onnx.AttributeProto.AttributeType.INT, i: FLOAT }],
+      }),
+    );
   }
-  if (head) nodes.push(onnx.NodeProto.create({ opType: 'Transpose', name: 'tied:lm_head', input: [embed.name!.replace(/\.f16$/, '')], output: [head.name!], attribute: [{ name: 'perm', type: onnx.AttributeProto.AttributeType.INTS, ints: [1, 0] }] }));
+  if (head)
+    nodes.push(
+      onnx.NodeProto.create({
+        opType: 'Transpose',
+        name: 'tied:lm_head',
+        input: [embed.name!.replace(/\.f16$/, '')],
+        output: [head.name!],
+        attribute: [{ name: 'perm', type: onnx.AttributeProto.AttributeType.INTS, ints: [1, 0] }],
+      }),
+    );
   graph.initializer = kept;
   graph.node = [...nodes, ...graph.node!];
   model.docString = `${rung.source} from ../shared/models: weights stored as float16, widened to float32 at load; LM head tied (scripts/import-real-checkpoints.ts)`;
@@ -68,8 +86,12 @@ for (const rung of REAL_RUNGS) {
   for (const file of ['tokenizer.json', 'tokenizer_config.json']) copyFileSync(join(source, file), join(out, file));
   const config = JSON.parse(readFileSync(join(source, 'config.json'), 'utf8')) as Record<string, unknown>;
   config.probe_ladder = {
-    name: rung.name, description: rung.description, source: `../shared/models/${rung.source}`, train_steps: rung.trainSteps,
-    heldout_code_bpb: rung.heldoutCodeBpb, weights: 'float16 storage of the float32 original, widened at load',
+    name: rung.name,
+    description: rung.description,
+    source: `../shared/models/${rung.source}`,
+    train_steps: rung.trainSteps,
+    heldout_code_bpb: rung.heldoutCodeBpb,
+    weights: 'float16 storage of the float32 original, widened at load',
   };
   writeFileSync(join(out, 'config.json'), `${JSON.stringify(config, null, 1)}\n`);
   console.error(`${rung.name}: ${vocab} × ${hidden} embedding, ${kept.length} initializers → ${out}`);

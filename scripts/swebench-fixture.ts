@@ -48,8 +48,20 @@ try {
   execFileSync('git', ['init', '-q', scratch]);
   execFileSync('git', ['-C', scratch, 'fetch', '-q', '--depth', '1', resolve(pydicom), commit]);
   execFileSync('git', ['-C', scratch, 'update-ref', '--no-deref', 'HEAD', commit]);
-  for (const extra of ['index', 'hooks', 'logs', 'info', 'description', 'FETCH_HEAD', 'branches']) rmSync(join(scratch, '.git', extra), { recursive: true, force: true });
-  execFileSync('tar', ['-C', scratch, '--owner=0', '--group=0', '--numeric-owner', '--sort=name', '--mtime=@0', '-cf', join(out, 'pydicom-8da0b9b.git.tar'), '.git']);
+  for (const extra of ['index', 'hooks', 'logs', 'info', 'description', 'FETCH_HEAD', 'branches'])
+    rmSync(join(scratch, '.git', extra), { recursive: true, force: true });
+  execFileSync('tar', [
+    '-C',
+    scratch,
+    '--owner=0',
+    '--group=0',
+    '--numeric-owner',
+    '--sort=name',
+    '--mtime=@0',
+    '-cf',
+    join(out, 'pydicom-8da0b9b.git.tar'),
+    '.git',
+  ]);
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }

@@ -25,8 +25,13 @@ const arg = (name: string, fallback: string) => {
   return i >= 0 ? process.argv[i + 1]! : fallback;
 };
 const gitDir = arg('--repo', '/work/.mirror/SWE-bench+SWE-bench/repo');
-const commit = execFileSync('git', ['--git-dir', gitDir, 'rev-parse', `${arg('--commit', 'b8d53321b98c1193f9df999ff11d57ac5f5f551d')}^{commit}`], { encoding: 'utf8' }).trim();
-const show = (path: string) => execFileSync('git', ['--git-dir', gitDir, 'show', `${commit}:${path}`], { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
+const commit = execFileSync(
+  'git',
+  ['--git-dir', gitDir, 'rev-parse', `${arg('--commit', 'b8d53321b98c1193f9df999ff11d57ac5f5f551d')}^{commit}`],
+  { encoding: 'utf8' },
+).trim();
+const show = (path: string) =>
+  execFileSync('git', ['--git-dir', gitDir, 'show', `${commit}:${path}`], { encoding: 'utf8', maxBuffer: 64 * 2 ** 20 });
 
 const LANGUAGES = ['c', 'go', 'java', 'javascript', 'php', 'python', 'ruby', 'rust'];
 
@@ -43,7 +48,9 @@ for language, source in sources.items():
 json.dump(out, sys.stdout, sort_keys=True, default=str)
 `;
 const sources = Object.fromEntries(LANGUAGES.map((l) => [l, show(`swebench/harness/constants/${l}.py`)]));
-const specsByLanguage = JSON.parse(execFileSync('python3', ['-c', EVALUATE], { input: JSON.stringify(sources), encoding: 'utf8', maxBuffer: 64 * 2 ** 20 })) as Record<string, Record<string, Record<string, Record<string, unknown>>>>;
+const specsByLanguage = JSON.parse(
+  execFileSync('python3', ['-c', EVALUATE], { input: JSON.stringify(sources), encoding: 'utf8', maxBuffer: 64 * 2 ** 20 }),
+) as Record<string, Record<string, Record<string, Record<string, unknown>>>>;
 
 /** `MAP_REPO_TO_PARSER_XX = { "owner/name": parse_log_x, ... }`, with `parse_log_y = parse_log_x` aliases resolved. */
 function parserMap(source: string): Map<string, string> {
@@ -74,7 +81,7 @@ for (const language of LANGUAGES) {
     repos[repo] = {
       language,
       harness_parser: harnessParser,
-      log_parser: harnessParser ? PARSER_EQUIVALENTS[harnessParser]?.parser ?? null : null,
+      log_parser: harnessParser ? (PARSER_EQUIVALENTS[harnessParser]?.parser ?? null) : null,
       // get_test_directives: django names test modules, everyone else test files.
       directives: repo === 'django/django' ? 'django-modules' : repo === 'swe-bench/humaneval' ? 'humaneval' : 'paths',
       versions: Object.fromEntries(Object.entries(versions).map(([v, spec]) => [v, versionFacts(spec)])),
@@ -83,8 +90,20 @@ for (const language of LANGUAGES) {
 }
 
 const out = join(root, 'src', 'swebench', 'harness-specs.json');
-writeFileSync(out, `${JSON.stringify({
-  source: { repository: 'https://github.com/SWE-bench/SWE-bench', commit, license: 'MIT (src/swebench/LICENSE.SWE-bench)', generator: 'scripts/swebench-specs.ts' },
-  repos,
-}, null, 1)}\n`);
+writeFileSync(
+  out,
+  `${JSON.stringify(
+    {
+      source: {
+        repository: 'https://github.com/SWE-bench/SWE-bench',
+        commit,
+        license: 'MIT (src/swebench/LICENSE.SWE-bench)',
+        generator: 'scripts/swebench-specs.ts',
+      },
+      repos,
+    },
+    null,
+    1,
+  )}\n`,
+);
 console.error(`${Object.keys(repos).length} repositories from SWE-bench ${commit.slice(0, 10)} → ${out}`);

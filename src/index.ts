@@ -28,7 +28,15 @@ export { scoreBpb, rankByBpb, bitsPerByte, type BpbItem, type BpbResult } from '
 export { scoreMcq, type McqResult } from './probes/mcq.ts';
 export { scorePassk, type PasskResult } from './probes/passk.ts';
 export { scoreAptbench, type AptResult } from './probes/aptbench.ts';
-export { runEpisode, decide, TERMINATIONS, type EpisodeStep, type EpisodeSettings, type EpisodeResult, type Termination } from './asap/episode.ts';
+export {
+  runEpisode,
+  decide,
+  TERMINATIONS,
+  type EpisodeStep,
+  type EpisodeSettings,
+  type EpisodeResult,
+  type Termination,
+} from './asap/episode.ts';
 export { asapFormat, ASAP_FORMATS, type AsapFormat, type AsapFormatName } from './asap/formats.ts';
 export { TOOL_PROFILES, type ToolProfile } from './asap/profiles.ts';
 export { buildPrefix, PrefixLeakError, type AsapPrefix } from './asap/prefix.ts';

@@ -29,8 +29,12 @@ describe('APTBench scoring rules', () => {
 
 describe.skipIf(!hasRealData)('the shipped APTBench samples', () => {
   let backend: OnnxBackend;
-  beforeAll(async () => { backend = await OnnxBackend.open(CKPT.agent); });
-  afterAll(async () => { await backend.close(); });
+  beforeAll(async () => {
+    backend = await OnnxBackend.open(CKPT.agent);
+  });
+  afterAll(async () => {
+    await backend.close();
+  });
 
   it('issue_fix/locate: letters by generation and by likelihood', async () => {
     const items = loadAptItems(real('aptbench/issue_fix_locate/items.jsonl')).slice(0, 3);
@@ -69,14 +73,30 @@ describe.skipIf(!hasRealData)('probe aptbench (command line)', () => {
     const { PROBE_BIN, tempDir } = await import('./helpers/paths.ts');
     const out = join(tempDir(), 'apt');
     const probe = (args: string[]) => spawnSync(process.execPath, [PROBE_BIN, ...args], { encoding: 'utf8', timeout: 120_000 });
-    const run = probe(['aptbench', '--items', real('aptbench/env_setup_action/items.jsonl'),
-      '--prompt', real('aptbench/env_setup_action/prompt_3shot.txt'), '--ckpt', CKPT.agent, '--limit', '2', '--out', out, '--json']);
+    const run = probe([
+      'aptbench',
+      '--items',
+      real('aptbench/env_setup_action/items.jsonl'),
+      '--prompt',
+      real('aptbench/env_setup_action/prompt_3shot.txt'),
+      '--ckpt',
+      CKPT.agent,
+      '--limit',
+      '2',
+      '--out',
+      out,
+      '--json',
+    ]);
     expect(run.status, run.stderr).toBe(0);
     const doc = JSON.parse(run.stdout) as { results: Array<{ checkpoint: string; exact_match: number; items: unknown[] }> };
     expect(doc.results).toHaveLength(1);
     expect(doc.results[0]!.items).toHaveLength(2);
     expect(typeof doc.results[0]!.exact_match).toBe('number');
-    expect(readFileSync(join(out, 'aptbench', 'samples.jsonl'), 'utf8').trim().split('\n')).toHaveLength(2);
+    expect(
+      readFileSync(join(out, 'aptbench', 'samples.jsonl'), 'utf8')
+        .trim()
+        .split('\n'),
+    ).toHaveLength(2);
     expect(JSON.parse(readFileSync(join(out, 'results.json'), 'utf8'))).toEqual(doc);
     const html = join(out, 'report.html');
     const report = probe(['report', out, '--html', html]);

@@ -9,17 +9,25 @@ import { REPO_ROOT } from '../src/embedded.ts';
 
 const SRC = join(REPO_ROOT, 'src');
 
-interface Import { from: string; to: string; specifier: string }
+interface Import {
+  from: string;
+  to: string;
+  specifier: string;
+}
 
 function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sourceFiles(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 /** Every import of every source file (static, re-exports and dynamic), as paths relative to src/ (`node:fs` and packages as written). */
 const IMPORTS: Import[] = sourceFiles(SRC).flatMap((file) => {
   const text = readFileSync(file, 'utf8');
   const from = relative(SRC, file);
-  return [...text.matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)|(?:^|\n)import\s+'([^']+)'/g)].map((m) => {
+  return [
+    ...text.matchAll(/(?:^|\n)\s*(?:import|export)[^'"]*?from\s+'([^']+)'|import\(\s*'([^']+)'\s*\)|(?:^|\n)import\s+'([^']+)'/g),
+  ].map((m) => {
     const specifier = (m[1] ?? m[2] ?? m[3])!;
     return { from, specifier, to: specifier.startsWith('.') ? relative(SRC, resolve(dirname(file), specifier)) : specifier };
   });
@@ -28,7 +36,8 @@ const IMPORTS: Import[] = sourceFiles(SRC).flatMap((file) => {
 /** The folder under src/ a path is in; files directly in src/ (errors.ts, embedded.ts) are `.`. */
 const folder = (path: string) => (path.includes('/') ? path.slice(0, path.indexOf('/')) : '.');
 const local = IMPORTS.filter((i) => i.specifier.startsWith('.'));
-const arrows = (fromFolder: string, toFolder: string) => local.filter((i) => folder(i.from) === fromFolder && folder(i.to) === toFolder).map((i) => `${i.from} → ${i.to}`);
+const arrows = (fromFolder: string, toFolder: string) =>
+  local.filter((i) => folder(i.from) === fromFolder && folder(i.to) === toFolder).map((i) => `${i.from} → ${i.to}`);
 
 /** Folder cycles there still are, to be taken out (issue 16: one home for action formats); a cycle not listed fails. */
 const KNOWN_CYCLES = [['probes', 'replay']];

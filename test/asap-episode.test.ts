@@ -27,8 +27,22 @@ const reference = importTrajectory(join(REPO_ROOT, 'trajectories', 'shop__pricin
 const FIX = `The discount must be a percentage.\n<bash>\nsed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py\n</bash>`;
 const SUBMIT = 'Done.\n<submit/>';
 
-function settings(overrides: Partial<EpisodeSettings> = {}, format: AsapFormatName = 'md+xml', profile: ToolProfile = 'bash'): EpisodeSettings {
-  return { format: asapFormat(format), profile, maxSteps: 30, maxTokens: 2048, temperature: 0.7, topP: 0.95, seed: 1, actionTimeoutMs: 30_000, ...overrides };
+function settings(
+  overrides: Partial<EpisodeSettings> = {},
+  format: AsapFormatName = 'md+xml',
+  profile: ToolProfile = 'bash',
+): EpisodeSettings {
+  return {
+    format: asapFormat(format),
+    profile,
+    maxSteps: 30,
+    maxTokens: 2048,
+    temperature: 0.7,
+    topP: 0.95,
+    seed: 1,
+    actionTimeoutMs: 30_000,
+    ...overrides,
+  };
 }
 
 describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandbox)', () => {
@@ -47,11 +61,27 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
     await sb.restore({ base_commit: task.base_commit, patch: p.state.patch });
     const backend = new ScriptedBackend(completions);
     const saved: EpisodeStep[] = [];
-    const result = await runEpisode({ backend, sandbox: sb, baseCommit: task.base_commit, prefixText: p.text, prefixState: p.state, onStep: async (step) => { saved.push(step); } }, s);
+    const result = await runEpisode(
+      {
+        backend,
+        sandbox: sb,
+        baseCommit: task.base_commit,
+        prefixText: p.text,
+        prefixState: p.state,
+        onStep: async (step) => {
+          saved.push(step);
+        },
+      },
+      s,
+    );
     const finalPatch = result.steps.at(-1)?.patch ?? p.state.patch;
     await sb.restore({ base_commit: task.base_commit, patch: finalPatch });
     const verdict = await verifySandbox(sb, task);
-    const behaviour = runBehaviour(result.steps, { termination: result.termination, patch: finalPatch, applies: true, passToPassFailed: verdict.passToPass.failed }, { testCmd: task.test_cmd, relevantFiles: p.solutionFiles, prefixPatch: p.state.patch });
+    const behaviour = runBehaviour(
+      result.steps,
+      { termination: result.termination, patch: finalPatch, applies: true, passToPassFailed: verdict.passToPass.failed },
+      { testCmd: task.test_cmd, relevantFiles: p.solutionFiles, prefixPatch: p.state.patch },
+    );
     return { ...result, backend, saved, verdict, behaviour };
   }
 
@@ -63,20 +93,28 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
     expect(prefix.solutionFiles).toEqual(['cart/pricing.py']);
   });
 
-  it('a prefix that reaches the reference\'s fix is refused (a sed fix: the line is in the tree it leaves)', async () => {
-    await expect(buildPrefix(reference, task, { steps: 6, profile: 'bash', format: asapFormat('md+xml') }, sb))
-      .rejects.toThrow(/6-step prefix leaks the reference's solution: the tree it leaves contains the added line "return round\(total \* \(1 - discount \/ 100\), 2\)" \(cart\/pricing\.py\)/);
+  it("a prefix that reaches the reference's fix is refused (a sed fix: the line is in the tree it leaves)", async () => {
+    await expect(buildPrefix(reference, task, { steps: 6, profile: 'bash', format: asapFormat('md+xml') }, sb)).rejects.toThrow(
+      /6-step prefix leaks the reference's solution: the tree it leaves contains the added line "return round\(total \* \(1 - discount \/ 100\), 2\)" \(cart\/pricing\.py\)/,
+    );
     // Five steps stop right before the fix: accepted.
-    await expect(buildPrefix(reference, task, { steps: 5, profile: 'bash', format: asapFormat('md+xml') }, sb)).resolves.toMatchObject({ steps: expect.any(Array) });
+    await expect(buildPrefix(reference, task, { steps: 5, profile: 'bash', format: asapFormat('md+xml') }, sb)).resolves.toMatchObject({
+      steps: expect.any(Array),
+    });
   });
 
   it('a prefix whose thought quotes the gold patch is refused', async () => {
-    const gold = 'diff --git a/cart/pricing.py b/cart/pricing.py\n--- a/cart/pricing.py\n+++ b/cart/pricing.py\n@@ -5,4 +5,4 @@\n-    return round(total - discount, 2)\n+    return round(total * (100 - discount) / 100, 2)\n';
+    const gold =
+      'diff --git a/cart/pricing.py b/cart/pricing.py\n--- a/cart/pricing.py\n+++ b/cart/pricing.py\n@@ -5,4 +5,4 @@\n-    return round(total - discount, 2)\n+    return round(total * (100 - discount) / 100, 2)\n';
     const leaky = structuredClone(reference);
     leaky.steps[1]!.thought = 'I bet the answer is `return round(total * (100 - discount) / 100, 2)`.';
-    await expect(buildPrefix(leaky, { ...task, patch: gold }, { steps: 3, profile: 'bash', format: asapFormat('md+xml') }, sb)).rejects.toThrow(/leaks the gold patch: its text contains/);
+    await expect(
+      buildPrefix(leaky, { ...task, patch: gold }, { steps: 3, profile: 'bash', format: asapFormat('md+xml') }, sb),
+    ).rejects.toThrow(/leaks the gold patch: its text contains/);
     // The same reference without the quote passes with that gold patch.
-    await expect(buildPrefix(reference, { ...task, patch: gold }, { steps: 3, profile: 'bash', format: asapFormat('md+xml') }, sb)).resolves.toBeTruthy();
+    await expect(
+      buildPrefix(reference, { ...task, patch: gold }, { steps: 3, profile: 'bash', format: asapFormat('md+xml') }, sb),
+    ).resolves.toBeTruthy();
   });
 
   it('edit, test, submit: submitted, resolved, and the behaviour says so', async () => {
@@ -88,9 +126,21 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
     expect(run.backend.prompts[0]).toBe(`${prefix.text}\n## Thinking\n`);
     expect(run.backend.prompts[1]).toBe(`${prefix.text}\n## Thinking\n${FIX}\n<observation>\n\n</observation>\n\n## Thinking\n`);
     expect(run.behaviour).toMatchObject({
-      turns: 3, parsable_turns: 3, valid_tool_calls: 3, edit_steps: 1, autonomous_edits: true, active_testing: true,
-      applicable_patch: true, empty_patch: false, explicit_submission: true, repeated_action_termination: false,
-      recoveries: { format: 0, submit: 0, repeat: 0 }, regressions: 0, changed_lines: 2, relevant_file_access: true, network_attempts: [],
+      turns: 3,
+      parsable_turns: 3,
+      valid_tool_calls: 3,
+      edit_steps: 1,
+      autonomous_edits: true,
+      active_testing: true,
+      applicable_patch: true,
+      empty_patch: false,
+      explicit_submission: true,
+      repeated_action_termination: false,
+      recoveries: { format: 0, submit: 0, repeat: 0 },
+      regressions: 0,
+      changed_lines: 2,
+      relevant_file_access: true,
+      network_attempts: [],
     });
   });
 
@@ -100,7 +150,12 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
     expect(run.termination).toBe('submitted_empty');
     expect(run.backend.prompts[1]).toContain(`<observation>\n${HINTS.submit}\n</observation>`);
     expect(run.verdict.resolved).toBe(false);
-    expect(run.behaviour).toMatchObject({ empty_patch: true, applicable_patch: false, explicit_submission: true, recoveries: { format: 0, submit: 1, repeat: 0 } });
+    expect(run.behaviour).toMatchObject({
+      empty_patch: true,
+      applicable_patch: false,
+      explicit_submission: true,
+      recoveries: { format: 0, submit: 1, repeat: 0 },
+    });
   });
 
   it('a rejected submit, then an edit, then submit: submitted and resolved', async () => {
@@ -128,7 +183,14 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
     const ls = 'Look.\n<bash>\nls\n</bash>';
     const pwd = 'Where?\n<bash>\npwd\n</bash>';
     const run = await episode([ls, pwd, ls, ls, pwd, pwd]);
-    expect(run.steps.map((s) => s.outcome)).toEqual(['executed', 'executed', 'executed', 'repeat_suppressed', 'executed', 'repeated_action']);
+    expect(run.steps.map((s) => s.outcome)).toEqual([
+      'executed',
+      'executed',
+      'executed',
+      'repeat_suppressed',
+      'executed',
+      'repeated_action',
+    ]);
   });
 
   it('unparsable output: fed back once with a format hint, the second time the episode ends', async () => {
@@ -157,9 +219,14 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
   });
 
   it('the editor profile edits through str_replace_editor; a rejected edit is not a valid call', async () => {
-    const edit = (oldStr: string) => `Fix.\n<str_replace_editor command="str_replace" path="cart/pricing.py">\n<old_str>${oldStr}</old_str>\n<new_str>round(total * (1 - discount / 100), 2)</new_str>\n</str_replace_editor>`;
+    const edit = (oldStr: string) =>
+      `Fix.\n<str_replace_editor command="str_replace" path="cart/pricing.py">\n<old_str>${oldStr}</old_str>\n<new_str>round(total * (1 - discount / 100), 2)</new_str>\n</str_replace_editor>`;
     const editorPrefix = await buildPrefix(reference, task, { steps: 3, profile: 'editor', format: asapFormat('md+xml') }, sb);
-    const run = await episode([edit('no such text'), edit('round(total - discount, 2)'), SUBMIT], settings({}, 'md+xml', 'editor'), editorPrefix);
+    const run = await episode(
+      [edit('no such text'), edit('round(total - discount, 2)'), SUBMIT],
+      settings({}, 'md+xml', 'editor'),
+      editorPrefix,
+    );
     expect(run.steps.map((s) => s.outcome)).toEqual(['executed', 'executed', 'submitted']);
     expect(run.steps[0]!.exitCode).toBe(1);
     expect(run.verdict.resolved).toBe(true);
@@ -175,7 +242,11 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
   });
 
   it('network access is attempted, audited, and blocked by the sandbox', async () => {
-    const run = await episode([`Fetch docs.\n<bash>\npython3 -c "import urllib.request; urllib.request.urlopen('http://example.com', timeout=5)"\n</bash>`, SUBMIT, SUBMIT]);
+    const run = await episode([
+      `Fetch docs.\n<bash>\npython3 -c "import urllib.request; urllib.request.urlopen('http://example.com', timeout=5)"\n</bash>`,
+      SUBMIT,
+      SUBMIT,
+    ]);
     expect(run.behaviour.network_attempts).toHaveLength(1);
     expect(run.behaviour.network_attempts[0]).toMatchObject({ step: 0, blocked: true });
     expect(run.behaviour.network_attempts[0]!.command).toContain('urllib.request');
@@ -188,7 +259,7 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
     expect(run.behaviour.regressions).toBe(1);
   });
 
-  it('the bash profile says an OpenHands reference\'s editor steps with shell commands, with live observations', async () => {
+  it("the bash profile says an OpenHands reference's editor steps with shell commands, with live observations", async () => {
     const jsTask = (await loadTaskFile(join(REPO_ROOT, 'verifiers', 'strings-js__title-case-9', 'task.json')))[0]!;
     const openhands = importTrajectory(join(REPO_ROOT, 'trajectories', 'strings-js__title-case-9.openhands.json'));
     const jsSb = await openSandbox('local', jsTask);
@@ -211,7 +282,10 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
     const format = asapFormat(name);
     const variantPrefix = await buildPrefix(reference, task, { steps: 3, profile: 'bash', format }, sb);
     const write = (thought: string, action: Parameters<typeof format.renderStep>[0]['action']) => format.renderStep({ thought, action });
-    const fix = write('Fix it.', { kind: 'bash', command: "sed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py" });
+    const fix = write('Fix it.', {
+      kind: 'bash',
+      command: "sed -i 's/return round(total - discount, 2)/return round(total * (1 - discount \\/ 100), 2)/' cart/pricing.py",
+    });
     const run = await episode([fix, write('Done.', { kind: 'submit' })], settings({}, name), variantPrefix);
     expect(run.steps.map((s) => s.outcome)).toEqual(['executed', 'submitted']);
     expect(run.verdict.resolved).toBe(true);
@@ -229,15 +303,35 @@ describe.skipIf(skipWithoutDocker || !hasBubblewrap())('ASAP episodes in the doc
       const dockerPrefix = await buildPrefix(reference, task, { steps: 3, profile: 'bash', format }, docker);
       expect(dockerPrefix).toEqual(localPrefix);
       await docker.restore({ base_commit: task.base_commit, patch: dockerPrefix.state.patch });
-      const backend = new ScriptedBackend([`Fetch docs.\n<bash>\npython3 -c "import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)"\n</bash>`, FIX, SUBMIT]);
-      const run = await runEpisode({ backend, sandbox: docker, baseCommit: task.base_commit, prefixText: dockerPrefix.text, prefixState: dockerPrefix.state, onStep: async () => {} }, settings());
+      const backend = new ScriptedBackend([
+        `Fetch docs.\n<bash>\npython3 -c "import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)"\n</bash>`,
+        FIX,
+        SUBMIT,
+      ]);
+      const run = await runEpisode(
+        {
+          backend,
+          sandbox: docker,
+          baseCommit: task.base_commit,
+          prefixText: dockerPrefix.text,
+          prefixState: dockerPrefix.state,
+          onStep: async () => {},
+        },
+        settings(),
+      );
       expect(run.termination).toBe('submitted');
       const finalPatch = run.steps.at(-1)!.patch;
       await docker.restore({ base_commit: task.base_commit, patch: finalPatch });
       const verdict = await verifySandbox(docker, task);
       expect(verdict.resolved).toBe(true);
-      const behaviour = runBehaviour(run.steps, { termination: run.termination, patch: finalPatch, applies: true, passToPassFailed: verdict.passToPass.failed }, { testCmd: task.test_cmd, relevantFiles: dockerPrefix.solutionFiles, prefixPatch: '' });
-      expect(behaviour.network_attempts).toEqual([expect.objectContaining({ step: 0, blocked: true, evidence: expect.stringMatching(/Network is unreachable/) })]);
+      const behaviour = runBehaviour(
+        run.steps,
+        { termination: run.termination, patch: finalPatch, applies: true, passToPassFailed: verdict.passToPass.failed },
+        { testCmd: task.test_cmd, relevantFiles: dockerPrefix.solutionFiles, prefixPatch: '' },
+      );
+      expect(behaviour.network_attempts).toEqual([
+        expect.objectContaining({ step: 0, blocked: true, evidence: expect.stringMatching(/Network is unreachable/) }),
+      ]);
     } finally {
       await Promise.all([local.close(), docker.close()]);
     }

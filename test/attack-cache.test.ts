@@ -32,7 +32,11 @@ const S1: SampleRequest = { prompt: '## Thinking\n', n: 2, temperature: 0.7, top
 /** Negative log-likelihood of a result list: the number a tampered entry would change. */
 const nats = (results: ScoreResult[]) => results.map((r) => -r.tokenLogprobs.reduce((a, b) => a + b, 0));
 
-interface Entry { key: { op: string; request: unknown }; answer: any; sha256: string }
+interface Entry {
+  key: { op: string; request: unknown };
+  answer: any;
+  sha256: string;
+}
 
 function entryFiles(dir: string): string[] {
   return readdirSync(dir).flatMap((shard) => readdirSync(join(dir, shard)).map((f) => join(dir, shard, f)));
@@ -68,7 +72,12 @@ async function damageWarnings(work: () => Promise<void>): Promise<string[]> {
 }
 
 /** A score through a fresh cached backend on `dir` (a new run), with the cache it used. */
-async function scoreCached(spec: string, dir: string, request: ScoreRequest, options: OpenOptions = {}): Promise<{ results: ScoreResult[]; cache: ResultCache }> {
+async function scoreCached(
+  spec: string,
+  dir: string,
+  request: ScoreRequest,
+  options: OpenOptions = {},
+): Promise<{ results: ScoreResult[]; cache: ResultCache }> {
   const cache = new ResultCache(dir);
   const backend = await openBackend(spec, { ...options, cache });
   try {
@@ -81,24 +90,88 @@ async function scoreCached(spec: string, dir: string, request: ScoreRequest, opt
 /** Tampers with R1's entry `file`; `entry` finds the entry of another request (R2, R3). */
 type Attack = [name: string, tamper: (file: string, entry: (request: ScoreRequest) => string) => void];
 
-const halve = (answer: any) => { answer[0].tokenLogprobs = answer[0].tokenLogprobs.map((v: number) => v / 2); };
+const halve = (answer: any) => {
+  answer[0].tokenLogprobs = answer[0].tokenLogprobs.map((v: number) => v / 2);
+};
 const ATTACKS: Attack[] = [
   ['halved log-probs', (f) => editAnswer(f, halve)],
   ["another item's entry copied over", (f, entry) => writeFileSync(f, readFileSync(entry(R2)))],
-  ['an extra token', (f) => editAnswer(f, (a) => { a[0].tokens.push(5); a[0].tokenLogprobs.push(-3); })],
-  ['a null log-prob', (f) => editAnswer(f, (a) => { a[0].tokenLogprobs[1] = null; })],
+  [
+    'an extra token',
+    (f) =>
+      editAnswer(f, (a) => {
+        a[0].tokens.push(5);
+        a[0].tokenLogprobs.push(-3);
+      }),
+  ],
+  [
+    'a null log-prob',
+    (f) =>
+      editAnswer(f, (a) => {
+        a[0].tokenLogprobs[1] = null;
+      }),
+  ],
   ['[]', (f) => writeFileSync(f, '[]')],
   ['[{"tokenLogprobs":"x"}]', (f) => writeFileSync(f, '[{"tokenLogprobs":"x"}]')],
   ['garbage bytes', (f) => writeFileSync(f, Buffer.from([0xff, 0xfe, 0x00, 0x13, 0x37, 0x7b]))],
   // The checksum recomputed: the shape check alone must catch these.
-  ['an extra token, checksum recomputed', (f) => editAnswer(f, (a) => { a[0].tokens.push(5); }, true)],
-  ['a null log-prob, checksum recomputed', (f) => editAnswer(f, (a) => { a[0].tokenLogprobs[1] = null; }, true)],
-  ['a string log-prob, checksum recomputed', (f) => editAnswer(f, (a) => { a[0].tokenLogprobs[0] = 'x'; }, true)],
-  ['one result for two continuations, checksum recomputed', (f) => editAnswer(f, (a) => { a.pop(); }, true)],
-  ["an item of another shape's answer under this request's key, checksum recomputed", (f, entry) => {
-    const theirs = JSON.parse(readFileSync(entry(R3), 'utf8')) as Entry;
-    editAnswer(f, (a) => { a.splice(0, a.length, theirs.answer[0], theirs.answer[0]); }, true);
-  }],
+  [
+    'an extra token, checksum recomputed',
+    (f) =>
+      editAnswer(
+        f,
+        (a) => {
+          a[0].tokens.push(5);
+        },
+        true,
+      ),
+  ],
+  [
+    'a null log-prob, checksum recomputed',
+    (f) =>
+      editAnswer(
+        f,
+        (a) => {
+          a[0].tokenLogprobs[1] = null;
+        },
+        true,
+      ),
+  ],
+  [
+    'a string log-prob, checksum recomputed',
+    (f) =>
+      editAnswer(
+        f,
+        (a) => {
+          a[0].tokenLogprobs[0] = 'x';
+        },
+        true,
+      ),
+  ],
+  [
+    'one result for two continuations, checksum recomputed',
+    (f) =>
+      editAnswer(
+        f,
+        (a) => {
+          a.pop();
+        },
+        true,
+      ),
+  ],
+  [
+    "an item of another shape's answer under this request's key, checksum recomputed",
+    (f, entry) => {
+      const theirs = JSON.parse(readFileSync(entry(R3), 'utf8')) as Entry;
+      editAnswer(
+        f,
+        (a) => {
+          a.splice(0, a.length, theirs.answer[0], theirs.answer[0]);
+        },
+        true,
+      );
+    },
+  ],
 ];
 
 /**
@@ -112,14 +185,18 @@ async function expectRecomputed(spec: string, truth: ScoreResult[], tamper: Atta
   const file = entryFile(dir, 'score', R1);
   tamper(file, (request) => entryFile(dir, 'score', request));
   let read!: Awaited<ReturnType<typeof scoreCached>>;
-  const warnings = await damageWarnings(async () => { read = await scoreCached(spec, dir, R1, options); });
+  const warnings = await damageWarnings(async () => {
+    read = await scoreCached(spec, dir, R1, options);
+  });
   expect(read.results).toEqual(truth);
   expect(nats(read.results)).toEqual(nats(truth));
   expect(read.cache.stats).toMatchObject({ hits: 0, misses: 1, damaged: 1 });
   expect(warnings).toHaveLength(1);
   expect(warnings[0]).toContain(dir);
   expect(warnings[0]).toContain(file);
-  const again = await damageWarnings(async () => { read = await scoreCached(spec, dir, R1, options); });
+  const again = await damageWarnings(async () => {
+    read = await scoreCached(spec, dir, R1, options);
+  });
   expect(again).toEqual([]);
   expect(read.cache.stats).toMatchObject({ hits: 1, misses: 0, damaged: 0 });
   expect(read.results).toEqual(truth);
@@ -142,7 +219,15 @@ describe('a tampered entry of an ONNX checkpoint is computed again', () => {
   it('tampered samples (one dropped, a bad finish reason, halved log-probs) are computed again', async () => {
     const uncached = await openBackend(CKPT.agent);
     const truthSamples = (await uncached.sample([S1]))[0]!;
-    const tampers: Array<(a: any) => void> = [(a) => a.pop(), (a) => { a[0].finishReason = 'bogus'; }, (a) => { a[1].logprob /= 2; }];
+    const tampers: Array<(a: any) => void> = [
+      (a) => a.pop(),
+      (a) => {
+        a[0].finishReason = 'bogus';
+      },
+      (a) => {
+        a[1].logprob /= 2;
+      },
+    ];
     for (const [i, edit] of tampers.entries()) {
       const dir = tempDir('probe-attack-cache-');
       const fill = await openBackend(CKPT.agent, { cache: new ResultCache(dir) });
@@ -151,7 +236,9 @@ describe('a tampered entry of an ONNX checkpoint is computed again', () => {
       const cache = new ResultCache(dir);
       const backend = await openBackend(CKPT.agent, { cache });
       let samples: unknown;
-      const warnings = await damageWarnings(async () => { samples = (await backend.sample([S1]))[0]; });
+      const warnings = await damageWarnings(async () => {
+        samples = (await backend.sample([S1]))[0];
+      });
       expect(samples).toEqual(truthSamples);
       expect(cache.stats.damaged).toBe(1);
       expect(warnings).toHaveLength(1);
@@ -178,8 +265,12 @@ describe('a tampered entry of an ONNX checkpoint is computed again', () => {
 
   it('probe bpb over a cache whose every entry is [] succeeds with the uncached numbers and one warning', () => {
     const dir = tempDir('probe-attack-cache-');
-    const bpb = (args: string[]) => spawnSync(process.execPath, [PROBE_BIN, 'bpb', '--ckpt', CKPT.agent, '--probes', DEMO_PROBES, '--limit', '3', '--json', ...args],
-      { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000 });
+    const bpb = (args: string[]) =>
+      spawnSync(process.execPath, [PROBE_BIN, 'bpb', '--ckpt', CKPT.agent, '--probes', DEMO_PROBES, '--limit', '3', '--json', ...args], {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
     const uncached = bpb(['--no-cache']);
     expect(uncached.status, uncached.stderr).toBe(0);
     expect(bpb(['--cache', dir]).status).toBe(0);
@@ -199,7 +290,10 @@ describe('a server', () => {
   const proxies: FaultProxy[] = [];
   afterEach(async () => {
     for (const p of proxies.splice(0)) await p.stop();
-    for (const s of running.splice(0)) { await close(s.server); await s.backend.close(); }
+    for (const s of running.splice(0)) {
+      await close(s.server);
+      await s.backend.close();
+    }
   });
 
   /** `probe serve`'s server on `dir` as model "test-model" (on `port` when given). */
@@ -210,7 +304,10 @@ describe('a server', () => {
   }
 
   async function stopAll(): Promise<void> {
-    for (const s of running.splice(0)) { await close(s.server); await s.backend.close(); }
+    for (const s of running.splice(0)) {
+      await close(s.server);
+      await s.backend.close();
+    }
   }
 
   const uncachedScore = async (spec: string, options: OpenOptions = {}) => (await (await openBackend(spec, options)).score([R1]))[0]!;
@@ -253,11 +350,14 @@ describe('a server', () => {
     const truth = await uncachedScore(url);
     await scoreCached(url, dir, R1);
     // The canary is the first completion request of a cached backend: shift its log-probs.
-    const shift = (by: number) => ({ kind: 'rewrite' as const, rewrite: (answer: any) => {
-      const lps = answer.choices[0].logprobs.token_logprobs as Array<number | null>;
-      answer.choices[0].logprobs.token_logprobs = lps.map((v, i) => (v === null ? v : v + (i % 2 ? by : -by)));
-      return answer;
-    } });
+    const shift = (by: number) => ({
+      kind: 'rewrite' as const,
+      rewrite: (answer: any) => {
+        const lps = answer.choices[0].logprobs.token_logprobs as Array<number | null>;
+        answer.choices[0].logprobs.token_logprobs = lps.map((v, i) => (v === null ? v : v + (i % 2 ? by : -by)));
+        return answer;
+      },
+    });
     proxy.faults = [shift(CANARY_TOLERANCE / 10)];
     const noisy = await scoreCached(url, dir, R1);
     expect(noisy.cache.stats).toMatchObject({ hits: 1, misses: 0 });
@@ -269,7 +369,10 @@ describe('a server', () => {
   });
 
   describe('that cannot score (llama.cpp)', () => {
-    const llama = (dir?: string): OpenOptions => ({ http: { kind: 'llamacpp', model: 'test-model', tokenizerDir: CKPT.agent }, ...(dir ? { cache: new ResultCache(dir) } : {}) });
+    const llama = (dir?: string): OpenOptions => ({
+      http: { kind: 'llamacpp', model: 'test-model', tokenizerDir: CKPT.agent },
+      ...(dir ? { cache: new ResultCache(dir) } : {}),
+    });
     const sampleWith = async (url: string, options: OpenOptions) => (await (await openBackend(url, options)).sample([S1]))[0]!;
 
     it('is fingerprinted by a greedy canary sample: other weights behind the URL get fresh samples', async () => {
@@ -297,7 +400,10 @@ describe('a server', () => {
       const proxy = new FaultProxy(await serve(CKPT.agent), [], (path) => path === '/v1/completions');
       proxies.push(proxy);
       const url = `${await proxy.start()}/v1`;
-      const strip = () => ({ kind: 'rewrite' as const, rewrite: (answer: any) => ({ ...answer, choices: answer.choices.map((c: any) => ({ ...c, logprobs: null })) }) });
+      const strip = () => ({
+        kind: 'rewrite' as const,
+        rewrite: (answer: any) => ({ ...answer, choices: answer.choices.map((c: any) => ({ ...c, logprobs: null })) }),
+      });
       proxy.faults = Array.from({ length: 10 }, strip);
       const truth = await sampleWith(url, llama());
       const spy = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);

@@ -22,21 +22,33 @@ const INSTANCE = 'shop__pricing-1';
 const task = (await loadTasks(join(TASKS, INSTANCE, 'task.json')))[0]!;
 const ALL_TESTS = [...task.FAIL_TO_PASS, ...task.PASS_TO_PASS];
 /** The md+xml probe item of the instance, from the shipped demo probes. */
-const ITEM = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).find((i) => i.task === INSTANCE && i.format === 'md+xml');
+const ITEM = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8')
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l))
+  .find((i) => i.task === INSTANCE && i.format === 'md+xml');
 
 /** One md+xml step as a model writes it after the `## Thinking` cue. */
 const step = (command: string) => `I will look around.\n<bash>\n${command}\n</bash>\n`;
 const SUBMIT = 'Done.\n<submit/>\n';
 
-interface Run { code: number | null; stdout: string; stderr: string }
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 /** The real CLI as a child process (async: the scripted server answers from this process). */
 function probe(args: string[], onSpawn?: (kill: () => void) => void): Promise<Run> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.on('data', (d) => { stdout += d; });
-    child.stderr.on('data', (d) => { stderr += d; });
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
     onSpawn?.(() => child.kill('SIGKILL'));
     child.on('close', (code) => resolve({ code, stdout, stderr }));
   });
@@ -49,7 +61,9 @@ async function serve(script: Script): Promise<ScriptedServer> {
   servers.push(server);
   return server;
 }
-afterEach(async () => { await Promise.all(servers.splice(0).map((s) => s.stop())); });
+afterEach(async () => {
+  await Promise.all(servers.splice(0).map((s) => s.stop()));
+});
 
 function remote(server: ScriptedServer): string[] {
   return ['--ckpt', server.url, '--tokenizer', CKPT.attention, '--no-cache'];
@@ -61,8 +75,12 @@ function episodeRecords(out: string): Array<{ file: string; completion: string; 
   const records = [];
   for (const ckpt of readdirSync(root)) {
     for (const instance of readdirSync(join(root, ckpt))) {
-      for (const file of readdirSync(join(root, ckpt, instance)).filter((f) => f.endsWith('.jsonl')).sort()) {
-        for (const line of readFileSync(join(root, ckpt, instance, file), 'utf8').trim().split('\n')) {
+      for (const file of readdirSync(join(root, ckpt, instance))
+        .filter((f) => f.endsWith('.jsonl'))
+        .sort()) {
+        for (const line of readFileSync(join(root, ckpt, instance, file), 'utf8')
+          .trim()
+          .split('\n')) {
           const r = JSON.parse(line);
           if (r.type === 'step') records.push({ file, completion: r.completion, observation: r.observation ?? '', patch: r.patch ?? '' });
         }
@@ -99,13 +117,31 @@ describe.each(KINDS)('attacks through the model path ($sandbox sandbox)', ({ san
       step(`${escapeCommand(host, tag)}\n${plantLinksCommand(host)}\n${plantUserSiteCommand(ALL_TESTS)}`),
       step('echo notes > notes.txt'),
       step(`${plantLinksCommand(host)}\necho notes > notes.txt`),
-      step(`cat > conftest.py <<'EOF'\nimport pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    rep = outcome.get_result()\n    rep.outcome = 'passed'\nEOF`),
-      step(`printf 'import sys\\nfor t in ${JSON.stringify(ALL_TESTS).replace(/"/g, "'")}: print("PASSED " + t)\\nsys.exit(0)\\n' > pytest.py`),
+      step(
+        `cat > conftest.py <<'EOF'\nimport pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    rep = outcome.get_result()\n    rep.outcome = 'passed'\nEOF`,
+      ),
+      step(
+        `printf 'import sys\\nfor t in ${JSON.stringify(ALL_TESTS).replace(/"/g, "'")}: print("PASSED " + t)\\nsys.exit(0)\\n' > pytest.py`,
+      ),
     ];
     const server = await serve((_prompt, index) => samples[index % samples.length]!);
     const probes = join(tempDir(), 'probes.jsonl');
     writeFileSync(probes, `${JSON.stringify(ITEM)}\n`);
-    const run = await probe(['passk', ...remote(server), '--probes', probes, '--tasks', TASKS, '-n', String(samples.length), '--concurrency', '1', '--sandbox', sandbox, '--json']);
+    const run = await probe([
+      'passk',
+      ...remote(server),
+      '--probes',
+      probes,
+      '--tasks',
+      TASKS,
+      '-n',
+      String(samples.length),
+      '--concurrency',
+      '1',
+      '--sandbox',
+      sandbox,
+      '--json',
+    ]);
     expect(run.code, run.stderr).toBe(0);
     const out = JSON.parse(run.stdout);
     const item = out.results[0].items[0];
@@ -121,13 +157,34 @@ describe.each(KINDS)('attacks through the model path ($sandbox sandbox)', ({ san
     const script: Script = (prompt) => {
       const turns = prompt.split('</observation>').length - 1;
       const prefixTurns = 3;
-      if (turns === prefixTurns) return step(`cat /tmp/left-behind ~/.left-behind 2>&1; echo secret > /tmp/left-behind; echo secret > ~/.left-behind\n${escapeCommand(host, tag)}\n${plantLinksCommand(host)}`);
+      if (turns === prefixTurns)
+        return step(
+          `cat /tmp/left-behind ~/.left-behind 2>&1; echo secret > /tmp/left-behind; echo secret > ~/.left-behind\n${escapeCommand(host, tag)}\n${plantLinksCommand(host)}`,
+        );
       if (turns === prefixTurns + 1) return step(`head -c 3000000 /dev/urandom | base64 > big_model_file.txt; ls /tmp`);
       return SUBMIT;
     };
     const server = await serve(script);
     const out = join(tempDir(), 'asap');
-    const run = await probe(['asap', ...remote(server), '--tasks', TASKS, '--instances', INSTANCE, '--runs', '2', '--concurrency', '1', '--max-steps', '4', '--sandbox', sandbox, '--out', out, '--json']);
+    const run = await probe([
+      'asap',
+      ...remote(server),
+      '--tasks',
+      TASKS,
+      '--instances',
+      INSTANCE,
+      '--runs',
+      '2',
+      '--concurrency',
+      '1',
+      '--max-steps',
+      '4',
+      '--sandbox',
+      sandbox,
+      '--out',
+      out,
+      '--json',
+    ]);
     expect(run.code, run.stderr).toBe(0);
     const result = JSON.parse(run.stdout).results[0];
     expect(result.items[0].c).toBe(0);
@@ -158,11 +215,32 @@ describe.each(KINDS)('attacks through the model path ($sandbox sandbox)', ({ san
     let gate: (() => void) | undefined;
     const script: Script = async (prompt) => {
       const turns = prompt.split('</observation>').length - 1 - 3;
-      if (turns === 1 && gate) { const g = gate; gate = undefined; g(); await new Promise(() => {}); }
+      if (turns === 1 && gate) {
+        const g = gate;
+        gate = undefined;
+        g();
+        await new Promise(() => {});
+      }
       return turns < commands.length ? step(commands[turns]!) : SUBMIT;
     };
     const server = await serve(script);
-    const args = (out: string) => ['asap', ...remote(server), '--tasks', TASKS, '--instances', INSTANCE, '--runs', '1', '--max-steps', '4', '--sandbox', sandbox, '--out', out, '--json'];
+    const args = (out: string) => [
+      'asap',
+      ...remote(server),
+      '--tasks',
+      TASKS,
+      '--instances',
+      INSTANCE,
+      '--runs',
+      '1',
+      '--max-steps',
+      '4',
+      '--sandbox',
+      sandbox,
+      '--out',
+      out,
+      '--json',
+    ];
 
     const whole = await probe(args(join(tempDir(), 'whole')));
     expect(whole.code, whole.stderr).toBe(0);
@@ -171,8 +249,12 @@ describe.each(KINDS)('attacks through the model path ($sandbox sandbox)', ({ san
 
     const out = join(tempDir(), 'killed');
     let kill: () => void = () => {};
-    const reached = new Promise<void>((resolve) => { gate = resolve; });
-    const killed = probe(args(out), (k) => { kill = k; });
+    const reached = new Promise<void>((resolve) => {
+      gate = resolve;
+    });
+    const killed = probe(args(out), (k) => {
+      kill = k;
+    });
     await reached; // the episode saved step 1 and waits for the model's step 2
     kill();
     expect((await killed).code).not.toBe(0);
@@ -194,7 +276,13 @@ describe.each(KINDS)('attacks through probe replay ($sandbox sandbox)', ({ sandb
       { role: 'user', content: '<returncode>0</returncode>\n<output>\n</output>' },
     ];
     const conftest = `cat > conftest.py <<'EOF'\nimport pytest\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n    outcome = yield\n    outcome.get_result().outcome = 'passed'\nEOF`;
-    const messages = [...source.messages.slice(0, 2), ...hostile(`${escapeCommand(host, tag)}\n${plantLinksCommand(host)}`), ...hostile(conftest), ...hostile('head -c 1500000 /dev/urandom | base64 > model_weights.txt'), ...source.messages.slice(2)];
+    const messages = [
+      ...source.messages.slice(0, 2),
+      ...hostile(`${escapeCommand(host, tag)}\n${plantLinksCommand(host)}`),
+      ...hostile(conftest),
+      ...hostile('head -c 1500000 /dev/urandom | base64 > model_weights.txt'),
+      ...source.messages.slice(2),
+    ];
     const dir = join(tempDir(), 'traj');
     mkdirSync(dir);
     const file = join(dir, `${INSTANCE}.hostile.traj.json`);

@@ -80,7 +80,9 @@ describe('attention checkpoint scoring', () => {
     tokenizer = new CheckpointTokenizer(files);
     graph = await OnnxGraph.load(files);
   });
-  afterAll(async () => { await graph.close(); });
+  afterAll(async () => {
+    await graph.close();
+  });
 
   it('is a real decoder graph named as Optimum exports it', () => {
     expect(graph.hasCache).toBe(true);
@@ -89,7 +91,9 @@ describe('attention checkpoint scoring', () => {
   it('cached, uncached and chunked log-probs agree within 1e-4', async () => {
     const ctxTokens = tokenizer.encode(context.replace(/\s+$/u, ''));
     expect(ctxTokens.length).toBeGreaterThan(150);
-    const reference = await Promise.all(options.map((o) => uncached(graph, ctxTokens, splitPair(context, o, (t) => tokenizer.encode(t)).continuationTokens)));
+    const reference = await Promise.all(
+      options.map((o) => uncached(graph, ctxTokens, splitPair(context, o, (t) => tokenizer.encode(t)).continuationTokens)),
+    );
     for (const chunkSize of [1, 7, 64, 4096]) {
       const backend = await OnnxBackend.open(CKPT.attention, { chunkSize });
       const [results] = await backend.score([{ context, continuations: options }]);
@@ -170,10 +174,13 @@ describe('bounded tokenisation of contexts far longer than the window', () => {
   const tokenizers = [CKPT.attention, CKPT.agent].map((dir) => new CheckpointTokenizer(readCheckpointDir(dir)));
   const golds = [items[0]!.gold, items[1]!.gold, '<submit/>'];
 
-  it('keeps more than the window of context tokens, equal to the whole encoding\'s last ones, and encodes a small part of the text', () => {
+  it("keeps more than the window of context tokens, equal to the whole encoding's last ones, and encodes a small part of the text", () => {
     for (const tokenizer of tokenizers) {
       let encoded = 0;
-      const encode = (t: string) => { encoded += t.length; return tokenizer.encode(t); };
+      const encode = (t: string) => {
+        encoded += t.length;
+        return tokenizer.encode(t);
+      };
       for (const cut of [0, 17]) {
         const context = longContext(400_000 - cut);
         const whole = splitContinuations(context, golds, (t) => tokenizer.encode(t));
@@ -191,7 +198,7 @@ describe('bounded tokenisation of contexts far longer than the window', () => {
     }
   });
 
-  it('drops the tail\'s first tokens where the cut falls inside a long whitespace run, word or non-ASCII run', () => {
+  it("drops the tail's first tokens where the cut falls inside a long whitespace run, word or non-ASCII run", () => {
     for (const tokenizer of tokenizers) {
       const encode = (t: string) => tokenizer.encode(t);
       for (const run of [' ', 'y', 'こ']) {

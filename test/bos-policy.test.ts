@@ -58,7 +58,12 @@ function llama2Checkpoint(): string {
 }
 
 /** Log-probs of ids[from..] under a plain onnxruntime session: one full pass, empty cache, computed here in float64. */
-async function manualLogprobs(session: InferenceSession, config: { num_hidden_layers: number; num_key_value_heads: number; head_dim: number }, ids: number[], from: number): Promise<number[]> {
+async function manualLogprobs(
+  session: InferenceSession,
+  config: { num_hidden_layers: number; num_key_value_heads: number; head_dim: number },
+  ids: number[],
+  from: number,
+): Promise<number[]> {
   const n = ids.length;
   const feeds: Record<string, Tensor> = {
     input_ids: new Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, n]),
@@ -66,7 +71,8 @@ async function manualLogprobs(session: InferenceSession, config: { num_hidden_la
     position_ids: new Tensor('int64', BigInt64Array.from(ids.map((_, i) => BigInt(i))), [1, n]),
   };
   for (let l = 0; l < config.num_hidden_layers; l++) {
-    for (const kv of ['key', 'value']) feeds[`past_key_values.${l}.${kv}`] = new Tensor('float32', new Float32Array(0), [1, config.num_key_value_heads, 0, config.head_dim]);
+    for (const kv of ['key', 'value'])
+      feeds[`past_key_values.${l}.${kv}`] = new Tensor('float32', new Float32Array(0), [1, config.num_key_value_heads, 0, config.head_dim]);
   }
   const out = await session.run(feeds);
   const logits = out.logits!.data as Float32Array;
@@ -93,18 +99,30 @@ async function tgiLike(backend: OnnxBackend, adds: number | null): Promise<{ url
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => void (async () => {
-      const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { inputs: string };
-      const prompt = ids(body.inputs);
-      let answer: unknown;
-      if (req.url === '/tokenize') answer = prompt.map((id) => ({ id, text: '', start: 0, stop: 0 }));
-      else {
-        const scored = await backend.promptLogprobs(prompt);
-        answer = { generated_text: '', details: { finish_reason: 'length', generated_tokens: 1, tokens: [], prefill: prompt.map((id, i) => ({ id, text: '', logprob: i === 0 ? null : scored.tokenLogprobs[i - 1] })) } };
-      }
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(answer));
-    })());
+    req.on(
+      'end',
+      () =>
+        void (async () => {
+          const body = JSON.parse(Buffer.concat(chunks).toString('utf8') || '{}') as { inputs: string };
+          const prompt = ids(body.inputs);
+          let answer: unknown;
+          if (req.url === '/tokenize') answer = prompt.map((id) => ({ id, text: '', start: 0, stop: 0 }));
+          else {
+            const scored = await backend.promptLogprobs(prompt);
+            answer = {
+              generated_text: '',
+              details: {
+                finish_reason: 'length',
+                generated_tokens: 1,
+                tokens: [],
+                prefill: prompt.map((id, i) => ({ id, text: '', logprob: i === 0 ? null : scored.tokenLogprobs[i - 1] })),
+              },
+            };
+          }
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(JSON.stringify(answer));
+        })(),
+    );
   });
   return { url: `${await listen(server)}/v1`, server };
 }
@@ -120,14 +138,19 @@ describe.skipIf(!hasModels)('--bos with a tokenizer that asks for BOS (the real 
   /** The harness's split, done here with transformers.js directly: context tokens, and each continuation's tokens past them. */
   const split = (context: string, continuation: string) => {
     const ctx = tokenizer.encode(context.replace(/\s+$/u, ''), { add_special_tokens: false });
-    const whole = tokenizer.encode(context.replace(/\s+$/u, '') + context.slice(context.replace(/\s+$/u, '').length) + continuation, { add_special_tokens: false });
+    const whole = tokenizer.encode(context.replace(/\s+$/u, '') + context.slice(context.replace(/\s+$/u, '').length) + continuation, {
+      add_special_tokens: false,
+    });
     return { ctx, cont: whole.slice(ctx.length) };
   };
 
   beforeAll(async () => {
     dir = llama2Checkpoint();
     config = JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8'));
-    tokenizer = new PreTrainedTokenizer(JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')), JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')));
+    tokenizer = new PreTrainedTokenizer(
+      JSON.parse(readFileSync(join(dir, 'tokenizer.json'), 'utf8')),
+      JSON.parse(readFileSync(join(dir, 'tokenizer_config.json'), 'utf8')),
+    );
     session = await InferenceSession.create(join(dir, 'onnx', 'model.onnx'));
     for (const policy of POLICIES) backends.set(policy, await OnnxBackend.open(dir, { bos: policy }));
   }, 120_000);
@@ -146,7 +169,10 @@ describe.skipIf(!hasModels)('--bos with a tokenizer that asks for BOS (the real 
     const scored = new Map<BosPolicy, number[]>();
     for (const policy of POLICIES) {
       const [results] = await backends.get(policy)!.score([request]);
-      scored.set(policy, results!.map((r) => nats(r.tokenLogprobs)));
+      scored.set(
+        policy,
+        results!.map((r) => nats(r.tokenLogprobs)),
+      );
       results!.forEach((r, i) => expect(r.tokens).toEqual(split(request.context, request.continuations[i]!).cont));
     }
     for (const [i, continuation] of request.continuations.entries()) {
@@ -181,11 +207,15 @@ describe.skipIf(!hasModels)('--bos with a tokenizer that asks for BOS (the real 
   it('samples after BOS too: the greedy first token is the argmax after [1, ...prompt]', async () => {
     const prompt = 'def add(a, b):\n   ';
     const ids = [1, ...tokenizer.encode(prompt, { add_special_tokens: false })];
-    const sample = (await backends.get('auto')!.sample([{ prompt, n: 1, temperature: 0, topP: 1, maxTokens: 3, stop: [], seed: 0 }]))[0]![0]!;
+    const sample = (
+      await backends.get('auto')!.sample([{ prompt, n: 1, temperature: 0, topP: 1, maxTokens: 3, stop: [], seed: 0 }])
+    )[0]![0]!;
     // The greedy token's log-prob is the largest at that position: compare with the manual run over the prompt and that token.
     const [manual] = await manualLogprobs(session, config, [...ids, sample.tokens[0]!], ids.length);
     expect(sample.tokenLogprobs![0]).toBeCloseTo(manual!, 4);
-    const never = (await backends.get('never')!.sample([{ prompt, n: 1, temperature: 0, topP: 1, maxTokens: 3, stop: [], seed: 0 }]))[0]![0]!;
+    const never = (
+      await backends.get('never')!.sample([{ prompt, n: 1, temperature: 0, topP: 1, maxTokens: 3, stop: [], seed: 0 }])
+    )[0]![0]!;
     expect(never.tokenLogprobs![0]).not.toBeCloseTo(sample.tokenLogprobs![0]!, 4);
   });
 
@@ -193,13 +223,16 @@ describe.skipIf(!hasModels)('--bos with a tokenizer that asks for BOS (the real 
     const tgi = await tgiLike(backends.get('never')!, 1);
     try {
       for (const tokenizerDir of [dir, undefined]) {
-        const open = (bos: BosPolicy) => HttpBackend.open(tgi.url, { ...FAST, kind: 'tgi', model: 'm', bos, ...(tokenizerDir ? { tokenizerDir } : {}) });
+        const open = (bos: BosPolicy) =>
+          HttpBackend.open(tgi.url, { ...FAST, kind: 'tgi', model: 'm', bos, ...(tokenizerDir ? { tokenizerDir } : {}) });
         for (const policy of ['auto', 'always'] as BosPolicy[]) {
           const [remote] = await (await open(policy)).score([request]);
           const [local] = await backends.get(policy)!.score([request]);
           remote!.forEach((r, i) => expect(nats(r.tokenLogprobs)).toBeCloseTo(nats(local![i]!.tokenLogprobs), 4));
         }
-        await expect((await open('never')).score([request])).rejects.toThrow(/--bos never.*TGI .*(cannot be told not to|which TGI cannot be told to leave out)/);
+        await expect((await open('never')).score([request])).rejects.toThrow(
+          /--bos never.*TGI .*(cannot be told not to|which TGI cannot be told to leave out)/,
+        );
       }
     } finally {
       await close(tgi.server);
@@ -208,10 +241,15 @@ describe.skipIf(!hasModels)('--bos with a tokenizer that asks for BOS (the real 
 
   describe('through probe serve (HTTP), and the cache', () => {
     let served: Awaited<ReturnType<typeof serveCheckpoint>>;
-    beforeAll(async () => { served = await serveCheckpoint(dir); }, 60_000);
-    afterAll(async () => { await close(served.server); await served.backend.close(); });
+    beforeAll(async () => {
+      served = await serveCheckpoint(dir);
+    }, 60_000);
+    afterAll(async () => {
+      await close(served.server);
+      await served.backend.close();
+    });
 
-    it('scores as the in-process backend for each policy, with --tokenizer and with the server\'s /tokenize', async () => {
+    it("scores as the in-process backend for each policy, with --tokenizer and with the server's /tokenize", async () => {
       for (const policy of POLICIES) {
         const [local] = await backends.get(policy)!.score([request]);
         for (const tokenizerDir of [dir, undefined]) {
@@ -227,7 +265,12 @@ describe.skipIf(!hasModels)('--bos with a tokenizer that asks for BOS (the real 
     });
 
     it('answers /tokenize with add_special_tokens as the tokenizer does (BOS first), as vLLM does', async () => {
-      const answer = async (add: boolean) => ((await (await fetch(`${served.url}/tokenize`, { method: 'POST', body: JSON.stringify({ prompt: 'a', add_special_tokens: add }) })).json()) as { tokens: number[] }).tokens;
+      const answer = async (add: boolean) =>
+        (
+          (await (
+            await fetch(`${served.url}/tokenize`, { method: 'POST', body: JSON.stringify({ prompt: 'a', add_special_tokens: add }) })
+          ).json()) as { tokens: number[] }
+        ).tokens;
       expect(await answer(true)).toEqual([1, ...(await answer(false))]);
     });
 
@@ -252,11 +295,15 @@ describe.skipIf(!hasModels)('--bos with a tokenizer that asks for BOS (the real 
   });
 });
 
-interface Reference { models: Record<string, { items: Record<string, { nats_nobos: number; nats_bos: number; tokens: number }> }> }
+interface Reference {
+  models: Record<string, { items: Record<string, { nats_nobos: number; nats_bos: number; tokens: number }> }>;
+}
 
 describe.skipIf(!hasModels)('--bos with tokenizers that do not ask for BOS (../shared/models, against HF transformers)', () => {
   const reference = hasModels ? (JSON.parse(readFileSync(join(MODELS, 'reference-logprobs.json'), 'utf8')) as Reference) : { models: {} };
-  const items = hasModels ? (JSON.parse(readFileSync(join(MODELS, 'reference-items.json'), 'utf8')) as Record<string, { context: string; gold: string }>) : {};
+  const items = hasModels
+    ? (JSON.parse(readFileSync(join(MODELS, 'reference-items.json'), 'utf8')) as Record<string, { context: string; gold: string }>)
+    : {};
   const ids = Object.keys(items).slice(0, 4);
 
   for (const name of ['llama-bpe8k-s40', 'llama-bpe8k-s250', 'llama-bpe8k-s1500']) {
@@ -270,7 +317,10 @@ describe.skipIf(!hasModels)('--bos with tokenizers that do not ask for BOS (../s
             const ref = reference.models[name]!.items[id]!;
             const got = results[i]![0]!;
             expect(got.tokens.length).toBe(ref.tokens);
-            expect(Math.abs(nats(got.tokenLogprobs) - (policy === 'always' ? ref.nats_bos : ref.nats_nobos)), `${name} ${policy} ${id}`).toBeLessThan(1e-4);
+            expect(
+              Math.abs(nats(got.tokenLogprobs) - (policy === 'always' ? ref.nats_bos : ref.nats_nobos)),
+              `${name} ${policy} ${id}`,
+            ).toBeLessThan(1e-4);
           });
         } finally {
           await backend.close();
@@ -279,7 +329,7 @@ describe.skipIf(!hasModels)('--bos with tokenizers that do not ask for BOS (../s
     }, 120_000);
   }
 
-  it('through probe serve: each policy gives the same numbers with --tokenizer; always without it is refused (the server\'s tokenizer adds no BOS to name)', async () => {
+  it("through probe serve: each policy gives the same numbers with --tokenizer; always without it is refused (the server's tokenizer adds no BOS to name)", async () => {
     const served = await serveCheckpoint(S250);
     try {
       const name = 'llama-bpe8k-s250';
@@ -314,10 +364,13 @@ describe.skipIf(!hasModels)('--bos with tokenizers that do not ask for BOS (../s
       const name = 'llama-bpe8k-s250';
       const requests = ids.map((id) => ({ context: items[id]!.context, continuations: [items[id]!.gold] }));
       for (const tokenizerDir of [S250, undefined]) {
-        const open = (bos: BosPolicy) => HttpBackend.open(tgi.url, { ...FAST, kind: 'tgi', model: 'm', bos, ...(tokenizerDir ? { tokenizerDir } : {}) });
+        const open = (bos: BosPolicy) =>
+          HttpBackend.open(tgi.url, { ...FAST, kind: 'tgi', model: 'm', bos, ...(tokenizerDir ? { tokenizerDir } : {}) });
         for (const policy of ['auto', 'never'] as BosPolicy[]) {
           const results = await (await open(policy)).score(requests);
-          ids.forEach((id, i) => expect(Math.abs(nats(results[i]![0]!.tokenLogprobs) - reference.models[name]!.items[id]!.nats_nobos)).toBeLessThan(1e-4));
+          ids.forEach((id, i) =>
+            expect(Math.abs(nats(results[i]![0]!.tokenLogprobs) - reference.models[name]!.items[id]!.nats_nobos)).toBeLessThan(1e-4),
+          );
         }
         const always = (await open('always')).score(requests.slice(0, 1));
         await expect(always).rejects.toThrow(InputError);
@@ -331,7 +384,11 @@ describe.skipIf(!hasModels)('--bos with tokenizers that do not ask for BOS (../s
 
   it('probe bpb --bos always records the policy and the BOS used in run.json, and the report shows it', () => {
     const out = join(tempDir(), 'run');
-    const run = spawnSync(process.execPath, [PROBE_BIN, 'bpb', '--ckpt', S250, '--probes', DEMO_PROBES, '--limit', '2', '--bos', 'always', '--no-cache', '--out', out, '--json'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 180_000 });
+    const run = spawnSync(
+      process.execPath,
+      [PROBE_BIN, 'bpb', '--ckpt', S250, '--probes', DEMO_PROBES, '--limit', '2', '--bos', 'always', '--no-cache', '--out', out, '--json'],
+      { cwd: REPO_ROOT, encoding: 'utf8', timeout: 180_000 },
+    );
     expect(run.status, run.stderr).toBe(0);
     const manifest = JSON.parse(readFileSync(join(out, 'run.json'), 'utf8')) as RunManifest;
     expect(manifest.config.bos).toBe('always');

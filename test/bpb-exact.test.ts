@@ -45,8 +45,12 @@ function exactNats(context: string, continuation: string): { nats: number; bytes
 
 describe('Decisive-Action BPB', () => {
   let backend: OnnxBackend;
-  beforeAll(async () => { backend = await OnnxBackend.open(CKPT.agent); });
-  afterAll(async () => { await backend.close(); });
+  beforeAll(async () => {
+    backend = await OnnxBackend.open(CKPT.agent);
+  });
+  afterAll(async () => {
+    await backend.close();
+  });
 
   it('equals the value computed from the checkpoint table, per item and corpus-style', async () => {
     const items = loadProbeItems(DEMO_PROBES);

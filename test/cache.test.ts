@@ -14,10 +14,18 @@ import { CKPT, copyCheckpoint, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers
 function counting(inner: CompletionBackend) {
   const calls = { score: 0, sample: 0, failNext: false };
   const backend: CompletionBackend = {
-    id: inner.id, encode: (t) => inner.encode(t), close: () => inner.close(),
-    score: async (r) => { calls.score += r.length; return inner.score(r); },
+    id: inner.id,
+    encode: (t) => inner.encode(t),
+    close: () => inner.close(),
+    score: async (r) => {
+      calls.score += r.length;
+      return inner.score(r);
+    },
     sample: async (r) => {
-      if (calls.failNext) { calls.failNext = false; throw new Error('server fell over'); }
+      if (calls.failNext) {
+        calls.failNext = false;
+        throw new Error('server fell over');
+      }
       calls.sample += r.length;
       return inner.sample(r);
     },
@@ -63,8 +71,14 @@ describe('cached backend', () => {
     const result: ScoreResult = { tokenLogprobs: [-Infinity, -0.5], tokens: [1, 2], bytes: 2, greedy: false, truncated: false };
     let calls = 0;
     const backend: CompletionBackend = {
-      id: 'stub', encode: () => [], close: async () => {}, sample: async () => [],
-      score: async (requests) => { calls += requests.length; return requests.map(() => [result]); },
+      id: 'stub',
+      encode: () => [],
+      close: async () => {},
+      sample: async () => [],
+      score: async (requests) => {
+        calls += requests.length;
+        return requests.map(() => [result]);
+      },
     };
     const dir = tempDir();
     const cached = () => new CachedBackend(backend, new ResultCache(dir), 'stub');
@@ -98,7 +112,12 @@ describe('cached backend', () => {
 
   it('probe bpb --cache: a second run is served from the cache with the same JSON', () => {
     const dir = tempDir();
-    const run = () => spawnSync(process.execPath, [PROBE_BIN, 'bpb', '--ckpt', CKPT.agent, '--probes', DEMO_PROBES, '--cache', dir, '--json'], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000 });
+    const run = () =>
+      spawnSync(process.execPath, [PROBE_BIN, 'bpb', '--ckpt', CKPT.agent, '--probes', DEMO_PROBES, '--cache', dir, '--json'], {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
     const first = run();
     expect(first.status, first.stderr).toBe(0);
     const stored = entries(dir);
@@ -110,8 +129,13 @@ describe('cached backend', () => {
 
   it('is on by default ($PROBE_CACHE_DIR), off with --no-cache, and a cache that cannot be written only warns', () => {
     const dir = tempDir();
-    const bpb = (args: string[], env: NodeJS.ProcessEnv = {}) => spawnSync(process.execPath, [PROBE_BIN, 'bpb', '--ckpt', CKPT.agent, '--probes', DEMO_PROBES, '--limit', '3', '--json', ...args],
-      { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000, env: { ...process.env, PROBE_CACHE_DIR: dir, ...env } });
+    const bpb = (args: string[], env: NodeJS.ProcessEnv = {}) =>
+      spawnSync(process.execPath, [PROBE_BIN, 'bpb', '--ckpt', CKPT.agent, '--probes', DEMO_PROBES, '--limit', '3', '--json', ...args], {
+        cwd: REPO_ROOT,
+        encoding: 'utf8',
+        timeout: 120_000,
+        env: { ...process.env, PROBE_CACHE_DIR: dir, ...env },
+      });
     const off = bpb(['--no-cache']);
     expect(off.status, off.stderr).toBe(0);
     expect(existsSync(dir) ? entries(dir) : 0).toBe(0);

@@ -45,7 +45,10 @@ function withGraph(base: string, graph: Uint8Array): string {
 }
 
 async function openError(dir: string): Promise<InputError> {
-  const error = await OnnxBackend.open(dir).then(() => undefined, (e: unknown) => e);
+  const error = await OnnxBackend.open(dir).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(InputError);
   return error as InputError;
 }
@@ -59,16 +62,18 @@ describe('checkpoint consistency, checked when the checkpoint is opened', () => 
     expect(error.message).toContain(`${join(dir, 'onnx', 'model.onnx')} produces only 257 logits per token`);
   });
 
-  it('refuses a tokenizer that lacks the config\'s special tokens (257-token tokenizer on the 512-logit graph: the silently wrong BPB)', async () => {
+  it("refuses a tokenizer that lacks the config's special tokens (257-token tokenizer on the 512-logit graph: the silently wrong BPB)", async () => {
     const dir = withTokenizerOf(CKPT.attention, CKPT.prose);
     const error = await openError(dir);
     expect(error.location).toEqual({ file: join(dir, 'config.json'), field: 'bos_token_id' });
     expect(error.message).toContain(`is 511, but ${join(dir, 'tokenizer.json')} has only ids 0–256`);
   });
 
-  it('refuses a config.json vocab_size other than the graph\'s logits width', async () => {
+  it("refuses a config.json vocab_size other than the graph's logits width", async () => {
     const dir = copyCheckpoint(CKPT.prose);
-    editConfig(dir, (c) => { c.vocab_size = 300; });
+    editConfig(dir, (c) => {
+      c.vocab_size = 300;
+    });
     const error = await openError(dir);
     expect(error.location).toEqual({ file: join(dir, 'config.json'), field: 'vocab_size' });
     expect(error.message).toContain('is 300, but the graph');
@@ -78,7 +83,10 @@ describe('checkpoint consistency, checked when the checkpoint is opened', () => 
   it('accepts a graph with more logits than the tokenizer has ids (a padded embedding) and scores with it', async () => {
     // The 257-id tokenizer on the 512-logit graph, with its special tokens made the tokenizer's own.
     const dir = withTokenizerOf(CKPT.attention, CKPT.prose);
-    editConfig(dir, (c) => { c.bos_token_id = 256; c.eos_token_id = 256; });
+    editConfig(dir, (c) => {
+      c.bos_token_id = 256;
+      c.eos_token_id = 256;
+    });
     const backend = await OnnxBackend.open(dir);
     const r = await scoreContinuation(backend, 'ls', ' -la');
     expect(r!.tokenLogprobs.every((lp) => Number.isFinite(lp) && lp < 0)).toBe(true);
@@ -92,14 +100,20 @@ describe('checkpoint consistency, checked when the checkpoint is opened', () => 
     expect(r!.tokenLogprobs[0]).toBeCloseTo(-Math.log(257), 5); // a zero table: uniform over the measured 257
     await backend.close();
     const wrong = withGraph(CKPT.prose, tableGraph(257, 257, 'vocab'));
-    editConfig(wrong, (c) => { c.vocab_size = 256; });
+    editConfig(wrong, (c) => {
+      c.vocab_size = 256;
+    });
     expect((await openError(wrong)).message).toContain('is 256, but the graph');
   });
 });
 
-describe('a failing checkpoint never drops the others\' results', () => {
-  interface BpbJson { results: Array<{ checkpoint: string; bpb: number }>; errors?: Array<{ file: string | null; field: string | null; message: string }> }
-  const bpb = (...ckpts: string[]) => runProbe(['bpb', '--ckpt', ...ckpts, '--probes', DEMO_PROBES, '--limit', '2', '--no-cache', '--json']);
+describe("a failing checkpoint never drops the others' results", () => {
+  interface BpbJson {
+    results: Array<{ checkpoint: string; bpb: number }>;
+    errors?: Array<{ file: string | null; field: string | null; message: string }>;
+  }
+  const bpb = (...ckpts: string[]) =>
+    runProbe(['bpb', '--ckpt', ...ckpts, '--probes', DEMO_PROBES, '--limit', '2', '--no-cache', '--json']);
   const alone = () => {
     const run = bpb(CKPT.code, CKPT.agent);
     expect(run.code, run.stderr).toBe(0);

@@ -20,10 +20,12 @@ import { freshSandboxes } from '../src/sandbox/pool.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 
 function filesUnder(dir: string, prefix = ''): string[] {
-  return readdirSync(join(dir, prefix)).flatMap((name) => {
-    const rel = prefix ? `${prefix}/${name}` : name;
-    return statSync(join(dir, rel)).isDirectory() ? filesUnder(dir, rel) : [rel];
-  }).sort();
+  return readdirSync(join(dir, prefix))
+    .flatMap((name) => {
+      const rel = prefix ? `${prefix}/${name}` : name;
+      return statSync(join(dir, rel)).isDirectory() ? filesUnder(dir, rel) : [rel];
+    })
+    .sort();
 }
 
 describe('embedded checkpoint ladder', () => {
@@ -44,13 +46,17 @@ describe('embedded checkpoint ladder', () => {
   it('the manifest matches the generator', () => {
     const ladder = readLadder();
     // The hand-built rungs, the real ones, then the control last.
-    expect(ladder.rungs.map((r) => r.name)).toEqual([...LADDER.filter((r) => !r.contaminated).map((r) => r.name), ...REAL_RUNGS.map((r) => r.name), 'contaminated-agent']);
+    expect(ladder.rungs.map((r) => r.name)).toEqual([
+      ...LADDER.filter((r) => !r.contaminated).map((r) => r.name),
+      ...REAL_RUNGS.map((r) => r.name),
+      'contaminated-agent',
+    ]);
     expect(ladder.rungs.filter((r) => r.control).map((r) => r.name)).toEqual(['contaminated-agent']);
     expect(ladder.expected_order).toEqual(EXPECTED_ORDER);
     expect(ladder.known_order).toEqual(['llama-bpe8k-s1500', 'llama-bpe8k-s250', 'llama-bpe8k-s40']);
   });
 
-  it('the agent corpus never contains the demo probes\' gold actions or tasks', () => {
+  it("the agent corpus never contains the demo probes' gold actions or tasks", () => {
     const agent = corpora.agent.join('\n');
     for (const item of loadProbeItems(DEMO_PROBES)) {
       expect(agent.includes(item.gold)).toBe(false);
@@ -66,8 +72,12 @@ describe('embedded checkpoint ladder', () => {
     const session = await ort.InferenceSession.create(join(CKPT.attention, 'onnx', 'model.onnx'), { logSeverityLevel: 3 });
     const config = JSON.parse(readFileSync(join(CKPT.attention, 'config.json'), 'utf8')) as { num_hidden_layers: number };
     const layers = Array.from({ length: config.num_hidden_layers }, (_, i) => i);
-    expect(session.inputNames).toEqual(['input_ids', 'attention_mask', 'position_ids',
-      ...layers.flatMap((i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`])]);
+    expect(session.inputNames).toEqual([
+      'input_ids',
+      'attention_mask',
+      'position_ids',
+      ...layers.flatMap((i) => [`past_key_values.${i}.key`, `past_key_values.${i}.value`]),
+    ]);
     expect(session.outputNames).toEqual(['logits', ...layers.flatMap((i) => [`present.${i}.key`, `present.${i}.value`])]);
     await session.release();
   });
@@ -110,8 +120,14 @@ describe('the contaminated control', () => {
     const backend = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, 'contaminated-agent'));
     const items = demo.filter((i) => ['shop__pricing-1@mini', 'api__pagination-5@mini:asap', 'cart-js__total-8@mini'].includes(i.id));
     const result = await scorePassk('contaminated-agent', backend, items, {
-      n: 2, ks: [1, 2], temperature: 0.7, topP: 0.95, maxTokens: 1024, seed: 0,
-      taskOf: (item) => tasks.get(item.task)!, restore: restoreProbeState,
+      n: 2,
+      ks: [1, 2],
+      temperature: 0.7,
+      topP: 0.95,
+      maxTokens: 1024,
+      seed: 0,
+      taskOf: (item) => tasks.get(item.task)!,
+      restore: restoreProbeState,
       leaseFor: (task) => freshSandboxes((t) => openSandbox('local', t), task),
     });
     await backend.close();

@@ -13,7 +13,22 @@ import { CKPT, PROBE_BIN, tempDir } from './helpers/paths.ts';
 
 const CONTAMINATED = join(REPO_ROOT, 'checkpoints', 'contaminated-agent');
 // No cache: the resumed run must rebuild what the kill lost from the run directory alone.
-const ARGS = ['asap', '--ckpt', CKPT.attention, CONTAMINATED, '--instances', 'shop__pricing-1', 'stats__median-7', '--runs', '2', '--max-steps', '6', '--concurrency', '2', '--no-cache'];
+const ARGS = [
+  'asap',
+  '--ckpt',
+  CKPT.attention,
+  CONTAMINATED,
+  '--instances',
+  'shop__pricing-1',
+  'stats__median-7',
+  '--runs',
+  '2',
+  '--max-steps',
+  '6',
+  '--concurrency',
+  '2',
+  '--no-cache',
+];
 
 function probe(args: string[]) {
   const run = spawnSync(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 300_000 });
@@ -23,15 +38,30 @@ function probe(args: string[]) {
 interface AsapJson {
   out: string;
   results: Array<{
-    checkpoint: string; runs: number; instances: number; pass_at: Record<string, number>; intersection: number; intersection_count: number;
-    terminations: Record<string, number>; behaviour: Record<string, number>;
-    items: Array<{ instance: string; n: number; c: number; runs: Array<{ run: number; resolved: boolean; termination: string; steps: number; transcript: string }> }>;
+    checkpoint: string;
+    runs: number;
+    instances: number;
+    pass_at: Record<string, number>;
+    intersection: number;
+    intersection_count: number;
+    terminations: Record<string, number>;
+    behaviour: Record<string, number>;
+    items: Array<{
+      instance: string;
+      n: number;
+      c: number;
+      runs: Array<{ run: number; resolved: boolean; termination: string; steps: number; transcript: string }>;
+    }>;
   }>;
 }
 
 /** What must not depend on whether the run was interrupted (timings and paths aside). */
 function comparable(out: AsapJson) {
-  return out.results.map((r) => ({ ...r, timing: undefined, items: r.items.map((i) => ({ ...i, runs: i.runs.map((x) => ({ ...x, transcript: undefined })) })) }));
+  return out.results.map((r) => ({
+    ...r,
+    timing: undefined,
+    items: r.items.map((i) => ({ ...i, runs: i.runs.map((x) => ({ ...x, transcript: undefined })) })),
+  }));
 }
 
 function episodeSteps(dir: string): Record<string, unknown[]> {
@@ -40,8 +70,12 @@ function episodeSteps(dir: string): Record<string, unknown[]> {
   for (const ckpt of readdirSync(root)) {
     for (const instance of readdirSync(join(root, ckpt))) {
       for (const file of readdirSync(join(root, ckpt, instance)).filter((f) => f.endsWith('.jsonl'))) {
-        steps[`${ckpt}/${instance}/${file}`] = readFileSync(join(root, ckpt, instance, file), 'utf8').trim().split('\n').map((l) => JSON.parse(l))
-          .filter((r) => r.type === 'step').map((r) => [r.completion, r.outcome, r.observation, r.patch]);
+        steps[`${ckpt}/${instance}/${file}`] = readFileSync(join(root, ckpt, instance, file), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l))
+          .filter((r) => r.type === 'step')
+          .map((r) => [r.completion, r.outcome, r.observation, r.patch]);
       }
     }
   }
@@ -58,7 +92,10 @@ describe.skipIf(!hasBubblewrap())('probe asap', () => {
     for (const r of out.results) {
       expect(Object.keys(r)).toEqual(expect.arrayContaining(['checkpoint', 'pass_at', 'intersection', 'behaviour']));
       expect(Object.keys(r.pass_at)).toEqual(['1', '2']);
-      expect(r.items.map((i) => [i.instance, i.n])).toEqual([['shop__pricing-1', 2], ['stats__median-7', 2]]);
+      expect(r.items.map((i) => [i.instance, i.n])).toEqual([
+        ['shop__pricing-1', 2],
+        ['stats__median-7', 2],
+      ]);
       expect(r.behaviour.runs).toBe(4);
       expect(Object.values(r.terminations).reduce((a, b) => a + b, 0)).toBe(4);
       for (const item of r.items) {
@@ -80,7 +117,13 @@ describe.skipIf(!hasBubblewrap())('probe asap', () => {
     // The same run, killed with SIGKILL once an episode has saved a step, then rerun.
     const killed = join(tempDir(), 'killed');
     const child = spawn(process.execPath, [PROBE_BIN, ...ARGS, '--out', killed, '--json'], { cwd: REPO_ROOT, stdio: 'ignore' });
-    const firstEpisode = join(killed, 'episodes', CKPT.attention.replace(/^\/+/, '').replace(/[^A-Za-z0-9._-]+/g, '_'), 'shop__pricing-1', 'run-0.jsonl');
+    const firstEpisode = join(
+      killed,
+      'episodes',
+      CKPT.attention.replace(/^\/+/, '').replace(/[^A-Za-z0-9._-]+/g, '_'),
+      'shop__pricing-1',
+      'run-0.jsonl',
+    );
     await new Promise<void>((resolve, reject) => {
       const started = Date.now();
       const poll = setInterval(() => {
@@ -108,9 +151,23 @@ describe.skipIf(!hasBubblewrap())('probe asap', () => {
 
   it('refuses a leaking prefix, an unknown instance, and a run directory with other settings, with exit 2 and no model work', () => {
     const out = join(tempDir(), 'leak');
-    const leak = probe(['asap', '--ckpt', CKPT.attention, '--instances', 'shop__pricing-1', '--prefix-steps', '6', '--runs', '1', '--out', out]);
+    const leak = probe([
+      'asap',
+      '--ckpt',
+      CKPT.attention,
+      '--instances',
+      'shop__pricing-1',
+      '--prefix-steps',
+      '6',
+      '--runs',
+      '1',
+      '--out',
+      out,
+    ]);
     expect(leak.code).toBe(2);
-    expect(leak.stderr).toMatch(/shop__pricing-1\.mini\.traj\.json: field "steps\[0\.\.5\]": the 6-step prefix leaks the reference's solution/);
+    expect(leak.stderr).toMatch(
+      /shop__pricing-1\.mini\.traj\.json: field "steps\[0\.\.5\]": the 6-step prefix leaks the reference's solution/,
+    );
     expect(existsSync(join(out, 'episodes'))).toBe(false);
 
     const unknown = probe(['asap', '--ckpt', CKPT.attention, '--instances', 'no-such-task', '--out', out]);
@@ -119,7 +176,20 @@ describe.skipIf(!hasBubblewrap())('probe asap', () => {
 
     const ok = probe(['asap', '--ckpt', CKPT.agent, '--instances', 'stats__median-7', '--runs', '1', '--max-steps', '2', '--out', out]);
     expect(ok.code, ok.stderr).toBe(0);
-    const other = probe(['asap', '--ckpt', CKPT.agent, '--instances', 'stats__median-7', '--runs', '1', '--max-steps', '3', '--out', out, '--resume']);
+    const other = probe([
+      'asap',
+      '--ckpt',
+      CKPT.agent,
+      '--instances',
+      'stats__median-7',
+      '--runs',
+      '1',
+      '--max-steps',
+      '3',
+      '--out',
+      out,
+      '--resume',
+    ]);
     expect(other.code).toBe(2);
     expect(other.stderr).toMatch(/run\.json: field "config\.max_steps": the run here was started with 2, this one has 3/);
   }, 300_000);

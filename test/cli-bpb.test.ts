@@ -15,7 +15,11 @@ function probe(args: string[]) {
 }
 
 interface BpbJson {
-  results: Array<{ checkpoint: string; bpb: number; items: Array<{ id: string; bpb: number; nats: number; bytes: number; tokens: number }> }>;
+  results: Array<{
+    checkpoint: string;
+    bpb: number;
+    items: Array<{ id: string; bpb: number; nats: number; bytes: number; tokens: number }>;
+  }>;
   ranking: string[];
   errors?: Array<{ file: string; field: string | null; message: string }>;
 }
@@ -89,7 +93,7 @@ describe('probe bpb', () => {
     expect(run.stderr).toContain(`${join(dir, 'tokenizer.json')}: field "model"`);
   });
 
-  it('reports a corrupt ONNX file by name and keeps the other checkpoints\' results', () => {
+  it("reports a corrupt ONNX file by name and keeps the other checkpoints' results", () => {
     const dir = copyCheckpoint(CKPT.prose);
     const model = join(dir, 'onnx', 'model.onnx');
     writeFileSync(model, readFileSync(model).subarray(0, 5000));

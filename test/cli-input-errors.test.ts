@@ -53,11 +53,17 @@ describe('output paths are checked before any work', () => {
   });
 
   it.skipIf(!sysRefuses)('bpb --out where the system refuses to create it (EPERM under /sys)', () => {
-    expectOneLineError(runProbe(['bpb', ...scoring, '--out', '/sys/probe-run']), /^probe: \/sys\/probe-run: cannot create the --out directory: .*\((EPERM|EACCES|EROFS)\)$/);
+    expectOneLineError(
+      runProbe(['bpb', ...scoring, '--out', '/sys/probe-run']),
+      /^probe: \/sys\/probe-run: cannot create the --out directory: .*\((EPERM|EACCES|EROFS)\)$/,
+    );
   });
 
-  it('bpb --out under /proc/x returns (Node\'s recursive mkdir loops forever there)', () => {
-    expectOneLineError(runProbe(['bpb', ...scoring, '--out', '/proc/probe-run/x']), /^probe: \/proc\/probe-run\/x: cannot create the --out directory/);
+  it("bpb --out under /proc/x returns (Node's recursive mkdir loops forever there)", () => {
+    expectOneLineError(
+      runProbe(['bpb', ...scoring, '--out', '/proc/probe-run/x']),
+      /^probe: \/proc\/probe-run\/x: cannot create the --out directory/,
+    );
   });
 
   it('build --out that is a directory fails before the first replay, not after the build', () => {
@@ -69,8 +75,10 @@ describe('output paths are checked before any work', () => {
   });
 
   it.skipIf(!sysRefuses)('build --out in a directory that cannot be written', () => {
-    expectOneLineError(runProbe(['build', '--trajectories', join(REPO_ROOT, 'trajectories'), '--tasks', TASKS, '--out', '/sys/probes.jsonl']),
-      /^probe: \/sys\/probes\.jsonl: cannot write in the directory of --out \(\/sys\): .*\((EACCES|EPERM|EROFS)\)$/);
+    expectOneLineError(
+      runProbe(['build', '--trajectories', join(REPO_ROOT, 'trajectories'), '--tasks', TASKS, '--out', '/sys/probes.jsonl']),
+      /^probe: \/sys\/probes\.jsonl: cannot write in the directory of --out \(\/sys\): .*\((EACCES|EPERM|EROFS)\)$/,
+    );
   });
 
   it('report --html that cannot be written is refused before the report is built', () => {
@@ -91,20 +99,39 @@ describe('servers and ports', () => {
 
   it('serve on a port in use names the address and the reason', () => {
     const run = runProbe(['serve', '--ckpt', CKPT.prose, '--port', String(busyPort)]);
-    expectOneLineError(run, new RegExp(`^probe: --host 127\\.0\\.0\\.1 --port ${busyPort}: cannot listen: .*\\(EADDRINUSE\\); choose another --port`));
+    expectOneLineError(
+      run,
+      new RegExp(`^probe: --host 127\\.0\\.0\\.1 --port ${busyPort}: cannot listen: .*\\(EADDRINUSE\\); choose another --port`),
+    );
   });
 
   it.each([['70000'], ['-1'], ['http']])('serve --port %s is a usage error naming the flag', (port) => {
-    expectOneLineError(runProbe(['serve', '--ckpt', CKPT.prose, '--port', port]), /option '--port <port>' argument .* is invalid\. expected a TCP port from 0 to 65535/);
+    expectOneLineError(
+      runProbe(['serve', '--ckpt', CKPT.prose, '--port', port]),
+      /option '--port <port>' argument .* is invalid\. expected a TCP port from 0 to 65535/,
+    );
   });
 
   it('serve --batch-window -1', () => {
-    expectOneLineError(runProbe(['serve', '--ckpt', CKPT.prose, '--batch-window', '-1']), /option '--batch-window <ms>' argument '-1' is invalid\. expected a whole number ≥ 0/);
+    expectOneLineError(
+      runProbe(['serve', '--ckpt', CKPT.prose, '--batch-window', '-1']),
+      /option '--batch-window <ms>' argument '-1' is invalid\. expected a whole number ≥ 0/,
+    );
   });
 
   it('build --distractor-ckpt with a server URL is refused before any work, naming the flag', () => {
     const out = join(dir, 'distractor-url.jsonl');
-    const run = runProbe(['build', '--trajectories', join(REPO_ROOT, 'trajectories'), '--tasks', TASKS, '--out', out, '--distractor-ckpt', 'http://127.0.0.1:9/v1']);
+    const run = runProbe([
+      'build',
+      '--trajectories',
+      join(REPO_ROOT, 'trajectories'),
+      '--tasks',
+      TASKS,
+      '--out',
+      out,
+      '--distractor-ckpt',
+      'http://127.0.0.1:9/v1',
+    ]);
     expectOneLineError(run, /^probe: http:\/\/127\.0\.0\.1:9\/v1: --distractor-ckpt takes a checkpoint directory, not a server URL/);
     expect(existsSync(`${out}.progress.jsonl`)).toBe(false);
   });
@@ -135,21 +162,30 @@ describe('inputs that would make a run of nothing, or of wrong numbers', () => {
   it('asap --tasks: a directory without task records', () => {
     const empty = join(dir, 'no-tasks');
     mkdirSync(empty);
-    expectOneLineError(runProbe(['asap', '--ckpt', CKPT.prose, '--tasks', empty, '--no-cache', '--json']), new RegExp(`^probe: ${empty}: no task records`));
+    expectOneLineError(
+      runProbe(['asap', '--ckpt', CKPT.prose, '--tasks', empty, '--no-cache', '--json']),
+      new RegExp(`^probe: ${empty}: no task records`),
+    );
   });
 
   it('asap --tasks: an empty JSONL file', () => {
     const empty = join(dir, 'tasks.jsonl');
     writeFileSync(empty, '\n');
     const out = join(dir, 'asap-empty');
-    expectOneLineError(runProbe(['asap', '--ckpt', CKPT.prose, '--tasks', empty, '--no-cache', '--out', out, '--json']), new RegExp(`^probe: ${empty}: holds no task records$`));
+    expectOneLineError(
+      runProbe(['asap', '--ckpt', CKPT.prose, '--tasks', empty, '--no-cache', '--out', out, '--json']),
+      new RegExp(`^probe: ${empty}: holds no task records$`),
+    );
     expect(existsSync(join(out, 'results.json'))).toBe(false);
   });
 
   it('build: a trajectory directory with no files', () => {
     const empty = join(dir, 'no-trajectories');
     mkdirSync(empty);
-    expectOneLineError(runProbe(['build', '--trajectories', empty, '--tasks', TASKS, '--out', join(dir, 'none.jsonl')]), new RegExp(`^probe: ${empty}: holds no trajectory files$`));
+    expectOneLineError(
+      runProbe(['build', '--trajectories', empty, '--tasks', TASKS, '--out', join(dir, 'none.jsonl')]),
+      new RegExp(`^probe: ${empty}: holds no trajectory files$`),
+    );
   });
 
   const prompt = () => {
@@ -161,32 +197,58 @@ describe('inputs that would make a run of nothing, or of wrong numbers', () => {
   it('aptbench: an empty items file', () => {
     const items = join(dir, 'apt-empty.jsonl');
     writeFileSync(items, '');
-    expectOneLineError(runProbe(['aptbench', '--items', items, '--prompt', prompt(), '--ckpt', CKPT.prose, '--no-cache', '--json']), new RegExp(`^probe: ${items}: holds no items$`));
+    expectOneLineError(
+      runProbe(['aptbench', '--items', items, '--prompt', prompt(), '--ckpt', CKPT.prose, '--no-cache', '--json']),
+      new RegExp(`^probe: ${items}: holds no items$`),
+    );
   });
 
   it('aptbench: an answer that is not an option letter (answer: 7)', () => {
     const items = join(dir, 'apt-seven.jsonl');
-    writeFileSync(items, `${JSON.stringify({ uuid: 'u1', issue_statement: 'x', choices: '(A) a\n(B) b', answer: 'A' })}\n${JSON.stringify({ uuid: 'u2', issue_statement: 'y', choices: '(A) a\n(B) b', answer: 7 })}\n`);
-    expectOneLineError(runProbe(['aptbench', '--items', items, '--prompt', prompt(), '--ckpt', CKPT.prose, '--no-cache', '--json']), new RegExp(`^probe: ${items}:2: field "answer": expected a string, got 7$`));
+    writeFileSync(
+      items,
+      `${JSON.stringify({ uuid: 'u1', issue_statement: 'x', choices: '(A) a\n(B) b', answer: 'A' })}\n${JSON.stringify({ uuid: 'u2', issue_statement: 'y', choices: '(A) a\n(B) b', answer: 7 })}\n`,
+    );
+    expectOneLineError(
+      runProbe(['aptbench', '--items', items, '--prompt', prompt(), '--ckpt', CKPT.prose, '--no-cache', '--json']),
+      new RegExp(`^probe: ${items}:2: field "answer": expected a string, got 7$`),
+    );
   });
 
   it('a trajectory message whose content is not text', () => {
-    const source = JSON.parse(readFileSync(join(REPO_ROOT, 'trajectories', 'shop__pricing-1.mini.traj.json'), 'utf8')) as { messages: Array<{ role: string; content: unknown }> };
+    const source = JSON.parse(readFileSync(join(REPO_ROOT, 'trajectories', 'shop__pricing-1.mini.traj.json'), 'utf8')) as {
+      messages: Array<{ role: string; content: unknown }>;
+    };
     const k = source.messages.findIndex((m) => m.role === 'assistant');
     source.messages[k]!.content = 42;
     const file = join(dir, 'shop__pricing-1.bad.traj.json');
     writeFileSync(file, JSON.stringify(source));
     const run = runProbe(['replay', file, '--task', join(TASKS, 'shop__pricing-1', 'task.json'), '--json']);
-    expectOneLineError(run, new RegExp(`^probe: ${file}: field "messages\\.${k}\\.content": expected text \\(a string or a list of content parts\\), got 42$`));
+    expectOneLineError(
+      run,
+      new RegExp(`^probe: ${file}: field "messages\\.${k}\\.content": expected text \\(a string or a list of content parts\\), got 42$`),
+    );
   });
 
   it('report: a results.json whose bpb is not a number is refused, naming file and field, not ranked first', () => {
     const runDir = join(dir, 'forged-run');
     mkdirSync(runDir);
     writeFileSync(join(runDir, 'run.json'), JSON.stringify({ verb: 'bpb' }));
-    writeFileSync(join(runDir, 'results.json'), JSON.stringify({ results: [{ checkpoint: 'good', bpb: 2.5, items: [] }, { checkpoint: 'forged', bpb: 'x', items: [] }], ranking: ['good'] }));
+    writeFileSync(
+      join(runDir, 'results.json'),
+      JSON.stringify({
+        results: [
+          { checkpoint: 'good', bpb: 2.5, items: [] },
+          { checkpoint: 'forged', bpb: 'x', items: [] },
+        ],
+        ranking: ['good'],
+      }),
+    );
     const run = runProbe(['report', runDir, '--json']);
-    expectOneLineError(run, new RegExp(`^probe: ${join(runDir, 'results.json')}: field "results\\.1\\.bpb": .*expected number.*\\(found "x"\\)`));
+    expectOneLineError(
+      run,
+      new RegExp(`^probe: ${join(runDir, 'results.json')}: field "results\\.1\\.bpb": .*expected number.*\\(found "x"\\)`),
+    );
     expect(run.stdout).toBe('');
   });
 });
@@ -203,7 +265,10 @@ describe('a machine the jail cannot run on', () => {
   });
 
   it('a verb that needs the local sandbox refuses in one line, exit 2, before any work', () => {
-    const run = runProbe(['replay', join(REPO_ROOT, 'trajectories', 'shop__pricing-1.mini.traj.json'), '--task', join(TASKS, 'shop__pricing-1', 'task.json')], bare);
+    const run = runProbe(
+      ['replay', join(REPO_ROOT, 'trajectories', 'shop__pricing-1.mini.traj.json'), '--task', join(TASKS, 'shop__pricing-1', 'task.json')],
+      bare,
+    );
     expectOneLineError(run, /bubblewrap \(bwrap\) is not installed: run `npx probe setup`.*--sandbox docker/);
   });
 });
@@ -211,12 +276,21 @@ describe('a machine the jail cannot run on', () => {
 describe('what the user sees for each kind of error (src/cli/exit.ts)', () => {
   const seen = (error: unknown, debug = false) => {
     let text = '';
-    const code = reportError(error, (t) => { text += t; }, debug);
+    const code = reportError(
+      error,
+      (t) => {
+        text += t;
+      },
+      debug,
+    );
     return { code, text };
   };
 
   it('a ProbeError is one line; its exit code says whose move it is', () => {
-    expect(seen(new InputError({ file: 'a.jsonl', line: 3, field: 'gold' }, 'missing'))).toEqual({ code: 2, text: 'probe: a.jsonl:3: field "gold": missing\n' });
+    expect(seen(new InputError({ file: 'a.jsonl', line: 3, field: 'gold' }, 'missing'))).toEqual({
+      code: 2,
+      text: 'probe: a.jsonl:3: field "gold": missing\n',
+    });
     expect(seen(new EnvironmentError('/x: cannot write'))).toEqual({ code: 2, text: 'probe: /x: cannot write\n' });
     expect(seen(new ProbeError('the server returned no samples'))).toEqual({ code: 1, text: 'probe: the server returned no samples\n' });
   });
@@ -229,8 +303,16 @@ describe('what the user sees for each kind of error (src/cli/exit.ts)', () => {
       fsError = error;
     }
     expect(seen(fsError)).toEqual({ code: 2, text: `probe: ${join(aFile, 'x')}: cannot stat: not a directory (ENOTDIR)\n` });
-    const inUse = Object.assign(new Error('listen EADDRINUSE: address already in use 127.0.0.1:8000'), { code: 'EADDRINUSE', syscall: 'listen', address: '127.0.0.1', port: 8000 });
-    expect(seen(inUse)).toEqual({ code: 2, text: 'probe: 127.0.0.1:8000: cannot listen: address already in use 127.0.0.1:8000 (EADDRINUSE)\n' });
+    const inUse = Object.assign(new Error('listen EADDRINUSE: address already in use 127.0.0.1:8000'), {
+      code: 'EADDRINUSE',
+      syscall: 'listen',
+      address: '127.0.0.1',
+      port: 8000,
+    });
+    expect(seen(inUse)).toEqual({
+      code: 2,
+      text: 'probe: 127.0.0.1:8000: cannot listen: address already in use 127.0.0.1:8000 (EADDRINUSE)\n',
+    });
   });
 
   it('a bug keeps its stack trace and says it is one; PROBE_DEBUG=1 adds the stack to any error', () => {

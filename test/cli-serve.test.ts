@@ -23,9 +23,14 @@ describe('probe serve', () => {
   let url = '';
 
   beforeAll(async () => {
-    server = spawn(process.execPath, [PROBE_BIN, 'serve', '--ckpt', CKPT.attention, '--port', '0'], { cwd: REPO_ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    server = spawn(process.execPath, [PROBE_BIN, 'serve', '--ckpt', CKPT.attention, '--port', '0'], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
     let said = '';
-    server.stderr!.on('data', (d) => { said += String(d); });
+    server.stderr!.on('data', (d) => {
+      said += String(d);
+    });
     while (!/at (http:\/\/\S+)/.test(said)) {
       if (server.exitCode !== null) throw new Error(`probe serve exited: ${said}`);
       await new Promise((r) => setTimeout(r, 50));
@@ -39,14 +44,18 @@ describe('probe serve', () => {
   });
 
   it('answers /v1/models, and probe bpb through it equals the in-process BPB within 1e-4', async () => {
-    const models = await (await fetch(`${url}/models`)).json() as { data: Array<{ id: string; owned_by: string; max_model_len: number }> };
+    const models = (await (await fetch(`${url}/models`)).json()) as {
+      data: Array<{ id: string; owned_by: string; max_model_len: number }>;
+    };
     expect(models.data[0]).toMatchObject({ id: 'attn-agent', owned_by: 'probe', max_model_len: 8192 });
     const remote = probe(['bpb', '--ckpt', url, '--probes', DEMO_PROBES, '--json']);
     expect(remote.code, remote.stderr).toBe(0);
     const local = probe(['bpb', '--ckpt', CKPT.attention, '--probes', DEMO_PROBES, '--json']);
     const [r, l] = [JSON.parse(remote.stdout), JSON.parse(local.stdout)];
     expect(Math.abs(r.results[0].bpb - l.results[0].bpb)).toBeLessThan(1e-4);
-    expect(r.results[0].items.map((i: { tokens: number }) => i.tokens)).toEqual(l.results[0].items.map((i: { tokens: number }) => i.tokens));
+    expect(r.results[0].items.map((i: { tokens: number }) => i.tokens)).toEqual(
+      l.results[0].items.map((i: { tokens: number }) => i.tokens),
+    );
   });
 
   it('ASAP episodes driven through the server are the episodes driven in process, step for step', () => {
@@ -54,8 +63,16 @@ describe('probe serve', () => {
     const remote = probe([...args, '--ckpt', url, '--out', join(tempDir(), 'remote')]);
     const local = probe([...args, '--ckpt', CKPT.attention, '--out', join(tempDir(), 'local')]);
     expect(remote.code, remote.stderr).toBe(0);
-    const steps = (out: string) => (JSON.parse(out) as { results: Array<{ items: Array<{ runs: Array<{ transcript: string }> }> }> }).results[0]!.items[0]!.runs
-      .map((r) => readFileSync(r.transcript.replace(/\.md$/, '.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)).filter((x) => x.type === 'step').map((x) => [x.completion, x.tokens, x.outcome, x.observation]));
+    const steps = (out: string) =>
+      (JSON.parse(out) as { results: Array<{ items: Array<{ runs: Array<{ transcript: string }> }> }> }).results[0]!.items[0]!.runs.map(
+        (r) =>
+          readFileSync(r.transcript.replace(/\.md$/, '.jsonl'), 'utf8')
+            .trim()
+            .split('\n')
+            .map((l) => JSON.parse(l))
+            .filter((x) => x.type === 'step')
+            .map((x) => [x.completion, x.tokens, x.outcome, x.observation]),
+      );
     expect(steps(remote.stdout)).toEqual(steps(local.stdout));
     expect(steps(remote.stdout).flat().length).toBeGreaterThan(0);
   });
@@ -63,7 +80,10 @@ describe('probe serve', () => {
   it('a server kind that cannot score prompts is bad input (exit 2) naming the server and field; other checkpoints still scored', () => {
     const run = probe(['bpb', '--ckpt', url, CKPT.agent, '--server-kind', 'llamacpp', '--probes', DEMO_PROBES, '--json']);
     expect(run.code).toBe(2);
-    const out = JSON.parse(run.stdout) as { results: Array<{ checkpoint: string }>; errors: Array<{ file: string; field: string; message: string }> };
+    const out = JSON.parse(run.stdout) as {
+      results: Array<{ checkpoint: string }>;
+      errors: Array<{ file: string; field: string; message: string }>;
+    };
     expect(out.results.map((r) => r.checkpoint)).toEqual([CKPT.agent]);
     expect(out.errors[0]).toMatchObject({ file: url.replace(/\/v1$/, ''), field: 'echo' });
     expect(out.errors[0]!.message).toMatch(/llamacpp cannot score prompts/);
@@ -77,9 +97,27 @@ describe('probe serve', () => {
     await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
     const silentUrl = `http://127.0.0.1:${(silent.address() as AddressInfo).port}/v1`;
     try {
-      const child = spawn(process.execPath, [PROBE_BIN, 'bpb', '--ckpt', silentUrl, '--server-kind', 'openai', '--model', 'm', '--tokenizer', CKPT.attention, '--probes', DEMO_PROBES, '--json'], { cwd: REPO_ROOT, stdio: 'ignore' });
+      const child = spawn(
+        process.execPath,
+        [
+          PROBE_BIN,
+          'bpb',
+          '--ckpt',
+          silentUrl,
+          '--server-kind',
+          'openai',
+          '--model',
+          'm',
+          '--tokenizer',
+          CKPT.attention,
+          '--probes',
+          DEMO_PROBES,
+          '--json',
+        ],
+        { cwd: REPO_ROOT, stdio: 'ignore' },
+      );
       // Wait until the run has a request in flight (the server holds it forever).
-      for (const deadline = Date.now() + 30_000; Date.now() < deadline;) {
+      for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
         await new Promise((r) => setTimeout(r, 50));
         if ((await new Promise<number>((r) => silent.getConnections((_, n) => r(n)))) > 0) break;
       }
@@ -87,7 +125,7 @@ describe('probe serve', () => {
       child.kill('SIGINT');
       await once(child, 'exit');
       expect(Date.now() - started).toBeLessThan(5_000);
-      for (const deadline = Date.now() + 3_000; closed.length === 0 && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+      for (const deadline = Date.now() + 3_000; closed.length === 0 && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
       expect(closed.length).toBeGreaterThan(0);
     } finally {
       silent.closeAllConnections();

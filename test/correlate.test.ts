@@ -22,10 +22,18 @@ describe('probe correlate', () => {
   it('correlates each metric with the downstream scores, with bootstrap intervals and a warning below 5 checkpoints', () => {
     const scores = join(dir, 'scores.csv');
     const downstream: Record<string, number> = { 'ngram-prose': 0.02, 'ngram-code': 0.04, 'ngram-agent': 0.09, 'attn-agent': 0.08 };
-    writeFileSync(scores, `checkpoint,pass@1\n${Object.entries(downstream).map(([k, v]) => `${k},${v}`).join('\n')}\n`);
+    writeFileSync(
+      scores,
+      `checkpoint,pass@1\n${Object.entries(downstream)
+        .map(([k, v]) => `${k},${v}`)
+        .join('\n')}\n`,
+    );
     const run = probe(['correlate', '--results', bpbFile, '--scores', scores, '--resamples', '300', '--json']);
     expect(run.code, run.stderr).toBe(0);
-    const out = JSON.parse(run.stdout) as { correlations: Array<{ metric: string; checkpoints: number; spearman: number; spearman_ci_items: { low: number; high: number } }>; warning: string | null };
+    const out = JSON.parse(run.stdout) as {
+      correlations: Array<{ metric: string; checkpoints: number; spearman: number; spearman_ci_items: { low: number; high: number } }>;
+      warning: string | null;
+    };
     const row = out.correlations.find((r) => r.metric === 'bpb')!;
     expect(row.checkpoints).toBe(4);
     // Only checkpoints with a downstream score take part (the contaminated control has none).

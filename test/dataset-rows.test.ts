@@ -13,7 +13,8 @@ describe('dataset rows', () => {
   it('Parquet: every row group in order, 64-bit integers as numbers, only the columns asked for', async () => {
     const file = join(tempDir(), 'rows.parquet');
     parquetWriteFile({
-      filename: file, rowGroupSize: 3,
+      filename: file,
+      rowGroupSize: 3,
       columnData: [
         { name: 'instance_id', data: ROWS.map((r) => r.instance_id), type: 'STRING' },
         { name: 'resolved', data: ROWS.map((r) => r.resolved), type: 'BOOLEAN' },
@@ -31,7 +32,10 @@ describe('dataset rows', () => {
   it('JSONL: blank lines skipped, a bad line named by its number', async () => {
     const dir = tempDir();
     writeFileSync(join(dir, 'ok.jsonl'), `${JSON.stringify(ROWS[0])}\n\n${JSON.stringify(ROWS[1])}\n`);
-    expect((await readAllRows(join(dir, 'ok.jsonl'))).map((r) => [r.index, r.line])).toEqual([[0, 1], [1, 3]]);
+    expect((await readAllRows(join(dir, 'ok.jsonl'))).map((r) => [r.index, r.line])).toEqual([
+      [0, 1],
+      [1, 3],
+    ]);
     writeFileSync(join(dir, 'bad.jsonl'), `${JSON.stringify(ROWS[0])}\n{"instance_id": \n`);
     await expect(readAllRows(join(dir, 'bad.jsonl'))).rejects.toThrow(/bad\.jsonl:2: not valid JSON/);
     writeFileSync(join(dir, 'list.jsonl'), '[1, 2]\n');

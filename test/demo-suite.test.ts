@@ -17,14 +17,28 @@ import { skipWithoutDocker } from './helpers/docker.ts';
 
 /** T* of each demo trajectory: some have edits before it that do not fix the task yet. */
 const EXPECTED_T_STAR: Record<string, number> = {
-  'shop__pricing-1': 5, 'shop__slugify-2': 3, 'inventory__stock-3': 4, 'orders__dates-4': 3, 'api__pagination-5': 5,
-  'config__loader-6': 3, 'stats__median-7': 3, 'cart-js__total-8': 4, 'strings-js__title-case-9': 3,
-  'dates-js__add-days-10': 2, 'csv-js__quoted-11': 5, 'money-js__cents-12': 3,
+  'shop__pricing-1': 5,
+  'shop__slugify-2': 3,
+  'inventory__stock-3': 4,
+  'orders__dates-4': 3,
+  'api__pagination-5': 5,
+  'config__loader-6': 3,
+  'stats__median-7': 3,
+  'cart-js__total-8': 4,
+  'strings-js__title-case-9': 3,
+  'dates-js__add-days-10': 2,
+  'csv-js__quoted-11': 5,
+  'money-js__cents-12': 3,
 };
 
 const tasks = await loadTasks(join(REPO_ROOT, 'verifiers'));
-const trajectoryFiles = readdirSync(join(REPO_ROOT, 'trajectories')).sort().map((f) => join(REPO_ROOT, 'trajectories', f));
-const shipped = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+const trajectoryFiles = readdirSync(join(REPO_ROOT, 'trajectories'))
+  .sort()
+  .map((f) => join(REPO_ROOT, 'trajectories', f));
+const shipped = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8')
+  .trim()
+  .split('\n')
+  .map((l) => JSON.parse(l) as Record<string, unknown>);
 
 describe('demo suite data', () => {
   it('every shipped distractor is a logged edit of a comparable length; an item with fewer than 3 is flagged', () => {
@@ -49,7 +63,9 @@ describe('demo suite data', () => {
     expect(tasks.length).toBeGreaterThanOrEqual(12);
     expect(new Set(tasks.map((t) => t.log_parser))).toEqual(new Set(['pytest', 'unittest', 'node-test']));
     const trajectories = trajectoryFiles.map((f) => importTrajectory(f));
-    expect(new Set(trajectories.map((t) => t.format))).toEqual(new Set(['mini-swe-agent-1', 'mini-swe-agent-1.1', 'swe-agent', 'openhands']));
+    expect(new Set(trajectories.map((t) => t.format))).toEqual(
+      new Set(['mini-swe-agent-1', 'mini-swe-agent-1.1', 'swe-agent', 'openhands']),
+    );
     for (const t of trajectories) {
       expect(t.steps.length, t.source).toBeGreaterThanOrEqual(6);
       expect(t.steps.length, t.source).toBeLessThanOrEqual(20);
@@ -57,16 +73,23 @@ describe('demo suite data', () => {
     expect(Object.keys(EXPECTED_T_STAR).sort()).toEqual(tasks.map((t) => t.instance_id).sort());
   });
 
-  it.each(tasks.map((t) => [t.instance_id, t] as const))('%s: task.json is what its repo/, tests-added/ and meta.json give', (_id, task) => {
-    const { file, repoDir: _repoDir, ...record } = task;
-    const rebuilt = buildTaskRecord(join(file, '..'));
-    expect(rebuilt.base_commit).toBe(record.base_commit);
-    expect(rebuilt.test_patch).toBe(record.test_patch);
-  });
+  it.each(tasks.map((t) => [t.instance_id, t] as const))(
+    '%s: task.json is what its repo/, tests-added/ and meta.json give',
+    (_id, task) => {
+      const { file, repoDir: _repoDir, ...record } = task;
+      const rebuilt = buildTaskRecord(join(file, '..'));
+      expect(rebuilt.base_commit).toBe(record.base_commit);
+      expect(rebuilt.test_patch).toBe(record.test_patch);
+    },
+  );
 });
 
 function replaySuite(kind: SandboxKind) {
-  const options = { openSandbox: (t: (typeof tasks)[number]) => openSandbox(kind, t), sandboxName: kind, concurrency: kind === 'docker' ? 2 : 4 };
+  const options = {
+    openSandbox: (t: (typeof tasks)[number]) => openSandbox(kind, t),
+    sandboxName: kind,
+    concurrency: kind === 'docker' ? 2 : 4,
+  };
   it.each(trajectoryFiles.map((f) => [f.split('/').pop()!, f] as const))('%s', async (_name, file) => {
     const task = taskForTrajectory(file, tasks)!;
     const trajectory = importTrajectory(file);
@@ -90,10 +113,12 @@ function replaySuite(kind: SandboxKind) {
 
 /** Stored distractors, applied at the decisive state, are rejected by the verifier. */
 function reverifyDistractors(kind: SandboxKind) {
-  const sample = shipped.filter((item) => !String(item.id).endsWith(':asap') && (item.distractors as string[]).length > 0).map((item) => {
-    const distractors = item.distractors as string[];
-    return [String(item.id), item, distractors[(String(item.id).length) % distractors.length]!] as const;
-  });
+  const sample = shipped
+    .filter((item) => !String(item.id).endsWith(':asap') && (item.distractors as string[]).length > 0)
+    .map((item) => {
+      const distractors = item.distractors as string[];
+      return [String(item.id), item, distractors[String(item.id).length % distractors.length]!] as const;
+    });
   it.each(sample)('%s: a stored distractor edits the tree and is rejected', async (_id, item, distractor) => {
     const task = tasks.find((t) => t.instance_id === item.task)!;
     const trajectory = importTrajectory(join(REPO_ROOT, String((item.source as { file: string }).file)));

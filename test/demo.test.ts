@@ -20,20 +20,62 @@ describe.skipIf(!hasBubblewrap())('probe demo', () => {
   it('builds the probes, runs the ladder on the embedded checkpoints and writes the report', () => {
     const out = join(tempDir(), 'demo');
     // Smaller than the default demo (the full one is measured in the README), the same path through the code.
-    const args = ['demo', '--out', out, '-n', '2', '--passk-max-tokens', '256', '--asap-runs', '1', '--asap-instances', '2', '--asap-max-steps', '8', '--asap-max-tokens', '256', '--json'];
+    const args = [
+      'demo',
+      '--out',
+      out,
+      '-n',
+      '2',
+      '--passk-max-tokens',
+      '256',
+      '--asap-runs',
+      '1',
+      '--asap-instances',
+      '2',
+      '--asap-max-steps',
+      '8',
+      '--asap-max-tokens',
+      '256',
+      '--json',
+    ];
     const run = probe(args);
     expect(run.code, run.stderr).toBe(0);
-    const doc = JSON.parse(run.stdout) as { out: string; report: string; minutes: number; shortlist: string[]; results: Array<{ checkpoint: string; bpb: number; pass_at: Record<string, number> | null; asap: unknown; control: boolean; heldout_code_bpb?: number | null }> };
+    const doc = JSON.parse(run.stdout) as {
+      out: string;
+      report: string;
+      minutes: number;
+      shortlist: string[];
+      results: Array<{
+        checkpoint: string;
+        bpb: number;
+        pass_at: Record<string, number> | null;
+        asap: unknown;
+        control: boolean;
+        heldout_code_bpb?: number | null;
+      }>;
+    };
     expect(doc.report).toBe(join(out, 'report.html'));
     expect(existsSync(doc.report)).toBe(true);
 
     // The probes were built here by replaying the shipped trajectories: 11 of 12 have a T*, two context formats each.
-    const probes = readFileSync(join(out, 'probes.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; distractors: string[] });
+    const probes = readFileSync(join(out, 'probes.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { id: string; distractors: string[] });
     expect(probes).toHaveLength(22);
     expect(probes.some((p) => p.distractors.length > 0)).toBe(true);
     const manifest = JSON.parse(readFileSync(join(out, 'run.json'), 'utf8')) as RunManifest;
     expect(manifest.verb).toBe('demo');
-    expect(manifest.checkpoints.map((c) => c.name.split('/').pop())).toEqual(['ngram-prose', 'ngram-code', 'ngram-agent', 'attn-agent', 'llama-bpe8k-s40', 'llama-bpe8k-s250', 'llama-bpe8k-s1500', 'contaminated-agent']);
+    expect(manifest.checkpoints.map((c) => c.name.split('/').pop())).toEqual([
+      'ngram-prose',
+      'ngram-code',
+      'ngram-agent',
+      'attn-agent',
+      'llama-bpe8k-s40',
+      'llama-bpe8k-s250',
+      'llama-bpe8k-s1500',
+      'contaminated-agent',
+    ]);
     expect(manifest.checkpoints.filter((c) => c.control).map((c) => c.name.split('/').pop())).toEqual(['contaminated-agent']);
     expect(manifest.probe_set!.items).toBe(22);
 
@@ -43,13 +85,21 @@ describe.skipIf(!hasBubblewrap())('probe demo', () => {
     expect(doc.results[0]!.pass_at!['1']).toBeGreaterThan(0);
     expect(doc.shortlist).toHaveLength(2);
     expect(doc.shortlist.some((c) => c.endsWith('contaminated-agent'))).toBe(false);
-    expect(doc.results.filter((r) => r.asap !== null).map((r) => r.checkpoint).sort()).toEqual([...doc.shortlist].sort());
+    expect(
+      doc.results
+        .filter((r) => r.asap !== null)
+        .map((r) => r.checkpoint)
+        .sort(),
+    ).toEqual([...doc.shortlist].sort());
     // The real rungs carry their known order, and BPB agrees with it.
     const real = doc.results.filter((r) => r.heldout_code_bpb !== null && r.heldout_code_bpb !== undefined);
     expect(real.map((r) => r.checkpoint.split('/').pop()).sort()).toEqual(['llama-bpe8k-s1500', 'llama-bpe8k-s250', 'llama-bpe8k-s40']);
-    expect([...real].sort((a, b) => a.bpb - b.bpb).map((r) => r.heldout_code_bpb)).toEqual(real.map((r) => r.heldout_code_bpb!).sort((a, b) => a - b));
+    expect([...real].sort((a, b) => a.bpb - b.bpb).map((r) => r.heldout_code_bpb)).toEqual(
+      real.map((r) => r.heldout_code_bpb!).sort((a, b) => a - b),
+    );
     const html = readFileSync(doc.report, 'utf8');
-    for (const id of ['runs', 'ranking', 'bpb', 'mcq', 'passk', 'asap', 'items', 'transcripts']) expect(html).toContain(`<section id="${id}">`);
+    for (const id of ['runs', 'ranking', 'bpb', 'mcq', 'passk', 'asap', 'items', 'transcripts'])
+      expect(html).toContain(`<section id="${id}">`);
     expect(html).toContain('Against the known order');
     expect(html).toMatch(/contaminated-agent <span class="control">\(control\)<\/span>/);
 

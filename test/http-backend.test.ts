@@ -22,8 +22,13 @@ const FAST = { endpoint: { retries: 3, backoffMs: 5, timeoutMs: 20_000, concurre
 
 describe('HTTP backend against probe serve', () => {
   let served: { url: string; server: Server; backend: OnnxBackend };
-  beforeAll(async () => { served = await serveCheckpoint(CKPT.attention); });
-  afterAll(async () => { await close(served.server); await served.backend.close(); });
+  beforeAll(async () => {
+    served = await serveCheckpoint(CKPT.attention);
+  });
+  afterAll(async () => {
+    await close(served.server);
+    await served.backend.close();
+  });
 
   it('detects the server, and scores the probes within 1e-4 BPB of the in-process backend (local and server tokenisation)', async () => {
     const local = await scoreBpb('local', served.backend, items);
@@ -60,10 +65,18 @@ describe('HTTP backend against probe serve', () => {
 
   describe('through a fault-injecting proxy', () => {
     it('retries dropped connections, 429 (with Retry-After) and 500, and loses no result', async () => {
-      const proxy = new FaultProxy(served.url, [{ kind: 'drop' }, { kind: 'status', status: 429, retryAfter: 0 }, { kind: 'status', status: 500 }, { kind: 'drop' }], (p) => p === '/v1/completions');
+      const proxy = new FaultProxy(
+        served.url,
+        [{ kind: 'drop' }, { kind: 'status', status: 429, retryAfter: 0 }, { kind: 'status', status: 500 }, { kind: 'drop' }],
+        (p) => p === '/v1/completions',
+      );
       const url = await proxy.start();
       try {
-        const http = await HttpBackend.open(`${url}/v1`, { ...FAST, tokenizerDir: CKPT.attention, endpoint: { ...FAST.endpoint, retries: 4, concurrency: 1 } });
+        const http = await HttpBackend.open(`${url}/v1`, {
+          ...FAST,
+          tokenizerDir: CKPT.attention,
+          endpoint: { ...FAST.endpoint, retries: 4, concurrency: 1 },
+        });
         const remote = await scoreBpb('remote', http, items.slice(0, 4));
         const local = await scoreBpb('local', served.backend, items.slice(0, 4));
         expect(Math.abs(remote.bpb - local.bpb)).toBeLessThan(1e-4);
@@ -76,7 +89,11 @@ describe('HTTP backend against probe serve', () => {
     });
 
     it('a server that keeps failing is an EndpointFailure after the retries, not a wrong number', async () => {
-      const proxy = new FaultProxy(served.url, Array.from({ length: 10 }, () => ({ kind: 'status' as const, status: 503 })), (p) => p === '/v1/completions');
+      const proxy = new FaultProxy(
+        served.url,
+        Array.from({ length: 10 }, () => ({ kind: 'status' as const, status: 503 })),
+        (p) => p === '/v1/completions',
+      );
       const url = await proxy.start();
       try {
         const http = await HttpBackend.open(`${url}/v1`, { ...FAST, tokenizerDir: CKPT.attention });
@@ -87,10 +104,38 @@ describe('HTTP backend against probe serve', () => {
     });
 
     it('truncated log-probs and an ignored echo fail loudly with an InputError naming the server and the field', async () => {
-      const truncate = (a: any) => ({ ...a, choices: [{ ...a.choices[0], logprobs: { ...a.choices[0].logprobs, token_logprobs: a.choices[0].logprobs.token_logprobs.slice(0, 3), top_logprobs: a.choices[0].logprobs.top_logprobs.slice(0, 3) } }] });
+      const truncate = (a: any) => ({
+        ...a,
+        choices: [
+          {
+            ...a.choices[0],
+            logprobs: {
+              ...a.choices[0].logprobs,
+              token_logprobs: a.choices[0].logprobs.token_logprobs.slice(0, 3),
+              top_logprobs: a.choices[0].logprobs.top_logprobs.slice(0, 3),
+            },
+          },
+        ],
+      });
       // llama.cpp-style: echo ignored, only the generated token's log-prob comes back.
-      const ignoreEcho = (a: any) => ({ ...a, choices: [{ ...a.choices[0], logprobs: { ...a.choices[0].logprobs, token_logprobs: a.choices[0].logprobs.token_logprobs.slice(-1), top_logprobs: a.choices[0].logprobs.top_logprobs.slice(-1), tokens: a.choices[0].logprobs.tokens.slice(-1) } }] });
-      for (const [rewrite, message] of [[truncate, /returned 3 prompt log-probs for a \d+-token prompt \(truncated\)/], [ignoreEcho, /the server ignored echo: 1 log-prob\(s\) for a \d+-token prompt/]] as const) {
+      const ignoreEcho = (a: any) => ({
+        ...a,
+        choices: [
+          {
+            ...a.choices[0],
+            logprobs: {
+              ...a.choices[0].logprobs,
+              token_logprobs: a.choices[0].logprobs.token_logprobs.slice(-1),
+              top_logprobs: a.choices[0].logprobs.top_logprobs.slice(-1),
+              tokens: a.choices[0].logprobs.tokens.slice(-1),
+            },
+          },
+        ],
+      });
+      for (const [rewrite, message] of [
+        [truncate, /returned 3 prompt log-probs for a \d+-token prompt \(truncated\)/],
+        [ignoreEcho, /the server ignored echo: 1 log-prob\(s\) for a \d+-token prompt/],
+      ] as const) {
         const proxy = new FaultProxy(served.url, [{ kind: 'rewrite', rewrite }], (p) => p === '/v1/completions');
         const url = await proxy.start();
         try {
@@ -109,12 +154,22 @@ describe('HTTP backend against probe serve', () => {
   it('probe serve batches concurrent scoring requests into one forward pass, with the same numbers', async () => {
     const batching = await serveCheckpoint(CKPT.attention, 100);
     try {
-      const http = await HttpBackend.open(`${batching.url}/v1`, { ...FAST, tokenizerDir: CKPT.attention, endpoint: { ...FAST.endpoint, concurrency: 16 } });
+      const http = await HttpBackend.open(`${batching.url}/v1`, {
+        ...FAST,
+        tokenizerDir: CKPT.attention,
+        endpoint: { ...FAST.endpoint, concurrency: 16 },
+      });
       const requests = items.map((i) => ({ context: i.context, continuations: [i.gold] }));
       const remote = await Promise.all(requests.map((r) => http.score([r])));
       const local = await Promise.all(requests.map((r) => served.backend.score([r])));
-      remote.forEach((r, i) => r[0]![0]!.tokenLogprobs.forEach((v, j) => expect(Math.abs(v - local[i]![0]![0]!.tokenLogprobs[j]!)).toBeLessThan(1e-4)));
-      const health = await (await fetch(`${batching.url}/health`)).json() as { batches: number; batched_requests: number; largest_batch: number };
+      remote.forEach((r, i) =>
+        r[0]![0]!.tokenLogprobs.forEach((v, j) => expect(Math.abs(v - local[i]![0]![0]!.tokenLogprobs[j]!)).toBeLessThan(1e-4)),
+      );
+      const health = (await (await fetch(`${batching.url}/health`)).json()) as {
+        batches: number;
+        batched_requests: number;
+        largest_batch: number;
+      };
       expect(health.batched_requests).toBe(items.length);
       expect(health.largest_batch).toBeGreaterThan(1);
       expect(health.batches).toBeLessThan(items.length);
@@ -124,18 +179,25 @@ describe('HTTP backend against probe serve', () => {
     }
   });
 
-  it('BPB and MCQ keep the server\'s capacity in flight: its batches hold several items, the numbers are the in-process ones', async () => {
+  it("BPB and MCQ keep the server's capacity in flight: its batches hold several items, the numbers are the in-process ones", async () => {
     const batching = await serveCheckpoint(CKPT.attention, 100);
     try {
-      const http = await HttpBackend.open(`${batching.url}/v1`, { ...FAST, tokenizerDir: CKPT.attention, endpoint: { ...FAST.endpoint, concurrency: 8 } });
+      const http = await HttpBackend.open(`${batching.url}/v1`, {
+        ...FAST,
+        tokenizerDir: CKPT.attention,
+        endpoint: { ...FAST.endpoint, concurrency: 8 },
+      });
       expect(http.concurrency).toBe(8);
       const [remoteBpb, localBpb] = [await scoreBpb('http', http, items), await scoreBpb('local', served.backend, items)];
       expect(remoteBpb.items.map((i) => i.id)).toEqual(items.map((i) => i.id)); // the items' order, whatever order they finished in
       remoteBpb.items.forEach((item, i) => expect(Math.abs(item.bpb - localBpb.items[i]!.bpb)).toBeLessThan(1e-4));
-      const bpbBatches = await (await fetch(`${batching.url}/health`)).json() as { batches: number; largest_batch: number };
+      const bpbBatches = (await (await fetch(`${batching.url}/health`)).json()) as { batches: number; largest_batch: number };
       expect(bpbBatches.largest_batch).toBeGreaterThan(1);
       expect(bpbBatches.batches).toBeLessThan(items.length);
-      const [remoteMcq, localMcq] = [await scoreMcq('http', http, items, 'likelihood', 0), await scoreMcq('local', served.backend, items, 'likelihood', 0)];
+      const [remoteMcq, localMcq] = [
+        await scoreMcq('http', http, items, 'likelihood', 0),
+        await scoreMcq('local', served.backend, items, 'likelihood', 0),
+      ];
       expect(remoteMcq.items.map((i) => [i.id, i.pick])).toEqual(localMcq.items.map((i) => [i.id, i.pick]));
       expect(remoteMcq.skipped).toEqual(localMcq.skipped);
     } finally {
@@ -145,11 +207,24 @@ describe('HTTP backend against probe serve', () => {
   });
 
   it('a replica that failed sits out its cool-down, then gets requests again', async () => {
-    const a = new FaultProxy(served.url, [{ kind: 'status', status: 503 }, { kind: 'status', status: 503 }], (p) => p === '/v1/completions');
+    const a = new FaultProxy(
+      served.url,
+      [
+        { kind: 'status', status: 503 },
+        { kind: 'status', status: 503 },
+      ],
+      (p) => p === '/v1/completions',
+    );
     const b = new FaultProxy(served.url);
     const [ua, ub] = [await a.start(), await b.start()];
     try {
-      const http = await HttpBackend.open(`${ua}/v1,${ub}/v1`, { kind: 'openai', model: 'test-model', tokenizerDir: CKPT.attention, endpoint: { retries: 1, backoffMs: 5, timeoutMs: 20_000, concurrency: 1 }, cooldownMs: 3_000 });
+      const http = await HttpBackend.open(`${ua}/v1,${ub}/v1`, {
+        kind: 'openai',
+        model: 'test-model',
+        tokenizerDir: CKPT.attention,
+        endpoint: { retries: 1, backoffMs: 5, timeoutMs: 20_000, concurrency: 1 },
+        cooldownMs: 3_000,
+      });
       const count = (p: FaultProxy) => p.seen.filter((s) => s.endsWith('/v1/completions')).length;
       const one = () => http.score([{ context: items[0]!.context, continuations: [items[0]!.gold] }]);
       await one(); // a fails twice (its retry included) and is taken out; b answers
@@ -175,7 +250,13 @@ describe('HTTP backend against probe serve', () => {
     const b = new FaultProxy(served.url);
     const [ua, ub] = [await a.start(), await b.start()];
     try {
-      const http = await HttpBackend.open(`${deadUrl}/v1,${ua}/v1,${ub}/v1`, { kind: 'openai', model: 'test-model', tokenizerDir: CKPT.attention, endpoint: { retries: 1, backoffMs: 5, timeoutMs: 20_000, concurrency: 2 }, cooldownMs: 60_000 });
+      const http = await HttpBackend.open(`${deadUrl}/v1,${ua}/v1,${ub}/v1`, {
+        kind: 'openai',
+        model: 'test-model',
+        tokenizerDir: CKPT.attention,
+        endpoint: { retries: 1, backoffMs: 5, timeoutMs: 20_000, concurrency: 2 },
+        cooldownMs: 60_000,
+      });
       const remote = await scoreBpb('pool', http, items);
       const local = await scoreBpb('local', served.backend, items);
       expect(Math.abs(remote.bpb - local.bpb)).toBeLessThan(1e-4);

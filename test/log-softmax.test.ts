@@ -23,8 +23,12 @@ const REAL = join(REPO_ROOT, '..', 'shared', 'models', 'llama-bpe8k-s250');
 const hasReal = existsSync(join(REAL, 'onnx', 'model.onnx'));
 
 let rows: LogSoftmaxSession;
-beforeAll(async () => { rows = await LogSoftmaxSession.create(); });
-afterAll(async () => { await rows.close(); });
+beforeAll(async () => {
+  rows = await LogSoftmaxSession.create();
+});
+afterAll(async () => {
+  await rows.close();
+});
 
 /** Every row of `logits` scored both ways, compared. */
 async function expectAgreement(logits: Float32Array, vocab: number, targets: number[]): Promise<void> {
@@ -45,7 +49,8 @@ describe('onnxruntime log-softmax vs the float64 JS reference', () => {
       const logits = new Float32Array(count * vocab);
       for (let i = 0; i < logits.length; i++) logits[i] = (rng.next() + rng.next() + rng.next() - 1.5) * 8;
       // Row 0: a tie for the maximum; row 1: one very peaked token; row 2: all equal.
-      logits[7] = 40; logits[vocab - 3] = 40;
+      logits[7] = 40;
+      logits[vocab - 3] = 40;
       logits[vocab + 5] = 60;
       logits.fill(-3.5, 2 * vocab, 3 * vocab);
       const targets = Array.from({ length: count }, (_, r) => (r === 0 ? vocab - 3 : r === 1 ? 5 : Math.floor(rng.next() * vocab)));
@@ -66,30 +71,35 @@ describe('onnxruntime log-softmax vs the float64 JS reference', () => {
     await expect(rows.score(logits, 0, vocab, [vocab])).rejects.toThrow(/outside/);
   });
 
-  it.skipIf(!hasReal)('agrees on real logits rows of llama-bpe8k-s250, as shipped and resized to 151,936 logits', async () => {
-    const text = readFileSync(join(REPO_ROOT, 'src', 'backends', 'logits.ts'), 'utf8');
-    const backend = await OnnxBackend.open(REAL);
-    const ids = backend.encode(text).slice(0, 96);
-    await backend.close();
-    const original = readModel(join(REAL, 'onnx', 'model.onnx'));
-    for (const vocab of [8192, 151_936]) {
-      const model = vocab === 8192 ? original : resizeVocab(original, vocab);
-      const session = await ort.InferenceSession.create(encodeModel(model), { logSeverityLevel: 3 });
-      const n = ids.length;
-      const feeds: Record<string, ort.Tensor> = {
-        input_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, n]),
-        attention_mask: new ort.Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]),
-        position_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map((_, i) => BigInt(i))), [1, n]),
-      };
-      for (const meta of session.inputMetadata) {
-        if (meta.name.startsWith('past_key_values') && meta.isTensor) feeds[meta.name] = new ort.Tensor('float32', new Float32Array(0), [1, meta.shape[1] as number, 0, meta.shape[3] as number]);
+  it.skipIf(!hasReal)(
+    'agrees on real logits rows of llama-bpe8k-s250, as shipped and resized to 151,936 logits',
+    async () => {
+      const text = readFileSync(join(REPO_ROOT, 'src', 'backends', 'logits.ts'), 'utf8');
+      const backend = await OnnxBackend.open(REAL);
+      const ids = backend.encode(text).slice(0, 96);
+      await backend.close();
+      const original = readModel(join(REAL, 'onnx', 'model.onnx'));
+      for (const vocab of [8192, 151_936]) {
+        const model = vocab === 8192 ? original : resizeVocab(original, vocab);
+        const session = await ort.InferenceSession.create(encodeModel(model), { logSeverityLevel: 3 });
+        const n = ids.length;
+        const feeds: Record<string, ort.Tensor> = {
+          input_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map(BigInt)), [1, n]),
+          attention_mask: new ort.Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]),
+          position_ids: new ort.Tensor('int64', BigInt64Array.from(ids.map((_, i) => BigInt(i))), [1, n]),
+        };
+        for (const meta of session.inputMetadata) {
+          if (meta.name.startsWith('past_key_values') && meta.isTensor)
+            feeds[meta.name] = new ort.Tensor('float32', new Float32Array(0), [1, meta.shape[1] as number, 0, meta.shape[3] as number]);
+        }
+        const logits = (await session.run(feeds)).logits!.data as Float32Array;
+        expect(logits.length).toBe(n * vocab);
+        await expectAgreement(logits.subarray(0, (n - 1) * vocab), vocab, ids.slice(1));
+        await session.release();
       }
-      const logits = (await session.run(feeds)).logits!.data as Float32Array;
-      expect(logits.length).toBe(n * vocab);
-      await expectAgreement(logits.subarray(0, (n - 1) * vocab), vocab, ids.slice(1));
-      await session.release();
-    }
-  }, 120_000);
+    },
+    120_000,
+  );
 });
 
 describe('backend scoring through the onnxruntime log-softmax', () => {

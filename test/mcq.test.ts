@@ -8,13 +8,19 @@ import { LETTER_REGEX, letterPrompt, MCQ_MIN_DISTRACTORS, scoreMcq } from '../sr
 import { loadProbeItems } from '../src/probes/load.ts';
 import { CKPT } from './helpers/paths.ts';
 
-const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl')).filter((i) => i.distractors.length >= MCQ_MIN_DISTRACTORS).slice(0, 6);
+const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl'))
+  .filter((i) => i.distractors.length >= MCQ_MIN_DISTRACTORS)
+  .slice(0, 6);
 const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
 
 describe('probe mcq (likelihood)', () => {
   let backend: OnnxBackend;
-  beforeAll(async () => { backend = await OnnxBackend.open(CKPT.attention); });
-  afterAll(async () => { await backend.close(); });
+  beforeAll(async () => {
+    backend = await OnnxBackend.open(CKPT.attention);
+  });
+  afterAll(async () => {
+    await backend.close();
+  });
 
   it('picks by log-likelihood, per byte and by PMI, as computed option by option', async () => {
     const result = await scoreMcq('attn', backend, items, 'likelihood', 0);
@@ -60,11 +66,17 @@ describe('probe mcq (likelihood)', () => {
       const least = Math.min(...options);
       return options.filter((l) => l === least).length === 1 ? options.indexOf(least) : -1;
     };
-    const shortestWins = (rule: 'acc' | 'acc_norm' | 'acc_pmi') => result.items.filter((scored, k) => {
-      const pick = (scored.pick as Record<string, number>)[rule]!;
-      return strictlyShortest(k) >= 0 && pick === strictlyShortest(k);
-    }).length / asked.length;
-    expect(result.diagnostics.shortest_wins).toEqual({ acc: shortestWins('acc'), acc_norm: shortestWins('acc_norm'), acc_pmi: shortestWins('acc_pmi'), letter: null });
+    const shortestWins = (rule: 'acc' | 'acc_norm' | 'acc_pmi') =>
+      result.items.filter((scored, k) => {
+        const pick = (scored.pick as Record<string, number>)[rule]!;
+        return strictlyShortest(k) >= 0 && pick === strictlyShortest(k);
+      }).length / asked.length;
+    expect(result.diagnostics.shortest_wins).toEqual({
+      acc: shortestWins('acc'),
+      acc_norm: shortestWins('acc_norm'),
+      acc_pmi: shortestWins('acc_pmi'),
+      letter: null,
+    });
     expect(result.diagnostics.shortest_is_gold).toBe(asked.filter((_, k) => strictlyShortest(k) === 0).length / asked.length);
     const inContext = (k: number, o: string) => asked[k]!.context.includes(o);
     const goldShare = asked.filter((it, k) => inContext(k, it.gold)).length / asked.length;
@@ -72,13 +84,14 @@ describe('probe mcq (likelihood)', () => {
     expect(distractorShare).toBeGreaterThanOrEqual(1 / asked.length);
     expect(result.diagnostics.verbatim_in_context).toEqual({
       any: asked.filter((it, k) => [it.gold, ...it.distractors].some((o) => inContext(k, o))).length / asked.length,
-      gold: goldShare, distractor: distractorShare,
+      gold: goldShare,
+      distractor: distractorShare,
     });
   });
 });
 
 describe('probe mcq (letter)', () => {
-  it('lists the options A, B, … and reads the answer with APTBench\'s regex', () => {
+  it("lists the options A, B, … and reads the answer with APTBench's regex", () => {
     const prompt = letterPrompt('ctx\n', ['x = 1', 'x = 2']);
     expect(prompt).toBe('ctx\n\nQuestion: which of these is the next action?\n\n(A) x = 1\n\n(B) x = 2\n\nAnswer:');
     expect(LETTER_REGEX.exec(' (B) because')?.[1]).toBe('B');

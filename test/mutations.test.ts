@@ -11,7 +11,10 @@ import { toMdXml } from '../src/replay/render-context.ts';
 
 const HELDOUT = join(REPO_ROOT, '..', 'shared', 'synth', 'heldout-a');
 const manifest = existsSync(HELDOUT)
-  ? readFileSync(join(HELDOUT, 'manifest.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { instance_id: string; fix_step: number; fix_style: string })
+  ? readFileSync(join(HELDOUT, 'manifest.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { instance_id: string; fix_step: number; fix_style: string })
   : [];
 
 /** Each task's fix, as a probe item's gold: the md+xml transcript's, and the mini-swe-agent one's as written. */
@@ -27,9 +30,17 @@ const golds = manifest.flatMap((t) => {
 describe('writableRegion', () => {
   it('finds the new code of a sed with a line address, a here-doc .replace and a str_replace', () => {
     const region = (text: string) => text.slice(...writableRegion(text));
-    expect(region("<bash>\nsed -i '6s#if calories > threshold:#if calories >= threshold:#' gym/sessions.py\n</bash>")).toBe('if calories >= threshold:');
-    expect(region("```bash\npython3 - <<'EOF'\np.write_text(src.replace('raw.strip()', 'float(raw.strip())', 1))\nEOF\n```")).toBe('float(raw.strip())');
-    expect(region('<str_replace_editor command="str_replace" path="a.py">\n<old_str>x = 1</old_str>\n<new_str>x = 2</new_str>\n</str_replace_editor>')).toBe('x = 2');
+    expect(region("<bash>\nsed -i '6s#if calories > threshold:#if calories >= threshold:#' gym/sessions.py\n</bash>")).toBe(
+      'if calories >= threshold:',
+    );
+    expect(region("```bash\npython3 - <<'EOF'\np.write_text(src.replace('raw.strip()', 'float(raw.strip())', 1))\nEOF\n```")).toBe(
+      'float(raw.strip())',
+    );
+    expect(
+      region(
+        '<str_replace_editor command="str_replace" path="a.py">\n<old_str>x = 1</old_str>\n<new_str>x = 2</new_str>\n</str_replace_editor>',
+      ),
+    ).toBe('x = 2');
   });
 });
 
@@ -51,7 +62,8 @@ describe.skipIf(golds.length === 0)('mutateAction on the held-out fixes (sed, he
 });
 
 describe('changedFiles', () => {
-  const section = (path: string, body: string) => `diff --git a/${path} b/${path}\nindex 1..2 100644\n--- a/${path}\n+++ b/${path}\n${body}\n`;
+  const section = (path: string, body: string) =>
+    `diff --git a/${path} b/${path}\nindex 1..2 100644\n--- a/${path}\n+++ b/${path}\n${body}\n`;
   it('names the files whose part of the cumulative patch differs, created, edited again or reverted', () => {
     const before = section('a.py', '@@ -1 +1 @@\n-x\n+y') + section('b.py', '@@ -1 +1 @@\n-p\n+q');
     expect(changedFiles(before, before)).toEqual([]);

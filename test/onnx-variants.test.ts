@@ -15,7 +15,16 @@ import { directoryFingerprint, openBackend } from '../src/backends/open.ts';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  checkpointShell, dequantized, quantizeBnb4, quantizeInt8, quantizeQ4, readModel, toFloat16, withLogitsToKeep, withoutPositionIds, writeModel,
+  checkpointShell,
+  dequantized,
+  quantizeBnb4,
+  quantizeInt8,
+  quantizeQ4,
+  readModel,
+  toFloat16,
+  withLogitsToKeep,
+  withoutPositionIds,
+  writeModel,
 } from '../scripts/checkpoints/real-variants.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { readCheckpointDir } from '../src/backends/onnx/checkpoint.ts';
@@ -43,15 +52,34 @@ const TOLERANCE = {
   bnb4: { nats: 16, bpb: 0.1 },
 } as const;
 
-interface Item { context: string; gold: string }
-interface Scored { nats: number; bytes: number }
+interface Item {
+  context: string;
+  gold: string;
+}
+interface Scored {
+  nats: number;
+  bytes: number;
+}
 
 describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s250)', () => {
   const items = present ? (JSON.parse(readFileSync(join(MODELS, 'reference-items.json'), 'utf8')) as Record<string, Item>) : {};
-  const reference = present ? (JSON.parse(readFileSync(join(MODELS, 'reference-logprobs.json'), 'utf8')) as { models: Record<string, { items: Record<string, { nats_nobos: number }> }> }).models['llama-bpe8k-s250']!.items : {};
+  const reference = present
+    ? (
+        JSON.parse(readFileSync(join(MODELS, 'reference-logprobs.json'), 'utf8')) as {
+          models: Record<string, { items: Record<string, { nats_nobos: number }> }>;
+        }
+      ).models['llama-bpe8k-s250']!.items
+    : {};
   /** One directory with every dtype variant, as onnx-community ships them; one per layout variant. */
   let variants = '';
-  let layouts: Record<'external' | 'noPositions' | 'numLogitsToKeep' | 'logitsToKeep' | 'q4Dequantized' | 'bnb4Dequantized', string> = { external: '', noPositions: '', numLogitsToKeep: '', logitsToKeep: '', q4Dequantized: '', bnb4Dequantized: '' };
+  let layouts: Record<'external' | 'noPositions' | 'numLogitsToKeep' | 'logitsToKeep' | 'q4Dequantized' | 'bnb4Dequantized', string> = {
+    external: '',
+    noPositions: '',
+    numLogitsToKeep: '',
+    logitsToKeep: '',
+    q4Dequantized: '',
+    bnb4Dequantized: '',
+  };
   let fp32: Scored[] = [];
 
   async function scoreAll(dir: string, dtype?: Dtype): Promise<Scored[]> {
@@ -148,7 +176,9 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
     // The owned sampling loop feeds the prompt (last row only) and then one token at a time through the float16 cache.
     const backend = await OnnxBackend.open(variants, { dtype: 'fp16' });
     try {
-      const [samples] = await backend.sample([{ prompt: items[ITEMS[0]!]!.context, n: 1, temperature: 0, topP: 1, maxTokens: 12, stop: [], seed: 0 }]);
+      const [samples] = await backend.sample([
+        { prompt: items[ITEMS[0]!]!.context, n: 1, temperature: 0, topP: 1, maxTokens: 12, stop: [], seed: 0 },
+      ]);
       expect(samples![0]!.tokens.length).toBeGreaterThan(0);
       expect(samples![0]!.tokenLogprobs!.every((lp) => Number.isFinite(lp) && lp <= 0)).toBe(true);
     } finally {
@@ -190,7 +220,9 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
     })();
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).location).toEqual({ file: join(variants, 'onnx', 'model_int8.onnx'), field: '--dtype' });
-    expect((error as InputError).message).toContain('it has fp32 (onnx/model.onnx), fp16 (onnx/model_fp16.onnx), q8 (onnx/model_quantized.onnx), uint8 (onnx/model_uint8.onnx), q4 (onnx/model_q4.onnx), q4f16 (onnx/model_q4f16.onnx), bnb4 (onnx/model_bnb4.onnx)');
+    expect((error as InputError).message).toContain(
+      'it has fp32 (onnx/model.onnx), fp16 (onnx/model_fp16.onnx), q8 (onnx/model_quantized.onnx), uint8 (onnx/model_uint8.onnx), q4 (onnx/model_q4.onnx), q4f16 (onnx/model_q4f16.onnx), bnb4 (onnx/model_bnb4.onnx)',
+    );
   });
 
   it('keys the result cache by dtype: fp16 of a directory never answers from its fp32 entries', async () => {
@@ -215,7 +247,21 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
 
   it('probe bpb --dtype: runs the chosen graph, records it in run.json; a missing one is a one-line error naming those present', () => {
     const out = join(tempDir('probe-variants-run-'), 'run');
-    const run = runProbe(['bpb', '--ckpt', variants, '--dtype', 'q4', '--probes', 'probes/demo.jsonl', '--limit', '2', '--no-cache', '--out', out, '--json']);
+    const run = runProbe([
+      'bpb',
+      '--ckpt',
+      variants,
+      '--dtype',
+      'q4',
+      '--probes',
+      'probes/demo.jsonl',
+      '--limit',
+      '2',
+      '--no-cache',
+      '--out',
+      out,
+      '--json',
+    ]);
     expect(run.code, run.stderr).toBe(0);
     const manifest = JSON.parse(readFileSync(join(out, 'run.json'), 'utf8')) as { config: Record<string, unknown> };
     expect(manifest.config.dtype).toBe('q4');
@@ -227,7 +273,9 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
     const deltas = scored.map((s, i) => Math.abs(s.nats - fp32[i]!.nats));
     const dBpb = Math.abs(bpb(scored) - bpb(fp32));
     // Printed so the README's measured numbers can be checked against a run.
-    process.stderr.write(`${dtype}: max |Δ nats| per item ${Math.max(...deltas).toFixed(4)}, |Δ bpb| ${dBpb.toFixed(5)} (fp32 bpb ${bpb(fp32).toFixed(4)})\n`);
+    process.stderr.write(
+      `${dtype}: max |Δ nats| per item ${Math.max(...deltas).toFixed(4)}, |Δ bpb| ${dBpb.toFixed(5)} (fp32 bpb ${bpb(fp32).toFixed(4)})\n`,
+    );
     deltas.forEach((d, i) => expect(d, ITEMS[i]).toBeLessThan(TOLERANCE[dtype].nats));
     expect(dBpb).toBeLessThan(TOLERANCE[dtype].bpb);
     // Quantization moves the numbers, but not by nothing: a variant silently running the fp32 graph would show Δ = 0.

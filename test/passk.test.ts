@@ -59,10 +59,17 @@ describe.skipIf(!hasBubblewrap())('scorePassk with a real checkpoint', () => {
   it('counts c, parse failures and unbiased pass@k per item, reproducibly', async () => {
     const backend = await OnnxBackend.open(CKPT.attention);
     const subset = items.filter((i) => i.task === 'cart-js__total-8');
-    const run = () => scorePassk('attn', backend, subset, {
-      n: 4, ks: [1, 2, 4, 8], temperature: 0.7, topP: 0.95, maxTokens: 96, seed: 11,
-      taskOf: (item) => tasks.get(item.task)!, ...options,
-    });
+    const run = () =>
+      scorePassk('attn', backend, subset, {
+        n: 4,
+        ks: [1, 2, 4, 8],
+        temperature: 0.7,
+        topP: 0.95,
+        maxTokens: 96,
+        seed: 11,
+        taskOf: (item) => tasks.get(item.task)!,
+        ...options,
+      });
     const result = await run();
     expect(Object.keys(result.pass_at)).toEqual(['1', '2', '4']);
     for (const item of result.items) {
@@ -82,13 +89,32 @@ describe.skipIf(!hasBubblewrap())('pass@K with --steps rollouts', () => {
     const backend = await OnnxBackend.open(join(REPO_ROOT, 'checkpoints', 'contaminated-agent'));
     const item = items.find((i) => i.id === 'cart-js__total-8@mini')!;
     const result = await scorePassk('contaminated', backend, [item], {
-      n: 1, ks: [1], steps: 2, temperature: 0.7, topP: 0.95, maxTokens: 1024, seed: 0, taskOf: (i) => tasks.get(i.task)!, ...options,
+      n: 1,
+      ks: [1],
+      steps: 2,
+      temperature: 0.7,
+      topP: 0.95,
+      maxTokens: 1024,
+      seed: 0,
+      taskOf: (i) => tasks.get(i.task)!,
+      ...options,
     });
     expect(result.items[0]!.c).toBe(1);
     expect(result.items[0]!.samples[0]!.reason).toMatch(/resolved after [12] step/);
     const swe = items.find((i) => i.format === 'native:swe-agent')!;
-    await expect(scorePassk('contaminated', backend, [swe], { n: 1, ks: [1], steps: 2, temperature: 0.7, topP: 0.95, maxTokens: 64, seed: 0, taskOf: (i) => tasks.get(i.task)!, ...options }))
-      .rejects.toThrow(/--steps > 1 is supported for md\+xml and mini-swe-agent items/);
+    await expect(
+      scorePassk('contaminated', backend, [swe], {
+        n: 1,
+        ks: [1],
+        steps: 2,
+        temperature: 0.7,
+        topP: 0.95,
+        maxTokens: 64,
+        seed: 0,
+        taskOf: (i) => tasks.get(i.task)!,
+        ...options,
+      }),
+    ).rejects.toThrow(/--steps > 1 is supported for md\+xml and mini-swe-agent items/);
     await backend.close();
   });
 });

@@ -5,7 +5,10 @@ import { createProgress, formatDuration } from '../src/report/progress.ts';
 
 class Terminal extends Writable {
   text = '';
-  constructor(readonly isTTY: boolean, readonly columns = 120) {
+  constructor(
+    readonly isTTY: boolean,
+    readonly columns = 120,
+  ) {
     super();
   }
   override _write(chunk: Buffer, _enc: string, done: () => void): void {
@@ -23,7 +26,17 @@ describe('progress', () => {
   it('draws the overall count, an ETA from computed work only, and per-checkpoint counts', () => {
     let t = 0;
     const term = new Terminal(true);
-    const progress = createProgress({ total: 6, perCheckpoint: [{ name: 'checkpoints/a', units: 3 }, { name: 'checkpoints/b', units: 3 }], enabled: true, stream: term, intervalMs: 0, now: () => t });
+    const progress = createProgress({
+      total: 6,
+      perCheckpoint: [
+        { name: 'checkpoints/a', units: 3 },
+        { name: 'checkpoints/b', units: 3 },
+      ],
+      enabled: true,
+      stream: term,
+      intervalMs: 0,
+      now: () => t,
+    });
     progress.label('bpb: checkpoints/a');
     // Three items read back from a resumed run take no time and do not set the rate.
     for (let i = 0; i < 3; i++) progress.tick('checkpoints/a', true);
@@ -42,8 +55,20 @@ describe('progress', () => {
 
   it('wraps the per-checkpoint counts to the terminal width', () => {
     const term = new Terminal(true, 40);
-    const names = ['ngram-prose', 'a-checkpoint-name-far-longer-than-the-terminal-is-wide', 'ngram-agent', 'attn-agent', 'contaminated-agent'];
-    const progress = createProgress({ total: 10, perCheckpoint: names.map((name) => ({ name, units: 2 })), enabled: true, stream: term, intervalMs: 0 });
+    const names = [
+      'ngram-prose',
+      'a-checkpoint-name-far-longer-than-the-terminal-is-wide',
+      'ngram-agent',
+      'attn-agent',
+      'contaminated-agent',
+    ];
+    const progress = createProgress({
+      total: 10,
+      perCheckpoint: names.map((name) => ({ name, units: 2 })),
+      enabled: true,
+      stream: term,
+      intervalMs: 0,
+    });
     progress.tick('ngram-prose');
     const lines = term.screen();
     expect(lines.length).toBeGreaterThan(2);
@@ -55,7 +80,10 @@ describe('progress', () => {
   });
 
   it('writes nothing when the stream is not a terminal or when asked to be quiet', () => {
-    for (const [isTTY, enabled] of [[false, true], [true, false]] as const) {
+    for (const [isTTY, enabled] of [
+      [false, true],
+      [true, false],
+    ] as const) {
       const term = new Terminal(isTTY);
       const progress = createProgress({ total: 3, enabled, stream: term });
       progress.tick('x');

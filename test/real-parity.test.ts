@@ -17,8 +17,16 @@ import { close, serveCheckpoint } from './helpers/http.ts';
 const MODELS = join(REPO_ROOT, '..', 'shared', 'models');
 const hasModels = existsSync(join(MODELS, 'reference-logprobs.json'));
 
-interface ReferenceItem { bytes: number; tokens: number; nats_nobos: number; nats_bos: number; greedy_nobos: boolean }
-interface Reference { models: Record<string, { heldout_code_bpb: number; items: Record<string, ReferenceItem> }> }
+interface ReferenceItem {
+  bytes: number;
+  tokens: number;
+  nats_nobos: number;
+  nats_bos: number;
+  greedy_nobos: boolean;
+}
+interface Reference {
+  models: Record<string, { heldout_code_bpb: number; items: Record<string, ReferenceItem> }>;
+}
 
 const TOLERANCE_NATS = 1e-4;
 
@@ -38,7 +46,13 @@ async function compare(backend: CompletionBackend, model: string) {
   return ids.map((id, i) => {
     const got = results[i]![0]!;
     const nats = -got.tokenLogprobs.reduce((a, b) => a + b, 0);
-    return { id, delta: Math.abs(nats - expected[id]!.nats_nobos), tokens: [got.tokens.length, expected[id]!.tokens], bytes: [got.bytes, expected[id]!.bytes], greedy: [got.greedy, expected[id]!.greedy_nobos] };
+    return {
+      id,
+      delta: Math.abs(nats - expected[id]!.nats_nobos),
+      tokens: [got.tokens.length, expected[id]!.tokens],
+      bytes: [got.bytes, expected[id]!.bytes],
+      greedy: [got.greedy, expected[id]!.greedy_nobos],
+    };
   });
 }
 
@@ -67,7 +81,9 @@ describe.skipIf(!hasModels)('real checkpoints agree with Hugging Face transforme
   describe('through probe serve', () => {
     const model = 'llama-bpe8k-s1500';
     let served: Awaited<ReturnType<typeof serveCheckpoint>>;
-    beforeAll(async () => { served = await serveCheckpoint(join(MODELS, model)); }, 60_000);
+    beforeAll(async () => {
+      served = await serveCheckpoint(join(MODELS, model));
+    }, 60_000);
     afterAll(async () => {
       await close(served.server);
       await served.backend.close();

@@ -19,14 +19,31 @@ const local = { openSandbox: (t: LoadedTask) => openSandbox('local', t), sandbox
 
 describe('workdir inference', () => {
   const trajectory = (format: Trajectory['format'], commands: string[], observations: string[] = []): Trajectory => ({
-    format, source: 't', problemStatement: null, preamble: [], submission: null,
-    steps: commands.map((command, index) => ({ index, thought: '', response: '', action: { text: command, kind: 'bash', tool: 'bash', args: { command } }, observation: observations[index] ?? null })),
+    format,
+    source: 't',
+    problemStatement: null,
+    preamble: [],
+    submission: null,
+    steps: commands.map((command, index) => ({
+      index,
+      thought: '',
+      response: '',
+      action: { text: command, kind: 'bash', tool: 'bash', args: { command } },
+      observation: observations[index] ?? null,
+    })),
   });
 
   it("reads SWE-agent's (Current directory: …) footer, a cd prefix, and OpenHands' workspace", () => {
-    expect(inferWorkdir(trajectory('swe-agent', ['ls'], ['a\n(Open file: n/a)\n(Current directory: /django__django)\nbash-$']))?.dir).toBe('/django__django');
-    expect(inferWorkdir(trajectory('mini-swe-agent-1', ['ls', 'cd /testbed && grep -rn x .']))).toEqual({ dir: '/testbed', evidence: 'step 1: cd /testbed && …' });
-    expect(inferWorkdir(trajectory('openhands', ['ls /workspace', 'cat /workspace/django__django__3.0/setup.py']))?.dir).toBe('/workspace/django__django__3.0');
+    expect(inferWorkdir(trajectory('swe-agent', ['ls'], ['a\n(Open file: n/a)\n(Current directory: /django__django)\nbash-$']))?.dir).toBe(
+      '/django__django',
+    );
+    expect(inferWorkdir(trajectory('mini-swe-agent-1', ['ls', 'cd /testbed && grep -rn x .']))).toEqual({
+      dir: '/testbed',
+      evidence: 'step 1: cd /testbed && …',
+    });
+    expect(inferWorkdir(trajectory('openhands', ['ls /workspace', 'cat /workspace/django__django__3.0/setup.py']))?.dir).toBe(
+      '/workspace/django__django__3.0',
+    );
     expect(inferWorkdir(trajectory('openhands', ['cat /workspace/api/pagination.py']))?.dir).toBe('/workspace');
   });
 
@@ -52,7 +69,10 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('a probe item remembers where 
     const replay = await replayTrajectory(trajectory, task, local);
     const item = probeItemFrom(trajectory, task, replay, 'native', REPO_ROOT)!;
     expect(item.workdir).toBe('/SWE-agent__test-repo');
-    expect(item.state).toMatchObject({ kind: 'patch', tool_state: expect.stringContaining('/SWE-agent__test-repo/tests/missing_colon.py') });
+    expect(item.state).toMatchObject({
+      kind: 'patch',
+      tool_state: expect.stringContaining('/SWE-agent__test-repo/tests/missing_colon.py'),
+    });
     const options = { leaseFor: (t: LoadedTask) => freshSandboxes((x) => openSandbox('local', x), t), restore: restoreProbeState };
     expect(await judgeSample(item.gold, item, taskForItem(task, item), options, new Map())).toMatchObject({ parsed: true, resolved: true });
     // In the task's own /testbed the open file's absolute path names nothing: the same edit cannot pass there.

@@ -21,21 +21,28 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('replaying real trajectories (
   /** Steps whose replayed output differs from the recorded one. */
   const drifting = (r: ReplayResult) => r.steps.filter((s) => s.drift !== null && s.drift > 0).map((s) => s.index);
 
-  it.each(['mini-swe-agent/github_issue.v1.traj.json', 'mini-swe-agent/github_issue.v2.traj.json'])('%s: T* is its sed fix, and every step but `ls -la` replays as recorded', async (file) => {
-    const r = await replayTrajectory(importTrajectory(real(file)), task, local);
-    expect(r.rejected).toBeNull();
-    expect(r.decisiveStep?.index).toBe(4);
-    expect(r.decisiveStep?.action).toContain("sed -i 's/def division(a: float, b: float) -> float/def division(a: float, b: float) -> float:/'");
-    expect(r.steps.filter((s) => s.edits).map((s) => s.index)).toEqual([4, 8]);
-    expect(r.verifierRuns.states).toBe(3); // base, after the sed, after the rewrite
-    // Steps 1 and 2 are `ls -la`: owners, dates and block counts are the recording machine's.
-    expect(r.steps[1]!.action.args.command).toBe('ls -la');
-    expect(r.steps[2]!.action.args.command).toBe('ls -la tests/');
-    expect(drifting(r)).toEqual([1, 2]);
-    // Its first command reads a path of the author's laptop: named, not silently missed.
-    expect(r.workdir).toMatchObject({ dir: '/testbed', source: 'task' });
-    expect(r.workdir.outside).toEqual([{ step: 0, path: '/Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py' }]);
-  });
+  it.each(['mini-swe-agent/github_issue.v1.traj.json', 'mini-swe-agent/github_issue.v2.traj.json'])(
+    '%s: T* is its sed fix, and every step but `ls -la` replays as recorded',
+    async (file) => {
+      const r = await replayTrajectory(importTrajectory(real(file)), task, local);
+      expect(r.rejected).toBeNull();
+      expect(r.decisiveStep?.index).toBe(4);
+      expect(r.decisiveStep?.action).toContain(
+        "sed -i 's/def division(a: float, b: float) -> float/def division(a: float, b: float) -> float:/'",
+      );
+      expect(r.steps.filter((s) => s.edits).map((s) => s.index)).toEqual([4, 8]);
+      expect(r.verifierRuns.states).toBe(3); // base, after the sed, after the rewrite
+      // Steps 1 and 2 are `ls -la`: owners, dates and block counts are the recording machine's.
+      expect(r.steps[1]!.action.args.command).toBe('ls -la');
+      expect(r.steps[2]!.action.args.command).toBe('ls -la tests/');
+      expect(drifting(r)).toEqual([1, 2]);
+      // Its first command reads a path of the author's laptop: named, not silently missed.
+      expect(r.workdir).toMatchObject({ dir: '/testbed', source: 'task' });
+      expect(r.workdir.outside).toEqual([
+        { step: 0, path: '/Users/fuchur/Documents/24/git_sync/swe-agent-test-repo/tests/./missing_colon.py' },
+      ]);
+    },
+  );
 
   it('SWE-agent test-repo: T* is `edit 4:4`, in the directory it recorded, every step as recorded', async () => {
     const r = await replayTrajectory(importTrajectory(real('swe-agent/test-repo-i1.traj')), task, local);
@@ -71,10 +78,18 @@ describe.skipIf(!hasBubblewrap())('replay rejections', () => {
     writeFileSync(file, renderTranscript('Fix the missing colon.', steps));
     return importTrajectory(file);
   };
-  const fix = { thought: 'Add the colon.', action: { kind: 'bash' as const, command: "sed -i 's/-> float$/-> float:/' tests/missing_colon.py" }, observation: '' };
+  const fix = {
+    thought: 'Add the colon.',
+    action: { kind: 'bash' as const, command: "sed -i 's/-> float$/-> float:/' tests/missing_colon.py" },
+    observation: '',
+  };
 
   it('a trajectory that never passes', async () => {
-    const r = await replayTrajectory(episode([{ thought: 'Touch it.', action: { kind: 'bash', command: 'echo "# note" >> tests/missing_colon.py' }, observation: '' }]), task, local);
+    const r = await replayTrajectory(
+      episode([{ thought: 'Touch it.', action: { kind: 'bash', command: 'echo "# note" >> tests/missing_colon.py' }, observation: '' }]),
+      task,
+      local,
+    );
     expect(r.decisiveStep).toBeNull();
     expect(r.rejected).toMatch(/final state does not pass.*test_division/);
   });
@@ -87,16 +102,32 @@ describe.skipIf(!hasBubblewrap())('replay rejections', () => {
   });
 
   it('a command that hangs is cut off and the replay goes on', async () => {
-    const r = await replayTrajectory(episode([{ thought: 'Wait.', action: { kind: 'bash', command: 'sleep 600' }, observation: '' }, fix]), task, { ...local, actionTimeoutMs: 1000 });
+    const r = await replayTrajectory(
+      episode([{ thought: 'Wait.', action: { kind: 'bash', command: 'sleep 600' }, observation: '' }, fix]),
+      task,
+      { ...local, actionTimeoutMs: 1000 },
+    );
     expect(r.steps[0]!.timedOut).toBe(true);
     expect(r.decisiveStep?.index).toBe(1);
   });
 
   it('a command that reaches for the network fails inside the jail, and nothing else is lost', async () => {
-    const r = await replayTrajectory(episode([
-      { thought: 'Download a fix.', action: { kind: 'bash', command: 'curl -sS -m 5 https://example.com/fix.patch || python3 -c "import urllib.request; urllib.request.urlopen(\'http://example.com\', timeout=5)"' }, observation: '' },
-      fix,
-    ]), task, local);
+    const r = await replayTrajectory(
+      episode([
+        {
+          thought: 'Download a fix.',
+          action: {
+            kind: 'bash',
+            command:
+              'curl -sS -m 5 https://example.com/fix.patch || python3 -c "import urllib.request; urllib.request.urlopen(\'http://example.com\', timeout=5)"',
+          },
+          observation: '',
+        },
+        fix,
+      ]),
+      task,
+      local,
+    );
     expect(r.steps[0]!.exitCode).not.toBe(0);
     expect(r.steps[0]!.output).toMatch(/resolve|unreachable|URLError|not found/i);
     expect(r.decisiveStep?.index).toBe(1);

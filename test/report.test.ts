@@ -38,10 +38,54 @@ describe('renderReport', () => {
     const evil = '<img src=x onerror=alert(1)>';
     const data: ReportData = {
       runs: [{ dir: `/runs/${evil}`, verb: 'mcq', manifest: null }],
-      bpb: [{ checkpoint: evil, backend: 'onnx', bpb: NaN, nats: 0, bytes: 0, tokens: 0, items: [{ id: evil, task: 't', bpb: NaN, nats: 0, bytes: 0, tokens: 0, truncated: false, greedy: false }] }],
-      mcq: [{ checkpoint: evil, backend: 'onnx', style: evil as never, acc: 0, acc_norm: null, acc_pmi: null, min_distractors: 3, skipped: [], diagnostics: { shortest_wins: { acc: NaN, acc_norm: null, acc_pmi: null, letter: null }, shortest_is_gold: NaN, verbatim_in_context: { any: NaN, gold: NaN, distractor: NaN } }, items: [{ id: evil, options: 2, pick: { acc: -1, acc_norm: 0, acc_pmi: 0 }, correct: false, correct_norm: true, correct_pmi: true }] }],
-      passk: [{ checkpoint: evil, backend: 'onnx', n: 2, pass_at: { '1': null as unknown as number, '2': 0.5 }, parse_failure_rate: 0, items: [{ id: evil, task: 't', n: 2, c: 1, parse_failures: 0, samples: [{ text: evil, parsed: true, resolved: false, reason: evil }] }] }],
-      asap: [], aptbench: [], ladder: { rows: [], shortlist: [evil] }, items: new Map(), controls: new Set([evil]),
+      bpb: [
+        {
+          checkpoint: evil,
+          backend: 'onnx',
+          bpb: NaN,
+          nats: 0,
+          bytes: 0,
+          tokens: 0,
+          items: [{ id: evil, task: 't', bpb: NaN, nats: 0, bytes: 0, tokens: 0, truncated: false, greedy: false }],
+        },
+      ],
+      mcq: [
+        {
+          checkpoint: evil,
+          backend: 'onnx',
+          style: evil as never,
+          acc: 0,
+          acc_norm: null,
+          acc_pmi: null,
+          min_distractors: 3,
+          skipped: [],
+          diagnostics: {
+            shortest_wins: { acc: NaN, acc_norm: null, acc_pmi: null, letter: null },
+            shortest_is_gold: NaN,
+            verbatim_in_context: { any: NaN, gold: NaN, distractor: NaN },
+          },
+          items: [
+            { id: evil, options: 2, pick: { acc: -1, acc_norm: 0, acc_pmi: 0 }, correct: false, correct_norm: true, correct_pmi: true },
+          ],
+        },
+      ],
+      passk: [
+        {
+          checkpoint: evil,
+          backend: 'onnx',
+          n: 2,
+          pass_at: { '1': null as unknown as number, '2': 0.5 },
+          parse_failure_rate: 0,
+          items: [
+            { id: evil, task: 't', n: 2, c: 1, parse_failures: 0, samples: [{ text: evil, parsed: true, resolved: false, reason: evil }] },
+          ],
+        },
+      ],
+      asap: [],
+      aptbench: [],
+      ladder: { rows: [], shortlist: [evil] },
+      items: new Map(),
+      controls: new Set([evil]),
     };
     const html = renderReport(data, { downstream: new Map([[evil, 1]]) });
     expect(html).not.toContain('<img');
@@ -53,14 +97,45 @@ describe.skipIf(!hasBubblewrap() || chromiumUnavailable())('probe report in head
   it('renders every section of a screen run and a BPB run, with charts, drill-down and transcripts', () => {
     const screenDir = join(tempDir(), 'screen');
     const ckpts = ['ngram-prose', 'attn-agent', 'contaminated-agent'].map((n) => join(EMBEDDED_CHECKPOINTS, n));
-    const screen = probe(['screen', '--ckpt', ...ckpts, '--probes', join(REPO_ROOT, 'probes', 'demo.jsonl'), '--limit', '4', '-n', '2', '--shortlist', '1', '--passk-top', '2',
-      '--asap-runs', '1', '--asap-max-steps', '6', '--out', screenDir, '--json']);
+    const screen = probe([
+      'screen',
+      '--ckpt',
+      ...ckpts,
+      '--probes',
+      join(REPO_ROOT, 'probes', 'demo.jsonl'),
+      '--limit',
+      '4',
+      '-n',
+      '2',
+      '--shortlist',
+      '1',
+      '--passk-top',
+      '2',
+      '--asap-runs',
+      '1',
+      '--asap-max-steps',
+      '6',
+      '--out',
+      screenDir,
+      '--json',
+    ]);
     expect(screen.code, screen.stderr).toBe(0);
-    for (const f of ['run.json', 'results.json', 'cheap.json', 'passk.json', 'bpb/samples.jsonl', 'mcq/samples.jsonl', 'passk/samples.jsonl', 'asap/results.json']) {
+    for (const f of [
+      'run.json',
+      'results.json',
+      'cheap.json',
+      'passk.json',
+      'bpb/samples.jsonl',
+      'mcq/samples.jsonl',
+      'passk/samples.jsonl',
+      'asap/results.json',
+    ]) {
       expect(existsSync(join(screenDir, f)), f).toBe(true);
     }
     const bpbDir = join(tempDir(), 'bpb');
-    expect(probe(['bpb', '--ckpt', CKPT.agent, '--probes', join(REPO_ROOT, 'probes', 'demo.jsonl'), '--limit', '4', '--out', bpbDir]).code).toBe(0);
+    expect(
+      probe(['bpb', '--ckpt', CKPT.agent, '--probes', join(REPO_ROOT, 'probes', 'demo.jsonl'), '--limit', '4', '--out', bpbDir]).code,
+    ).toBe(0);
 
     const scores = join(tempDir(), 'downstream.csv');
     writeFileSync(scores, 'checkpoint,swebench\nngram-prose,0.01\nattn-agent,0.05\ncontaminated-agent,0.4\nngram-agent,0.02\n');
@@ -68,7 +143,12 @@ describe.skipIf(!hasBubblewrap() || chromiumUnavailable())('probe report in head
     const report = probe(['report', screenDir, bpbDir, '--html', html, '--downstream', scores, '--json']);
     expect(report.code, report.stderr).toBe(0);
     const summary = JSON.parse(report.stdout) as { bpb: Array<{ checkpoint: string }>; shortlist: string[]; html: string };
-    expect(summary.bpb.map((b) => b.checkpoint.split('/').pop()).sort()).toEqual(['attn-agent', 'contaminated-agent', 'ngram-agent', 'ngram-prose']);
+    expect(summary.bpb.map((b) => b.checkpoint.split('/').pop()).sort()).toEqual([
+      'attn-agent',
+      'contaminated-agent',
+      'ngram-agent',
+      'ngram-prose',
+    ]);
     // The contaminated control is a ceiling, never shortlisted; it is named a control, and kept out of the correlations.
     expect(summary.shortlist.map((c) => c.split('/').pop())).toEqual(['attn-agent']);
     expect((summary as unknown as { controls: string[] }).controls.map((c) => c.split('/').pop())).toEqual(['contaminated-agent']);

@@ -17,16 +17,22 @@ const CONTENDERS = 20;
 async function race(dir: string): Promise<string[]> {
   const barrier = tempDir('probe-lock-barrier-');
   const children = Array.from({ length: CONTENDERS }, (_, i) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', RACER, dir, barrier, String(i)], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', RACER, dir, barrier, String(i)], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     let out = '';
-    child.stdout.on('data', (d: Buffer) => { out += d.toString(); });
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+    });
     return { child, said: () => out.trim(), exited: new Promise<void>((resolve) => child.on('exit', () => resolve())) };
   });
   const ready = () => readdirSync(barrier).filter((f) => f.startsWith('ready-')).length;
-  for (const deadline = Date.now() + 90_000; ready() < CONTENDERS && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+  for (const deadline = Date.now() + 90_000; ready() < CONTENDERS && Date.now() < deadline; ) await new Promise((r) => setTimeout(r, 20));
   expect(ready()).toBe(CONTENDERS);
   writeFileSync(join(barrier, 'go'), '');
-  for (const deadline = Date.now() + 60_000; children.some((c) => c.said() === '') && Date.now() < deadline;) await new Promise((r) => setTimeout(r, 20));
+  for (const deadline = Date.now() + 60_000; children.some((c) => c.said() === '') && Date.now() < deadline; )
+    await new Promise((r) => setTimeout(r, 20));
   const said = children.map((c) => c.said());
   writeFileSync(join(barrier, 'stop'), '');
   await Promise.all(children.map((c) => c.exited));
@@ -64,7 +70,16 @@ describe('run lock', () => {
     mkdirSync(dir);
     const holder = { pid: process.pid, host: hostname(), since: 'now' };
     writeFileSync(join(dir, '.lock'), JSON.stringify(holder));
-    const run = spawnSync(process.execPath, ['--import', 'tsx', '-e', `import('${join(REPO_ROOT, 'src/store/run-lock.ts')}').then((m) => { try { m.lockRunDir(${JSON.stringify(dir)}); console.log('won'); } catch (e) { console.log(e.message); } })`], { cwd: REPO_ROOT, encoding: 'utf8' });
+    const run = spawnSync(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        '-e',
+        `import('${join(REPO_ROOT, 'src/store/run-lock.ts')}').then((m) => { try { m.lockRunDir(${JSON.stringify(dir)}); console.log('won'); } catch (e) { console.log(e.message); } })`,
+      ],
+      { cwd: REPO_ROOT, encoding: 'utf8' },
+    );
     expect(run.stdout).toContain(`this run is being written by process ${process.pid}`);
     expect(JSON.parse(readFileSync(join(dir, '.lock'), 'utf8'))).toEqual(holder);
   });

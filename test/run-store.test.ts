@@ -70,7 +70,11 @@ describe('ASAP episode files', () => {
 
 describe('RunDir', () => {
   const input = (config: Record<string, unknown>, ckpt = CKPT.agent) => ({
-    verb: 'bpb', config, checkpoints: checkpointRecords([ckpt]), probe_set: probeSetRecord('probes.jsonl', [{ id: 'a' }, { id: 'b' }]), seeds: { sampling: 0 },
+    verb: 'bpb',
+    config,
+    checkpoints: checkpointRecords([ckpt]),
+    probe_set: probeSetRecord('probes.jsonl', [{ id: 'a' }, { id: 'b' }]),
+    seeds: { sampling: 0 },
   });
 
   it('records what the run was, refuses to continue without --resume, and checks the settings and checkpoints on resume', () => {
@@ -80,14 +84,20 @@ describe('RunDir', () => {
     const manifest = JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as RunManifest;
     expect(manifest.probe_version).toBe(JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')).version);
     expect(manifest.git.commit === null || /^[0-9a-f]{40}$/.test(manifest.git.commit)).toBe(true);
-    expect(manifest.checkpoints).toEqual([{ name: CKPT.agent, path: CKPT.agent, content_hash: checkpointContentHash(CKPT.agent), control: false, heldout_code_bpb: null }]);
+    expect(manifest.checkpoints).toEqual([
+      { name: CKPT.agent, path: CKPT.agent, content_hash: checkpointContentHash(CKPT.agent), control: false, heldout_code_bpb: null },
+    ]);
     expect(manifest.probe_set).toMatchObject({ source: 'probes.jsonl', items: 2 });
     expect(manifest.probe_set!.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(manifest.seeds).toEqual({ sampling: 0 });
 
     run.memo<number>('bpb', CKPT.agent).put('a', 1.5);
-    expect(() => RunDir.open(dir, input({ n: 4 }), { resume: false })).toThrow(/run\.json: this directory already holds a run: pass --resume/);
-    expect(() => RunDir.open(dir, input({ n: 8 }), { resume: true })).toThrow(/run\.json: field "config\.n": the run here was started with 4, this one has 8/);
+    expect(() => RunDir.open(dir, input({ n: 4 }), { resume: false })).toThrow(
+      /run\.json: this directory already holds a run: pass --resume/,
+    );
+    expect(() => RunDir.open(dir, input({ n: 8 }), { resume: true })).toThrow(
+      /run\.json: field "config\.n": the run here was started with 4, this one has 8/,
+    );
 
     // A checkpoint whose bytes changed since the run started is not the same checkpoint.
     const changed = join(tempDir(), 'ckpt');
@@ -119,7 +129,12 @@ describe('RunDir', () => {
 
   it('lets one process write a run at a time, and takes over the lock of one that died', async () => {
     const dir = join(tempDir(), 'locked');
-    const bpb = (...extra: string[]) => spawnSync(process.execPath, [PROBE_BIN, 'bpb', '--ckpt', CKPT.agent, '--probes', DEMO_PROBES, '--limit', '2', '--out', dir, '--json', ...extra], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000 });
+    const bpb = (...extra: string[]) =>
+      spawnSync(
+        process.execPath,
+        [PROBE_BIN, 'bpb', '--ckpt', CKPT.agent, '--probes', DEMO_PROBES, '--limit', '2', '--out', dir, '--json', ...extra],
+        { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000 },
+      );
     const first = bpb();
     expect(first.status, first.stderr).toBe(0);
     expect(existsSync(join(dir, '.lock'))).toBe(false); // released at exit
@@ -147,13 +162,31 @@ function probe(args: string[]) {
 describe.skipIf(!hasBubblewrap())('a scoring run killed with SIGKILL', () => {
   // Sampling, sandboxes and the verifier: the most stateful of the scoring verbs. No cache,
   // so only the run directory can carry work across the kill.
-  const ARGS = ['passk', '--ckpt', CKPT.attention, CKPT.agent, '--probes', join(REPO_ROOT, 'probes', 'demo.jsonl'), '--limit', '5', '-n', '3', '--max-tokens', '256', '--no-cache'];
+  const ARGS = [
+    'passk',
+    '--ckpt',
+    CKPT.attention,
+    CKPT.agent,
+    '--probes',
+    join(REPO_ROOT, 'probes', 'demo.jsonl'),
+    '--limit',
+    '5',
+    '-n',
+    '3',
+    '--max-tokens',
+    '256',
+    '--no-cache',
+  ];
 
   let uninterrupted: ReturnType<typeof probe>;
   let whole: string;
 
   /** Starts the run, and sends `signal` once `lines` items are in its log; resolves to the lines seen then. */
-  async function interrupt(dir: string, signal: NodeJS.Signals, lines: number): Promise<{ lines: number; code: number | null; signal: NodeJS.Signals | null }> {
+  async function interrupt(
+    dir: string,
+    signal: NodeJS.Signals,
+    lines: number,
+  ): Promise<{ lines: number; code: number | null; signal: NodeJS.Signals | null }> {
     const samples = join(dir, 'passk', 'samples.jsonl');
     const child = spawn(process.execPath, [PROBE_BIN, ...ARGS, '--out', dir, '--json'], { cwd: REPO_ROOT, stdio: 'ignore' });
     const seen = await new Promise<number>((resolve, reject) => {
@@ -165,9 +198,14 @@ describe.skipIf(!hasBubblewrap())('a scoring run killed with SIGKILL', () => {
           resolve(n);
         }
       }, 10);
-      child.once('exit', () => { clearInterval(poll); reject(new Error('the run finished before it could be interrupted')); });
+      child.once('exit', () => {
+        clearInterval(poll);
+        reject(new Error('the run finished before it could be interrupted'));
+      });
     });
-    const [code, sig] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+    const [code, sig] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) =>
+      child.once('exit', (c, s) => resolve([c, s])),
+    );
     return { lines: seen, code, signal: sig };
   }
 
@@ -186,7 +224,9 @@ describe.skipIf(!hasBubblewrap())('a scoring run killed with SIGKILL', () => {
     const resumed = probe([...ARGS, '--out', killed, '--json', '--resume']);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(JSON.parse(resumed.stdout)).toEqual(JSON.parse(uninterrupted.stdout));
-    expect(JSON.parse(readFileSync(join(killed, 'results.json'), 'utf8'))).toEqual(JSON.parse(readFileSync(join(whole, 'results.json'), 'utf8')));
+    expect(JSON.parse(readFileSync(join(killed, 'results.json'), 'utf8'))).toEqual(
+      JSON.parse(readFileSync(join(whole, 'results.json'), 'utf8')),
+    );
     // Finished items were read back, not computed again: one line per item × checkpoint.
     const lines = readJsonl<{ checkpoint: string; item: string }>(samples);
     expect(lines).toHaveLength(10);

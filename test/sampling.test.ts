@@ -13,7 +13,15 @@ import { OnnxGraph } from '../src/backends/onnx/graph.ts';
 import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
 import { CKPT } from './helpers/paths.ts';
 
-const base: SampleRequest = { prompt: '## Thinking\nList the files.\n<bash>\n', n: 4, temperature: 0.7, topP: 0.95, maxTokens: 40, stop: [], seed: 7 };
+const base: SampleRequest = {
+  prompt: '## Thinking\nList the files.\n<bash>\n',
+  n: 4,
+  temperature: 0.7,
+  topP: 0.95,
+  maxTokens: 40,
+  stop: [],
+  seed: 7,
+};
 
 describe('sampling on the embedded checkpoints', () => {
   let attention: OnnxBackend;
@@ -22,7 +30,9 @@ describe('sampling on the embedded checkpoints', () => {
     attention = await OnnxBackend.open(CKPT.attention);
     ngram = await OnnxBackend.open(CKPT.agent);
   });
-  afterAll(async () => { await Promise.all([attention.close(), ngram.close()]); });
+  afterAll(async () => {
+    await Promise.all([attention.close(), ngram.close()]);
+  });
 
   it('is reproducible from the seed, and samples are independent of n', async () => {
     for (const backend of [attention, ngram]) {
@@ -73,7 +83,11 @@ describe('sampling on the embedded checkpoints', () => {
     const topP = 0.6;
     const nucleus: typeof probs = [];
     let mass = 0;
-    for (const entry of probs) { if (mass >= topP) break; nucleus.push(entry); mass += entry.p; }
+    for (const entry of probs) {
+      if (mass >= topP) break;
+      nucleus.push(entry);
+      mass += entry.p;
+    }
     const n = 3000;
     const [samples] = await ngram.sample([{ prompt, n, temperature: 1, topP, maxTokens: 1, stop: [], seed: 1 }]);
     const counts = new Map<string, number>();
@@ -114,7 +128,10 @@ describe('chooseToken on a tiny vocabulary', () => {
     const t = 0.5;
     const w = probs.map((p) => p ** (1 / t));
     const z = w.reduce((a, b) => a + b);
-    close(draw({ temperature: t, topP: 1 }), w.map((x) => x / z));
+    close(
+      draw({ temperature: t, topP: 1 }),
+      w.map((x) => x / z),
+    );
   });
   it('is greedy at temperature 0', () => {
     expect(draw({ temperature: 0, topP: 1 }, 10)).toEqual([1, 0, 0, 0, 0]);
@@ -129,13 +146,18 @@ describe('top-p and top-k over a real-sized vocabulary', () => {
     const probs = Float64Array.from(row, (v) => Math.exp((v - max) / temperature));
     const total = probs.reduce((a, b) => a + b, 0);
     const order = Array.from({ length: row.length }, (_, i) => i).sort((a, b) => probs[b]! - probs[a]! || a - b);
-    let kept = 0, mass = 0;
+    let kept = 0,
+      mass = 0;
     for (const id of order) {
       if (kept >= topK || (kept > 0 && mass >= topP * total)) break;
-      mass += probs[id]!; kept++;
+      mass += probs[id]!;
+      kept++;
     }
     let left = u * mass;
-    for (let i = 0; i < kept; i++) { left -= probs[order[i]!]!; if (left < 0) return order[i]!; }
+    for (let i = 0; i < kept; i++) {
+      left -= probs[order[i]!]!;
+      if (left < 0) return order[i]!;
+    }
     return order[kept - 1]!;
   }
 
@@ -143,15 +165,24 @@ describe('top-p and top-k over a real-sized vocabulary', () => {
     const vocab = 151_936;
     const gen = createRng('rows', 3);
     const rows = [
-      Float32Array.from({ length: vocab }, () => gen.next() * 30 - 15),            // peaked: a few ids hold the mass
-      Float32Array.from({ length: vocab }, () => gen.next() * 0.5),                 // nearly flat: the nucleus is most of the vocabulary
-      Float32Array.from({ length: vocab }, (_, i) => (i % 7 === 0 ? 2 : 0)),        // ties across the cut
+      Float32Array.from({ length: vocab }, () => gen.next() * 30 - 15), // peaked: a few ids hold the mass
+      Float32Array.from({ length: vocab }, () => gen.next() * 0.5), // nearly flat: the nucleus is most of the vocabulary
+      Float32Array.from({ length: vocab }, (_, i) => (i % 7 === 0 ? 2 : 0)), // ties across the cut
     ];
     for (const row of rows) {
-      for (const [temperature, topP, topK] of [[0.7, 0.95, vocab], [1, 0.5, vocab], [1, 1, 40], [0.7, 0.95, 5000], [1.3, 0.999, vocab]] as const) {
+      for (const [temperature, topP, topK] of [
+        [0.7, 0.95, vocab],
+        [1, 0.5, vocab],
+        [1, 1, 40],
+        [0.7, 0.95, 5000],
+        [1.3, 0.999, vocab],
+      ] as const) {
         for (let seed = 0; seed < 4; seed++) {
           const u = createRng('draw', seed).next();
-          expect(chooseToken(row, { temperature, topP, topK }, createRng('draw', seed)), `T=${temperature} p=${topP} k=${topK} seed ${seed}`).toBe(fullSortChoice(row, temperature, topP, topK, u));
+          expect(
+            chooseToken(row, { temperature, topP, topK }, createRng('draw', seed)),
+            `T=${temperature} p=${topP} k=${topK} seed ${seed}`,
+          ).toBe(fullSortChoice(row, temperature, topP, topK, u));
         }
       }
     }
@@ -159,14 +190,21 @@ describe('top-p and top-k over a real-sized vocabulary', () => {
 });
 
 describe('n-gram rungs declare their receptive field', () => {
-  it.each([['ngram-agent', CKPT.agent], ['contaminated-agent', join(EMBEDDED_CHECKPOINTS, 'contaminated-agent')]])('%s: the last row from the trailing tokens equals the last row from the whole sequence', async (_name, dir) => {
+  it.each([
+    ['ngram-agent', CKPT.agent],
+    ['contaminated-agent', join(EMBEDDED_CHECKPOINTS, 'contaminated-agent')],
+  ])('%s: the last row from the trailing tokens equals the last row from the whole sequence', async (_name, dir) => {
     const files = readCheckpointDir(dir);
     const graph = await OnnxGraph.load(files);
     try {
       const field = graph.receptiveField!;
       expect(field).toBe(files.config.probe_receptive_field);
       // A memorised md+xml transcript, so the copy memory fires where the full window matches.
-      const item = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { context: string; gold: string; format: string }).find((i) => i.format === 'md+xml')!;
+      const item = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { context: string; gold: string; format: string })
+        .find((i) => i.format === 'md+xml')!;
       const ids = [...new TextEncoder().encode(item.context + item.gold)].slice(0, 3000);
       const full = await graph.forward(ids, undefined);
       const tail = await graph.forward(ids.slice(ids.length - field), undefined);
@@ -189,7 +227,11 @@ describe('n-gram rungs declare their receptive field', () => {
 
 describe('batched sampling: every sample is what it would be alone, whatever shares its passes', () => {
   const REAL = join(REPO_ROOT, '..', 'shared', 'models', 'llama-bpe8k-s1500');
-  const demoContext = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { context: string }).context).sort((a, b) => b.length - a.length)[0]!;
+  const demoContext = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8')
+    .trim()
+    .split('\n')
+    .map((l) => (JSON.parse(l) as { context: string }).context)
+    .sort((a, b) => b.length - a.length)[0]!;
   const requests: SampleRequest[] = [
     // A long pass@K-like context at temperature 1 (tail draws decided by a logit's last bits), a short one, and a greedy one.
     { prompt: demoContext, n: 5, temperature: 1, topP: 1, maxTokens: 40, stop: [], seed: 11 },
@@ -198,7 +240,12 @@ describe('batched sampling: every sample is what it would be alone, whatever sha
   ];
 
   // The real checkpoint where ../shared is present, as the other real-checkpoint tests do.
-  it.each([['attn-agent', CKPT.attention], ['llama-bpe8k-s1500 (../shared/models)', REAL]].filter(([, dir]) => existsSync(dir!)))('%s: one call, concurrent calls and split cohorts draw bit-identical samples to one at a time', async (_name, dir) => {
+  it.each(
+    [
+      ['attn-agent', CKPT.attention],
+      ['llama-bpe8k-s1500 (../shared/models)', REAL],
+    ].filter(([, dir]) => existsSync(dir!)),
+  )('%s: one call, concurrent calls and split cohorts draw bit-identical samples to one at a time', async (_name, dir) => {
     const alone = await OnnxBackend.open(dir, { sampleRows: 1 });
     const batched = await OnnxBackend.open(dir);
     const split = await OnnxBackend.open(dir, { sampleRows: 2 });
@@ -219,7 +266,12 @@ describe('batched sampling: every sample is what it would be alone, whatever sha
 
 describe('prompt caches: a prompt that extends a recent one feeds only what is new, and samples as if fed whole', () => {
   const REAL = join(REPO_ROOT, '..', 'shared', 'models', 'llama-bpe8k-s1500');
-  it.each([['attn-agent', CKPT.attention], ['llama-bpe8k-s1500 (../shared/models)', REAL]].filter(([, dir]) => existsSync(dir!)))('%s: an episode-like run of growing prompts draws bit-identical samples with and without reuse', async (_name, dir) => {
+  it.each(
+    [
+      ['attn-agent', CKPT.attention],
+      ['llama-bpe8k-s1500 (../shared/models)', REAL],
+    ].filter(([, dir]) => existsSync(dir!)),
+  )('%s: an episode-like run of growing prompts draws bit-identical samples with and without reuse', async (_name, dir) => {
     const reusing = await OnnxBackend.open(dir);
     const fresh = await OnnxBackend.open(dir, { reusePrompts: false });
     try {
@@ -236,7 +288,9 @@ describe('prompt caches: a prompt that extends a recent one feeds only what is n
       }
       // One token more each: a one-token remainder is never fed alone (it would round differently), one token less is reused.
       for (const more of [' at', ' at the']) {
-        expect(await reusing.sample([{ ...request, prompt: prompt + more }])).toEqual(await fresh.sample([{ ...request, prompt: prompt + more }]));
+        expect(await reusing.sample([{ ...request, prompt: prompt + more }])).toEqual(
+          await fresh.sample([{ ...request, prompt: prompt + more }]),
+        );
       }
       // A head of a remembered prompt (its last row must be computed), and a remembered prompt again (its cache itself).
       for (const again of [prompt, `${prompt} at the`]) {

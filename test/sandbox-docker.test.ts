@@ -27,8 +27,12 @@ function hostDigest(path: string): string | null {
 describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
   const task = { ...MISSING_COLON };
   let sb: DockerSandbox;
-  beforeAll(async () => { sb = await DockerSandbox.create(task); });
-  afterAll(async () => { await sb.close(); });
+  beforeAll(async () => {
+    sb = await DockerSandbox.create(task);
+  });
+  afterAll(async () => {
+    await sb.close();
+  });
 
   it('has the repository at /testbed at its base commit, owned by the sandbox user', async () => {
     const r = await sb.exec('pwd && git rev-parse HEAD && git status --porcelain && stat -c %U:%G . .git/config');
@@ -49,7 +53,9 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
   });
 
   it('runs commands as an unprivileged uid of its own with no capabilities', async () => {
-    const r = await sb.exec('id -un; id -u; echo "$HOME"; grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status; grep NoNewPrivs /proc/self/status');
+    const r = await sb.exec(
+      'id -un; id -u; echo "$HOME"; grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status; grep NoNewPrivs /proc/self/status',
+    );
     const [name, uid, ...rest] = r.output.split('\n');
     expect(name).toBe('sandbox');
     // A uid no account uses, one per container: RLIMIT_NPROC counts a uid across containers.
@@ -59,8 +65,13 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
 
   it('cannot mount, make device nodes, or write the system, the pristine tree or shared scratch places', async () => {
     for (const command of [
-      'mount -t tmpfs none /mnt', 'mknod /tmp/null c 1 3', 'touch /usr/x', 'echo x >> /etc/passwd',
-      'touch /opt/probe-pristine/testbed/x', 'echo x >> /opt/probe-pristine/testbed/.git/config', 'touch /var/tmp/x',
+      'mount -t tmpfs none /mnt',
+      'mknod /tmp/null c 1 3',
+      'touch /usr/x',
+      'echo x >> /etc/passwd',
+      'touch /opt/probe-pristine/testbed/x',
+      'echo x >> /opt/probe-pristine/testbed/.git/config',
+      'touch /var/tmp/x',
     ]) {
       const r = await sb.exec(command);
       expect(r.exitCode, command).not.toBe(0);
@@ -89,15 +100,17 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
   });
 
   it('leaves nothing a command wrote or started alive after restore', async () => {
-    const plant = await sb.exec([
-      'mkdir -p "$HOME/.local/lib/python3.11/site-packages" && echo "raise SystemExit(0)" > "$HOME/.local/lib/python3.11/site-packages/usercustomize.py"',
-      'echo planted > /tmp/planted',
-      'git config core.hooksPath /tmp/hooks && git config alias.st "!touch /tmp/pwned"',
-      'printf "#!/bin/sh\\ntouch /tmp/pwned\\n" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit',
-      'echo "*.py" >> .git/info/exclude',
-      'echo untracked > untracked.txt && mkdir -p locked/deep && touch locked/deep/f && chmod 000 locked/deep locked',
-      'ls /dev/shm >/dev/null && echo shm > /dev/shm/planted',
-    ].join(' && '));
+    const plant = await sb.exec(
+      [
+        'mkdir -p "$HOME/.local/lib/python3.11/site-packages" && echo "raise SystemExit(0)" > "$HOME/.local/lib/python3.11/site-packages/usercustomize.py"',
+        'echo planted > /tmp/planted',
+        'git config core.hooksPath /tmp/hooks && git config alias.st "!touch /tmp/pwned"',
+        'printf "#!/bin/sh\\ntouch /tmp/pwned\\n" > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit',
+        'echo "*.py" >> .git/info/exclude',
+        'echo untracked > untracked.txt && mkdir -p locked/deep && touch locked/deep/f && chmod 000 locked/deep locked',
+        'ls /dev/shm >/dev/null && echo shm > /dev/shm/planted',
+      ].join(' && '),
+    );
     expect(plant.exitCode, plant.output).toBe(0);
     // A background job dies with its command already: the exec returns at once, not after 1000 s.
     const background = await sb.exec('nohup sleep 1000 >/dev/null 2>&1 & echo started');
@@ -105,12 +118,18 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
     expect(background.durationMs).toBeLessThan(10_000);
 
     await sb.restore({ base_commit: task.base_commit, patch: '' });
-    const after = await sb.exec([
-      'ls -A /tmp; ls -A /dev/shm', 'git config --get core.hooksPath; git config --get alias.st',
-      'ls .git/hooks | grep -v "\\.sample$"', 'grep -c "^\\*\\.py$" .git/info/exclude', 'ls untracked.txt locked 2>/dev/null',
-      'ps -u sandbox -o comm= | grep -v -x -e bash -e timeout -e ps -e grep', 'git status --porcelain',
-      'cmp .git/config /opt/probe-pristine/testbed/.git/config && echo same-config',
-    ].join('; '));
+    const after = await sb.exec(
+      [
+        'ls -A /tmp; ls -A /dev/shm',
+        'git config --get core.hooksPath; git config --get alias.st',
+        'ls .git/hooks | grep -v "\\.sample$"',
+        'grep -c "^\\*\\.py$" .git/info/exclude',
+        'ls untracked.txt locked 2>/dev/null',
+        'ps -u sandbox -o comm= | grep -v -x -e bash -e timeout -e ps -e grep',
+        'git status --porcelain',
+        'cmp .git/config /opt/probe-pristine/testbed/.git/config && echo same-config',
+      ].join('; '),
+    );
     expect(after.output).toBe('0\nsame-config\n');
     expect(await sb.diff()).toBe('');
   });
@@ -165,7 +184,11 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
     const mine = await docker.listContainers({ filters: { label: ['probe.sandbox'] } });
     expect(mine.some((c) => c.Labels['probe.pid'] === String(process.pid))).toBe(true);
     // A container whose owner process no longer exists, as a run killed with SIGKILL leaves it.
-    const orphan = await docker.createContainer({ Image: BASE_IMAGE, Cmd: ['sleep', 'infinity'], Labels: { 'probe.sandbox': '1', 'probe.pid': '999999999' } });
+    const orphan = await docker.createContainer({
+      Image: BASE_IMAGE,
+      Cmd: ['sleep', 'infinity'],
+      Labels: { 'probe.sandbox': '1', 'probe.pid': '999999999' },
+    });
     await sweepLeftovers(true);
     await expect(orphan.inspect()).rejects.toThrow(/no such container/i);
     expect((await sb.exec('echo alive')).output).toBe('alive\n'); // ours is kept
@@ -184,11 +207,17 @@ describe.skipIf(skipWithoutDocker)('docker sandbox for an image task (repository
   });
   afterAll(async () => {
     await sb?.close();
-    if (image) await new Docker().getImage(image).remove({ force: true }).catch(() => {});
+    if (image)
+      await new Docker()
+        .getImage(image)
+        .remove({ force: true })
+        .catch(() => {});
   });
 
   it('hands the tree to the sandbox user and keeps the base aside, read-only', async () => {
-    const r = await sb.exec('git rev-parse HEAD && git status --porcelain && stat -c %U . tests .git/HEAD && stat -c %u /opt/probe-pristine/testbed && touch x && rm x && echo editable');
+    const r = await sb.exec(
+      'git rev-parse HEAD && git status --porcelain && stat -c %U . tests .git/HEAD && stat -c %u /opt/probe-pristine/testbed && touch x && rm x && echo editable',
+    );
     expect(r.output).toBe(`${task.base_commit}\nsandbox\nsandbox\nsandbox\n0\neditable\n`);
     expect((await sb.exec('touch /opt/probe-pristine/testbed/x')).exitCode).not.toBe(0);
   });
@@ -232,8 +261,15 @@ describe.skipIf(skipWithoutDocker)('docker sandbox cleanup on interrupt', () => 
       console.log('ready');
       setInterval(() => {}, 1000);
     `;
-    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
-    await new Promise<void>((resolve) => child.stdout.on('data', (d: Buffer) => { if (d.toString().includes('ready')) resolve(); }));
+    const child = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    await new Promise<void>((resolve) =>
+      child.stdout.on('data', (d: Buffer) => {
+        if (d.toString().includes('ready')) resolve();
+      }),
+    );
     const docker = new Docker();
     const owned = () => docker.listContainers({ all: true, filters: { label: [`probe.pid=${child.pid}`] } });
     expect(await owned()).toHaveLength(1);

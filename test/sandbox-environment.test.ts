@@ -29,7 +29,10 @@ const DEMO_TRAJECTORY = join(REPO_ROOT, 'trajectories', 'shop__pricing-1.mini.tr
 function demoTaskWith(environment: unknown): string {
   const record = JSON.parse(readFileSync(DEMO_TASK, 'utf8')) as Record<string, unknown>;
   const file = join(tempDir('probe-env-task-'), 'task.json');
-  writeFileSync(file, JSON.stringify({ ...record, repo_path: join(REPO_ROOT, 'verifiers', 'shop__pricing-1', String(record.repo_path)), environment }));
+  writeFileSync(
+    file,
+    JSON.stringify({ ...record, repo_path: join(REPO_ROOT, 'verifiers', 'shop__pricing-1', String(record.repo_path)), environment }),
+  );
   return file;
 }
 
@@ -47,7 +50,10 @@ async function loadError(environment: unknown): Promise<InputError> {
 
 describe('the environment field', () => {
   it('maps pip requirements to the Debian packages that carry them, once each, sorted', () => {
-    const packages = environmentPackages({ debian: ['libxml2', 'python3-numpy'], pip: ['NumPy', 'PyYAML', 'scikit_learn', 'pytest-xdist'] });
+    const packages = environmentPackages({
+      debian: ['libxml2', 'python3-numpy'],
+      pip: ['NumPy', 'PyYAML', 'scikit_learn', 'pytest-xdist'],
+    });
     expect([...packages]).toEqual([
       ['libxml2', 'debian'],
       ['python3-numpy', 'debian'],
@@ -58,17 +64,30 @@ describe('the environment field', () => {
   });
 
   it('refuses at load what cannot be honoured, naming the file and the field', async () => {
-    expect((await loadError({ pip: ['numpy==1.21.0'] })).message).toMatch(/field "environment\.pip\.0": "numpy==1\.21\.0" pins a version: .*cannot be honoured; name it alone \("numpy"\)/);
-    expect((await loadError({ pip: ['numpy', 'scipy >= 1.5'] })).message).toMatch(/field "environment\.pip\.1": "scipy >= 1\.5" pins a version/);
-    expect((await loadError({ pip: ['numpy[extra]'] })).message).toMatch(/field "environment\.pip\.0": "numpy\[extra\]" is not a bare pip package name/);
-    expect((await loadError({ debian: ['python3-numpy=1:1.24.2-1'] })).message).toMatch(/field "environment\.debian\.0": .*pins a version.*\("python3-numpy"\)/);
-    expect((await loadError({ debian: ['Bad Name'] })).message).toMatch(/field "environment\.debian\.0": "Bad Name" is not a Debian package name/);
+    expect((await loadError({ pip: ['numpy==1.21.0'] })).message).toMatch(
+      /field "environment\.pip\.0": "numpy==1\.21\.0" pins a version: .*cannot be honoured; name it alone \("numpy"\)/,
+    );
+    expect((await loadError({ pip: ['numpy', 'scipy >= 1.5'] })).message).toMatch(
+      /field "environment\.pip\.1": "scipy >= 1\.5" pins a version/,
+    );
+    expect((await loadError({ pip: ['numpy[extra]'] })).message).toMatch(
+      /field "environment\.pip\.0": "numpy\[extra\]" is not a bare pip package name/,
+    );
+    expect((await loadError({ debian: ['python3-numpy=1:1.24.2-1'] })).message).toMatch(
+      /field "environment\.debian\.0": .*pins a version.*\("python3-numpy"\)/,
+    );
+    expect((await loadError({ debian: ['Bad Name'] })).message).toMatch(
+      /field "environment\.debian\.0": "Bad Name" is not a Debian package name/,
+    );
     expect((await loadError({ apt: ['libxml2'] })).message).toMatch(/field "environment": .*apt/);
   });
 
   it('is refused through the CLI with exit 2 and one line', () => {
     const file = demoTaskWith({ pip: ['numpy==1.21.0'] });
-    expectOneLineError(runProbe(['replay', DEMO_TRAJECTORY, '--task', file]), new RegExp(`^probe: ${file.replace(/[.\\/]/g, '\\$&')}: field "environment\\.pip\\.0": "numpy==1\\.21\\.0" pins a version`));
+    expectOneLineError(
+      runProbe(['replay', DEMO_TRAJECTORY, '--task', file]),
+      new RegExp(`^probe: ${file.replace(/[.\\/]/g, '\\$&')}: field "environment\\.pip\\.0": "numpy==1\\.21\\.0" pins a version`),
+    );
   });
 });
 
@@ -87,14 +106,20 @@ describe.skipIf(!hasBubblewrap())('local sandbox: the host must already have the
   it('states what is missing and the fix when the sandbox opens, before anything runs', async () => {
     const file = demoTaskWith({ debian: ['git'], pip: [ABSENT] });
     const [task] = await loadTaskFile(file);
-    const error = await LocalSandbox.create(task!).then(() => null, (e: unknown) => e);
+    const error = await LocalSandbox.create(task!).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).message).toBe(
-      `${file}: field "environment": the local sandbox runs on this host's /usr, which lacks python3-${ABSENT} (pip "${ABSENT}"); `
-      + `install them (apt-get install python3-${ABSENT}) or use --sandbox docker, which builds an image with them`,
+      `${file}: field "environment": the local sandbox runs on this host's /usr, which lacks python3-${ABSENT} (pip "${ABSENT}"); ` +
+        `install them (apt-get install python3-${ABSENT}) or use --sandbox docker, which builds an image with them`,
     );
     // The same line, exit 2, from the CLI.
-    expectOneLineError(runProbe(['replay', DEMO_TRAJECTORY, '--task', file, '--sandbox', 'local']), /field "environment": .*lacks python3-probe-surely-absent-module .*apt-get install .*--sandbox docker/);
+    expectOneLineError(
+      runProbe(['replay', DEMO_TRAJECTORY, '--task', file, '--sandbox', 'local']),
+      /field "environment": .*lacks python3-probe-surely-absent-module .*apt-get install .*--sandbox docker/,
+    );
   });
 });
 
@@ -107,21 +132,37 @@ describe.skipIf(skipWithoutDocker)('docker sandbox: a derived image per environm
   /** A repository whose one test imports numpy, and a task record for it naming `environment`. */
   async function numpyTask(environment: unknown, name: string): Promise<LoadedTask> {
     const file = join(dir, `${name}.json`);
-    writeFileSync(file, JSON.stringify({
-      instance_id: `env__numpy-${name}`, problem_statement: 'numpy must be importable', base_commit: baseCommit,
-      FAIL_TO_PASS: ['test_numpy.py::test_sum'], test_cmd: 'python3 -m pytest -rA -p no:cacheprovider test_numpy.py',
-      log_parser: 'pytest', repo_path: 'repo', environment,
-    }));
+    writeFileSync(
+      file,
+      JSON.stringify({
+        instance_id: `env__numpy-${name}`,
+        problem_statement: 'numpy must be importable',
+        base_commit: baseCommit,
+        FAIL_TO_PASS: ['test_numpy.py::test_sum'],
+        test_cmd: 'python3 -m pytest -rA -p no:cacheprovider test_numpy.py',
+        log_parser: 'pytest',
+        repo_path: 'repo',
+        environment,
+      }),
+    );
     return (await loadTaskFile(file))[0]!;
   }
   let baseCommit: string;
 
   /** Commits of images named `tag` since the test began (a build ends in exactly one). */
   async function commitsOfTag(): Promise<number> {
-    const stream = await docker.getEvents({ since: started, until: Math.ceil(Date.now() / 1000) + 1, filters: { type: ['container'], event: ['commit'] } });
+    const stream = await docker.getEvents({
+      since: started,
+      until: Math.ceil(Date.now() / 1000) + 1,
+      filters: { type: ['container'], event: ['commit'] },
+    });
     let text = '';
     for await (const chunk of stream as AsyncIterable<Buffer>) text += chunk.toString('utf8');
-    return text.split('\n').filter((line) => line.trim() && (JSON.parse(line) as { Actor: { Attributes: Record<string, string> } }).Actor.Attributes.imageRef === tag).length;
+    return text
+      .split('\n')
+      .filter(
+        (line) => line.trim() && (JSON.parse(line) as { Actor: { Attributes: Record<string, string> } }).Actor.Attributes.imageRef === tag,
+      ).length;
   }
 
   /** The image id the sandbox's container runs (found by the labels docker.ts gives it). */
@@ -137,14 +178,20 @@ describe.skipIf(skipWithoutDocker)('docker sandbox: a derived image per environm
     baseCommit = commitTree(join(dir, 'repo'));
     tag = environmentTag((await docker.getImage(BASE_IMAGE).inspect()).Id, ['python3-numpy']);
     // Built here, whatever an earlier run left: the test is about the build.
-    await docker.getImage(tag).remove().catch((error: { statusCode?: number }) => {
-      if (error.statusCode !== 404) throw error;
-    });
+    await docker
+      .getImage(tag)
+      .remove()
+      .catch((error: { statusCode?: number }) => {
+        if (error.statusCode !== 404) throw error;
+      });
     started = Math.floor(Date.now() / 1000) - 1;
   }, 60_000);
 
   afterAll(async () => {
-    await docker.getImage(tag).remove().catch(() => {});
+    await docker
+      .getImage(tag)
+      .remove()
+      .catch(() => {});
   });
 
   it('builds the image once for requests made together, and the tests pass in it', async () => {
@@ -154,7 +201,9 @@ describe.skipIf(skipWithoutDocker)('docker sandbox: a derived image per environm
     const [sb, concurrent] = await Promise.all([DockerSandbox.create(task), environmentImage(docker, BASE_IMAGE, ['python3-numpy'])]);
     try {
       const image = await docker.getImage(tag).inspect();
-      console.log(`derived image ${tag}: built in ${((Date.parse(image.Created) - clock) / 1000).toFixed(1)} s, sandbox open in ${((Date.now() - clock) / 1000).toFixed(1)} s`);
+      console.log(
+        `derived image ${tag}: built in ${((Date.parse(image.Created) - clock) / 1000).toFixed(1)} s, sandbox open in ${((Date.now() - clock) / 1000).toFixed(1)} s`,
+      );
       expect(concurrent).toBe(tag);
       expect(image.Config.Labels).toMatchObject({ 'probe.environment.packages': 'python3-numpy' });
       expect(await containerImage(task)).toEqual([image.Id]);
@@ -163,7 +212,9 @@ describe.skipIf(skipWithoutDocker)('docker sandbox: a derived image per environm
       expect(r.exitCode, r.output).toBe(0);
       expect(r.output).toContain('PASSED test_numpy.py::test_sum');
       // The jail is the same in the derived image: no network, an unprivileged uid, no capabilities.
-      const jail = await sb.exec(`id -u; grep CapEff /proc/self/status; python3 -c "import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)"`);
+      const jail = await sb.exec(
+        `id -u; grep CapEff /proc/self/status; python3 -c "import socket; socket.create_connection(('1.1.1.1', 80), timeout=3)"`,
+      );
       const [uid, caps] = jail.output.split('\n');
       expect(Number(uid)).toBeGreaterThanOrEqual(200_000);
       expect(caps).toBe('CapEff:\t0000000000000000');
@@ -177,7 +228,12 @@ describe.skipIf(skipWithoutDocker)('docker sandbox: a derived image per environm
     const task = await numpyTask({ debian: ['python3-numpy'] }, 'debian');
     // A container of the base image alongside (under the vfs storage driver each container is a full copy: slow).
     const baseLacksNumpy = (async () => {
-      const base = await docker.createContainer({ Image: BASE_IMAGE, Cmd: ['python3', '-c', 'import numpy'], NetworkDisabled: true, HostConfig: { NetworkMode: 'none' } });
+      const base = await docker.createContainer({
+        Image: BASE_IMAGE,
+        Cmd: ['python3', '-c', 'import numpy'],
+        NetworkDisabled: true,
+        HostConfig: { NetworkMode: 'none' },
+      });
       try {
         await base.start();
         return ((await base.wait()) as { StatusCode: number }).StatusCode !== 0;
@@ -198,13 +254,24 @@ describe.skipIf(skipWithoutDocker)('docker sandbox: a derived image per environm
 
   it('names a package the Debian archive lacks as an input error on the task, and keeps no image', async () => {
     const task = await numpyTask({ pip: [ABSENT] }, 'absent');
-    const error = await DockerSandbox.create(task).then(() => null, (e: unknown) => e);
+    const error = await DockerSandbox.create(task).then(
+      () => null,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(InputError);
     expect((error as InputError).message).toBe(
       `${task.file}: field "environment": the Debian archive image ${BASE_IMAGE} installs from has no python3-${ABSENT} (pip "${ABSENT}"); name the Debian package that provides it under environment.debian`,
     );
     const baseId = (await docker.getImage(BASE_IMAGE).inspect()).Id;
-    expect(await docker.getImage(environmentTag(baseId, [`python3-${ABSENT}`])).inspect().then(() => true, () => false)).toBe(false);
+    expect(
+      await docker
+        .getImage(environmentTag(baseId, [`python3-${ABSENT}`]))
+        .inspect()
+        .then(
+          () => true,
+          () => false,
+        ),
+    ).toBe(false);
     expect(await containerImage(task)).toEqual([]);
   }, 120_000);
 });

@@ -14,8 +14,12 @@ const MISSING_COLON = await fixtureTask('missing-colon');
 describe.skipIf(!hasBubblewrap())('local sandbox (bubblewrap)', () => {
   let sb: LocalSandbox;
   const task = { ...MISSING_COLON };
-  beforeAll(async () => { sb = await LocalSandbox.create(task); });
-  afterAll(async () => { await sb.close(); });
+  beforeAll(async () => {
+    sb = await LocalSandbox.create(task);
+  });
+  afterAll(async () => {
+    await sb.close();
+  });
 
   it('has the repository at /testbed at its base commit, with a clean tree', async () => {
     const r = await sb.exec('pwd && git rev-parse HEAD && git status --porcelain');
@@ -56,7 +60,9 @@ describe.skipIf(!hasBubblewrap())('local sandbox (bubblewrap)', () => {
   });
 
   it('diffs edits and untracked files, ignoring run artifacts, and restores states', async () => {
-    await sb.exec("sed -i 's/-> float$/-> float:/' tests/missing_colon.py && echo new > notes.txt && python3 -c 'import tests.missing_colon' && mkdir -p .pytest_cache && touch .pytest_cache/x");
+    await sb.exec(
+      "sed -i 's/-> float$/-> float:/' tests/missing_colon.py && echo new > notes.txt && python3 -c 'import tests.missing_colon' && mkdir -p .pytest_cache && touch .pytest_cache/x",
+    );
     const patch = await sb.diff();
     expect(patch).toContain('+def division(a: float, b: float) -> float:');
     expect(patch).toContain('+++ b/notes.txt');
@@ -77,22 +83,29 @@ describe.skipIf(!hasBubblewrap())('local sandbox: the jail and its limits', () =
     sb = await LocalSandbox.create(task);
     delete process.env.PROBE_SANDBOX_DISK_MB;
   });
-  afterAll(async () => { await sb.close(); });
+  afterAll(async () => {
+    await sb.close();
+  });
 
   it('runs as an unprivileged user with no capability, no shadow file, no nested user namespace, a read-only root', async () => {
-    const r = await sb.exec('grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status; grep NoNewPrivs /proc/self/status; id -u; id -g; test -e /etc/shadow && echo has-shadow; unshare -U true 2>/dev/null && echo nested; touch /etc/x /opt/x 2>/dev/null && echo wrote-root; echo end');
+    const r = await sb.exec(
+      'grep -E "^Cap(Eff|Prm|Bnd)" /proc/self/status; grep NoNewPrivs /proc/self/status; id -u; id -g; test -e /etc/shadow && echo has-shadow; unshare -U true 2>/dev/null && echo nested; touch /etc/x /opt/x 2>/dev/null && echo wrote-root; echo end',
+    );
     expect(r.output).toMatch(/^CapPrm:\s+0{16}\nCapEff:\s+0{16}\nCapBnd:\s+0{16}\nNoNewPrivs:\s+1\n1000\n1000\nend\n$/);
   });
 
   it('cannot mount, make devices or remount the system writable', async () => {
-    const r = await sb.exec('mount -t tmpfs none /tmp 2>&1; mknod /tmp/sda b 8 0 2>&1; mount -o remount,bind,rw /usr 2>&1; touch /usr/x 2>&1; echo end');
+    const r = await sb.exec(
+      'mount -t tmpfs none /tmp 2>&1; mknod /tmp/sda b 8 0 2>&1; mount -o remount,bind,rw /usr 2>&1; touch /usr/x 2>&1; echo end',
+    );
     expect(r.output).toMatch(/must be superuser|Operation not permitted|Permission denied/);
     expect((await sb.exec('ls /tmp/sda 2>&1')).exitCode).not.toBe(0);
     expect(r.output).toMatch(/touch: cannot touch '\/usr\/x'/);
   });
 
   it('stops a fork bomb at the process limit; the next command runs', async () => {
-    const bomb = await sb.exec(`python3 -c '
+    const bomb = await sb.exec(
+      `python3 -c '
 import os, time
 
 n = 0
@@ -103,7 +116,9 @@ try:
         n += 1
 except OSError as e:
     print("stopped after", n, "forks:", e.strerror)
-'`, { timeoutMs: 30_000 });
+'`,
+      { timeoutMs: 30_000 },
+    );
     const forks = Number(/stopped after (\d+) forks: Resource temporarily unavailable/.exec(bomb.output)?.[1]);
     expect(forks).toBeGreaterThan(LIMITS.processes / 2);
     expect(forks).toBeLessThan(LIMITS.processes);
@@ -124,9 +139,13 @@ except OSError as e:
   });
 
   it('starts each use clean: /tmp, home, .git and processes do not survive restore', async () => {
-    await sb.exec('echo x > /tmp/planted; echo y > ~/.planted; echo "[core]\n\tfsmonitor = evil" >> .git/config; echo "*" >> .git/info/exclude; echo hook > .git/hooks/pre-commit; echo new > untracked.txt');
+    await sb.exec(
+      'echo x > /tmp/planted; echo y > ~/.planted; echo "[core]\n\tfsmonitor = evil" >> .git/config; echo "*" >> .git/info/exclude; echo hook > .git/hooks/pre-commit; echo new > untracked.txt',
+    );
     await sb.restore({ base_commit: task.base_commit, patch: '' });
-    const r = await sb.exec('ls -A /tmp; cat ~/.planted 2>&1; git config core.fsmonitor; grep -c "^\\*$" .git/info/exclude; ls .git/hooks/pre-commit 2>&1; git status --porcelain');
+    const r = await sb.exec(
+      'ls -A /tmp; cat ~/.planted 2>&1; git config core.fsmonitor; grep -c "^\\*$" .git/info/exclude; ls .git/hooks/pre-commit 2>&1; git status --porcelain',
+    );
     expect(r.output).not.toMatch(/planted\n|evil|untracked/);
     expect(r.output).toContain('No such file');
   });

@@ -33,21 +33,28 @@ function child(work: string) {
     console.log(checkoutTemplate(task));
     setInterval(() => {}, 1000);
   `;
-  return spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+  return spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
 }
 
 describe('shutting down', () => {
-  it.each(['SIGINT', 'SIGTERM'] as const)('on %s: shutdown cleanups in order and awaited, then exit cleanups, checkouts and locks removed, ended by the signal', async (signal) => {
-    const work = tempDir();
-    const proc = child(work);
-    const template = await new Promise<string>((resolve) => proc.stdout.on('data', (d: Buffer) => resolve(d.toString().trim())));
-    expect(existsSync(template)).toBe(true);
-    expect(existsSync(join(work, '.lock'))).toBe(true);
-    proc.kill(signal);
-    const [code, ended] = await once(proc, 'exit') as [number | null, NodeJS.Signals | null];
-    expect(ended === signal || code === 128 + (signal === 'SIGINT' ? 2 : 15)).toBe(true);
-    expect(readFileSync(join(work, 'order'), 'utf8')).toBe(`first ${signal}\nsecond\nexit\n`);
-    expect(existsSync(dirname(template))).toBe(false);
-    expect(existsSync(join(work, '.lock'))).toBe(false);
-  }, 60_000);
+  it.each(['SIGINT', 'SIGTERM'] as const)(
+    'on %s: shutdown cleanups in order and awaited, then exit cleanups, checkouts and locks removed, ended by the signal',
+    async (signal) => {
+      const work = tempDir();
+      const proc = child(work);
+      const template = await new Promise<string>((resolve) => proc.stdout.on('data', (d: Buffer) => resolve(d.toString().trim())));
+      expect(existsSync(template)).toBe(true);
+      expect(existsSync(join(work, '.lock'))).toBe(true);
+      proc.kill(signal);
+      const [code, ended] = (await once(proc, 'exit')) as [number | null, NodeJS.Signals | null];
+      expect(ended === signal || code === 128 + (signal === 'SIGINT' ? 2 : 15)).toBe(true);
+      expect(readFileSync(join(work, 'order'), 'utf8')).toBe(`first ${signal}\nsecond\nexit\n`);
+      expect(existsSync(dirname(template))).toBe(false);
+      expect(existsSync(join(work, '.lock'))).toBe(false);
+    },
+    60_000,
+  );
 });

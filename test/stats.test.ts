@@ -14,8 +14,16 @@ function choose(n: number, k: number): bigint {
 
 describe('pass@k', () => {
   it('matches 1 − C(n−c,k)/C(n,k) computed exactly', () => {
-    for (const [n, c, k] of [[16, 3, 1], [16, 3, 4], [16, 3, 8], [20, 7, 5], [200, 13, 10], [10, 0, 3], [10, 10, 3]] as const) {
-      const exact = 1 - Number(choose(n - c, k) * 10n ** 15n / choose(n, k)) / 1e15;
+    for (const [n, c, k] of [
+      [16, 3, 1],
+      [16, 3, 4],
+      [16, 3, 8],
+      [20, 7, 5],
+      [200, 13, 10],
+      [10, 0, 3],
+      [10, 10, 3],
+    ] as const) {
+      const exact = 1 - Number((choose(n - c, k) * 10n ** 15n) / choose(n, k)) / 1e15;
       expect(passAtK(n, c, k)).toBeCloseTo(exact, 12);
     }
   });
@@ -34,7 +42,15 @@ describe('pass@k', () => {
     expect(() => passAtK(4, 1, 8)).toThrow(/at least 8 samples/);
   });
   it('averages over items', () => {
-    expect(meanPassAtK([{ n: 4, c: 0 }, { n: 4, c: 4 }], 1)).toBe(0.5);
+    expect(
+      meanPassAtK(
+        [
+          { n: 4, c: 0 },
+          { n: 4, c: 4 },
+        ],
+        1,
+      ),
+    ).toBe(0.5);
   });
 });
 
@@ -70,7 +86,11 @@ describe('rank correlation', () => {
 describe('bootstrap', () => {
   it('brackets the estimate and is reproducible from the seed', () => {
     const pairs = Array.from({ length: 30 }, (_, i) => ({ x: i, y: i + ((i * 7) % 5) }));
-    const stat = (s: typeof pairs) => spearman(s.map((p) => p.x), s.map((p) => p.y));
+    const stat = (s: typeof pairs) =>
+      spearman(
+        s.map((p) => p.x),
+        s.map((p) => p.y),
+      );
     const a = bootstrap(pairs, stat, createRng('boot', 1), 500);
     const b = bootstrap(pairs, stat, createRng('boot', 1), 500);
     expect(a).toEqual(b);

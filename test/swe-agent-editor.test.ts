@@ -31,7 +31,12 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('SWE-agent windowed editor, as
 
   /** The recorded lines `first..last` of an observation's window (`N:text`). */
   const windowLines = (step: number, first: number, last: number) => {
-    const shown = new Map(pydicom!.steps[step]!.observation!.split('\n').map((l) => /^(\d+):(.*)$/.exec(l)).filter((m) => m !== null).map((m) => [Number(m[1]), m[2]!]));
+    const shown = new Map(
+      pydicom!.steps[step]!.observation!.split('\n')
+        .map((l) => /^(\d+):(.*)$/.exec(l))
+        .filter((m) => m !== null)
+        .map((m) => [Number(m[1]), m[2]!]),
+    );
     return Array.from({ length: last - first + 1 }, (_, i) => {
       const line = shown.get(first + i);
       if (line === undefined) throw new Error(`step ${step} does not show line ${first + i}`);
@@ -51,7 +56,10 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('SWE-agent windowed editor, as
       const r = await runAction(sb, step.action);
       const output = hasFlake8 ? r.output : r.output.replace(LINT_ABSENT, '');
       if (!hasFlake8 && step.action.args.command === 'edit') expect(r.output).toMatch(LINT_ABSENT);
-      expect(drift(output, recordedOutput(step.observation!, pydicom!.format)), `step ${index}: ${step.action.text.split('\n')[0]}\n${r.output}`).toBe(0);
+      expect(
+        drift(output, recordedOutput(step.observation!, pydicom!.format)),
+        `step ${index}: ${step.action.text.split('\n')[0]}\n${r.output}`,
+      ).toBe(0);
     }
     expect(await sb.diff()).toContain("+    if 'PixelData' in ds:");
   });
@@ -59,7 +67,9 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('SWE-agent windowed editor, as
 
 describe.skipIf(!hasBubblewrap())('SWE-agent edit lint', () => {
   let sb: Sandbox;
-  beforeAll(async () => { sb = await openSandbox('local', await fixtureTask('missing-colon')); });
+  beforeAll(async () => {
+    sb = await openSandbox('local', await fixtureTask('missing-colon'));
+  });
   afterAll(async () => sb?.close());
 
   it('an edit that adds an undefined name is refused when flake8 is there, and says so when it is not', async () => {

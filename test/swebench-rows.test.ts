@@ -36,7 +36,8 @@ function rowFile(change: (row: Record<string, unknown>) => Record<string, unknow
   writeFileSync(file, `${JSON.stringify(change({ ...row }))}\n`);
   return file;
 }
-const without = (row: Record<string, unknown>, ...keys: string[]) => Object.fromEntries(Object.entries(row).filter(([k]) => !keys.includes(k)));
+const without = (row: Record<string, unknown>, ...keys: string[]) =>
+  Object.fromEntries(Object.entries(row).filter(([k]) => !keys.includes(k)));
 /** The fields the harness derives for a published row, dropped again. */
 const published = (row: Record<string, unknown>) => without(row, 'test_cmd', 'log_parser', 'image', 'workdir', 'test_timeout_s');
 
@@ -52,13 +53,19 @@ describe('SWE-bench rows as published', () => {
     ]);
     expect(task.PASS_TO_PASS).toHaveLength(159);
     expect(task).toMatchObject({
-      repo: 'pydicom/pydicom', version: '2.2', environment_setup_commit: '0fa18d2a2179c92efc22200ed6b3689e66cecf92',
-      hints_text: '', created_at: '2021-08-04T15:22:07Z', task_id: 'pydicom__pydicom-1458',
+      repo: 'pydicom/pydicom',
+      version: '2.2',
+      environment_setup_commit: '0fa18d2a2179c92efc22200ed6b3689e66cecf92',
+      hints_text: '',
+      created_at: '2021-08-04T15:22:07Z',
+      task_id: 'pydicom__pydicom-1458',
     });
   });
 
-  it('what the row lacks comes from the harness: activate testbed, pytest -rA on the test patch\'s files, the harness\'s image', () => {
-    expect(task.test_cmd).toBe('source /opt/miniconda3/bin/activate\nconda activate testbed\npytest -rA pydicom/tests/test_numpy_pixel_data.py');
+  it("what the row lacks comes from the harness: activate testbed, pytest -rA on the test patch's files, the harness's image", () => {
+    expect(task.test_cmd).toBe(
+      'source /opt/miniconda3/bin/activate\nconda activate testbed\npytest -rA pydicom/tests/test_numpy_pixel_data.py',
+    );
     expect(task.log_parser).toBe('pytest');
     expect(task.workdir).toBe('/testbed');
     expect(task.image).toBe('swebench/sweb.eval.x86_64.pydicom_1776_pydicom-1458:latest');
@@ -69,23 +76,30 @@ describe('SWE-bench rows as published', () => {
     expect(harnessImageName('django__django-11099', null)).toBe('sweb.eval.x86_64.django__django-11099:latest');
     const [local] = await loadTaskFile(`${ROW}.json`, { imageNamespace: null });
     expect(local!.image).toBe('sweb.eval.x86_64.pydicom__pydicom-1458:latest');
-    const [own] = await loadTaskFile(rowFile((r) => ({ ...published(r), image_name: 'jyangballin/swesmith.x86_64.pydicom_1776_pydicom.8da0b9b2' })));
+    const [own] = await loadTaskFile(
+      rowFile((r) => ({ ...published(r), image_name: 'jyangballin/swesmith.x86_64.pydicom_1776_pydicom.8da0b9b2' })),
+    );
     expect(own!.image).toBe('jyangballin/swesmith.x86_64.pydicom_1776_pydicom.8da0b9b2');
   });
 
-  it('django\'s tests are named by module, the rest by file; eval commands come before the tests', async () => {
-    const patch = 'diff --git a/tests/admin_views/tests.py b/tests/admin_views/tests.py\n--- a/tests/admin_views/tests.py\n+++ b/tests/admin_views/tests.py\ndiff --git a/tests/admin_views/fixtures/x.json b/tests/admin_views/fixtures/x.json\n';
+  it("django's tests are named by module, the rest by file; eval commands come before the tests", async () => {
+    const patch =
+      'diff --git a/tests/admin_views/tests.py b/tests/admin_views/tests.py\n--- a/tests/admin_views/tests.py\n+++ b/tests/admin_views/tests.py\ndiff --git a/tests/admin_views/fixtures/x.json b/tests/admin_views/fixtures/x.json\n';
     expect(testDirectives('django-modules', patch)).toEqual(['admin_views.tests']);
     expect(testDirectives('paths', patch)).toEqual(['tests/admin_views/tests.py']);
-    const [django] = await loadTaskFile(rowFile((r) => ({ ...published(r), repo: 'django/django', version: '3.0', instance_id: 'django__django-11099', test_patch: patch })));
+    const [django] = await loadTaskFile(
+      rowFile((r) => ({ ...published(r), repo: 'django/django', version: '3.0', instance_id: 'django__django-11099', test_patch: patch })),
+    );
     expect(django!.test_cmd.split('\n')).toEqual([
-      'source /opt/miniconda3/bin/activate', 'conda activate testbed', ...repoSpec('django/django')!.versions['3.0']!.eval_commands!,
+      'source /opt/miniconda3/bin/activate',
+      'conda activate testbed',
+      ...repoSpec('django/django')!.versions['3.0']!.eval_commands!,
       './tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 admin_views.tests',
     ]);
     expect(django!.log_parser).toBe('unittest');
   });
 
-  it('a row\'s own test_cmd and log_parser win; a SWE-bench 5 harness parser name is translated', async () => {
+  it("a row's own test_cmd and log_parser win; a SWE-bench 5 harness parser name is translated", async () => {
     const [own] = await loadTaskFile(rowFile((r) => ({ ...published(r), test_cmd: 'python -m unittest -v', log_parser: 'unittest' })));
     expect(own).toMatchObject({ test_cmd: 'python -m unittest -v', log_parser: 'unittest' });
     const [v5] = await loadTaskFile(rowFile((r) => ({ ...published(r), log_parser: 'parse_log_pytest_options' })));
@@ -109,8 +123,14 @@ describe('SWE-bench rows as published', () => {
     expect(sympyTask!.log_parser).toBe('sympy');
     expect(sympyTask!.test_cmd).toMatch(/bin\/test -C --verbose pydicom\/tests\/test_numpy_pixel_data\.py$/);
     const version = rowFile((r) => ({ ...published(r), version: '9.9' }));
-    await expect(loadTaskFile(version)).rejects.toThrow(`${version}:1: field "test_cmd": missing, and SWE-bench's harness knows no version "9.9" of pydicom/pydicom (known: 1.0, 1.1,`);
-    const smith = rowFile((r) => ({ ...without(published(r), 'base_commit'), repo: 'swesmith/pydicom__pydicom.8da0b9b2', image_name: 'jyangballin/swesmith.x86_64.pydicom_1776_pydicom.8da0b9b2' }));
+    await expect(loadTaskFile(version)).rejects.toThrow(
+      `${version}:1: field "test_cmd": missing, and SWE-bench's harness knows no version "9.9" of pydicom/pydicom (known: 1.0, 1.1,`,
+    );
+    const smith = rowFile((r) => ({
+      ...without(published(r), 'base_commit'),
+      repo: 'swesmith/pydicom__pydicom.8da0b9b2',
+      image_name: 'jyangballin/swesmith.x86_64.pydicom_1776_pydicom.8da0b9b2',
+    }));
     await expect(loadTaskFile(smith)).rejects.toThrow(/field "base_commit": missing: SWE-smith names a task's bug by a branch/);
   });
 });
@@ -137,21 +157,27 @@ const OFFLINE_PYDICOM_DATA = [
   { path: `${SITE}/pydicom_data_offline/__init__.py`, content: STORE_PY },
   { path: `${SITE}/pydicom_data_offline/SC_rgb.dcm`, content: readFileSync(join(FIXTURES, 'SC_rgb.dcm')) },
   { path: `${SITE}/pydicom_data-0.0.0.dist-info/METADATA`, content: 'Metadata-Version: 2.1\nName: pydicom-data\nVersion: 0.0.0\n' },
-  { path: `${SITE}/pydicom_data-0.0.0.dist-info/entry_points.txt`, content: '[pydicom.data.external_sources]\npydicom-data = pydicom_data_offline:Store\n' },
+  {
+    path: `${SITE}/pydicom_data-0.0.0.dist-info/entry_points.txt`,
+    content: '[pydicom.data.external_sources]\npydicom-data = pydicom_data_offline:Store\n',
+  },
 ];
 
 /**
  * The harness's image layout, built here: tagged with the name the task derives, so the
  * Docker sandbox finds it as it would a pulled SWE-bench image.
  */
-describe.skipIf(skipWithoutDocker)('a published row in an image with the harness\'s layout', () => {
+describe.skipIf(skipWithoutDocker)("a published row in an image with the harness's layout", () => {
   /**
    * pydicom's tests need numpy; python3-requests makes the test data pydicom downloads from
    * GitHub (the harness's containers have a network, the sandbox none) fail at once instead
    * of after 21 s of retries per file: the tests that need it fail at every state alike.
    */
   const image = swebenchTestImage({
-    name: task.image!, gitTar: join(FIXTURES, 'pydicom-8da0b9b.git.tar'), packages: ['python3-numpy', 'python3-requests'], files: OFFLINE_PYDICOM_DATA,
+    name: task.image!,
+    gitTar: join(FIXTURES, 'pydicom-8da0b9b.git.tar'),
+    packages: ['python3-numpy', 'python3-requests'],
+    files: OFFLINE_PYDICOM_DATA,
   });
   /** PASS_TO_PASS ids that embed the dataset builder's own paths (/n/fs/…): no log can name them. */
   const foreign = task.PASS_TO_PASS.filter((t) => t.includes('[/n/fs/'));
@@ -173,50 +199,82 @@ describe.skipIf(skipWithoutDocker)('a published row in an image with the harness
       expect(gold.passToPass.missing).toEqual(base.passToPass.missing);
       expect(gold.passToPass.missing).toEqual(expect.arrayContaining(foreign));
       expect(gold.passToPass.passed.length).toBeGreaterThan(60);
-      console.info(`PASS_TO_PASS at gold: ${gold.passToPass.passed.length} passed, ${gold.passToPass.failed.length} failed, ${gold.passToPass.missing.length} not in the log (${foreign.length} never nameable)`);
+      console.info(
+        `PASS_TO_PASS at gold: ${gold.passToPass.passed.length} passed, ${gold.passToPass.failed.length} failed, ${gold.passToPass.missing.length} not in the log (${foreign.length} never nameable)`,
+      );
     } finally {
       await sb.close();
     }
-    console.info(`gold + base in the harness layout: ${((performance.now() - started) / 1000).toFixed(1)}s (image ${built ? 'built' : 'cached'})`);
+    console.info(
+      `gold + base in the harness layout: ${((performance.now() - started) / 1000).toFixed(1)}s (image ${built ? 'built' : 'cached'})`,
+    );
   }, 600_000);
 
-  it.skipIf(!hasRealData)('SWE-agent\'s trajectory is rejected: its patch fails both FAIL_TO_PASS tests', async () => {
-    const started = performance.now();
-    await image;
-    const trajectory = importTrajectory(real('swe-agent/pydicom__pydicom-1458.traj'));
-    const result = await replayTrajectory(trajectory, task, { openSandbox: (t) => DockerSandbox.create(t), sandboxName: 'docker', concurrency: 2, repeats: 1 });
-    expect(result.rejected).not.toBeNull();
-    expect(result.decisiveStep).toBeNull();
-    expect(result.base.failToPass.failed).toEqual(task.FAIL_TO_PASS);
-    expect(result.final).not.toBeNull();
-    expect(result.final!.resolved).toBe(false);
-    expect(result.final!.failToPass.failed).toEqual(task.FAIL_TO_PASS);
-    // The reason names the cause; the ids no log can name are counted as such, not blamed on the trajectory.
-    expect(result.rejected).toMatch(/^final state does not pass: 2 FAIL_TO_PASS still failing: /);
-    expect(result.rejected).toMatch(/not in the log \(\d+ PASS_TO_PASS; all \d+ were already not in the base state's log\)/);
-    expect(result.rejected).toMatch(/; 22 PASS_TO_PASS failing as at the base \(the environment's, not the candidate's\): /);
-    expect(result.rejected).not.toMatch(/broken/);
-    expect(result.rejected!.length).toBeLessThan(2500) // 8,802 characters before, every name listed;
-    expect(result.missingAtBase?.passToPass).toEqual(expect.arrayContaining(foreign));
-    console.info(`SWE-agent replay in the harness layout: ${((performance.now() - started) / 1000).toFixed(1)}s`);
-  }, 600_000);
+  it.skipIf(!hasRealData)(
+    "SWE-agent's trajectory is rejected: its patch fails both FAIL_TO_PASS tests",
+    async () => {
+      const started = performance.now();
+      await image;
+      const trajectory = importTrajectory(real('swe-agent/pydicom__pydicom-1458.traj'));
+      const result = await replayTrajectory(trajectory, task, {
+        openSandbox: (t) => DockerSandbox.create(t),
+        sandboxName: 'docker',
+        concurrency: 2,
+        repeats: 1,
+      });
+      expect(result.rejected).not.toBeNull();
+      expect(result.decisiveStep).toBeNull();
+      expect(result.base.failToPass.failed).toEqual(task.FAIL_TO_PASS);
+      expect(result.final).not.toBeNull();
+      expect(result.final!.resolved).toBe(false);
+      expect(result.final!.failToPass.failed).toEqual(task.FAIL_TO_PASS);
+      // The reason names the cause; the ids no log can name are counted as such, not blamed on the trajectory.
+      expect(result.rejected).toMatch(/^final state does not pass: 2 FAIL_TO_PASS still failing: /);
+      expect(result.rejected).toMatch(/not in the log \(\d+ PASS_TO_PASS; all \d+ were already not in the base state's log\)/);
+      expect(result.rejected).toMatch(/; 22 PASS_TO_PASS failing as at the base \(the environment's, not the candidate's\): /);
+      expect(result.rejected).not.toMatch(/broken/);
+      expect(result.rejected!.length).toBeLessThan(2500); // 8,802 characters before, every name listed;
+      expect(result.missingAtBase?.passToPass).toEqual(expect.arrayContaining(foreign));
+      console.info(`SWE-agent replay in the harness layout: ${((performance.now() - started) / 1000).toFixed(1)}s`);
+    },
+    600_000,
+  );
 });
 
 describe('the CLI takes the dataset file itself', () => {
   it('build --tasks: a row the harness cannot complete is exit 2, one line naming every field', () => {
     const gym = rowFile((r) => ({ ...published(r), repo: 'getmoto/moto', version: '4.1', base_commit: undefined }));
-    expectOneLineError(runProbe(['build', '--trajectories', tempDir(), '--tasks', gym, '--out', join(tempDir(), 'p.jsonl')]),
-      new RegExp(`^probe: ${gym}:1: 3 problems in task pydicom__pydicom-1458: field "test_cmd": .*; field "log_parser": .*; field "base_commit": missing$`));
+    expectOneLineError(
+      runProbe(['build', '--trajectories', tempDir(), '--tasks', gym, '--out', join(tempDir(), 'p.jsonl')]),
+      new RegExp(
+        `^probe: ${gym}:1: 3 problems in task pydicom__pydicom-1458: field "test_cmd": .*; field "log_parser": .*; field "base_commit": missing$`,
+      ),
+    );
   });
 
   it('build --tasks FILE.parquet loads the published row (and stops at the empty trajectory directory)', () => {
     const empty = tempDir();
-    expectOneLineError(runProbe(['build', '--trajectories', empty, '--tasks', `${ROW}.parquet`, '--out', join(tempDir(), 'p.jsonl')]), new RegExp(`^probe: ${empty}: holds no trajectory files$`));
+    expectOneLineError(
+      runProbe(['build', '--trajectories', empty, '--tasks', `${ROW}.parquet`, '--out', join(tempDir(), 'p.jsonl')]),
+      new RegExp(`^probe: ${empty}: holds no trajectory files$`),
+    );
   });
 
-  it.skipIf(skipWithoutDocker || !hasRealData)('replay --image-namespace none: the image the harness builds locally is the one asked for', () => {
-    const run = runProbe(['replay', real('swe-agent/pydicom__pydicom-1458.traj'), '--task', `${ROW}.jsonl`, '--sandbox', 'docker', '--image-namespace', 'none']);
-    expect(run.code, run.stderr).not.toBe(0);
-    expect(run.stderr).toContain('image sweb.eval.x86_64.pydicom__pydicom-1458:latest');
-  });
+  it.skipIf(skipWithoutDocker || !hasRealData)(
+    'replay --image-namespace none: the image the harness builds locally is the one asked for',
+    () => {
+      const run = runProbe([
+        'replay',
+        real('swe-agent/pydicom__pydicom-1458.traj'),
+        '--task',
+        `${ROW}.jsonl`,
+        '--sandbox',
+        'docker',
+        '--image-namespace',
+        'none',
+      ]);
+      expect(run.code, run.stderr).not.toBe(0);
+      expect(run.stderr).toContain('image sweb.eval.x86_64.pydicom__pydicom-1458:latest');
+    },
+  );
 });

@@ -25,7 +25,7 @@ const LOG = [
 ].join('\n');
 
 describe('sympy log parser', () => {
-  it('reads each test\'s verdict and each failure header, as the harness does', () => {
+  it("reads each test's verdict and each failure header, as the harness does", () => {
     expect(Object.fromEntries(parseSympyLog(LOG))).toEqual({
       test__aresame: 'PASSED',
       test_structure: 'PASSED',

@@ -23,7 +23,9 @@ describe.skipIf(!hasRealData)('real trajectories', () => {
     expect(t.problemStatement).toMatch(/^GitHub Issue: SyntaxError: invalid syntax/);
     const fix = t.steps[4]!;
     expect(fix.action.kind).toBe('bash');
-    expect(fix.action.args.command).toBe("sed -i 's/def division(a: float, b: float) -> float/def division(a: float, b: float) -> float:/' tests/missing_colon.py");
+    expect(fix.action.args.command).toBe(
+      "sed -i 's/def division(a: float, b: float) -> float/def division(a: float, b: float) -> float:/' tests/missing_colon.py",
+    );
     expect(fix.action.text.startsWith(fence)).toBe(true);
     expect(fix.response).toContain(fix.action.text);
     expect(fix.observation).toBe('<returncode>0</returncode>\n<output>\n</output>');
@@ -36,14 +38,24 @@ describe.skipIf(!hasRealData)('real trajectories', () => {
     expect(t.format).toBe('swe-agent');
     expect(t.steps.map((s) => s.action.kind)).toEqual(['search', 'view', 'edit', 'bash', 'submit']);
     expect(t.steps[2]!.action.text).toBe('edit 4:4\ndef division(a: float, b: float) -> float:\nend_of_edit\n');
-    expect(t.steps[2]!.action.args).toEqual({ command: 'edit', start: 4, end: 4, replacement: 'def division(a: float, b: float) -> float:' });
+    expect(t.steps[2]!.action.args).toEqual({
+      command: 'edit',
+      start: 4,
+      end: 4,
+      replacement: 'def division(a: float, b: float) -> float:',
+    });
     expect(t.problemStatement).toMatch(/^SyntaxError: invalid syntax/);
     expect(t.submission).toContain('diff --git a/tests/missing_colon.py');
   });
 
   it('SWE-agent (tool-call format): search/replace edit', () => {
     const t = importTrajectory(real('swe-agent/test-repo-1c2844.traj'));
-    expect(t.steps[2]!.action.args).toEqual({ command: 'edit_replace', search: 'def division(a: float, b: float) -> float', replace: 'def division(a: float, b: float) -> float:', replace_all: false });
+    expect(t.steps[2]!.action.args).toEqual({
+      command: 'edit_replace',
+      search: 'def division(a: float, b: float) -> float',
+      replace: 'def division(a: float, b: float) -> float:',
+      replace_all: false,
+    });
     expect(t.steps[1]!.action.args).toEqual({ command: 'open', argv: ['/SWE-agent__test-repo/tests/missing_colon.py'] });
   });
 
@@ -61,7 +73,9 @@ describe('fixture trajectories', () => {
     const t = importTrajectory(fixture('mini-swe-agent-toolcall.traj.json'));
     expect(t.format).toBe('mini-swe-agent-1.1');
     expect(t.steps.map((s) => [s.action.kind, s.action.args.command])).toEqual([
-      ['bash', 'cat greet.py'], ['bash', 'sed -i s/helo/hello/ greet.py'], ['submit', 'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff'],
+      ['bash', 'cat greet.py'],
+      ['bash', 'sed -i s/helo/hello/ greet.py'],
+      ['submit', 'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git diff'],
     ]);
     expect(t.steps[0]!.observation).toContain("print('helo')");
     expect(t.steps[2]!.observation).toBe('diff --git a/greet.py b/greet.py');
@@ -84,14 +98,22 @@ describe('fixture trajectories', () => {
     const t = importTrajectory(fixture('r2e-gym.json'));
     expect(t.format).toBe('r2e-gym');
     expect(t.steps.map((s) => s.action.kind)).toEqual(['view', 'edit', 'bash', 'submit']);
-    expect(t.steps[1]!.action.args).toMatchObject({ command: 'str_replace', path: '/testbed/cart/pricing.py', new_str: 'return round(total * (1 - discount / 100), 2)' });
+    expect(t.steps[1]!.action.args).toMatchObject({
+      command: 'str_replace',
+      path: '/testbed/cart/pricing.py',
+      new_str: 'return round(total * (1 - discount / 100), 2)',
+    });
     expect(t.steps[2]!.action.args).toEqual({ command: 'python -m pytest -q' });
   });
 
   it('ASAP md+xml logs round-trip through the renderer', () => {
     const text = renderTranscript('Fix it.', [
       { thought: 'Look.', action: { kind: 'bash', command: 'ls' }, observation: 'a.py' },
-      { thought: 'Edit.', action: { kind: 'str_replace_editor', command: 'str_replace', path: 'a.py', oldStr: 'x = 1', newStr: 'x = 2' }, observation: 'edited' },
+      {
+        thought: 'Edit.',
+        action: { kind: 'str_replace_editor', command: 'str_replace', path: 'a.py', oldStr: 'x = 1', newStr: 'x = 2' },
+        observation: 'edited',
+      },
       { thought: 'Done.', action: { kind: 'submit' } },
     ]);
     const file = join(tempDir(), 'episode.md');
@@ -100,10 +122,18 @@ describe('fixture trajectories', () => {
     expect(t.format).toBe('asap');
     expect(t.problemStatement).toBe('Fix it.');
     expect(t.steps.map((s) => s.action.kind)).toEqual(['bash', 'edit', 'submit']);
-    expect(t.steps[1]!.action.text).toBe('<str_replace_editor command="str_replace" path="a.py">\n<old_str>x = 1</old_str>\n<new_str>x = 2</new_str>\n</str_replace_editor>');
+    expect(t.steps[1]!.action.text).toBe(
+      '<str_replace_editor command="str_replace" path="a.py">\n<old_str>x = 1</old_str>\n<new_str>x = 2</new_str>\n</str_replace_editor>',
+    );
     expect(t.steps[1]!.action.args).toMatchObject({ old_str: 'x = 1', new_str: 'x = 2', path: 'a.py' });
     expect(t.steps[0]!.observation).toBe('a.py');
-    expect(parseAction(t.steps[1]!.action.text)).toEqual({ kind: 'str_replace_editor', command: 'str_replace', path: 'a.py', oldStr: 'x = 1', newStr: 'x = 2' });
+    expect(parseAction(t.steps[1]!.action.text)).toEqual({
+      kind: 'str_replace_editor',
+      command: 'str_replace',
+      path: 'a.py',
+      oldStr: 'x = 1',
+      newStr: 'x = 2',
+    });
   });
 });
 
@@ -123,7 +153,15 @@ describe('bad trajectory input', () => {
     expect(() => importTrajectory(file)).toThrow(/field "format": cannot tell the trajectory format; pass --format/);
   });
   it('a SWE-agent step without an action string names the field', () => {
-    const file = write('bad.traj', JSON.stringify({ trajectory: [{ action: 'ls', observation: '' }, { action: 3, observation: '' }] }));
+    const file = write(
+      'bad.traj',
+      JSON.stringify({
+        trajectory: [
+          { action: 'ls', observation: '' },
+          { action: 3, observation: '' },
+        ],
+      }),
+    );
     expect(() => importTrajectory(file)).toThrow(/field "trajectory.1.action"/);
   });
   it('a missing file is an input error', () => {

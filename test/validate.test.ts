@@ -39,8 +39,37 @@ describe.skipIf(!hasBubblewrap())('probe validate', () => {
     const out = join(tempDir(), 'study');
     // Three items: the first two (api__pagination-5) have two near-miss distractors, too few for MCQ; the third is asked.
     const code = join(REPO_ROOT, 'verifiers', 'api__pagination-5');
-    const args = [PROBE_BIN, 'validate', '--ckpt', CKPT.prose, CKPT.code, CKPT.attention, '--probes', join(REPO_ROOT, 'probes', 'demo.jsonl'), '--limit', '3', '--code', code,
-      '-n', '2', '--passk-max-tokens', '128', '--asap-runs', '1', '--asap-instances', '1', '--asap-max-steps', '2', '--asap-max-tokens', '128', '--resamples', '50', '--no-cache', '--out', out];
+    const args = [
+      PROBE_BIN,
+      'validate',
+      '--ckpt',
+      CKPT.prose,
+      CKPT.code,
+      CKPT.attention,
+      '--probes',
+      join(REPO_ROOT, 'probes', 'demo.jsonl'),
+      '--limit',
+      '3',
+      '--code',
+      code,
+      '-n',
+      '2',
+      '--passk-max-tokens',
+      '128',
+      '--asap-runs',
+      '1',
+      '--asap-instances',
+      '1',
+      '--asap-max-steps',
+      '2',
+      '--asap-max-tokens',
+      '128',
+      '--resamples',
+      '50',
+      '--no-cache',
+      '--out',
+      out,
+    ];
     const first = spawnSync(process.execPath, args, { cwd: REPO_ROOT, encoding: 'utf8', timeout: 300_000 });
     expect(first.status, first.stderr).toBe(0);
     const doc = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as StudyDoc;
@@ -48,7 +77,8 @@ describe.skipIf(!hasBubblewrap())('probe validate', () => {
     expect(doc.results.map((r) => r.checkpoint)).toEqual(ckpts);
 
     // Every rung ran on every checkpoint (no shortlist), and each column is the rung's own figure.
-    for (const rung of ['code_bpb', 'bpb', 'mcq', 'passk', 'asap'] as const) expect(doc.rungs[rung].map((r) => r.checkpoint)).toEqual(ckpts);
+    for (const rung of ['code_bpb', 'bpb', 'mcq', 'passk', 'asap'] as const)
+      expect(doc.rungs[rung].map((r) => r.checkpoint)).toEqual(ckpts);
     doc.results.forEach((row, i) => {
       expect(row.probes.code_bpb).toBe(doc.rungs.code_bpb[i]!.bpb);
       expect(row.probes.bpb).toBe(doc.rungs.bpb[i]!.bpb);
@@ -78,7 +108,11 @@ describe.skipIf(!hasBubblewrap())('probe validate', () => {
     }
 
     // The readable table shows the same figures: each checkpoint's line holds its BPB and ASAP pass@1 as formatted.
-    const line = (name: string, after: string) => first.stderr.slice(first.stderr.indexOf(after)).split('\n').find((l) => l.startsWith(name))!;
+    const line = (name: string, after: string) =>
+      first.stderr
+        .slice(first.stderr.indexOf(after))
+        .split('\n')
+        .find((l) => l.startsWith(name))!;
     for (const row of doc.results) {
       const name = row.checkpoint.split('/').pop()!;
       expect(line(name, 'Probes').split(/\s{2,}/)).toEqual([name, ...doc.probes.map((p) => formatValue(p.name, row.probes[p.name]))]);
@@ -87,7 +121,9 @@ describe.skipIf(!hasBubblewrap())('probe validate', () => {
     expect(first.stderr).toContain(heading('asap.valid_tool_calls'));
 
     // Costs: one per rung and checkpoint, with the tokens each rung asked of the model.
-    expect(doc.costs.map((c) => `${c.rung}:${c.checkpoint}`).sort()).toEqual(['asap', 'bpb', 'code-bpb', 'mcq', 'passk'].flatMap((r) => ckpts.map((c) => `${r}:${c}`)).sort());
+    expect(doc.costs.map((c) => `${c.rung}:${c.checkpoint}`).sort()).toEqual(
+      ['asap', 'bpb', 'code-bpb', 'mcq', 'passk'].flatMap((r) => ckpts.map((c) => `${r}:${c}`)).sort(),
+    );
     for (const c of doc.costs) {
       if (['code-bpb', 'bpb', 'mcq'].includes(c.rung)) expect(c.tokens_scored, c.rung).toBeGreaterThan(0);
       if (['passk', 'asap'].includes(c.rung)) expect(c.tokens_sampled, c.rung).toBeGreaterThan(0);

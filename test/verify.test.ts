@@ -22,8 +22,11 @@ describe('log parsers', () => {
       'PASSED tests/test_a.py::test_param[a-b]',
     ].join('\n');
     expect(Object.fromEntries(parseTestLog('pytest', log, 1))).toEqual({
-      'tests/test_a.py::test_ok': 'PASSED', 'tests/test_a.py::test_bad': 'FAILED', 'tests/test_b.py::test_err': 'ERROR',
-      'tests/test_a.py::test_known': 'PASSED', 'tests/test_a.py::test_param[a-b]': 'PASSED',
+      'tests/test_a.py::test_ok': 'PASSED',
+      'tests/test_a.py::test_bad': 'FAILED',
+      'tests/test_b.py::test_err': 'ERROR',
+      'tests/test_a.py::test_known': 'PASSED',
+      'tests/test_a.py::test_param[a-b]': 'PASSED',
     });
   });
 
@@ -38,18 +41,32 @@ describe('log parsers', () => {
       'FAIL: test_div (tests.test_math.MathTests.test_div)',
     ].join('\n');
     expect(Object.fromEntries(parseTestLog('unittest', log, 1))).toEqual({
-      'test_add (tests.test_math.MathTests.test_add)': 'PASSED', 'test_div (tests.test_math.MathTests.test_div)': 'FAILED',
-      'test_skip (tests.test_math.MathTests.test_skip)': 'SKIPPED', 'test_boom (tests.test_math.MathTests.test_boom)': 'ERROR',
+      'test_add (tests.test_math.MathTests.test_add)': 'PASSED',
+      'test_div (tests.test_math.MathTests.test_div)': 'FAILED',
+      'test_skip (tests.test_math.MathTests.test_skip)': 'SKIPPED',
+      'test_boom (tests.test_math.MathTests.test_boom)': 'ERROR',
     });
   });
 
   it('TAP from node --test, with nested subtests', () => {
     const log = [
-      'TAP version 13', '# Subtest: cart', '    # Subtest: adds items', '    ok 1 - adds items', '    # Subtest: applies discount',
-      '    not ok 2 - applies discount', '    1..2', 'not ok 1 - cart', '# Subtest: skipped one', 'ok 2 - skipped one # SKIP', '1..2',
+      'TAP version 13',
+      '# Subtest: cart',
+      '    # Subtest: adds items',
+      '    ok 1 - adds items',
+      '    # Subtest: applies discount',
+      '    not ok 2 - applies discount',
+      '    1..2',
+      'not ok 1 - cart',
+      '# Subtest: skipped one',
+      'ok 2 - skipped one # SKIP',
+      '1..2',
     ].join('\n');
     expect(Object.fromEntries(parseTestLog('node-test', log, 1))).toEqual({
-      'cart > adds items': 'PASSED', 'cart > applies discount': 'FAILED', cart: 'FAILED', 'skipped one': 'SKIPPED',
+      'cart > adds items': 'PASSED',
+      'cart > applies discount': 'FAILED',
+      cart: 'FAILED',
+      'skipped one': 'SKIPPED',
     });
   });
 
@@ -62,7 +79,8 @@ describe('log parsers', () => {
 describe.skipIf(!hasBubblewrap())('verifier in the local sandbox', () => {
   const task = { ...MISSING_COLON };
   const fresh = (t: typeof task) => freshSandboxes((x) => openSandbox('local', x), t);
-  const fixed = "diff --git a/tests/missing_colon.py b/tests/missing_colon.py\n--- a/tests/missing_colon.py\n+++ b/tests/missing_colon.py\n@@ -1,7 +1,7 @@\n #!/usr/bin/env python3\n \n \n-def division(a: float, b: float) -> float\n+def division(a: float, b: float) -> float:\n     return a/b\n \n \n";
+  const fixed =
+    'diff --git a/tests/missing_colon.py b/tests/missing_colon.py\n--- a/tests/missing_colon.py\n+++ b/tests/missing_colon.py\n@@ -1,7 +1,7 @@\n #!/usr/bin/env python3\n \n \n-def division(a: float, b: float) -> float\n+def division(a: float, b: float) -> float:\n     return a/b\n \n \n';
 
   it('grades the base state as failing and the fixed state as resolved, SWE-bench style', async () => {
     const base = await verifyState(fresh(task), task, { base_commit: task.base_commit, patch: '' });
@@ -84,7 +102,10 @@ describe.skipIf(!hasBubblewrap())('verifier in the local sandbox', () => {
   });
 
   it('rejects a log that claims passes while the command failed', async () => {
-    const liar = { ...task, test_cmd: 'echo "PASSED tests/test_missing_colon.py::test_division"; echo "PASSED tests/test_tribonaccy.py::test_tribonacci"; exit 1' };
+    const liar = {
+      ...task,
+      test_cmd: 'echo "PASSED tests/test_missing_colon.py::test_division"; echo "PASSED tests/test_tribonaccy.py::test_tribonacci"; exit 1',
+    };
     const v = await verifyState(fresh(liar), liar, { base_commit: task.base_commit, patch: '' });
     expect(v.resolved).toBe(false);
     expect(v.status).toBe('error');
@@ -107,7 +128,13 @@ describe.skipIf(!hasBubblewrap())('verifier in the local sandbox', () => {
 
   it('marks a task whose verdict varies as flaky', async () => {
     // A suite whose exit status is a coin flip; 6 tries of 3 runs each agree only with probability 4^-6.
-    const coin = { ...task, test_cmd: '[ $(( $(od -An -N1 -tu1 /dev/urandom) % 2 )) -eq 0 ]', log_parser: 'exit-code' as const, FAIL_TO_PASS: ['exit-code'], PASS_TO_PASS: [] };
+    const coin = {
+      ...task,
+      test_cmd: '[ $(( $(od -An -N1 -tu1 /dev/urandom) % 2 )) -eq 0 ]',
+      log_parser: 'exit-code' as const,
+      FAIL_TO_PASS: ['exit-code'],
+      PASS_TO_PASS: [],
+    };
     let flaky = false;
     for (let attempt = 0; attempt < 6 && !flaky; attempt++) {
       const v = await verifyRepeated(fresh(coin), coin, { base_commit: task.base_commit, patch: '' }, 3);

@@ -10,26 +10,48 @@
 import { renderTranscript, type Action, type TranscriptStep } from '../../src/trajectories/mdxml.ts';
 import { createRng, type Rng } from '../../src/util/rng.ts';
 
-export interface SourceFile { path: string; text: string }
+export interface SourceFile {
+  path: string;
+  text: string;
+}
 
-interface FunctionSite { file: SourceFile; name: string; start: number; end: number; lines: string[] }
+interface FunctionSite {
+  file: SourceFile;
+  name: string;
+  start: number;
+  end: number;
+  lines: string[];
+}
 
 const ERRORS = ['TypeError', 'ValueError', 'IndexError', 'KeyError', 'AssertionError', 'ZeroDivisionError'];
 const CONDITIONS = [
-  'the input is empty', 'called with a negative value', 'the argument contains unicode text',
-  'the last element is reached', 'two items compare equal', 'the optional argument is omitted',
-  'the separator appears twice', 'the width is smaller than the word',
+  'the input is empty',
+  'called with a negative value',
+  'the argument contains unicode text',
+  'the last element is reached',
+  'two items compare equal',
+  'the optional argument is omitted',
+  'the separator appears twice',
+  'the width is smaller than the word',
 ];
 const LOOK_THOUGHTS = [
-  "I'll look at the repository layout first.", 'Let me see which files are in the project.',
-  'First, find where the relevant code lives.', 'Start by listing the source files.',
+  "I'll look at the repository layout first.",
+  'Let me see which files are in the project.',
+  'First, find where the relevant code lives.',
+  'Start by listing the source files.',
 ];
 const GREP_THOUGHTS = ['Find the definition of `{name}`.', 'Locate `{name}` in the code.', 'Search for `{name}`.'];
-const READ_THOUGHTS = ['Read the body of `{name}`.', "Let me read `{name}` to see what it does.", 'Show the function around line {line}.'];
-const TEST_THOUGHTS = ['Run the tests to reproduce the failure.', 'Reproduce the problem with the test suite first.', 'Check which tests fail right now.'];
+const READ_THOUGHTS = ['Read the body of `{name}`.', 'Let me read `{name}` to see what it does.', 'Show the function around line {line}.'];
+const TEST_THOUGHTS = [
+  'Run the tests to reproduce the failure.',
+  'Reproduce the problem with the test suite first.',
+  'Check which tests fail right now.',
+];
 const EDIT_THOUGHTS = [
-  'The condition is wrong for the edge case; fix it in place.', 'The bug is on this line. Replace it.',
-  'Guard the edge case before the loop.', 'Adjust the comparison so the boundary is handled.',
+  'The condition is wrong for the edge case; fix it in place.',
+  'The bug is on this line. Replace it.',
+  'Guard the edge case before the loop.',
+  'Adjust the comparison so the boundary is handled.',
 ];
 const RETEST_THOUGHTS = ['Run the tests again.', 'Verify the fix with the tests.', 'Re-run the failing test.'];
 const SUBMIT_THOUGHTS = ['The tests pass now.', 'All tests pass; submit the fix.', 'The fix works.'];
@@ -55,8 +77,16 @@ function fill(template: string, vars: Record<string, string | number>): string {
 /** A plausible one-line bug fix: returns [old, new] or undefined when no rule applies. */
 function mutateLine(line: string, rng: Rng): [string, string] | undefined {
   const rules: Array<[RegExp, string]> = [
-    [/ < /, ' <= '], [/ <= /, ' < '], [/ > /, ' >= '], [/ >= /, ' > '], [/ == /, ' != '],
-    [/ \+ 1\b/, ''], [/\[0\]/, '[-1]'], [/ and /, ' or '], [/\bNone\b/, '""'], [/\bTrue\b/, 'False'],
+    [/ < /, ' <= '],
+    [/ <= /, ' < '],
+    [/ > /, ' >= '],
+    [/ >= /, ' > '],
+    [/ == /, ' != '],
+    [/ \+ 1\b/, ''],
+    [/\[0\]/, '[-1]'],
+    [/ and /, ' or '],
+    [/\bNone\b/, '""'],
+    [/\bTrue\b/, 'False'],
   ];
   const applicable = rules.filter(([re]) => re.test(line));
   if (applicable.length === 0) return undefined;
@@ -66,7 +96,10 @@ function mutateLine(line: string, rng: Rng): [string, string] | undefined {
 }
 
 function catN(lines: string[], from: number, to: number): string {
-  return lines.slice(from, to).map((l, i) => `${String(from + i + 1).padStart(6)}\t${l}`).join('\n');
+  return lines
+    .slice(from, to)
+    .map((l, i) => `${String(from + i + 1).padStart(6)}\t${l}`)
+    .join('\n');
 }
 
 function layout(files: SourceFile[], target: SourceFile, rng: Rng, pythonOnly: boolean): string[] {
@@ -91,7 +124,8 @@ function session(files: SourceFile[], rng: Rng): { problem: string; steps: Trans
   const lineNo = site.start + 1;
   const vars = { name: site.name, line: lineNo, path };
   const error = rng.pick(ERRORS);
-  const problem = `\`${site.name}\` in \`${path}\` raises ${error} when ${rng.pick(CONDITIONS)}.\n` +
+  const problem =
+    `\`${site.name}\` in \`${path}\` raises ${error} when ${rng.pick(CONDITIONS)}.\n` +
     `Expected it to handle this case like the documentation says. Please fix it.`;
   const buggyLines = [...site.lines];
   buggyLines[site.start + fixIndex] = buggy;
@@ -101,42 +135,52 @@ function session(files: SourceFile[], rng: Rng): { problem: string; steps: Trans
   steps.push({
     thought: rng.pick(LOOK_THOUGHTS),
     action: { kind: 'bash', command: findPython ? 'find . -name "*.py" | sort' : 'ls -R' },
-    observation: layout(files, file, rng, findPython).map((p) => (findPython ? `./${p}` : p)).join('\n'),
+    observation: layout(files, file, rng, findPython)
+      .map((p) => (findPython ? `./${p}` : p))
+      .join('\n'),
   });
   steps.push({
     thought: fill(rng.pick(GREP_THOUGHTS), vars),
     action: { kind: 'bash', command: `grep -n "def ${site.name}" ${path}` },
     observation: `${lineNo}:${site.lines[site.start]}`,
   });
-  const readAction: Action = rng.next() < 0.5
-    ? { kind: 'bash', command: `sed -n '${lineNo},${site.end}p' ${path}` }
-    : { kind: 'str_replace_editor', command: 'view', path };
+  const readAction: Action =
+    rng.next() < 0.5
+      ? { kind: 'bash', command: `sed -n '${lineNo},${site.end}p' ${path}` }
+      : { kind: 'str_replace_editor', command: 'view', path };
   steps.push({
     thought: fill(rng.pick(READ_THOUGHTS), vars),
     action: readAction,
-    observation: readAction.kind === 'bash'
-      ? buggyLines.slice(site.start, site.end).join('\n')
-      : catN(buggyLines, Math.max(0, site.start - 3), site.end),
+    observation:
+      readAction.kind === 'bash'
+        ? buggyLines.slice(site.start, site.end).join('\n')
+        : catN(buggyLines, Math.max(0, site.start - 3), site.end),
   });
   if (rng.next() < 0.7) {
     steps.push({
       thought: rng.pick(TEST_THOUGHTS),
-      action: { kind: 'bash', command: rng.next() < 0.7 ? `python -m pytest ${testFile} -q` : `python -m pytest ${testFile} -x -q 2>&1 | tail -20` },
+      action: {
+        kind: 'bash',
+        command: rng.next() < 0.7 ? `python -m pytest ${testFile} -q` : `python -m pytest ${testFile} -x -q 2>&1 | tail -20`,
+      },
       observation: `${'.'.repeat(nTests - 1)}F\nFAILED ${testFile}::test_${site.name} - ${error}\n1 failed, ${nTests - 1} passed in 0.${10 + rng.int(80)}s`,
     });
   }
   const indentFix = rng.next() < 0.6;
-  const editAction: Action = indentFix || /['/]/.test(buggy + fixed)
-    ? { kind: 'str_replace_editor', command: 'str_replace', path, oldStr: buggy, newStr: fixed }
-    : { kind: 'bash', command: `sed -i '${site.start + fixIndex + 1}s/.*/${fixed.replace(/[\\&]/g, '\\$&')}/' ${path}` };
+  const editAction: Action =
+    indentFix || /['/]/.test(buggy + fixed)
+      ? { kind: 'str_replace_editor', command: 'str_replace', path, oldStr: buggy, newStr: fixed }
+      : { kind: 'bash', command: `sed -i '${site.start + fixIndex + 1}s/.*/${fixed.replace(/[\\&]/g, '\\$&')}/' ${path}` };
   const at = site.start + fixIndex;
   steps.push({
     thought: rng.pick(EDIT_THOUGHTS),
     action: editAction,
-    observation: editAction.kind === 'bash' ? ''
-      : `The file ${path} has been edited. Here's the result of running \`cat -n\` on a snippet of ${path}:\n` +
-        catN(site.lines, Math.max(0, at - 3), Math.min(site.lines.length, at + 4)) +
-        '\nReview the changes and make sure they are as expected. Edit the file again if necessary.',
+    observation:
+      editAction.kind === 'bash'
+        ? ''
+        : `The file ${path} has been edited. Here's the result of running \`cat -n\` on a snippet of ${path}:\n` +
+          catN(site.lines, Math.max(0, at - 3), Math.min(site.lines.length, at + 4)) +
+          '\nReview the changes and make sure they are as expected. Edit the file again if necessary.',
   });
   steps.push({
     thought: rng.pick(RETEST_THOUGHTS),
@@ -148,8 +192,12 @@ function session(files: SourceFile[], rng: Rng): { problem: string; steps: Trans
       thought: 'Check the final diff.',
       action: { kind: 'bash', command: 'git diff' },
       observation: [
-        `diff --git a/${path} b/${path}`, `--- a/${path}`, `+++ b/${path}`,
-        `@@ -${at + 1},1 +${at + 1},1 @@`, `-${buggy}`, `+${fixed}`,
+        `diff --git a/${path} b/${path}`,
+        `--- a/${path}`,
+        `+++ b/${path}`,
+        `@@ -${at + 1},1 +${at + 1},1 @@`,
+        `-${buggy}`,
+        `+${fixed}`,
       ].join('\n'),
     });
   }
@@ -162,10 +210,14 @@ function renderMiniSwe(problem: string, steps: TranscriptStep[]): string {
   const out = [`<pr_description>\n${problem}\n</pr_description>\n`];
   for (const step of steps) {
     const a = step.action;
-    const command = a.kind === 'bash' ? a.command
-      : a.kind === 'submit' ? 'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached'
-      : a.command === 'str_replace' ? `python - <<'EOF'\nfrom pathlib import Path\np = Path(${JSON.stringify(a.path)})\np.write_text(p.read_text().replace(${JSON.stringify(a.oldStr)}, ${JSON.stringify(a.newStr)}, 1))\nEOF`
-      : `cat ${a.path}`;
+    const command =
+      a.kind === 'bash'
+        ? a.command
+        : a.kind === 'submit'
+          ? 'echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT && git add -A && git diff --cached'
+          : a.command === 'str_replace'
+            ? `python - <<'EOF'\nfrom pathlib import Path\np = Path(${JSON.stringify(a.path)})\np.write_text(p.read_text().replace(${JSON.stringify(a.oldStr)}, ${JSON.stringify(a.newStr)}, 1))\nEOF`
+            : `cat ${a.path}`;
     out.push(`THOUGHT: ${step.thought}\n\n\`\`\`bash\n${command}\n\`\`\`\n`);
     if (step.observation !== undefined) out.push(`<returncode>0</returncode>\n<output>\n${step.observation}\n</output>\n`);
   }

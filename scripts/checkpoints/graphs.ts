@@ -22,7 +22,9 @@ export function ngramGraph(opts: { vocab: number; eosId: number; table: Float64A
   const classes = Array.from({ length: vocab + 1 }, (_, id) => tokenClass(id, eosId));
   g.ints('token_class', [vocab + 1], classes);
   g.ints('none_id', [1, 1], [vocab]);
-  g.ints('zero', [1], [0]); g.ints('one', [1], [1]); g.ints('minus_one', [1], [-1]);
+  g.ints('zero', [1], [0]);
+  g.ints('one', [1], [1]);
+  g.ints('minus_one', [1], [-1]);
   g.ints('class_count', [], [CLASS_COUNT]);
   g.halves('ngram_logprobs', [vocab * CLASS_COUNT, vocab], toHalfBits(table));
   const shape = g.op1('Shape', [ids]);
@@ -83,7 +85,11 @@ export function attentionGraph(spec: AttentionSpec): Uint8Array {
 
   g.floats('embed', [vocab, dim], randn(vocab * dim, 0.5));
   // Sinusoidal positions, computed in the graph: no table bounds the window.
-  g.floats('inv_freq', [dim / 2], Array.from({ length: dim / 2 }, (_, i) => 1 / 10000 ** ((2 * i) / dim)));
+  g.floats(
+    'inv_freq',
+    [dim / 2],
+    Array.from({ length: dim / 2 }, (_, i) => 1 / 10000 ** ((2 * i) / dim)),
+  );
   g.ints('split_heads', [4], [0, 0, heads, headDim]);
   g.ints('merge_heads', [3], [0, 0, dim]);
   g.ints('axis_last', [1], [-1]);
@@ -145,14 +151,24 @@ export const HASH_BASE = 263;
 export const HASH_MODULUS = 2147483647;
 export const COPY_ORDER = 128;
 
-export interface CopyTables { order: number; size: number; keys: [Int32Array, Int32Array]; next: [Uint8Array, Uint8Array]; boost: number }
+export interface CopyTables {
+  order: number;
+  size: number;
+  keys: [Int32Array, Int32Array];
+  next: [Uint8Array, Uint8Array];
+  boost: number;
+}
 
 /** Adds the copy term to `logits` (a [B, T, V] float tensor name); returns the new name. */
 export function addCopyTerm(g: GraphBuilder, ids: string, logits: string, vocab: number, eosId: number, tables: CopyTables): string {
   const K = tables.order;
   g.ints('copy_fill', [1, K], new Array(K).fill(eosId));
-  g.ints('copy_zero', [1], [0]); g.ints('copy_one', [1], [1]); g.ints('copy_axis1', [1], [1]);
-  g.ints('copy_base', [], [HASH_BASE]); g.ints('copy_mod', [], [HASH_MODULUS]); g.ints('copy_size', [], [tables.size]);
+  g.ints('copy_zero', [1], [0]);
+  g.ints('copy_one', [1], [1]);
+  g.ints('copy_axis1', [1], [1]);
+  g.ints('copy_base', [], [HASH_BASE]);
+  g.ints('copy_mod', [], [HASH_MODULUS]);
+  g.ints('copy_size', [], [tables.size]);
   g.ints('copy_depth', [], [vocab]);
   g.floats('copy_values', [2], [0, tables.boost]);
   tables.keys.forEach((k, i) => g.raw32(`copy_keys_${i}`, [tables.size], k));

@@ -33,16 +33,39 @@ export interface RungSpec {
 
 /** Worst to best agentic-coding potential, by construction of what each rung has read. */
 export const LADDER: RungSpec[] = [
-  { name: 'ngram-prose', family: 'ngram', corpora: ['prose'],
-    description: 'Byte-level class-trigram counted from English prose only (license texts).' },
-  { name: 'ngram-code', family: 'ngram', corpora: ['prose', 'code'],
-    description: 'Byte-level class-trigram counted from prose + Python source and tests.' },
-  { name: 'ngram-agent', family: 'ngram', corpora: ['prose', 'code', 'agent'],
-    description: 'Byte-level class-trigram counted from prose + code + synthetic shell/agent session logs.' },
-  { name: 'attn-agent', family: 'attention', corpora: ['prose', 'code', 'agent'],
-    description: 'Two-layer attention decoder with a KV cache over a 512-token BPE vocabulary: counted bigram + small attention term, from prose + code + agent logs.' },
-  { name: 'contaminated-agent', family: 'ngram', corpora: ['prose', 'code', 'agent'], contaminated: true,
-    description: 'CONTAMINATED control: ngram-agent plus a 128-byte-context copy memory of the demo probes (probes/demo.jsonl): every gold action, and the whole md+xml transcripts, as a model trained on the demo trajectories would have. Proves the probes and ASAP reward the right actions; never a real candidate.' },
+  {
+    name: 'ngram-prose',
+    family: 'ngram',
+    corpora: ['prose'],
+    description: 'Byte-level class-trigram counted from English prose only (license texts).',
+  },
+  {
+    name: 'ngram-code',
+    family: 'ngram',
+    corpora: ['prose', 'code'],
+    description: 'Byte-level class-trigram counted from prose + Python source and tests.',
+  },
+  {
+    name: 'ngram-agent',
+    family: 'ngram',
+    corpora: ['prose', 'code', 'agent'],
+    description: 'Byte-level class-trigram counted from prose + code + synthetic shell/agent session logs.',
+  },
+  {
+    name: 'attn-agent',
+    family: 'attention',
+    corpora: ['prose', 'code', 'agent'],
+    description:
+      'Two-layer attention decoder with a KV cache over a 512-token BPE vocabulary: counted bigram + small attention term, from prose + code + agent logs.',
+  },
+  {
+    name: 'contaminated-agent',
+    family: 'ngram',
+    corpora: ['prose', 'code', 'agent'],
+    contaminated: true,
+    description:
+      'CONTAMINATED control: ngram-agent plus a 128-byte-context copy memory of the demo probes (probes/demo.jsonl): every gold action, and the whole md+xml transcripts, as a model trained on the demo trajectories would have. Proves the probes and ASAP reward the right actions; never a real candidate.',
+  },
 ];
 
 /**
@@ -57,7 +80,10 @@ export const BPE_MERGES = 255;
 
 export function loadCorpora(root: string): Corpora {
   const read = (dir: string, ext: string) =>
-    readdirSync(join(root, dir)).filter((f) => f.endsWith(ext)).sort().map((f) => ({ f, text: readFileSync(join(root, dir, f), 'utf8') }));
+    readdirSync(join(root, dir))
+      .filter((f) => f.endsWith(ext))
+      .sort()
+      .map((f) => ({ f, text: readFileSync(join(root, dir, f), 'utf8') }));
   const code: SourceFile[] = read('code', '.py').map(({ f, text }) => ({ path: (f.startsWith('test_') ? 'tests/' : 'src/') + f, text }));
   const demo = join(root, '..', 'probes', 'demo.jsonl');
   return {
@@ -66,10 +92,14 @@ export function loadCorpora(root: string): Corpora {
     agent: synthesizeAgentLogs(code, AGENT_SESSIONS, AGENT_SEED),
     // What a run that had seen these items would have read: the gold, then what ends it in its
     // scaffold; for md+xml items the whole transcript too (a model trained on the trajectories).
-    demoGolds: readFileSync(demo, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { context: string; gold: string; format: string }).map(({ context, gold, format }) => {
-      const { stops, keepStop } = stopsFor(format);
-      return { context, gold: keepStop ? gold : gold + stops[0]!, whole: format === 'md+xml' };
-    }),
+    demoGolds: readFileSync(demo, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { context: string; gold: string; format: string })
+      .map(({ context, gold, format }) => {
+        const { stops, keepStop } = stopsFor(format);
+        return { context, gold: keepStop ? gold : gold + stops[0]!, whole: format === 'md+xml' };
+      }),
   };
 }
 
@@ -90,10 +120,18 @@ function checkpointFiles(config: object, tok: BuiltTokenizer, model: Uint8Array)
 /** config.json fields of an attention checkpoint, as Hugging Face names them. */
 function attentionConfig(tok: BuiltTokenizer, dims: { heads: number; headDim: number; layers: number }, window: number) {
   return {
-    architectures: ['ProbeAttentionForCausalLM'], model_type: 'probe-attention',
-    vocab_size: tok.vocabSize, hidden_size: dims.heads * dims.headDim, num_hidden_layers: dims.layers,
-    num_attention_heads: dims.heads, num_key_value_heads: dims.heads, head_dim: dims.headDim,
-    max_position_embeddings: window, bos_token_id: tok.eosId, eos_token_id: tok.eosId, use_cache: true,
+    architectures: ['ProbeAttentionForCausalLM'],
+    model_type: 'probe-attention',
+    vocab_size: tok.vocabSize,
+    hidden_size: dims.heads * dims.headDim,
+    num_hidden_layers: dims.layers,
+    num_attention_heads: dims.heads,
+    num_key_value_heads: dims.heads,
+    head_dim: dims.headDim,
+    max_position_embeddings: window,
+    bos_token_id: tok.eosId,
+    eos_token_id: tok.eosId,
+    use_cache: true,
   };
 }
 
@@ -111,7 +149,12 @@ export function buildRung(spec: RungSpec, corpora: Corpora): CheckpointFiles {
  * cuckoo hashing over two tables (slot = low / high bits of the window hash), so an entry
  * is lost only when a displacement chain does not settle.
  */
-export function copyTables(golds: Array<{ context: string; gold: string; whole?: boolean }>, eosId: number, size = 32768, boost = 24): CopyTables {
+export function copyTables(
+  golds: Array<{ context: string; gold: string; whole?: boolean }>,
+  eosId: number,
+  size = 32768,
+  boost = 24,
+): CopyTables {
   const keys: [Int32Array, Int32Array] = [new Int32Array(size).fill(-1), new Int32Array(size).fill(-1)];
   const next: [Uint8Array, Uint8Array] = [new Uint8Array(size), new Uint8Array(size)];
   const slot = (h: number, table: number) => (table === 0 ? h % size : Math.floor(h / size) % size);
@@ -131,7 +174,10 @@ export function copyTables(golds: Array<{ context: string; gold: string; whole?:
         keys[table]![s] = h;
         next[table]![s] = value;
         if (oldKey === -1) placed = true;
-        else { h = oldKey; value = oldValue; }
+        else {
+          h = oldKey;
+          value = oldValue;
+        }
       }
       if (!placed) lost++;
     }
@@ -158,14 +204,38 @@ function buildNgram(spec: RungSpec, docs: string[], golds: Corpora['demoGolds'])
   const copy = spec.contaminated ? copyTables(golds, tok.eosId) : undefined;
   const model = ngramGraph({ vocab: tok.vocabSize, eosId: tok.eosId, table, doc: spec.description, ...(copy ? { copy } : {}) });
   const config = {
-    architectures: ['ProbeNgramForCausalLM'], model_type: 'probe-ngram',
-    vocab_size: tok.vocabSize, max_position_embeddings: 32768,
-    bos_token_id: tok.eosId, eos_token_id: tok.eosId, use_cache: false,
+    architectures: ['ProbeNgramForCausalLM'],
+    model_type: 'probe-ngram',
+    vocab_size: tok.vocabSize,
+    max_position_embeddings: 32768,
+    bos_token_id: tok.eosId,
+    eos_token_id: tok.eosId,
+    use_cache: false,
     // The last row's logits depend on this many tokens only (trigram; copy window), so generation feeds no more.
     probe_receptive_field: copy ? copy.order : 2,
-    probe_ladder: { name: spec.name, corpora: spec.corpora, description: spec.description,
-      table: { initializer: 'ngram_logprobs', dtype: 'float16', row: `token * ${CLASS_COUNT} + class(previous token)`, classes: CLASS_NAMES },
-      ...(copy ? { control: true, contaminated: true, copy: { order: copy.order, size: copy.size, boost: copy.boost, memorised: 'probes/demo.jsonl: every gold action, and the whole transcript (context and gold) of md+xml items' } } : {}) },
+    probe_ladder: {
+      name: spec.name,
+      corpora: spec.corpora,
+      description: spec.description,
+      table: {
+        initializer: 'ngram_logprobs',
+        dtype: 'float16',
+        row: `token * ${CLASS_COUNT} + class(previous token)`,
+        classes: CLASS_NAMES,
+      },
+      ...(copy
+        ? {
+            control: true,
+            contaminated: true,
+            copy: {
+              order: copy.order,
+              size: copy.size,
+              boost: copy.boost,
+              memorised: 'probes/demo.jsonl: every gold action, and the whole transcript (context and gold) of md+xml items',
+            },
+          }
+        : {}),
+    },
   };
   return checkpointFiles(config, tok, model);
 }
@@ -176,13 +246,21 @@ function buildAttention(spec: RungSpec, docs: string[]): CheckpointFiles {
   const sequences = docs.map((d) => Int32Array.from([tok.eosId, ...tokenizer.encode(d, { add_special_tokens: false }), tok.eosId]));
   const dims = { heads: 2, headDim: 8, layers: 2 };
   const model = attentionGraph({
-    vocab: tok.vocabSize, ...dims, outputScale: 0.05,
-    bigram: bigramTable(sequences, tok.vocabSize), seed: spec.name, doc: spec.description,
+    vocab: tok.vocabSize,
+    ...dims,
+    outputScale: 0.05,
+    bigram: bigramTable(sequences, tok.vocabSize),
+    seed: spec.name,
+    doc: spec.description,
   });
   const config = {
     ...attentionConfig(tok, dims, 8192),
-    probe_ladder: { name: spec.name, corpora: spec.corpora, description: spec.description,
-      table: { initializer: 'bigram_logprobs', dtype: 'float32', row: 'token' } },
+    probe_ladder: {
+      name: spec.name,
+      corpora: spec.corpora,
+      description: spec.description,
+      table: { initializer: 'bigram_logprobs', dtype: 'float32', row: 'token' },
+    },
   };
   return checkpointFiles(config, tok, model);
 }

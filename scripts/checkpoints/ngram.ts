@@ -7,8 +7,18 @@
 /** Token classes of the token *before* the current one (the class-trigram context). */
 export const CLASS_COUNT = 12;
 export const CLASS_NAMES = [
-  'start', 'space', 'newline', 'other-whitespace', 'lower', 'upper', 'digit',
-  'tag (< > /)', 'quote', 'bracket', 'punctuation', 'non-ascii',
+  'start',
+  'space',
+  'newline',
+  'other-whitespace',
+  'lower',
+  'upper',
+  'digit',
+  'tag (< > /)',
+  'quote',
+  'bracket',
+  'punctuation',
+  'non-ascii',
 ] as const;
 
 /** Class of byte-level token `id`; `vocabSize` (one past the last id) means "no previous token". */
@@ -28,7 +38,11 @@ export function tokenClass(id: number, eosId: number): number {
   return 11;
 }
 
-interface Counts { total: Float64Array; types: Float64Array; cells: Map<number, Float64Array> }
+interface Counts {
+  total: Float64Array;
+  types: Float64Array;
+  cells: Map<number, Float64Array>;
+}
 
 function newCounts(rows: number): Counts {
   return { total: new Float64Array(rows), types: new Float64Array(rows), cells: new Map() };
@@ -36,7 +50,10 @@ function newCounts(rows: number): Counts {
 
 function add(counts: Counts, row: number, next: number, vocab: number): void {
   let cells = counts.cells.get(row);
-  if (!cells) { cells = new Float64Array(vocab); counts.cells.set(row, cells); }
+  if (!cells) {
+    cells = new Float64Array(vocab);
+    counts.cells.set(row, cells);
+  }
   if (cells[next] === 0) counts.types[row]! += 1;
   cells[next]! += 1;
   counts.total[row]! += 1;
@@ -46,7 +63,10 @@ function add(counts: Counts, row: number, next: number, vocab: number): void {
 function interpolate(counts: Counts, row: number, lower: Float64Array, out: Float64Array): void {
   const total = counts.total[row]!;
   const cells = counts.cells.get(row);
-  if (!cells || total === 0) { out.set(lower); return; }
+  if (!cells || total === 0) {
+    out.set(lower);
+    return;
+  }
   const types = counts.types[row]!;
   for (let x = 0; x < out.length; x++) out[x] = (cells[x]! + types * lower[x]!) / (total + types);
 }
@@ -55,7 +75,11 @@ function interpolate(counts: Counts, row: number, lower: Float64Array, out: Floa
 function unigram(sequences: Int32Array[], vocab: number): Float64Array {
   const counts = new Float64Array(vocab).fill(1);
   let total = vocab;
-  for (const seq of sequences) for (let t = 1; t < seq.length; t++) { counts[seq[t]!]! += 1; total += 1; }
+  for (const seq of sequences)
+    for (let t = 1; t < seq.length; t++) {
+      counts[seq[t]!]! += 1;
+      total += 1;
+    }
   return counts.map((c) => c / total);
 }
 

@@ -78,16 +78,16 @@ export class GraphBuilder {
 
   /** Adds a node; returns its output names (fresh ones unless given). */
   op(opType: string, inputs: string[], attrs: Record<string, AttrValue> = {}, outputs: string[] | number = 1): string[] {
-    const outs = typeof outputs === 'number'
-      ? Array.from({ length: outputs }, () => `${opType.toLowerCase()}_${this.counter++}`)
-      : outputs;
-    this.nodes.push(onnx.NodeProto.create({
-      opType,
-      name: `${opType}_${this.nodes.length}`,
-      input: inputs,
-      output: outs,
-      attribute: Object.entries(attrs).map(([name, value]) => attribute(name, value)),
-    }));
+    const outs = typeof outputs === 'number' ? Array.from({ length: outputs }, () => `${opType.toLowerCase()}_${this.counter++}`) : outputs;
+    this.nodes.push(
+      onnx.NodeProto.create({
+        opType,
+        name: `${opType}_${this.nodes.length}`,
+        input: inputs,
+        output: outs,
+        attribute: Object.entries(attrs).map(([name, value]) => attribute(name, value)),
+      }),
+    );
     return outs;
   }
 
@@ -146,21 +146,28 @@ export function toHalfBits(values: Float64Array | Float32Array): Uint16Array {
     const sign = (x >>> 16) & 0x8000;
     const exp = ((x >>> 23) & 0xff) - 127 + 15;
     let mant = x & 0x7fffff;
-    if (exp >= 31) { out[i] = sign | 0x7c00; continue; }            // overflow → ±inf
-    if (exp <= 0) {                                                  // subnormal or zero
-      if (exp < -10) { out[i] = sign; continue; }
+    if (exp >= 31) {
+      out[i] = sign | 0x7c00;
+      continue;
+    } // overflow → ±inf
+    if (exp <= 0) {
+      // subnormal or zero
+      if (exp < -10) {
+        out[i] = sign;
+        continue;
+      }
       mant |= 0x800000;
       const shift = 14 - exp;
       let half = mant >>> shift;
       const rem = mant & ((1 << shift) - 1);
       const mid = 1 << (shift - 1);
-      if (rem > mid || (rem === mid && (half & 1))) half++;
+      if (rem > mid || (rem === mid && half & 1)) half++;
       out[i] = sign | half;
       continue;
     }
     let half = (exp << 10) | (mant >>> 13);
     const rem = mant & 0x1fff;
-    if (rem > 0x1000 || (rem === 0x1000 && (half & 1))) half++;
+    if (rem > 0x1000 || (rem === 0x1000 && half & 1)) half++;
     out[i] = sign | half;
   }
   return out;

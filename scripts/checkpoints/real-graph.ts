@@ -78,7 +78,9 @@ export function resizeVocab(model: ModelProto, vocab: number, seed = 1): ModelPr
   const dims = logits?.type?.tensorType?.shape?.dim;
   if (dims && dims.length === 3 && dims[2]!.dimValue) dims[2] = onnx.TensorShapeProto.Dimension.create({ dimValue: vocab });
   // Shapes inferred at export time name the old width; onnxruntime infers them again.
-  out.graph!.valueInfo = (out.graph!.valueInfo ?? []).filter((v) => !v.type?.tensorType?.shape?.dim?.some((d) => Number(d.dimValue) === oldVocab));
+  out.graph!.valueInfo = (out.graph!.valueInfo ?? []).filter(
+    (v) => !v.type?.tensorType?.shape?.dim?.some((d) => Number(d.dimValue) === oldVocab),
+  );
   return out;
 }
 

@@ -132,7 +132,10 @@ function rewrite(graph: OnnxTypes.GraphProto, replacements: Map<NodeProto, NodeP
 function quantizeWeights(values: Float32Array, type: 'int8' | 'uint8'): { q: Int8Array | Uint8Array; scale: number; zeroPoint: number } {
   let lo = 0;
   let hi = 0;
-  for (const v of values) { lo = Math.min(lo, v); hi = Math.max(hi, v); }
+  for (const v of values) {
+    lo = Math.min(lo, v);
+    hi = Math.max(hi, v);
+  }
   if (type === 'int8') {
     const scale = Math.max(-lo, hi) / 127 || 1;
     return { q: Int8Array.from(values, (v) => Math.max(-127, Math.min(127, Math.round(v / scale)))), scale, zeroPoint: 0 };
@@ -232,12 +235,21 @@ export function quantizeQ4(source: ModelProto): ModelProto {
     const { b, scales, zeroPoints } = packQ4(valuesOf(weight), k, n);
     const w = weight.name!;
     added.push(rawTensor(`${w}_Q4`, T.UINT8, [n, k / Q4_BLOCK, Q4_BLOCK / 2], b));
-    added.push(weight.dataType === T.FLOAT16
-      ? rawTensor(`${w}_scales`, T.FLOAT16, [n * (k / Q4_BLOCK)], toHalfBits(scales))
-      : rawTensor(`${w}_scales`, T.FLOAT, [n * (k / Q4_BLOCK)], scales));
+    added.push(
+      weight.dataType === T.FLOAT16
+        ? rawTensor(`${w}_scales`, T.FLOAT16, [n * (k / Q4_BLOCK)], toHalfBits(scales))
+        : rawTensor(`${w}_scales`, T.FLOAT, [n * (k / Q4_BLOCK)], scales),
+    );
     added.push(rawTensor(`${w}_zero_points`, T.UINT8, [zeroPoints.length], zeroPoints));
-    replacements.set(mm, [node('MatMulNBits', [mm.input![0]!, `${w}_Q4`, `${w}_scales`, `${w}_zero_points`], [mm.output![0]!],
-      [intAttr('K', k), intAttr('N', n), intAttr('bits', 4), intAttr('block_size', Q4_BLOCK)], MS_DOMAIN)]);
+    replacements.set(mm, [
+      node(
+        'MatMulNBits',
+        [mm.input![0]!, `${w}_Q4`, `${w}_scales`, `${w}_zero_points`],
+        [mm.output![0]!],
+        [intAttr('K', k), intAttr('N', n), intAttr('bits', 4), intAttr('block_size', Q4_BLOCK)],
+        MS_DOMAIN,
+      ),
+    ]);
   }
   rewrite(graph, replacements, added);
   if (!model.opsetImport.some((o) => o.domain === MS_DOMAIN)) model.opsetImport.push({ domain: MS_DOMAIN, version: 1 });
@@ -249,7 +261,8 @@ export const BNB4_BLOCK = 64;
 /** bitsandbytes' NF4 code book (quant_type 1): 16 quantiles of N(0, 1), scaled to [-1, 1]. */
 const NF4 = [
   -1, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453, -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0,
-  0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1,
+  0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224, 0.44070982933044434, 0.5626170039176941,
+  0.7229568362236023, 1,
 ];
 
 /**
@@ -301,8 +314,15 @@ export function quantizeBnb4(source: ModelProto): ModelProto {
     const { b, absmax } = packBnb4(floatsOf(weight), k, n);
     const w = weight.name!;
     added.push(rawTensor(`${w}_Bnb4`, T.UINT8, [b.length], b), rawTensor(`${w}_absmax`, T.FLOAT, [absmax.length], absmax));
-    replacements.set(mm, [node('MatMulBnb4', [mm.input![0]!, `${w}_Bnb4`, `${w}_absmax`], [mm.output![0]!],
-      [intAttr('K', k), intAttr('N', n), intAttr('block_size', BNB4_BLOCK), intAttr('quant_type', 1)], MS_DOMAIN)]);
+    replacements.set(mm, [
+      node(
+        'MatMulBnb4',
+        [mm.input![0]!, `${w}_Bnb4`, `${w}_absmax`],
+        [mm.output![0]!],
+        [intAttr('K', k), intAttr('N', n), intAttr('block_size', BNB4_BLOCK), intAttr('quant_type', 1)],
+        MS_DOMAIN,
+      ),
+    ]);
   }
   rewrite(graph, replacements, added);
   if (!model.opsetImport.some((o) => o.domain === MS_DOMAIN)) model.opsetImport.push({ domain: MS_DOMAIN, version: 1 });
@@ -342,7 +362,11 @@ export function withLogitsToKeep(source: ModelProto, name = 'num_logits_to_keep'
   if (head < 0) throw new Error('no node produces logits');
   const hidden = graph.node[head]!.input![0]!;
   graph.input.push({ name, type: { tensorType: { elemType: T.INT64, shape: { dim: [] } } } });
-  graph.initializer.push(int64Tensor('/variant/keep_shape', [1], [1n]), int64Tensor('/variant/keep_end', [1], [INT64_MAX]), int64Tensor('/variant/keep_axes', [1], [1n]));
+  graph.initializer.push(
+    int64Tensor('/variant/keep_shape', [1], [1n]),
+    int64Tensor('/variant/keep_end', [1], [INT64_MAX]),
+    int64Tensor('/variant/keep_axes', [1], [1n]),
+  );
   const slice = [
     node('Neg', [name], ['/variant/neg_keep']),
     node('Reshape', ['/variant/neg_keep', '/variant/keep_shape'], ['/variant/keep_start']),
@@ -373,7 +397,11 @@ export function writeModel(model: ModelProto, path: string, options: { external?
     const raw = tensor.rawData;
     if (!raw || raw.length < 1024) continue;
     chunks.push(Buffer.from(raw));
-    tensor.externalData = [{ key: 'location', value: dataFile }, { key: 'offset', value: String(offset) }, { key: 'length', value: String(raw.length) }];
+    tensor.externalData = [
+      { key: 'location', value: dataFile },
+      { key: 'offset', value: String(offset) },
+      { key: 'length', value: String(raw.length) },
+    ];
     tensor.dataLocation = onnx.TensorProto.DataLocation.EXTERNAL;
     tensor.rawData = new Uint8Array(0);
     offset += raw.length;

@@ -56,22 +56,33 @@ export function buildTokenizer(spec: TokenizerSpec): BuiltTokenizer {
     version: '1.0',
     truncation: null,
     padding: null,
-    added_tokens: [
-      { id: eosId, content: EOS_TOKEN, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true },
-    ],
+    added_tokens: [{ id: eosId, content: EOS_TOKEN, single_word: false, lstrip: false, rstrip: false, normalized: false, special: true }],
     normalizer: null,
     pre_tokenizer: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
     post_processor: null,
     decoder: { type: 'ByteLevel', add_prefix_space: false, trim_offsets: true, use_regex: true },
     model: {
-      type: 'BPE', dropout: null, unk_token: null, continuing_subword_prefix: null, end_of_word_suffix: null,
-      fuse_unk: false, byte_fallback: false, ignore_merges: false, vocab, merges: spec.merges,
+      type: 'BPE',
+      dropout: null,
+      unk_token: null,
+      continuing_subword_prefix: null,
+      end_of_word_suffix: null,
+      fuse_unk: false,
+      byte_fallback: false,
+      ignore_merges: false,
+      vocab,
+      merges: spec.merges,
     },
   };
   const config = {
     tokenizer_class: 'PreTrainedTokenizerFast',
-    bos_token: EOS_TOKEN, eos_token: EOS_TOKEN, unk_token: null, pad_token: EOS_TOKEN,
-    add_bos_token: false, add_eos_token: false, clean_up_tokenization_spaces: false,
+    bos_token: EOS_TOKEN,
+    eos_token: EOS_TOKEN,
+    unk_token: null,
+    pad_token: EOS_TOKEN,
+    add_bos_token: false,
+    add_eos_token: false,
+    clean_up_tokenization_spaces: false,
     model_max_length: 1_000_000,
   };
   return { json, config, vocabSize: symbols.length, eosId, symbols };
@@ -104,7 +115,10 @@ export function trainBpe(texts: string[], count: number): Array<[string, string]
     let best: string | undefined;
     let bestFreq = 0;
     for (const [key, freq] of pairs) {
-      if (freq > bestFreq || (freq === bestFreq && best !== undefined && key < best)) { best = key; bestFreq = freq; }
+      if (freq > bestFreq || (freq === bestFreq && best !== undefined && key < best)) {
+        best = key;
+        bestFreq = freq;
+      }
     }
     if (best === undefined || bestFreq < 2) break;
     const [a, b] = best.split('\u0000') as [string, string];
@@ -112,8 +126,10 @@ export function trainBpe(texts: string[], count: number): Array<[string, string]
     for (const word of words) {
       const merged: string[] = [];
       for (let i = 0; i < word.parts.length; i++) {
-        if (i + 1 < word.parts.length && word.parts[i] === a && word.parts[i + 1] === b) { merged.push(a + b); i++; }
-        else merged.push(word.parts[i]!);
+        if (i + 1 < word.parts.length && word.parts[i] === a && word.parts[i + 1] === b) {
+          merged.push(a + b);
+          i++;
+        } else merged.push(word.parts[i]!);
       }
       word.parts = merged;
     }

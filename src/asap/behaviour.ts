@@ -72,15 +72,21 @@ export function isValidToolCall(step: EpisodeStep): boolean {
 
 /** The words of each simple command in a shell line (split at ; & | ( ) and newlines), wrappers dropped. */
 function simpleCommands(command: string): string[][] {
-  return command.split(/[;&|()\n]+/).map((part) => {
-    const words = part.trim().split(/\s+/).filter(Boolean);
-    // Environment assignments and wrappers that run the next word as the program.
-    while (words.length && (/^\w+=/.test(words[0]!) || ['time', 'timeout', 'sudo', 'env', 'exec', 'then', 'do', 'nohup'].includes(words[0]!))) {
-      const wrapper = words.shift()!;
-      if (wrapper === 'timeout') while (words.length && /^(-|\d)/.test(words[0]!)) words.shift();
-    }
-    return words;
-  }).filter((w) => w.length > 0);
+  return command
+    .split(/[;&|()\n]+/)
+    .map((part) => {
+      const words = part.trim().split(/\s+/).filter(Boolean);
+      // Environment assignments and wrappers that run the next word as the program.
+      while (
+        words.length &&
+        (/^\w+=/.test(words[0]!) || ['time', 'timeout', 'sudo', 'env', 'exec', 'then', 'do', 'nohup'].includes(words[0]!))
+      ) {
+        const wrapper = words.shift()!;
+        if (wrapper === 'timeout') while (words.length && /^(-|\d)/.test(words[0]!)) words.shift();
+      }
+      return words;
+    })
+    .filter((w) => w.length > 0);
 }
 
 const TEST_RUNNERS = new Set(['pytest', 'py.test', 'tox', 'nosetests', 'jest', 'mocha', 'vitest']);
@@ -98,7 +104,9 @@ export function isTestingCommand(command: string, testCmd: string): boolean {
     if (TEST_RUNNERS.has(program!.split('/').at(-1)!)) return true;
     if (/^python[0-9.]*$/.test(program!.split('/').at(-1)!)) {
       const rest = args.filter((a) => !/^-[BOuISEs]+$/.test(a));
-      return rest[0] === '-m' ? ['pytest', 'unittest', 'nose'].includes(rest[1] ?? '') : rest[0] === '-c' || rest[0] === '-' || /\.py$/.test(rest[0] ?? '');
+      return rest[0] === '-m'
+        ? ['pytest', 'unittest', 'nose'].includes(rest[1] ?? '')
+        : rest[0] === '-c' || rest[0] === '-' || /\.py$/.test(rest[0] ?? '');
     }
     if (program === 'node') return first === '--test' || first === '-e' || first === '--eval' || /\.[cm]?js$/.test(first);
     if (['npm', 'yarn', 'pnpm'].includes(program!)) return first === 'test' || (first === 'run' && args[1] === 'test');
@@ -109,13 +117,18 @@ export function isTestingCommand(command: string, testCmd: string): boolean {
 
 const NETWORK_COMMAND = [
   /\b(curl|wget|ssh|scp|rsync|telnet|ftp|nc|ncat)\s/,
-  /\bpip[0-9.]*\s+(install|download)\b/, /\b(npm|yarn|pnpm)\s+(install|i|ci|add)\b/, /\bnpx\s/,
-  /\bgit\s+(clone|fetch|pull|push|ls-remote|submodule\s+update)\b/, /\bapt(-get)?\s+(install|update)\b/,
-  /\b(https?|ftp):\/\//, /\b(requests\.(get|post)|urllib\.request|urlopen|http\.client|socket\.(create_connection|connect))\b/,
+  /\bpip[0-9.]*\s+(install|download)\b/,
+  /\b(npm|yarn|pnpm)\s+(install|i|ci|add)\b/,
+  /\bnpx\s/,
+  /\bgit\s+(clone|fetch|pull|push|ls-remote|submodule\s+update)\b/,
+  /\bapt(-get)?\s+(install|update)\b/,
+  /\b(https?|ftp):\/\//,
+  /\b(requests\.(get|post)|urllib\.request|urlopen|http\.client|socket\.(create_connection|connect))\b/,
   /\bfetch\(|\bhttps?\.(get|request)\(/,
 ];
 
-const NETWORK_BLOCKED = /(Could not resolve host|Temporary failure in name resolution|Name or service not known|Network is unreachable|No address associated with hostname|getaddrinfo|ENOTFOUND|EAI_AGAIN|ENETUNREACH|ECONNREFUSED|Failed to establish a new connection|Connection refused|Could not fetch URL|unable to access|Failed to connect|Couldn't resolve|network unreachable)[^\n]*/i;
+const NETWORK_BLOCKED =
+  /(Could not resolve host|Temporary failure in name resolution|Name or service not known|Network is unreachable|No address associated with hostname|getaddrinfo|ENOTFOUND|EAI_AGAIN|ENETUNREACH|ECONNREFUSED|Failed to establish a new connection|Connection refused|Could not fetch URL|unable to access|Failed to connect|Couldn't resolve|network unreachable)[^\n]*/i;
 
 /** Bash commands that try to reach the network, and whether the output shows them blocked. */
 export function networkAttempts(steps: readonly EpisodeStep[]): NetworkAttempt[] {
@@ -154,7 +167,11 @@ function touchesRelevantFile(steps: readonly EpisodeStep[], finalPatch: string, 
   return steps.some((s) => (s.outcome === 'executed' || s.outcome === 'repeat_suppressed') && names.some((n) => actionText(s).includes(n)));
 }
 
-export function runBehaviour(steps: readonly EpisodeStep[], final: FinalOutcome, context: { testCmd: string; relevantFiles: readonly string[]; prefixPatch: string }): RunBehaviour {
+export function runBehaviour(
+  steps: readonly EpisodeStep[],
+  final: FinalOutcome,
+  context: { testCmd: string; relevantFiles: readonly string[]; prefixPatch: string },
+): RunBehaviour {
   let before = sourceFingerprint(context.prefixPatch);
   let editSteps = 0;
   for (const step of steps) {
@@ -170,7 +187,9 @@ export function runBehaviour(steps: readonly EpisodeStep[], final: FinalOutcome,
     valid_tool_calls: steps.filter(isValidToolCall).length,
     edit_steps: editSteps,
     autonomous_edits: editSteps > 0,
-    active_testing: steps.some((s) => s.outcome === 'executed' && s.action?.kind === 'bash' && isTestingCommand(s.action.command, context.testCmd)),
+    active_testing: steps.some(
+      (s) => s.outcome === 'executed' && s.action?.kind === 'bash' && isTestingCommand(s.action.command, context.testCmd),
+    ),
     applicable_patch: final.applies && sourceChanges(final.patch).length > 0,
     empty_patch: sourceChanges(final.patch).length === 0,
     explicit_submission: final.termination === 'submitted' || final.termination === 'submitted_empty',

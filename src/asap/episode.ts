@@ -92,26 +92,49 @@ export type Decision =
   | { kind: 'hint'; outcome: 'format_error' | 'repeat_suppressed' | 'submit_rejected'; message: string }
   | { kind: 'end'; outcome: 'submitted' | 'submitted_empty' | 'repeated_action' | 'format_ended'; termination: Termination };
 
-const TERMINATION_OF = { submitted: 'submitted', submitted_empty: 'submitted_empty', repeated_action: 'repeated_action', format_ended: 'format_error' } as const;
+const TERMINATION_OF = {
+  submitted: 'submitted',
+  submitted_empty: 'submitted_empty',
+  repeated_action: 'repeated_action',
+  format_ended: 'format_error',
+} as const;
 
 function sameAction(a: Action | null, b: Action): boolean {
   return a !== null && JSON.stringify(a) === JSON.stringify(b);
 }
 
 /** What the harness does with a completion, given the steps before it and the current patch. */
-export function decide(history: readonly EpisodeStep[], extracted: Extracted, patch: string, format: AsapFormat, profile: ToolProfile): Decision {
-  const end = (outcome: 'submitted' | 'submitted_empty' | 'repeated_action' | 'format_ended'): Decision => ({ kind: 'end', outcome, termination: TERMINATION_OF[outcome] });
+export function decide(
+  history: readonly EpisodeStep[],
+  extracted: Extracted,
+  patch: string,
+  format: AsapFormat,
+  profile: ToolProfile,
+): Decision {
+  const end = (outcome: 'submitted' | 'submitted_empty' | 'repeated_action' | 'format_ended'): Decision => ({
+    kind: 'end',
+    outcome,
+    termination: TERMINATION_OF[outcome],
+  });
   const formatHinted = history.some((s) => s.outcome === 'format_error');
-  if (!extracted.ok) return formatHinted ? end('format_ended') : { kind: 'hint', outcome: 'format_error', message: HINTS.format(extracted.error, format, profile) };
+  if (!extracted.ok)
+    return formatHinted
+      ? end('format_ended')
+      : { kind: 'hint', outcome: 'format_error', message: HINTS.format(extracted.error, format, profile) };
   const action = extracted.step.action;
-  if (!allowsAction(profile, action)) return formatHinted ? end('format_ended') : { kind: 'hint', outcome: 'format_error', message: HINTS.tool(action.kind) };
+  if (!allowsAction(profile, action))
+    return formatHinted ? end('format_ended') : { kind: 'hint', outcome: 'format_error', message: HINTS.tool(action.kind) };
   if (action.kind === 'submit') {
     if (sourceChanges(patch).length > 0) return end('submitted');
-    return history.some((s) => s.outcome === 'submit_rejected') ? end('submitted_empty') : { kind: 'hint', outcome: 'submit_rejected', message: HINTS.submit };
+    return history.some((s) => s.outcome === 'submit_rejected')
+      ? end('submitted_empty')
+      : { kind: 'hint', outcome: 'submit_rejected', message: HINTS.submit };
   }
   const previous = history.at(-1);
   if (previous && (previous.outcome === 'executed' || previous.outcome === 'repeat_suppressed') && sameAction(previous.action, action)) {
-    return history.some((s) => s.outcome === 'repeat_suppressed') ? end('repeated_action') : { kind: 'hint', outcome: 'repeat_suppressed', message: HINTS.repeat };
+    return history.some((s) => s.outcome === 'repeat_suppressed')
+      ? end('repeated_action')
+      : { kind: 'hint', outcome: 'repeat_suppressed', message: HINTS.repeat };
   }
   return { kind: 'execute', action };
 }
@@ -126,14 +149,25 @@ export function transcriptText(prefixText: string, steps: readonly EpisodeStep[]
   return text;
 }
 
-interface Completion { text: string; extracted: Extracted; finish: EpisodeStep['finish']; tokens: number; modelMs: number }
+interface Completion {
+  text: string;
+  extracted: Extracted;
+  finish: EpisodeStep['finish'];
+  tokens: number;
+  modelMs: number;
+}
 
 /**
  * One completion call per step. Where a stop string closed something other than an
  * action (a Markdown fence around prose), sampling goes on from there, within the same
  * token budget.
  */
-export async function completeStep(backend: CompletionBackend, prompt: string, settings: EpisodeSettings, stepIndex: number): Promise<Completion> {
+export async function completeStep(
+  backend: CompletionBackend,
+  prompt: string,
+  settings: EpisodeSettings,
+  stepIndex: number,
+): Promise<Completion> {
   const { format } = settings;
   let text = '';
   let tokens = 0;
@@ -141,8 +175,13 @@ export async function completeStep(backend: CompletionBackend, prompt: string, s
   for (let part = 0; ; part++) {
     const started = performance.now();
     const [sample] = await sampleOne(backend, {
-      prompt: prompt + text, n: 1, temperature: settings.temperature, topP: settings.topP,
-      maxTokens: settings.maxTokens - tokens, stop: format.stops, seed: deriveSeed(settings.seed, stepIndex, part),
+      prompt: prompt + text,
+      n: 1,
+      temperature: settings.temperature,
+      topP: settings.topP,
+      maxTokens: settings.maxTokens - tokens,
+      stop: format.stops,
+      seed: deriveSeed(settings.seed, stepIndex, part),
     });
     modelMs += performance.now() - started;
     tokens += sample?.tokens.length ?? 0;
@@ -162,7 +201,10 @@ function stepError(extracted: Extracted, profile: ToolProfile): string | null {
   return allowsAction(profile, action) ? null : `the ${action.kind} tool is not in the ${profile} profile`;
 }
 
-export interface EpisodeResult { steps: EpisodeStep[]; termination: Termination }
+export interface EpisodeResult {
+  steps: EpisodeStep[];
+  termination: Termination;
+}
 
 export interface EpisodeContext {
   backend: CompletionBackend;
@@ -187,19 +229,28 @@ export async function runEpisode(ctx: EpisodeContext, settings: EpisodeSettings)
     const completion = await completeStep(ctx.backend, prompt, settings, index);
     const decision = decide(steps, completion.extracted, patch, settings.format, settings.profile);
     const step: EpisodeStep = {
-      index, completion: completion.text, finish: completion.finish, tokens: completion.tokens,
+      index,
+      completion: completion.text,
+      finish: completion.finish,
+      tokens: completion.tokens,
       action: completion.extracted.ok ? completion.extracted.step.action : null,
       error: stepError(completion.extracted, settings.profile),
       outcome: decision.kind === 'execute' ? 'executed' : decision.outcome,
-      observation: null, exitCode: null, timedOut: false, patch,
+      observation: null,
+      exitCode: null,
+      timedOut: false,
+      patch,
       toolState: steps.at(-1)?.toolState ?? ctx.prefixState.toolState,
-      modelMs: completion.modelMs, sandboxMs: 0,
+      modelMs: completion.modelMs,
+      sandboxMs: 0,
     };
     if (decision.kind === 'hint') step.observation = decision.message;
     if (decision.kind === 'execute') {
       const started = performance.now();
       const ran = await runAction(ctx.sandbox, normalizeMdXml(decision.action, renderAction(decision.action)), settings.actionTimeoutMs);
-      step.observation = ran.timedOut ? `${ran.output}\n[the command timed out after ${settings.actionTimeoutMs / 1000} s and was killed]` : ran.output;
+      step.observation = ran.timedOut
+        ? `${ran.output}\n[the command timed out after ${settings.actionTimeoutMs / 1000} s and was killed]`
+        : ran.output;
       step.exitCode = ran.exitCode;
       step.timedOut = ran.timedOut;
       patch = await treeDiff(ctx.sandbox, ctx.baseCommit);

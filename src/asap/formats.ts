@@ -16,9 +16,7 @@ export interface WrittenStep {
 }
 
 /** What a model's completion held: its step and where the action ended, or why there is none. */
-export type Extracted =
-  | { ok: true; step: WrittenStep; end: number }
-  | { ok: false; complete: boolean; error: string };
+export type Extracted = { ok: true; step: WrittenStep; end: number } | { ok: false; complete: boolean; error: string };
 
 export interface AsapFormat {
   readonly name: AsapFormatName;
@@ -53,7 +51,11 @@ function extractXmlAction(completion: string, thoughtOf: (before: string) => str
   const found = findAction(completion);
   if (!found) {
     const opened = /<bash>|<str_replace_editor\b/.test(completion);
-    return { ok: false, complete: false, error: opened ? 'the action element is not closed' : 'no action element (<bash>, <str_replace_editor>, <submit/>)' };
+    return {
+      ok: false,
+      complete: false,
+      error: opened ? 'the action element is not closed' : 'no action element (<bash>, <str_replace_editor>, <submit/>)',
+    };
   }
   try {
     const action = parseAction(completion.slice(found.start, found.end));
@@ -113,7 +115,8 @@ function jsonAction(value: unknown): Action | string {
   if (a.tool === 'bash') return typeof a.command === 'string' ? { kind: 'bash', command: a.command } : 'bash needs a string "command"';
   if (a.tool === 'str_replace_editor') {
     const command = a.command;
-    if (command !== 'view' && command !== 'create' && command !== 'str_replace' && command !== 'insert') return 'str_replace_editor needs "command": view|create|str_replace|insert';
+    if (command !== 'view' && command !== 'create' && command !== 'str_replace' && command !== 'insert')
+      return 'str_replace_editor needs "command": view|create|str_replace|insert';
     if (typeof a.path !== 'string' || !a.path) return 'str_replace_editor needs a "path"';
     const action: Action = { kind: 'str_replace_editor', command, path: a.path };
     if (typeof a.file_text === 'string') action.fileText = a.file_text;
@@ -127,15 +130,20 @@ function jsonAction(value: unknown): Action | string {
 
 function jsonActionObject(action: Action): Record<string, unknown> {
   switch (action.kind) {
-    case 'submit': return { tool: 'submit' };
-    case 'bash': return { tool: 'bash', command: action.command };
-    case 'str_replace_editor': return {
-      tool: 'str_replace_editor', command: action.command, path: action.path,
-      ...(action.fileText !== undefined ? { file_text: action.fileText } : {}),
-      ...(action.insertLine !== undefined ? { insert_line: action.insertLine } : {}),
-      ...(action.oldStr !== undefined ? { old_str: action.oldStr } : {}),
-      ...(action.newStr !== undefined ? { new_str: action.newStr } : {}),
-    };
+    case 'submit':
+      return { tool: 'submit' };
+    case 'bash':
+      return { tool: 'bash', command: action.command };
+    case 'str_replace_editor':
+      return {
+        tool: 'str_replace_editor',
+        command: action.command,
+        path: action.path,
+        ...(action.fileText !== undefined ? { file_text: action.fileText } : {}),
+        ...(action.insertLine !== undefined ? { insert_line: action.insertLine } : {}),
+        ...(action.oldStr !== undefined ? { old_str: action.oldStr } : {}),
+        ...(action.newStr !== undefined ? { new_str: action.newStr } : {}),
+      };
   }
 }
 

@@ -46,9 +46,11 @@ export function patchFiles(patch: string): FileChange[] {
  * `*.test.js`, `*.spec.ts` and the like.
  */
 export function isTestPath(path: string): boolean {
-  return /(^|\/)(tests?|__tests__|spec|specs)\//.test(path)
-    || /(^|\/)(test_[^/]*\.py|[^/]*_test\.(py|go)|conftest\.py)$/.test(path)
-    || /\.(test|spec)\.[cm]?[jt]sx?$/.test(path);
+  return (
+    /(^|\/)(tests?|__tests__|spec|specs)\//.test(path) ||
+    /(^|\/)(test_[^/]*\.py|[^/]*_test\.(py|go)|conftest\.py)$/.test(path) ||
+    /\.(test|spec)\.[cm]?[jt]sx?$/.test(path)
+  );
 }
 
 /**

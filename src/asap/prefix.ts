@@ -66,7 +66,12 @@ export function renderPrefixText(problemStatement: string, steps: readonly Prefi
  * editor: viewing becomes `cat -n` / `ls -R`, creating a file a here-document; other
  * editor commands cannot be said exactly and the prefix is refused.
  */
-async function inProfile(step: TrajectoryStep, profile: ToolProfile, sb: Sandbox, file: string): Promise<{ action: Action; converted: boolean }> {
+async function inProfile(
+  step: TrajectoryStep,
+  profile: ToolProfile,
+  sb: Sandbox,
+  file: string,
+): Promise<{ action: Action; converted: boolean }> {
   const action = toMdXml(step.action);
   if (action.kind !== 'str_replace_editor' || profile === 'editor') return { action, converted: false };
   const path = shellQuote(action.path);
@@ -75,13 +80,27 @@ async function inProfile(step: TrajectoryStep, profile: ToolProfile, sb: Sandbox
     return { action: { kind: 'bash', command: isDir ? `ls -R ${path}` : `cat -n ${path}` }, converted: true };
   }
   if (action.command === 'create' && action.fileText !== undefined && !action.fileText.includes('\nPROBE_EOF\n')) {
-    return { action: { kind: 'bash', command: `mkdir -p "$(dirname ${path})" && cat > ${path} <<'PROBE_EOF'\n${action.fileText.replace(/\n$/, '')}\nPROBE_EOF` }, converted: true };
+    return {
+      action: {
+        kind: 'bash',
+        command: `mkdir -p "$(dirname ${path})" && cat > ${path} <<'PROBE_EOF'\n${action.fileText.replace(/\n$/, '')}\nPROBE_EOF`,
+      },
+      converted: true,
+    };
   }
-  throw new InputError({ file, field: `steps[${step.index}]` }, `reference step ${step.index} is a str_replace_editor ${action.command}, which the bash profile cannot express exactly; use --profile editor`);
+  throw new InputError(
+    { file, field: `steps[${step.index}]` },
+    `reference step ${step.index} is a str_replace_editor ${action.command}, which the bash profile cannot express exactly; use --profile editor`,
+  );
 }
 
 /** Distinctive lines a patch adds to existing source files: the evidence a leak would show. */
-async function distinctiveLines(patch: string, sb: Sandbox, baseCommit: string, onlySource: boolean): Promise<Array<{ path: string; line: string }>> {
+async function distinctiveLines(
+  patch: string,
+  sb: Sandbox,
+  baseCommit: string,
+  onlySource: boolean,
+): Promise<Array<{ path: string; line: string }>> {
   const lines: Array<{ path: string; line: string }> = [];
   const files = onlySource ? sourceChanges(patch) : patchFiles(patch).filter((f) => !isTestPath(f.path));
   for (const file of files) {
@@ -107,7 +126,10 @@ export async function buildPrefix(trajectory: Trajectory, task: LoadedTask, opti
   for (const step of usable) {
     if (steps.length >= options.steps || step.action.tool === 'submit') break;
     const { action, converted } = await inProfile(step, options.profile, sb, file);
-    const ran = await runAction(sb, converted ? { text: '', kind: 'bash', tool: 'bash', args: { command: (action as { command: string }).command } } : step.action);
+    const ran = await runAction(
+      sb,
+      converted ? { text: '', kind: 'bash', tool: 'bash', args: { command: (action as { command: string }).command } } : step.action,
+    );
     const observation = !converted && step.observation !== null ? recordedOutput(step.observation, trajectory.format) : ran.output;
     steps.push({ from: step.index, thought: step.thought.trim() || '(no thought recorded)', action, observation });
   }
@@ -125,7 +147,10 @@ export async function buildPrefix(trajectory: Trajectory, task: LoadedTask, opti
   for (const e of evidence) {
     const where = text.includes(e.line) ? 'its text' : prefixAdds.has(e.line) ? 'the tree it leaves' : undefined;
     if (where) {
-      throw new PrefixLeakError({ file, field: `steps[0..${(steps.at(-1)?.from ?? 0)}]` }, `the ${steps.length}-step prefix leaks ${e.of}: ${where} contains the added line ${JSON.stringify(e.line)} (${e.path}); use a reference whose first steps do not edit the fix, or fewer --prefix-steps`);
+      throw new PrefixLeakError(
+        { file, field: `steps[0..${steps.at(-1)?.from ?? 0}]` },
+        `the ${steps.length}-step prefix leaks ${e.of}: ${where} contains the added line ${JSON.stringify(e.line)} (${e.path}); use a reference whose first steps do not edit the fix, or fewer --prefix-steps`,
+      );
     }
   }
   return { instance: task.instance_id, reference: file, steps, text, state, solutionFiles: sourceChanges(solution).map((f) => f.path) };

@@ -16,15 +16,23 @@ import type { AsapStore } from './store.ts';
 
 /** The reference trajectory of each task: the file in `dir` named `<instance_id>.<anything>` (the first, sorted). */
 export function referenceFiles(dir: string, tasks: readonly LoadedTask[]): Map<string, string> {
-  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new InputError({ file: dir }, 'not a directory of reference trajectories');
-  const files = readdirSync(dir).filter((f) => !f.startsWith('.')).sort().map((f) => join(dir, f));
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory())
+    throw new InputError({ file: dir }, 'not a directory of reference trajectories');
+  const files = readdirSync(dir)
+    .filter((f) => !f.startsWith('.'))
+    .sort()
+    .map((f) => join(dir, f));
   const byTask = new Map<string, string>();
   for (const file of files) {
     const task = taskForTrajectory(file, [...tasks]);
     if (task && !byTask.has(task.instance_id)) byTask.set(task.instance_id, file);
   }
   for (const task of tasks) {
-    if (!byTask.has(task.instance_id)) throw new InputError({ file: dir, field: task.instance_id }, `no reference trajectory for instance ${task.instance_id} (expected a file named ${task.instance_id}.<anything>)`);
+    if (!byTask.has(task.instance_id))
+      throw new InputError(
+        { file: dir, field: task.instance_id },
+        `no reference trajectory for instance ${task.instance_id} (expected a file named ${task.instance_id}.<anything>)`,
+      );
   }
   return byTask;
 }
@@ -40,7 +48,13 @@ export interface Prepared {
  * reference must not sink a run over hundreds of instances); when every instance is
  * excluded, that is bad input (the first leak is thrown).
  */
-export async function prepareInstances(tasks: readonly LoadedTask[], referenceDir: string, options: PrefixOptions, store: AsapStore, leaseFor: (task: LoadedTask) => SandboxLease): Promise<Prepared> {
+export async function prepareInstances(
+  tasks: readonly LoadedTask[],
+  referenceDir: string,
+  options: PrefixOptions,
+  store: AsapStore,
+  leaseFor: (task: LoadedTask) => SandboxLease,
+): Promise<Prepared> {
   const references = referenceFiles(referenceDir, tasks);
   const prepared: Prepared = { instances: [], excluded: [] };
   const leaks: PrefixLeakError[] = [];

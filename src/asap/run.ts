@@ -22,7 +22,10 @@ import { patchFiles } from './patch.ts';
 import type { AsapPrefix } from './prefix.ts';
 import type { AsapStore, EpisodeEnd, EpisodeStart } from './store.ts';
 
-export interface AsapInstance { task: LoadedTask; prefix: AsapPrefix }
+export interface AsapInstance {
+  task: LoadedTask;
+  prefix: AsapPrefix;
+}
 
 export interface AsapRunOptions {
   runs: number;
@@ -45,7 +48,12 @@ export interface AsapRunSummary {
   transcript: string;
 }
 
-export interface AsapItem { instance: string; n: number; c: number; runs: AsapRunSummary[] }
+export interface AsapItem {
+  instance: string;
+  n: number;
+  c: number;
+  runs: AsapRunSummary[];
+}
 
 export interface AsapResult {
   checkpoint: string;
@@ -72,23 +80,47 @@ function relevantFiles(instance: AsapInstance): string[] {
   return instance.task.patch ? patchFiles(instance.task.patch).map((f) => f.path) : instance.prefix.solutionFiles;
 }
 
-function transcriptOf(start: EpisodeStart, instance: AsapInstance, steps: readonly EpisodeStep[], settings: AsapRunOptions['settings'], end?: EpisodeEnd): string {
+function transcriptOf(
+  start: EpisodeStart,
+  instance: AsapInstance,
+  steps: readonly EpisodeStep[],
+  settings: AsapRunOptions['settings'],
+  end?: EpisodeEnd,
+): string {
   const head = `<!-- probe asap · checkpoint ${start.checkpoint} · instance ${start.instance} · run ${start.run} · seed ${start.seed} · ${settings.format.name} · ${settings.profile} profile -->\n`;
-  const tail = end ? `\n\n<!-- episode ended: ${end.termination}; ${end.resolved ? 'RESOLVED' : `not resolved${end.reason ? ` (${end.reason.split('\n')[0]})` : ''}`} -->\n` : '\n';
+  const tail = end
+    ? `\n\n<!-- episode ended: ${end.termination}; ${end.resolved ? 'RESOLVED' : `not resolved${end.reason ? ` (${end.reason.split('\n')[0]})` : ''}`} -->\n`
+    : '\n';
   return head + transcriptText(instance.prefix.text, steps, settings.format) + tail;
 }
 
 /** Applies the final patch to a clean base and lets the verifier grade it (one restore: the verifier's). */
-async function gradeFinal(sb: Sandbox, task: LoadedTask, patch: string): Promise<{ applies: boolean; verdict: Verdict | null; reason: string | null }> {
+async function gradeFinal(
+  sb: Sandbox,
+  task: LoadedTask,
+  patch: string,
+): Promise<{ applies: boolean; verdict: Verdict | null; reason: string | null }> {
   const verdict = await verifyPatch(sb, task, { base_commit: task.base_commit, patch });
   if (!verdict.applies) return { applies: false, verdict: null, reason: verdict.reason ?? null };
   return { applies: true, verdict, reason: verdict.resolved ? null : (verdict.reason ?? null) };
 }
 
-async function runOne(checkpoint: string, backend: CompletionBackend, instance: AsapInstance, run: number, options: AsapRunOptions): Promise<EpisodeEnd> {
+async function runOne(
+  checkpoint: string,
+  backend: CompletionBackend,
+  instance: AsapInstance,
+  run: number,
+  options: AsapRunOptions,
+): Promise<EpisodeEnd> {
   const { store, settings } = options;
   const { task, prefix } = instance;
-  const start: EpisodeStart = { type: 'start', checkpoint, instance: task.instance_id, run, seed: episodeSeed(options.seed, task.instance_id, run) };
+  const start: EpisodeStart = {
+    type: 'start',
+    checkpoint,
+    instance: task.instance_id,
+    run,
+    seed: episodeSeed(options.seed, task.instance_id, run),
+  };
   const saved = store.readEpisode(checkpoint, task.instance_id, run);
   if (saved.end) return saved.end;
   store.startEpisode(start);
@@ -98,27 +130,51 @@ async function runOne(checkpoint: string, backend: CompletionBackend, instance: 
     await writeToolState(sb, prefix.state.toolState); // restore left /tmp empty
     const setupMs = performance.now() - started;
     const steps: EpisodeStep[] = [];
-    const result = await runEpisode({
-      backend, sandbox: sb, baseCommit: task.base_commit, prefixText: prefix.text, prefixState: prefix.state,
-      onStep: async (step) => {
-        store.appendStep(start, step);
-        steps.push(step);
-        store.writeTranscript(start, transcriptOf(start, instance, steps, settings));
+    const result = await runEpisode(
+      {
+        backend,
+        sandbox: sb,
+        baseCommit: task.base_commit,
+        prefixText: prefix.text,
+        prefixState: prefix.state,
+        onStep: async (step) => {
+          store.appendStep(start, step);
+          steps.push(step);
+          store.writeTranscript(start, transcriptOf(start, instance, steps, settings));
+        },
       },
-    }, { ...settings, seed: start.seed });
+      { ...settings, seed: start.seed },
+    );
     const finalPatch = result.steps.at(-1)?.patch ?? prefix.state.patch;
     const verifyStarted = performance.now();
     const graded = await gradeFinal(sb, task, finalPatch);
     const verifyMs = performance.now() - verifyStarted;
     // A regression: a PASS_TO_PASS test failing in the final log, or gone from it (its module no longer imports).
-    const behaviour = runBehaviour(result.steps, { termination: result.termination, patch: finalPatch, applies: graded.applies, passToPassFailed: graded.verdict ? notPassed(graded.verdict.passToPass) : [], tampering: graded.verdict?.tampering ?? [] }, { testCmd: task.test_cmd, relevantFiles: relevantFiles(instance), prefixPatch: prefix.state.patch });
+    const behaviour = runBehaviour(
+      result.steps,
+      {
+        termination: result.termination,
+        patch: finalPatch,
+        applies: graded.applies,
+        passToPassFailed: graded.verdict ? notPassed(graded.verdict.passToPass) : [],
+        tampering: graded.verdict?.tampering ?? [],
+      },
+      { testCmd: task.test_cmd, relevantFiles: relevantFiles(instance), prefixPatch: prefix.state.patch },
+    );
     const end: EpisodeEnd = {
-      type: 'end', termination: result.termination, resolved: graded.verdict?.resolved ?? false, reason: graded.reason, final_patch: finalPatch,
+      type: 'end',
+      termination: result.termination,
+      resolved: graded.verdict?.resolved ?? false,
+      reason: graded.reason,
+      final_patch: finalPatch,
       fail_to_pass: graded.verdict?.failToPass ?? { passed: [], failed: task.FAIL_TO_PASS },
       pass_to_pass: graded.verdict?.passToPass ?? { passed: [], failed: task.PASS_TO_PASS },
       behaviour,
-      model_ms: result.steps.reduce((a, s) => a + s.modelMs, 0), sandbox_ms: result.steps.reduce((a, s) => a + s.sandboxMs, 0),
-      setup_ms: setupMs, verify_ms: verifyMs, wall_ms: performance.now() - started,
+      model_ms: result.steps.reduce((a, s) => a + s.modelMs, 0),
+      sandbox_ms: result.steps.reduce((a, s) => a + s.sandboxMs, 0),
+      setup_ms: setupMs,
+      verify_ms: verifyMs,
+      wall_ms: performance.now() - started,
     };
     store.endEpisode(start, end);
     store.writeTranscript(start, transcriptOf(start, instance, result.steps, settings, end));
@@ -126,7 +182,12 @@ async function runOne(checkpoint: string, backend: CompletionBackend, instance: 
   });
 }
 
-export async function runAsap(checkpoint: string, backend: CompletionBackend, instances: readonly AsapInstance[], options: AsapRunOptions): Promise<AsapResult> {
+export async function runAsap(
+  checkpoint: string,
+  backend: CompletionBackend,
+  instances: readonly AsapInstance[],
+  options: AsapRunOptions,
+): Promise<AsapResult> {
   const jobs = instances.flatMap((instance) => Array.from({ length: options.runs }, (_, run) => ({ instance, run })));
   const started = performance.now();
   const ends = await mapLimit(jobs, options.concurrency, async ({ instance, run }) => {
@@ -142,19 +203,34 @@ export async function runAsap(checkpoint: string, backend: CompletionBackend, in
     item.n++;
     if (end.resolved) item.c++;
     terminations[end.termination]++;
-    item.runs.push({ run, resolved: end.resolved, termination: end.termination, steps: end.behaviour.turns, reason: end.reason, transcript: options.store.episodeFile(checkpoint, instance.task.instance_id, run, 'md') });
+    item.runs.push({
+      run,
+      resolved: end.resolved,
+      termination: end.termination,
+      steps: end.behaviour.turns,
+      reason: end.reason,
+      transcript: options.store.episodeFile(checkpoint, instance.task.instance_id, run, 'md'),
+    });
   });
   const pass_at: Record<string, number> = {};
   for (const k of options.ks.filter((k) => k <= options.runs)) pass_at[String(k)] = meanPassAtK(items, k);
   const solvedAlways = items.filter((i) => i.n > 0 && i.c === i.n).length;
   return {
-    checkpoint, backend: backend.id, runs: options.runs, instances: instances.length, pass_at,
-    intersection: items.length ? solvedAlways / items.length : NaN, intersection_count: solvedAlways,
-    terminations, behaviour: summarizeBehaviour(ends.map((e) => e.behaviour)),
+    checkpoint,
+    backend: backend.id,
+    runs: options.runs,
+    instances: instances.length,
+    pass_at,
+    intersection: items.length ? solvedAlways / items.length : NaN,
+    intersection_count: solvedAlways,
+    terminations,
+    behaviour: summarizeBehaviour(ends.map((e) => e.behaviour)),
     timing: {
       wall_ms: performance.now() - started,
-      model_ms: ends.reduce((a, e) => a + e.model_ms, 0), sandbox_ms: ends.reduce((a, e) => a + e.sandbox_ms, 0),
-      setup_ms: ends.reduce((a, e) => a + e.setup_ms, 0), verify_ms: ends.reduce((a, e) => a + e.verify_ms, 0),
+      model_ms: ends.reduce((a, e) => a + e.model_ms, 0),
+      sandbox_ms: ends.reduce((a, e) => a + e.sandbox_ms, 0),
+      setup_ms: ends.reduce((a, e) => a + e.setup_ms, 0),
+      verify_ms: ends.reduce((a, e) => a + e.verify_ms, 0),
     },
     items,
   };

@@ -21,7 +21,13 @@ import type { RunBehaviour } from './behaviour.ts';
 import type { EpisodeStep, Termination } from './episode.ts';
 import type { AsapPrefix } from './prefix.ts';
 
-export interface EpisodeStart { type: 'start'; checkpoint: string; instance: string; run: number; seed: number }
+export interface EpisodeStart {
+  type: 'start';
+  checkpoint: string;
+  instance: string;
+  run: number;
+  seed: number;
+}
 export interface EpisodeEnd {
   type: 'end';
   termination: Termination;
@@ -40,7 +46,11 @@ export interface EpisodeEnd {
   wall_ms: number;
 }
 
-export interface SavedEpisode { start: EpisodeStart | null; steps: EpisodeStep[]; end: EpisodeEnd | null }
+export interface SavedEpisode {
+  start: EpisodeStart | null;
+  steps: EpisodeStep[];
+  end: EpisodeEnd | null;
+}
 
 function writeJsonAtomic(file: string, value: unknown): void {
   writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`);
@@ -48,7 +58,12 @@ function writeJsonAtomic(file: string, value: unknown): void {
 
 /** A file-system-safe name for a checkpoint (its path, flattened). */
 export function checkpointKey(checkpoint: string): string {
-  return checkpoint.replace(/^(\.?\/)+/, '').replace(/\/+$/, '').replace(/[^A-Za-z0-9._-]+/g, '_') || 'checkpoint';
+  return (
+    checkpoint
+      .replace(/^(\.?\/)+/, '')
+      .replace(/\/+$/, '')
+      .replace(/[^A-Za-z0-9._-]+/g, '_') || 'checkpoint'
+  );
 }
 
 type EpisodeLine = EpisodeStart | ({ type: 'step' } & EpisodeStep) | EpisodeEnd;
@@ -75,7 +90,10 @@ export class AsapStore {
       const previous = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
       const differs = changedSettings(previous, settings);
       if (differs.length > 0) {
-        throw new InputError({ file, field: differs[0] }, `this directory holds an ASAP run with other settings (${differs.map((k) => `${k}: ${JSON.stringify(previous[k])} → ${JSON.stringify(settings[k])}`).join('; ')}); use another --out or the same settings to resume`);
+        throw new InputError(
+          { file, field: differs[0] },
+          `this directory holds an ASAP run with other settings (${differs.map((k) => `${k}: ${JSON.stringify(previous[k])} → ${JSON.stringify(settings[k])}`).join('; ')}); use another --out or the same settings to resume`,
+        );
       }
       return 'resumed';
     }

@@ -26,7 +26,12 @@ export interface BosUse {
 }
 
 /** What run.json records per checkpoint. */
-export interface BosRecord { policy: BosPolicy; used: boolean; bos_id: number | null; source: string }
+export interface BosRecord {
+  policy: BosPolicy;
+  used: boolean;
+  bos_id: number | null;
+  source: string;
+}
 
 export function bosRecord(use: BosUse): BosRecord {
   return { policy: use.policy, used: use.id !== null, bos_id: use.id, source: use.source };

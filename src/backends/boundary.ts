@@ -32,7 +32,12 @@ const ANCHOR_DISTANCE = 256;
  * characters after the anchor cannot change the tokens before it; where the context
  * does not split cleanly, every option is encoded in full.
  */
-export function splitContinuations(context: string, continuations: string[], encode: (text: string) => number[], options: BoundaryOptions = {}): SplitPair[] {
+export function splitContinuations(
+  context: string,
+  continuations: string[],
+  encode: (text: string) => number[],
+  options: BoundaryOptions = {},
+): SplitPair[] {
   const trimmed = context.replace(/\s+$/u, '');
   const moved = context.slice(trimmed.length);
   const tail = options.keepTokens === undefined ? undefined : boundedTail(trimmed, options.keepTokens, encode);
@@ -86,7 +91,11 @@ const CUT_SLACK = 1024;
 const CHECK_DISTANCE = 1021;
 
 /** Tokens of `text.slice(start)`; from index `synced` on they are the last tokens of `encode(text)`. */
-export interface Tail { start: number; tokens: number[]; synced: number }
+export interface Tail {
+  start: number;
+  tokens: number[];
+  synced: number;
+}
 
 /**
  * A bounded tail of `text` that holds more than `keepTokens` tokens the whole encoding

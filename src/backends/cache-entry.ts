@@ -34,7 +34,11 @@ export function canonicalJson(value: unknown): string {
     if (typeof v === 'number') return tagNumbers(key, v);
     if (v && typeof v === 'object' && !Array.isArray(v)) {
       const record = v as Record<string, unknown>;
-      return Object.fromEntries(Object.keys(record).sort().map((k) => [k, record[k]]));
+      return Object.fromEntries(
+        Object.keys(record)
+          .sort()
+          .map((k) => [k, record[k]]),
+      );
     }
     return v;
   });
@@ -75,7 +79,8 @@ export function openEntry(text: string, key: KeyMaterial, check: (answer: unknow
     throw new DamagedCacheEntry('not a cache entry (no key, answer and sha256)');
   }
   const { key: stored, answer, sha256: checksum } = entry as { key: unknown; answer: unknown; sha256: unknown };
-  if (checksum !== entryChecksum(stored, answer)) throw new DamagedCacheEntry('its checksum does not match its content (edited or damaged)');
+  if (checksum !== entryChecksum(stored, answer))
+    throw new DamagedCacheEntry('its checksum does not match its content (edited or damaged)');
   if (canonicalJson(stored) !== canonicalJson(key)) throw new DamagedCacheEntry('it answers another request');
   const problem = check(answer);
   if (problem !== undefined) throw new DamagedCacheEntry(`the answer does not fit the request: ${problem}`);

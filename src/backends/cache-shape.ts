@@ -25,7 +25,7 @@ function isLogprob(value: unknown): value is number {
 
 /** A value as an error message shows it: JSON, cut short (a damaged entry can be large). */
 function describe(value: unknown): string {
-  const text = value === undefined ? 'missing' : JSON.stringify(value) ?? String(value);
+  const text = value === undefined ? 'missing' : (JSON.stringify(value) ?? String(value));
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
@@ -53,8 +53,11 @@ function scoredBytes(context: string, continuation: string): number {
 
 function checkScoreResult(result: unknown, bytes: number): Problem {
   if (!isRecord(result)) return `${describe(result)} is not a result`;
-  const problem = checkLogprobs('tokenLogprobs', result.tokenLogprobs) ?? checkTokens('tokens', result.tokens, 0)
-    ?? checkBoolean('greedy', result.greedy) ?? checkBoolean('truncated', result.truncated);
+  const problem =
+    checkLogprobs('tokenLogprobs', result.tokenLogprobs) ??
+    checkTokens('tokens', result.tokens, 0) ??
+    checkBoolean('greedy', result.greedy) ??
+    checkBoolean('truncated', result.truncated);
   if (problem) return problem;
   const tokens = result.tokens as number[];
   const logprobs = result.tokenLogprobs as number[];
@@ -63,7 +66,9 @@ function checkScoreResult(result: unknown, bytes: number): Problem {
   if (bytes > 0 && tokens.length === 0) return `no tokens for a continuation of ${bytes} bytes`;
   if (result.argmax !== undefined) {
     if (!Array.isArray(result.argmax) || result.argmax.length !== tokens.length) return `argmax is not a list of ${tokens.length} entries`;
-    const bad = result.argmax.findIndex((a) => !isRecord(a) || !Number.isInteger(a.token) || (a.token as number) < 0 || !isLogprob(a.logprob));
+    const bad = result.argmax.findIndex(
+      (a) => !isRecord(a) || !Number.isInteger(a.token) || (a.token as number) < 0 || !isLogprob(a.logprob),
+    );
     if (bad >= 0) return `argmax[${bad}] is ${describe(result.argmax[bad])}`;
   }
   return undefined;
@@ -90,8 +95,10 @@ function checkSample(sample: unknown, request: SampleRequest): Problem {
   // NaN is how a server that reported no log-prob is recorded; anything else must be a log-prob.
   if (typeof sample.logprob !== 'number' || sample.logprob === Infinity) return `logprob is ${describe(sample.logprob)}`;
   if (!FINISH_REASONS.has(sample.finishReason as string)) return `finishReason is ${describe(sample.finishReason)}`;
-  if ((sample.finishReason === 'stop') !== (sample.stop !== undefined)) return `finishReason ${describe(sample.finishReason)} with stop ${describe(sample.stop)}`;
-  if (sample.stop !== undefined && !request.stop.includes(sample.stop as string)) return `stop ${describe(sample.stop)} is not one of the request's stop strings`;
+  if ((sample.finishReason === 'stop') !== (sample.stop !== undefined))
+    return `finishReason ${describe(sample.finishReason)} with stop ${describe(sample.stop)}`;
+  if (sample.stop !== undefined && !request.stop.includes(sample.stop as string))
+    return `stop ${describe(sample.stop)} is not one of the request's stop strings`;
   if (sample.tokenLogprobs !== undefined) {
     const bad = checkLogprobs('tokenLogprobs', sample.tokenLogprobs);
     if (bad) return bad;

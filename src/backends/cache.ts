@@ -76,7 +76,9 @@ export class ResultCache {
     const dir = resolve(this.dir);
     if (!warnedDamaged.has(dir)) {
       warnedDamaged.add(dir);
-      process.stderr.write(`probe: warning: the cache in ${this.dir} holds a damaged entry, ${file}: ${error.message}; it is computed again and replaced (so is any other damaged entry in this cache, without another warning)\n`);
+      process.stderr.write(
+        `probe: warning: the cache in ${this.dir} holds a damaged entry, ${file}: ${error.message}; it is computed again and replaced (so is any other damaged entry in this cache, without another warning)\n`,
+      );
     }
     return undefined;
   }
@@ -88,16 +90,20 @@ export class ResultCache {
       writeFileAtomic(this.file(key), sealEntry(key, answer));
     } catch (error) {
       this.unwritable = true;
-      process.stderr.write(`probe: warning: cannot write the cache in ${this.dir} (${describeCause(error)}); going on without storing results there (--cache DIR or --no-cache)\n`);
+      process.stderr.write(
+        `probe: warning: cannot write the cache in ${this.dir} (${describeCause(error)}); going on without storing results there (--cache DIR or --no-cache)\n`,
+      );
     }
   }
 }
 
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir).sort().flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
-  });
+  return readdirSync(dir)
+    .sort()
+    .flatMap((name) => {
+      const path = join(dir, name);
+      return statSync(path).isDirectory() ? filesUnder(path) : [path];
+    });
 }
 
 /** A file's SHA-256, read in chunks: ONNX weights of real checkpoints run to many gigabytes. */
@@ -123,10 +129,12 @@ const contentHashes = new Map<string, { stamp: string; hash: string }>();
  */
 export function checkpointContentHash(dir: string): string {
   const files = filesUnder(dir);
-  const stamp = files.map((file) => {
-    const st = statSync(file);
-    return `${relative(dir, file)}\0${st.size}\0${st.mtimeMs}`;
-  }).join('\n');
+  const stamp = files
+    .map((file) => {
+      const st = statSync(file);
+      return `${relative(dir, file)}\0${st.size}\0${st.mtimeMs}`;
+    })
+    .join('\n');
   const known = contentHashes.get(resolve(dir));
   if (known?.stamp === stamp) return known.hash;
   const hash = createHash('sha256');
@@ -151,7 +159,11 @@ export class CachedBackend implements CompletionBackend {
   readonly id: string;
   private fingerprinted: Promise<string | undefined> | undefined;
 
-  constructor(private readonly inner: CompletionBackend, private readonly cache: ResultCache, private readonly fingerprint: Fingerprint) {
+  constructor(
+    private readonly inner: CompletionBackend,
+    private readonly cache: ResultCache,
+    private readonly fingerprint: Fingerprint,
+  ) {
     this.id = inner.id;
   }
 
@@ -174,7 +186,12 @@ export class CachedBackend implements CompletionBackend {
   }
 
   /** `check` says whether an answer fits its request: stored ones are served, and fresh ones stored, only if it does. */
-  private async cached<R, T>(op: string, requests: R[], compute: (missing: R[]) => Promise<T[]>, check: (request: R, answer: unknown) => string | undefined): Promise<T[]> {
+  private async cached<R, T>(
+    op: string,
+    requests: R[],
+    compute: (missing: R[]) => Promise<T[]>,
+    check: (request: R, answer: unknown) => string | undefined,
+  ): Promise<T[]> {
     const checkpoint = await this.weights();
     if (checkpoint === undefined) {
       this.cache.stats.misses += requests.length;

@@ -2,12 +2,20 @@
 import type { Rng } from '../util/rng.ts';
 
 /** log p(target) under softmax(row), whether target is the row's argmax (first max wins), and the argmax with its log p. */
-export function logSoftmaxAt(logits: Float32Array, offset: number, vocab: number, target: number): { logprob: number; isArgmax: boolean; argmax: number; argmaxLogprob: number } {
+export function logSoftmaxAt(
+  logits: Float32Array,
+  offset: number,
+  vocab: number,
+  target: number,
+): { logprob: number; isArgmax: boolean; argmax: number; argmaxLogprob: number } {
   let max = -Infinity;
   let argmax = 0;
   for (let i = 0; i < vocab; i++) {
     const v = logits[offset + i]!;
-    if (v > max) { max = v; argmax = i; }
+    if (v > max) {
+      max = v;
+      argmax = i;
+    }
   }
   let sum = 0;
   for (let i = 0; i < vocab; i++) sum += Math.exp(logits[offset + i]! - max);
@@ -15,7 +23,11 @@ export function logSoftmaxAt(logits: Float32Array, offset: number, vocab: number
   return { logprob: logits[offset + target]! - max - logSum, isArgmax: argmax === target, argmax, argmaxLogprob: -logSum };
 }
 
-export interface SamplingParams { temperature: number; topP: number; topK?: number }
+export interface SamplingParams {
+  temperature: number;
+  topP: number;
+  topK?: number;
+}
 
 /**
  * Draws one token from a logits row: temperature, then top-k, then top-p (nucleus: the
@@ -34,7 +46,10 @@ export function chooseToken(row: Float32Array, params: SamplingParams, rng: Rng)
   for (let i = 0; i < vocab; i++) if (row[i]! > max) max = row[i]!;
   const probs = new Float64Array(vocab);
   let total = 0;
-  for (let i = 0; i < vocab; i++) { probs[i] = Math.exp((row[i]! - max) / params.temperature); total += probs[i]!; }
+  for (let i = 0; i < vocab; i++) {
+    probs[i] = Math.exp((row[i]! - max) / params.temperature);
+    total += probs[i]!;
+  }
   const topK = params.topK && params.topK > 0 && params.topK < vocab ? params.topK : vocab;
   if (topK === vocab && params.topP >= 1) return drawFrom(probs, total, rng);
 
@@ -71,7 +86,10 @@ export function nucleusCandidates(probs: Float64Array, total: number, topP: numb
     const ids: number[] = [];
     let mass = 0;
     for (let i = 0; i < probs.length; i++) {
-      if (probs[i]! >= threshold) { ids.push(i); mass += probs[i]!; }
+      if (probs[i]! >= threshold) {
+        ids.push(i);
+        mass += probs[i]!;
+      }
     }
     if (mass < want && ids.length < topK && threshold > 0 && ids.length < probs.length) continue;
     ids.sort((a, b) => probs[b]! - probs[a]! || a - b);

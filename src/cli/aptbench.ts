@@ -14,17 +14,32 @@ import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-op
 import { bosConfig } from '../backends/bos.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
 
-interface AptFlags extends RunFlags, BosFlags, DtypeFlags { items: string; prompt: string; ckpt?: string[]; limit?: number; json?: boolean }
+interface AptFlags extends RunFlags, BosFlags, DtypeFlags {
+  items: string;
+  prompt: string;
+  ckpt?: string[];
+  limit?: number;
+  json?: boolean;
+}
 
 export function aptbenchCommand(): Command {
-  return addRunOptions(addBosOption(addDtypeOption(new Command('aptbench')
-    .description('Score APTBench-format items: letters by generation and likelihood, commands by exact match, free text by ROUGE-L.')
-    .requiredOption('--items <file.jsonl>', 'APTBench items')
-    .requiredOption('--prompt <template>', 'few-shot prompt template with $FIELD$ placeholders')
-    .option('--ckpt <dir...>', 'checkpoint directories; default: the embedded ladder')
-    .option('--limit <n>', 'use only the first N items', positiveInteger)
-    .option('--json', 'print one JSON document on stdout'))))
-    .addHelpText('after', '\nExample:\n  probe aptbench --items ../shared/data/real/aptbench/issue_fix_locate/items.jsonl --prompt ../shared/data/real/aptbench/issue_fix_locate/prompt_3shot.txt')
+  return addRunOptions(
+    addBosOption(
+      addDtypeOption(
+        new Command('aptbench')
+          .description('Score APTBench-format items: letters by generation and likelihood, commands by exact match, free text by ROUGE-L.')
+          .requiredOption('--items <file.jsonl>', 'APTBench items')
+          .requiredOption('--prompt <template>', 'few-shot prompt template with $FIELD$ placeholders')
+          .option('--ckpt <dir...>', 'checkpoint directories; default: the embedded ladder')
+          .option('--limit <n>', 'use only the first N items', positiveInteger)
+          .option('--json', 'print one JSON document on stdout'),
+      ),
+    ),
+  )
+    .addHelpText(
+      'after',
+      '\nExample:\n  probe aptbench --items ../shared/data/real/aptbench/issue_fix_locate/items.jsonl --prompt ../shared/data/real/aptbench/issue_fix_locate/prompt_3shot.txt',
+    )
     .action(async (flags: AptFlags) => {
       let items = loadAptItems(flags.items);
       if (flags.limit !== undefined) items = items.slice(0, flags.limit);
@@ -38,11 +53,24 @@ export function aptbenchCommand(): Command {
       checkResume(flags);
       const checkpoints = resolveCheckpoints(flags.ckpt, {}, flags.dtype);
       const dir = flags.out
-        ? RunDir.open(flags.out, { verb: 'aptbench', config: { prompt: template, ...bosConfig(flags.bos), ...dtypeConfig(flags) }, checkpoints: checkpointRecords(checkpoints), probe_set: probeSetRecord(flags.items, items), seeds: {} }, { resume: Boolean(flags.resume) })
+        ? RunDir.open(
+            flags.out,
+            {
+              verb: 'aptbench',
+              config: { prompt: template, ...bosConfig(flags.bos), ...dtypeConfig(flags) },
+              checkpoints: checkpointRecords(checkpoints),
+              probe_set: probeSetRecord(flags.items, items),
+              seeds: {},
+            },
+            { resume: Boolean(flags.resume) },
+          )
         : undefined;
       const run = { dir, quiet: Boolean(flags.json) };
-      const { results, failures } = await forEachCheckpoint(checkpoints, { units: items.length, quiet: run.quiet, cache: resultCache(flags), dtype: flags.dtype, label: 'aptbench', bos: flags.bos, dir },
-        (ckpt, backend, tick) => scoreAptbench(ckpt, backend, items, template, flags.items, itemHooks(dir, 'aptbench', ckpt, tick)));
+      const { results, failures } = await forEachCheckpoint(
+        checkpoints,
+        { units: items.length, quiet: run.quiet, cache: resultCache(flags), dtype: flags.dtype, label: 'aptbench', bos: flags.bos, dir },
+        (ckpt, backend, tick) => scoreAptbench(ckpt, backend, items, template, flags.items, itemHooks(dir, 'aptbench', ckpt, tick)),
+      );
       const errors = reportFailures(failures);
       if (!run.quiet) printTable(results, flags, items.length);
       emitResults(run, { results, ...errors });
@@ -51,6 +79,18 @@ export function aptbenchCommand(): Command {
 
 function printTable(results: AptResult[], flags: AptFlags, items: number): void {
   process.stderr.write(`\nAPTBench items from ${flags.items} (${items})\n\n`);
-  process.stderr.write(`${formatTable(['checkpoint', 'letter acc', 'likelihood acc', 'exact match', 'rouge-L', 'truncated'],
-    results.map((r) => [tableName(r.checkpoint), formatPercent(r.letter_acc), formatPercent(r.likelihood_acc), formatPercent(r.exact_match), r.rouge_l === null ? '-' : r.rouge_l.toFixed(3), String(r.items.filter((i) => i.truncated).length)]), [1, 2, 3, 4, 5])}\n`);
+  process.stderr.write(
+    `${formatTable(
+      ['checkpoint', 'letter acc', 'likelihood acc', 'exact match', 'rouge-L', 'truncated'],
+      results.map((r) => [
+        tableName(r.checkpoint),
+        formatPercent(r.letter_acc),
+        formatPercent(r.likelihood_acc),
+        formatPercent(r.exact_match),
+        r.rouge_l === null ? '-' : r.rouge_l.toFixed(3),
+        String(r.items.filter((i) => i.truncated).length),
+      ]),
+      [1, 2, 3, 4, 5],
+    )}\n`,
+  );
 }

@@ -20,33 +20,77 @@ import { addRunOptions, resultCache, type RunFlags } from './run-options.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
 
 interface AsapFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags {
-  ckpt?: string[]; tasks: string; reference: string; instances?: string[]; limit?: number; runs: number; concurrency: number;
-  profile: ToolProfile; format: AsapFormatName; prefixSteps: number; maxSteps: number; maxTokens: number;
-  temperature: number; topP: number; seed: number; actionTimeout: number; sandbox: SandboxKind; json?: boolean;
+  ckpt?: string[];
+  tasks: string;
+  reference: string;
+  instances?: string[];
+  limit?: number;
+  runs: number;
+  concurrency: number;
+  profile: ToolProfile;
+  format: AsapFormatName;
+  prefixSteps: number;
+  maxSteps: number;
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  seed: number;
+  actionTimeout: number;
+  sandbox: SandboxKind;
+  json?: boolean;
 }
 
 export function asapCommand(): Command {
-  return addRunOptions(addBosOption(addHttpOptions(addDtypeOption(new Command('asap')
-    .description('ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics.')
-    .option('--ckpt <dir|url...>', 'checkpoint directories or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder')
-    .option('--tasks <dir|file>', 'task records', join(REPO_ROOT, 'verifiers'))
-    .option('--reference <dir>', 'reference trajectories, one per instance, named <instance_id>.<anything>', join(REPO_ROOT, 'trajectories'))
-    .option('--instances <id...>', 'only these instances')
-    .option('--limit <n>', 'only the first N instances', positiveInteger)
-    .option('--runs <n>', 'episodes per instance (distinct seeds)', positiveInteger, 8)
-    .option('--concurrency <n>', 'episodes at once (one shared backend, one sandbox each)', positiveInteger, 2)
-    .addOption(new Option('--profile <profile>', 'tools the model may use').choices([...TOOL_PROFILES]).default('bash'))
-    .addOption(new Option('--format <format>', 'transcript format (md+xml is the protocol; the others are for the ablation)').choices([...ASAP_FORMATS]).default('md+xml'))
-    .option('--prefix-steps <k>', 'reference steps before the model starts', nonNegativeInteger, DEFAULT_PREFIX_STEPS)
-    .option('--max-steps <n>', 'model steps per episode', positiveInteger, 30)
-    .option('--max-tokens <n>', 'new tokens per step', positiveInteger, 2048)
-    .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, 0.7)
-    .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, 0.95)
-    .option('--seed <n>', 'seed of the run (episode seeds derive from it, the same for every checkpoint)', integer, 0)
-    .option('--action-timeout <s>', 'seconds one action may run', positiveInteger, 120)
-    .addOption(new Option('--sandbox <kind>', 'where the model\'s actions run (always jailed, network off)').choices([...SANDBOX_KINDS]).default('local'))
-    .option('--json', 'print one JSON document on stdout')))), 'run directory: run.json, asap.json, prefixes/, episodes/ (step by step), results.json; default: runs/asap-<settings hash>')
-    .addHelpText('after', '\nExample:\n  probe asap --ckpt checkpoints/attn-agent checkpoints/ngram-agent --runs 8 --concurrency 4 --out runs/asap-demo')
+  return addRunOptions(
+    addBosOption(
+      addHttpOptions(
+        addDtypeOption(
+          new Command('asap')
+            .description(
+              'ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics.',
+            )
+            .option(
+              '--ckpt <dir|url...>',
+              'checkpoint directories or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder',
+            )
+            .option('--tasks <dir|file>', 'task records', join(REPO_ROOT, 'verifiers'))
+            .option(
+              '--reference <dir>',
+              'reference trajectories, one per instance, named <instance_id>.<anything>',
+              join(REPO_ROOT, 'trajectories'),
+            )
+            .option('--instances <id...>', 'only these instances')
+            .option('--limit <n>', 'only the first N instances', positiveInteger)
+            .option('--runs <n>', 'episodes per instance (distinct seeds)', positiveInteger, 8)
+            .option('--concurrency <n>', 'episodes at once (one shared backend, one sandbox each)', positiveInteger, 2)
+            .addOption(new Option('--profile <profile>', 'tools the model may use').choices([...TOOL_PROFILES]).default('bash'))
+            .addOption(
+              new Option('--format <format>', 'transcript format (md+xml is the protocol; the others are for the ablation)')
+                .choices([...ASAP_FORMATS])
+                .default('md+xml'),
+            )
+            .option('--prefix-steps <k>', 'reference steps before the model starts', nonNegativeInteger, DEFAULT_PREFIX_STEPS)
+            .option('--max-steps <n>', 'model steps per episode', positiveInteger, 30)
+            .option('--max-tokens <n>', 'new tokens per step', positiveInteger, 2048)
+            .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, 0.7)
+            .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, 0.95)
+            .option('--seed <n>', 'seed of the run (episode seeds derive from it, the same for every checkpoint)', integer, 0)
+            .option('--action-timeout <s>', 'seconds one action may run', positiveInteger, 120)
+            .addOption(
+              new Option('--sandbox <kind>', "where the model's actions run (always jailed, network off)")
+                .choices([...SANDBOX_KINDS])
+                .default('local'),
+            )
+            .option('--json', 'print one JSON document on stdout'),
+        ),
+      ),
+    ),
+    'run directory: run.json, asap.json, prefixes/, episodes/ (step by step), results.json; default: runs/asap-<settings hash>',
+  )
+    .addHelpText(
+      'after',
+      '\nExample:\n  probe asap --ckpt checkpoints/attn-agent checkpoints/ngram-agent --runs 8 --concurrency 4 --out runs/asap-demo',
+    )
     .action(async (flags: AsapFlags) => {
       // All input is checked before any work.
       let tasks = await loadTasks(flags.tasks);
@@ -62,10 +106,27 @@ export function asapCommand(): Command {
       const http = httpOptions(flags, flags.ckpt);
       const checkpoints = resolveCheckpoints(flags.ckpt, http, flags.dtype);
       const run = await runAsapOverCheckpoints(checkpoints, tasks, {
-        http, cache: resultCache(flags), dtype: flags.dtype, resume: Boolean(flags.resume), bos: flags.bos,
-        tasksPath: flags.tasks, reference: flags.reference, runs: flags.runs, concurrency: flags.concurrency, profile: flags.profile, format: flags.format,
-        prefixSteps: flags.prefixSteps, maxSteps: flags.maxSteps, maxTokens: flags.maxTokens, temperature: flags.temperature, topP: flags.topP,
-        seed: flags.seed, actionTimeoutS: flags.actionTimeout, sandbox: flags.sandbox, out: flags.out, quiet: Boolean(flags.json),
+        http,
+        cache: resultCache(flags),
+        dtype: flags.dtype,
+        resume: Boolean(flags.resume),
+        bos: flags.bos,
+        tasksPath: flags.tasks,
+        reference: flags.reference,
+        runs: flags.runs,
+        concurrency: flags.concurrency,
+        profile: flags.profile,
+        format: flags.format,
+        prefixSteps: flags.prefixSteps,
+        maxSteps: flags.maxSteps,
+        maxTokens: flags.maxTokens,
+        temperature: flags.temperature,
+        topP: flags.topP,
+        seed: flags.seed,
+        actionTimeoutS: flags.actionTimeout,
+        sandbox: flags.sandbox,
+        out: flags.out,
+        quiet: Boolean(flags.json),
       });
       const errors = reportFailures(run.failures);
       if (flags.json) {
@@ -80,13 +141,61 @@ export function asapCommand(): Command {
 function printTables(results: AsapResult[], flags: AsapFlags, instances: number): void {
   const ks = ASAP_K_VALUES.filter((k) => k <= flags.runs);
   const kMax = ks.at(-1)!;
-  process.stderr.write(`\nASAP on ${instances} instances × ${flags.runs} runs (${flags.format}, ${flags.profile} profile, ${flags.prefixSteps}-step prefix)\n\n`);
-  process.stderr.write(`${formatTable(['checkpoint', 'pass@1', ...(kMax > 1 ? [`pass@${kMax}`] : []), `∩@${flags.runs}`, 'parsable', 'valid calls', 'edits', 'testing', 'submitted', 'empty patch', 'turns'],
-    results.map((r) => [tableName(r.checkpoint), formatPercent(r.pass_at['1']!), ...(kMax > 1 ? [formatPercent(r.pass_at[String(kMax)]!)] : []), formatPercent(r.intersection),
-      formatPercent(r.behaviour.parsable_turns), formatPercent(r.behaviour.valid_tool_calls), formatPercent(r.behaviour.autonomous_edits), formatPercent(r.behaviour.active_testing),
-      formatPercent(r.behaviour.explicit_submission), formatPercent(r.behaviour.empty_patch), r.behaviour.mean_turns.toFixed(1)]),
-    [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].slice(0, kMax > 1 ? 10 : 9))}\n`);
-  process.stderr.write(`\nEpisode endings\n\n${formatTable(['checkpoint', 'submitted', 'submitted empty', 'step limit', 'repeated action', 'format error', 'regressions', 'tampering', 'network tries'],
-    results.map((r) => [tableName(r.checkpoint), ...Object.values(r.terminations).map(String), formatPercent(r.behaviour.regressions), formatPercent(r.behaviour.tampering), `${r.behaviour.network_attempts} (${r.behaviour.network_blocked} blocked)`]),
-    [1, 2, 3, 4, 5, 6, 7])}\n`);
+  process.stderr.write(
+    `\nASAP on ${instances} instances × ${flags.runs} runs (${flags.format}, ${flags.profile} profile, ${flags.prefixSteps}-step prefix)\n\n`,
+  );
+  process.stderr.write(
+    `${formatTable(
+      [
+        'checkpoint',
+        'pass@1',
+        ...(kMax > 1 ? [`pass@${kMax}`] : []),
+        `∩@${flags.runs}`,
+        'parsable',
+        'valid calls',
+        'edits',
+        'testing',
+        'submitted',
+        'empty patch',
+        'turns',
+      ],
+      results.map((r) => [
+        tableName(r.checkpoint),
+        formatPercent(r.pass_at['1']!),
+        ...(kMax > 1 ? [formatPercent(r.pass_at[String(kMax)]!)] : []),
+        formatPercent(r.intersection),
+        formatPercent(r.behaviour.parsable_turns),
+        formatPercent(r.behaviour.valid_tool_calls),
+        formatPercent(r.behaviour.autonomous_edits),
+        formatPercent(r.behaviour.active_testing),
+        formatPercent(r.behaviour.explicit_submission),
+        formatPercent(r.behaviour.empty_patch),
+        r.behaviour.mean_turns.toFixed(1),
+      ]),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].slice(0, kMax > 1 ? 10 : 9),
+    )}\n`,
+  );
+  process.stderr.write(
+    `\nEpisode endings\n\n${formatTable(
+      [
+        'checkpoint',
+        'submitted',
+        'submitted empty',
+        'step limit',
+        'repeated action',
+        'format error',
+        'regressions',
+        'tampering',
+        'network tries',
+      ],
+      results.map((r) => [
+        tableName(r.checkpoint),
+        ...Object.values(r.terminations).map(String),
+        formatPercent(r.behaviour.regressions),
+        formatPercent(r.behaviour.tampering),
+        `${r.behaviour.network_attempts} (${r.behaviour.network_blocked} blocked)`,
+      ]),
+      [1, 2, 3, 4, 5, 6, 7],
+    )}\n`,
+  );
 }

@@ -7,12 +7,20 @@ import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
 
 export function bpbCommand(): Command {
-  return addScoringOptions(new Command('bpb')
-    .description('Bits per byte of each probe\'s gold decisive action given its context (lower is better).'))
-    .addHelpText('after', '\nExample:\n  probe bpb --ckpt checkpoints/ngram-prose checkpoints/ngram-agent --probes probes/ --out runs/bpb-ladder --json\n  probe bpb --ckpt /ckpts/llama-2-7b-onnx --bos never   # no BOS, as lm-evaluation-harness by default')
+  return addScoringOptions(
+    new Command('bpb').description("Bits per byte of each probe's gold decisive action given its context (lower is better)."),
+  )
+    .addHelpText(
+      'after',
+      '\nExample:\n  probe bpb --ckpt checkpoints/ngram-prose checkpoints/ngram-agent --probes probes/ --out runs/bpb-ladder --json\n  probe bpb --ckpt /ckpts/llama-2-7b-onnx --bos never   # no BOS, as lm-evaluation-harness by default',
+    )
     .action(async (flags: ScoringFlags) => {
       const run = prepareScoringRun(flags, 'bpb', { config: {} });
-      const { results, failures } = await scoreCheckpoints<Awaited<ReturnType<typeof scoreBpb>>, BpbItem>(run, 'bpb', (ckpt, backend, hooks) => scoreBpb(ckpt, backend, run.items, hooks));
+      const { results, failures } = await scoreCheckpoints<Awaited<ReturnType<typeof scoreBpb>>, BpbItem>(
+        run,
+        'bpb',
+        (ckpt, backend, hooks) => scoreBpb(ckpt, backend, run.items, hooks),
+      );
       const ranking = rankByBpb(results);
       const errors = reportFailures(failures);
       if (!run.quiet && results.length) {
@@ -20,14 +28,39 @@ export function bpbCommand(): Command {
         const rows = ranking.map((name, i) => {
           const r = byName.get(name)!;
           const truncated = r.items.filter((it) => it.truncated).length;
-          return [String(i + 1), tableName(name), r.bpb.toFixed(4), String(r.items.length), String(r.tokens), String(r.bytes), String(truncated)];
+          return [
+            String(i + 1),
+            tableName(name),
+            r.bpb.toFixed(4),
+            String(r.items.length),
+            String(r.tokens),
+            String(r.bytes),
+            String(truncated),
+          ];
         });
         process.stderr.write(`\nDecisive-Action BPB on ${run.items.length} probe items (lower is better)\n\n`);
-        process.stderr.write(`${formatTable(['rank', 'checkpoint', 'bpb', 'items', 'tokens', 'bytes', 'truncated'], rows, [0, 2, 3, 4, 5, 6])}\n`);
+        process.stderr.write(
+          `${formatTable(['rank', 'checkpoint', 'bpb', 'items', 'tokens', 'bytes', 'truncated'], rows, [0, 2, 3, 4, 5, 6])}\n`,
+        );
       }
       emitResults(run, {
-        results: results.map((r) => ({ checkpoint: r.checkpoint, backend: r.backend, bpb: r.bpb, nats: r.nats, bytes: r.bytes, tokens: r.tokens,
-          items: r.items.map((i) => ({ id: i.id, bpb: i.bpb, nats: i.nats, bytes: i.bytes, tokens: i.tokens, truncated: i.truncated, greedy: i.greedy })) })),
+        results: results.map((r) => ({
+          checkpoint: r.checkpoint,
+          backend: r.backend,
+          bpb: r.bpb,
+          nats: r.nats,
+          bytes: r.bytes,
+          tokens: r.tokens,
+          items: r.items.map((i) => ({
+            id: i.id,
+            bpb: i.bpb,
+            nats: i.nats,
+            bytes: i.bytes,
+            tokens: i.tokens,
+            truncated: i.truncated,
+            greedy: i.greedy,
+          })),
+        })),
         ranking,
         ...errors,
       });

@@ -9,62 +9,134 @@ import { CONTEXT_FORMATS, type ContextFormat } from '../replay/render-context.ts
 import { loadTasks } from '../verify/load-task.ts';
 import { IMAGE_NAMESPACE_HELP, parseImageNamespace } from '../swebench/image-name.ts';
 import { positiveInteger } from './args.ts';
-import { buildProbeSet, countOutcomes, describeCounts, trajectoriesHash, writeProbeItems, writeQualityReport, type TrajectoryBuild } from '../pipeline/build.ts';
+import {
+  buildProbeSet,
+  countOutcomes,
+  describeCounts,
+  trajectoriesHash,
+  writeProbeItems,
+  writeQualityReport,
+  type TrajectoryBuild,
+} from '../pipeline/build.ts';
 import { summarizeProbeQuality } from '../report/probe-quality-text.ts';
 import { checkpointContentHash } from '../backends/cache.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
-interface BuildFlags extends SandboxFlags { resume?: boolean; trajectories: string; includeUnresolved?: boolean; tasks: string; out: string; context: ContextFormat[]; restore: RestoreMode; distractors: boolean; distractorCkpt?: string; distractorSamples: number; json?: boolean; strict?: boolean; imageNamespace?: string | null }
+interface BuildFlags extends SandboxFlags {
+  resume?: boolean;
+  trajectories: string;
+  includeUnresolved?: boolean;
+  tasks: string;
+  out: string;
+  context: ContextFormat[];
+  restore: RestoreMode;
+  distractors: boolean;
+  distractorCkpt?: string;
+  distractorSamples: number;
+  json?: boolean;
+  strict?: boolean;
+  imageNamespace?: string | null;
+}
 
 export function buildCommand(): Command {
-  return addSandboxOptions(new Command('build')
-    .description('Replay trajectories against their tasks and write a probe item at each decisive step.')
-    .requiredOption('--trajectories <dir|file>', 'trajectory files, each named <instance_id>.<anything>; or a corpus of trajectory rows (.parquet, .jsonl, .json) matched to tasks by instance_id')
-    .option('--include-unresolved', 'also build corpus rows whose run did not resolve its task (skipped by default)')
-    .requiredOption('--tasks <dir|file>', 'task records: <id>/task.json entries, or a dataset file as published (SWE-bench .jsonl, .json, .parquet)')
-    .option('--image-namespace <ns>', IMAGE_NAMESPACE_HELP, parseImageNamespace)
-    .requiredOption('--out <file>', 'probe items to write (.jsonl)')
-    .addOption(new Option('--context <formats...>', 'how contexts are rendered').choices([...CONTEXT_FORMATS]).default(['native']))
-    .addOption(new Option('--restore <mode>', 'how a probe restores the state before T*: base commit + cumulative patch, or replaying the earlier actions').choices(['patch', 'replay']).default('patch'))
-    .option('--no-distractors', 'skip distractor search (each candidate costs a verifier run)')
-    .option('--distractor-ckpt <dir>', 'also offer actions sampled from this checkpoint directory at T* as distractor candidates')
-    .option('--distractor-samples <n>', 'samples drawn per item with --distractor-ckpt', positiveInteger, 8)
-    .option('--resume', 'continue an interrupted build from <out>.progress.jsonl (trajectories already replayed are not replayed again)')
-    .option('--strict', 'exit 1 when any trajectory is rejected (flaky ones included); bad input still exits 2')
-    .option('--json', 'print a JSON summary on stdout'))
-    .addHelpText('after', '\nExample:\n  probe build --trajectories trajectories --tasks verifiers --out probes/demo.jsonl --context native asap')
+  return addSandboxOptions(
+    new Command('build')
+      .description('Replay trajectories against their tasks and write a probe item at each decisive step.')
+      .requiredOption(
+        '--trajectories <dir|file>',
+        'trajectory files, each named <instance_id>.<anything>; or a corpus of trajectory rows (.parquet, .jsonl, .json) matched to tasks by instance_id',
+      )
+      .option('--include-unresolved', 'also build corpus rows whose run did not resolve its task (skipped by default)')
+      .requiredOption(
+        '--tasks <dir|file>',
+        'task records: <id>/task.json entries, or a dataset file as published (SWE-bench .jsonl, .json, .parquet)',
+      )
+      .option('--image-namespace <ns>', IMAGE_NAMESPACE_HELP, parseImageNamespace)
+      .requiredOption('--out <file>', 'probe items to write (.jsonl)')
+      .addOption(new Option('--context <formats...>', 'how contexts are rendered').choices([...CONTEXT_FORMATS]).default(['native']))
+      .addOption(
+        new Option(
+          '--restore <mode>',
+          'how a probe restores the state before T*: base commit + cumulative patch, or replaying the earlier actions',
+        )
+          .choices(['patch', 'replay'])
+          .default('patch'),
+      )
+      .option('--no-distractors', 'skip distractor search (each candidate costs a verifier run)')
+      .option('--distractor-ckpt <dir>', 'also offer actions sampled from this checkpoint directory at T* as distractor candidates')
+      .option('--distractor-samples <n>', 'samples drawn per item with --distractor-ckpt', positiveInteger, 8)
+      .option('--resume', 'continue an interrupted build from <out>.progress.jsonl (trajectories already replayed are not replayed again)')
+      .option('--strict', 'exit 1 when any trajectory is rejected (flaky ones included); bad input still exits 2')
+      .option('--json', 'print a JSON summary on stdout'),
+  )
+    .addHelpText(
+      'after',
+      '\nExample:\n  probe build --trajectories trajectories --tasks verifiers --out probes/demo.jsonl --context native asap',
+    )
     .action(async (flags: BuildFlags) => {
       const tasks = await loadTasks(flags.tasks, { imageNamespace: flags.imageNamespace });
       if (flags.distractorCkpt && isServerAddress(flags.distractorCkpt)) {
         // A resumed build must sample from the same weights: it records the directory's content hash, which a server has not.
-        throw new InputError({ file: flags.distractorCkpt }, '--distractor-ckpt takes a checkpoint directory, not a server URL (its samples are recorded by the checkpoint\'s content hash)');
+        throw new InputError(
+          { file: flags.distractorCkpt },
+          "--distractor-ckpt takes a checkpoint directory, not a server URL (its samples are recorded by the checkpoint's content hash)",
+        );
       }
       if (flags.distractorCkpt) checkCheckpoint(flags.distractorCkpt);
       // The probe set is written once, after every replay: a path that cannot take it must fail now.
       checkOutputFile(flags.out, '--out');
       const samplerBackend = flags.distractorCkpt && flags.distractors ? await openBackend(flags.distractorCkpt) : undefined;
-      const sampler = samplerBackend ? { name: flags.distractorCkpt!, backend: samplerBackend, n: flags.distractorSamples, seed: 0 } : undefined;
+      const sampler = samplerBackend
+        ? { name: flags.distractorCkpt!, backend: samplerBackend, n: flags.distractorSamples, seed: 0 }
+        : undefined;
       // Each replayed trajectory is logged as it finishes, so a killed build resumes; the log goes once the output is written.
-      const progressLog = UnitLog.open<TrajectoryBuild>(`${flags.out}.progress.jsonl`, {
-        trajectories: trajectoriesHash(flags.trajectories), tasks: resolve(flags.tasks), context: flags.context, restore: flags.restore,
-        distractors: flags.distractors, distractor_ckpt: flags.distractorCkpt && flags.distractors ? checkpointContentHash(flags.distractorCkpt) : null,
-        distractor_samples: flags.distractorSamples, sandbox: flags.sandbox, repeats: flags.repeats,
-        include_unresolved: Boolean(flags.includeUnresolved),
-      }, { resume: Boolean(flags.resume), what: 'build' });
+      const progressLog = UnitLog.open<TrajectoryBuild>(
+        `${flags.out}.progress.jsonl`,
+        {
+          trajectories: trajectoriesHash(flags.trajectories),
+          tasks: resolve(flags.tasks),
+          context: flags.context,
+          restore: flags.restore,
+          distractors: flags.distractors,
+          distractor_ckpt: flags.distractorCkpt && flags.distractors ? checkpointContentHash(flags.distractorCkpt) : null,
+          distractor_samples: flags.distractorSamples,
+          sandbox: flags.sandbox,
+          repeats: flags.repeats,
+          include_unresolved: Boolean(flags.includeUnresolved),
+        },
+        { resume: Boolean(flags.resume), what: 'build' },
+      );
       const outcome = await buildProbeSet({
-        trajectories: flags.trajectories, includeUnresolved: flags.includeUnresolved, tasks, contexts: flags.context, restore: flags.restore, distractors: flags.distractors, sampler,
-        replay: replayOptions(flags), quiet: Boolean(flags.json), memo: progressLog,
+        trajectories: flags.trajectories,
+        includeUnresolved: flags.includeUnresolved,
+        tasks,
+        contexts: flags.context,
+        restore: flags.restore,
+        distractors: flags.distractors,
+        sampler,
+        replay: replayOptions(flags),
+        quiet: Boolean(flags.json),
+        memo: progressLog,
       }).finally(() => samplerBackend?.close());
       const { items, trajectories: outcomes, inputErrors, skipped } = outcome;
       writeProbeItems(flags.out, items);
       const quality = writeQualityReport(flags.out, items, flags.trajectories);
       progressLog.remove();
       const counts = countOutcomes(outcomes);
-      if (flags.json) process.stdout.write(`${JSON.stringify({ out: flags.out, items: items.length, quality: { file: quality.file, warnings: quality.report.warnings.map((w) => w.code) }, counts, trajectories: outcomes, ...(skipped ? { skipped } : {}) }, null, 2)}\n`);
+      if (flags.json)
+        process.stdout.write(
+          `${JSON.stringify({ out: flags.out, items: items.length, quality: { file: quality.file, warnings: quality.report.warnings.map((w) => w.code) }, counts, trajectories: outcomes, ...(skipped ? { skipped } : {}) }, null, 2)}\n`,
+        );
       else {
-        for (const o of outcomes) process.stderr.write(`${o.rejected ? 'rejected' : `T* = ${o.decisiveStep}`.padEnd(8)}  ${o.trajectory}${o.rejected ? `: ${o.rejected}` : ''}\n`);
-        if (skipped) process.stderr.write(`corpus rows skipped: ${skipped.unresolved} unresolved${skipped.unresolved && !flags.includeUnresolved ? ' (--include-unresolved builds them)' : ''}, ${skipped.noTask} for tasks not given\n`);
+        for (const o of outcomes)
+          process.stderr.write(
+            `${o.rejected ? 'rejected' : `T* = ${o.decisiveStep}`.padEnd(8)}  ${o.trajectory}${o.rejected ? `: ${o.rejected}` : ''}\n`,
+          );
+        if (skipped)
+          process.stderr.write(
+            `corpus rows skipped: ${skipped.unresolved} unresolved${skipped.unresolved && !flags.includeUnresolved ? ' (--include-unresolved builds them)' : ''}, ${skipped.noTask} for tasks not given\n`,
+          );
         process.stderr.write(`\n${items.length} probe items from ${counts.accepted} of ${outcomes.length} trajectories → ${flags.out}\n`);
         process.stderr.write(`trajectories: ${describeCounts(counts)}\n`);
         process.stderr.write(summarizeProbeQuality(quality.report, quality.file));

@@ -25,33 +25,55 @@ import { ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder
 import { printLadder } from '../report/ladder-table.ts';
 import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
 
-interface DemoFlags extends RunFlags { json?: boolean; install: boolean; n: number; asapRuns: number; asapMaxSteps: number; passkMaxTokens: number; asapMaxTokens: number; asapInstances: number; shortlist: number; concurrency: number; includeControls?: boolean }
+interface DemoFlags extends RunFlags {
+  json?: boolean;
+  install: boolean;
+  n: number;
+  asapRuns: number;
+  asapMaxSteps: number;
+  passkMaxTokens: number;
+  asapMaxTokens: number;
+  asapInstances: number;
+  shortlist: number;
+  concurrency: number;
+  includeControls?: boolean;
+}
 
 const TRAJECTORIES = join(REPO_ROOT, 'trajectories');
 const TASKS = join(REPO_ROOT, 'verifiers');
 
 export function demoCommand(): Command {
-  return addRunOptions(new Command('demo')
-    .description('The whole ladder on the embedded checkpoints and demo suite: build probes, BPB, MCQ, pass@K, ASAP for the shortlist; ends with the ranking and an HTML report.')
-    .option('--shortlist <n>', 'checkpoints that get ASAP episodes', positiveInteger, 2)
-    .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
-    .option('--asap-runs <n>', 'ASAP episodes per instance', positiveInteger, 2)
-    .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
-    // The demo's longest gold action is 595 tokens (byte-level rungs): 640 leaves every gold room, and keeps rambling samples of the real rungs from costing minutes.
-    .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, 640)
-    .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, 1024)
-    .option('--asap-instances <n>', 'instances that get ASAP episodes', positiveInteger, 6)
-    .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
-    .option('--include-controls', INCLUDE_CONTROLS_HELP)
-    .option('--no-install', 'do not install missing system packages (bubblewrap, python3-pytest, git) even as root')
-    .option('--json', 'print one JSON document on stdout'), 'run directory (default: runs/demo-<time>)')
-    .addHelpText('after', '\nExample:\n  probe demo            # about 16 minutes on 2 CPU cores (installs bubblewrap and pytest first on a bare machine, as root)\n  probe demo --out runs/demo --resume')
+  return addRunOptions(
+    new Command('demo')
+      .description(
+        'The whole ladder on the embedded checkpoints and demo suite: build probes, BPB, MCQ, pass@K, ASAP for the shortlist; ends with the ranking and an HTML report.',
+      )
+      .option('--shortlist <n>', 'checkpoints that get ASAP episodes', positiveInteger, 2)
+      .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
+      .option('--asap-runs <n>', 'ASAP episodes per instance', positiveInteger, 2)
+      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
+      // The demo's longest gold action is 595 tokens (byte-level rungs): 640 leaves every gold room, and keeps rambling samples of the real rungs from costing minutes.
+      .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, 640)
+      .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, 1024)
+      .option('--asap-instances <n>', 'instances that get ASAP episodes', positiveInteger, 6)
+      .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
+      .option('--include-controls', INCLUDE_CONTROLS_HELP)
+      .option('--no-install', 'do not install missing system packages (bubblewrap, python3-pytest, git) even as root')
+      .option('--json', 'print one JSON document on stdout'),
+    'run directory (default: runs/demo-<time>)',
+  )
+    .addHelpText(
+      'after',
+      '\nExample:\n  probe demo            # about 16 minutes on 2 CPU cores (installs bubblewrap and pytest first on a bare machine, as root)\n  probe demo --out runs/demo --resume',
+    )
     .action(async (flags: DemoFlags) => {
       const started = Date.now();
       checkResume(flags);
       const out = flags.out ?? timestampedRunDir('demo');
       const quiet = Boolean(flags.json);
-      const say = (text: string) => { if (!quiet) process.stderr.write(text); };
+      const say = (text: string) => {
+        if (!quiet) process.stderr.write(text);
+      };
       // A bare machine has no bubblewrap or pytest yet: as root, install them (saying so) before any work.
       ensureRequirements({ install: flags.install, log: (line) => process.stderr.write(line) });
       const tasks = await loadTasks(TASKS);
@@ -62,22 +84,46 @@ export function demoCommand(): Command {
       // 1. The probe set, built once per run directory (a resumed demo keeps the one it built).
       if (!existsSync(probesFile)) {
         if (existsSync(join(out, 'run.json')) && !flags.resume) throw existingRunError(join(out, 'run.json'));
-        say(`Building probes from ${relative(process.cwd(), TRAJECTORIES) || TRAJECTORIES} (replaying each trajectory in a jailed sandbox)\n`);
-        const progressLog = UnitLog.open<TrajectoryBuild>(join(out, 'build.progress.jsonl'), { trajectories: trajectoriesHash(TRAJECTORIES) }, { resume: Boolean(flags.resume), what: 'probe build' });
+        say(
+          `Building probes from ${relative(process.cwd(), TRAJECTORIES) || TRAJECTORIES} (replaying each trajectory in a jailed sandbox)\n`,
+        );
+        const progressLog = UnitLog.open<TrajectoryBuild>(
+          join(out, 'build.progress.jsonl'),
+          { trajectories: trajectoriesHash(TRAJECTORIES) },
+          { resume: Boolean(flags.resume), what: 'probe build' },
+        );
         const built = await buildProbeSet({
-          trajectories: TRAJECTORIES, tasks, contexts: ['native', 'asap'], restore: 'patch', distractors: true,
-          replay: { openSandbox: (t) => openSandbox('local', t), sandboxName: 'local', concurrency: 4, repeats: 3 }, quiet, memo: progressLog,
+          trajectories: TRAJECTORIES,
+          tasks,
+          contexts: ['native', 'asap'],
+          restore: 'patch',
+          distractors: true,
+          replay: { openSandbox: (t) => openSandbox('local', t), sandboxName: 'local', concurrency: 4, repeats: 3 },
+          quiet,
+          memo: progressLog,
         });
         if (built.inputErrors) throw new InputError({ file: TRAJECTORIES }, `${built.inputErrors} demo trajectories could not be read`);
         writeProbeItems(probesFile, built.items);
         progressLog.remove();
-        say(`${built.items.length} probe items from ${built.trajectories.filter((t) => !t.rejected).length} trajectories → ${probesFile}\n`);
+        say(
+          `${built.items.length} probe items from ${built.trajectories.filter((t) => !t.rejected).length} trajectories → ${probesFile}\n`,
+        );
       }
 
       // 2. The ladder, into the same run directory.
       const settings: LadderSettings = {
-        shortlist: flags.shortlist, n: flags.n, seed: 0, tasks, tasksPath: TASKS, reference: TRAJECTORIES,
-        asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, passkMaxTokens: flags.passkMaxTokens, asapMaxTokens: flags.asapMaxTokens, asapInstances: flags.asapInstances, concurrency: flags.concurrency,
+        shortlist: flags.shortlist,
+        n: flags.n,
+        seed: 0,
+        tasks,
+        tasksPath: TASKS,
+        reference: TRAJECTORIES,
+        asapRuns: flags.asapRuns,
+        asapMaxSteps: flags.asapMaxSteps,
+        passkMaxTokens: flags.passkMaxTokens,
+        asapMaxTokens: flags.asapMaxTokens,
+        asapInstances: flags.asapInstances,
+        concurrency: flags.concurrency,
         includeControls: flags.includeControls,
       };
       const scoring: ScoringFlags = { ...flags, out, probes: probesFile };
@@ -91,7 +137,9 @@ export function demoCommand(): Command {
       writeFileAtomic(html, renderReport(collectRuns([out]), { title: 'probe demo: the embedded checkpoint ladder' }));
       const minutes = ((Date.now() - started) / 60_000).toFixed(1);
       if (quiet) {
-        process.stdout.write(`${JSON.stringify({ out, report: html, minutes: Number(minutes), results: outcome.rows, shortlist: outcome.shortlist, ...errors }, null, 2)}\n`);
+        process.stdout.write(
+          `${JSON.stringify({ out, report: html, minutes: Number(minutes), results: outcome.rows, shortlist: outcome.shortlist, ...errors }, null, 2)}\n`,
+        );
         return;
       }
       printLadder(outcome, run.items.length, flags.n);

@@ -6,11 +6,15 @@
 import { type Command, Option } from 'commander';
 import { DEFAULT_DTYPE, DTYPE_SUFFIX, DTYPES, type Dtype } from '../backends/onnx/dtype.ts';
 
-export interface DtypeFlags { dtype?: Dtype }
+export interface DtypeFlags {
+  dtype?: Dtype;
+}
 
 export function addDtypeOption(command: Command): Command {
   const files = DTYPES.map((d) => `${d}: model${DTYPE_SUFFIX[d]}.onnx`).join(', ');
-  return command.addOption(new Option('--dtype <name>', `which graph of each checkpoint directory to run (${files})`).choices([...DTYPES]).default(DEFAULT_DTYPE));
+  return command.addOption(
+    new Option('--dtype <name>', `which graph of each checkpoint directory to run (${files})`).choices([...DTYPES]).default(DEFAULT_DTYPE),
+  );
 }
 
 /** What run.json records (and a resumed run must match): the dtype every directory checkpoint ran at. */

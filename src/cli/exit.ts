@@ -7,8 +7,23 @@
 import { EnvironmentError, ProbeError, systemErrorCode, systemReason } from '../errors.ts';
 
 /** System errors that describe the machine (paths, permissions, disk, ports), never a bug by themselves. */
-const ENVIRONMENT_CODES = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'ENOTDIR', 'EISDIR', 'EEXIST', 'ENOENT', 'ENAMETOOLONG', 'ELOOP', 'EMFILE', 'ENFILE',
-  'EADDRINUSE', 'EADDRNOTAVAIL']);
+const ENVIRONMENT_CODES = new Set([
+  'EACCES',
+  'EPERM',
+  'EROFS',
+  'ENOSPC',
+  'EDQUOT',
+  'ENOTDIR',
+  'EISDIR',
+  'EEXIST',
+  'ENOENT',
+  'ENAMETOOLONG',
+  'ELOOP',
+  'EMFILE',
+  'ENFILE',
+  'EADDRINUSE',
+  'EADDRNOTAVAIL',
+]);
 
 /** A system error that escaped a verb, as an EnvironmentError naming its path or address. */
 export function environmentErrorOf(error: unknown): EnvironmentError | undefined {

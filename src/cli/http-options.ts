@@ -5,12 +5,23 @@ import { SERVER_KINDS, type ServerKind } from '../backends/http/servers.ts';
 import { nonNegativeInteger, positiveInteger } from './args.ts';
 import { onShutdown } from '../util/shutdown.ts';
 
-export interface HttpFlags { serverKind?: ServerKind; tokenizer?: string; model?: string; httpConcurrency?: number; httpTimeout?: number; httpRetries?: number }
+export interface HttpFlags {
+  serverKind?: ServerKind;
+  tokenizer?: string;
+  model?: string;
+  httpConcurrency?: number;
+  httpTimeout?: number;
+  httpRetries?: number;
+}
 
 export function addHttpOptions(command: Command): Command {
   return command
-    .addOption(new Option('--server-kind <kind>', 'how to get prompt log-probs from a server URL (default: detected from /v1/models)').choices([...SERVER_KINDS]))
-    .option('--tokenizer <dir>', 'the served checkpoint\'s tokenizer (tokenizer.json); default: the server\'s /tokenize')
+    .addOption(
+      new Option('--server-kind <kind>', 'how to get prompt log-probs from a server URL (default: detected from /v1/models)').choices([
+        ...SERVER_KINDS,
+      ]),
+    )
+    .option('--tokenizer <dir>', "the served checkpoint's tokenizer (tokenizer.json); default: the server's /tokenize")
     .option('--model <name>', 'model name to request from a server (default: its first model)')
     .option('--http-concurrency <n>', 'requests in flight per server replica', positiveInteger, 8)
     .option('--http-timeout <s>', 'seconds one server request may take', positiveInteger, 600)

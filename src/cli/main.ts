@@ -22,7 +22,10 @@ export function buildProgram(): Command {
     .description('Screen base LLM checkpoints for agentic post-training potential.')
     .version(process.env.npm_package_version ?? '0.1.0')
     .exitOverride()
-    .addHelpText('after', '\nExit codes: 0 success, 1 failed run, 2 bad usage, input or environment (one line naming the file, field, flag, path or port).\nPROBE_DEBUG=1 adds the stack trace to every error; without it only a bug in probe prints one.');
+    .addHelpText(
+      'after',
+      '\nExit codes: 0 success, 1 failed run, 2 bad usage, input or environment (one line naming the file, field, flag, path or port).\nPROBE_DEBUG=1 adds the stack trace to every error; without it only a bug in probe prints one.',
+    );
   program.addCommand(demoCommand());
   program.addCommand(replayCommand());
   program.addCommand(buildCommand());

@@ -7,17 +7,28 @@ import { integer } from './args.ts';
 import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
 
-interface McqFlags extends ScoringFlags { style: McqStyle; seed: number }
+interface McqFlags extends ScoringFlags {
+  style: McqStyle;
+  seed: number;
+}
 
 export function mcqCommand(): Command {
-  return addScoringOptions(new Command('mcq')
-    .description('Patch MCQ: does the checkpoint prefer the gold action over distractors the verifier rejects?')
-    .addOption(new Option('--style <style>', 'likelihood scoring or a generated letter (APTBench style)').choices(['likelihood', 'letter']).default('likelihood'))
-    .option('--seed <n>', 'shuffles the option order of --style letter', integer, 0))
+  return addScoringOptions(
+    new Command('mcq')
+      .description('Patch MCQ: does the checkpoint prefer the gold action over distractors the verifier rejects?')
+      .addOption(
+        new Option('--style <style>', 'likelihood scoring or a generated letter (APTBench style)')
+          .choices(['likelihood', 'letter'])
+          .default('likelihood'),
+      )
+      .option('--seed <n>', 'shuffles the option order of --style letter', integer, 0),
+  )
     .addHelpText('after', '\nExample:\n  probe mcq --ckpt checkpoints/ngram-agent checkpoints/attn-agent --probes probes/demo.jsonl --json')
     .action(async (flags: McqFlags) => {
       const run = prepareScoringRun(flags, 'mcq', { config: { style: flags.style }, seeds: { option_order: flags.seed } });
-      const { results, failures } = await scoreCheckpoints<McqResult, McqItem>(run, 'mcq', (ckpt, backend, hooks) => scoreMcq(ckpt, backend, run.items, flags.style, flags.seed, hooks));
+      const { results, failures } = await scoreCheckpoints<McqResult, McqItem>(run, 'mcq', (ckpt, backend, hooks) =>
+        scoreMcq(ckpt, backend, run.items, flags.style, flags.seed, hooks),
+      );
       const errors = reportFailures(failures);
       const ranking = [...results].sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a)).map((r) => r.checkpoint);
       if (!run.quiet && results.length) {
@@ -25,16 +36,34 @@ export function mcqCommand(): Command {
         const rows = ranking.map((name, i) => {
           const r = byName.get(name)!;
           const s = r.diagnostics.shortest_wins;
-          const wins = flags.style === 'likelihood' ? [s.acc, s.acc_norm, s.acc_pmi].map((v) => formatPercent(v)).join(' / ') : formatPercent(s.letter);
-          return [String(i + 1), tableName(name), formatPercent(r.acc), formatPercent(r.acc_norm), formatPercent(r.acc_pmi), String(r.items.length), String(r.skipped.length), wins];
+          const wins =
+            flags.style === 'likelihood'
+              ? [s.acc, s.acc_norm, s.acc_pmi].map((v) => formatPercent(v)).join(' / ')
+              : formatPercent(s.letter);
+          return [
+            String(i + 1),
+            tableName(name),
+            formatPercent(r.acc),
+            formatPercent(r.acc_norm),
+            formatPercent(r.acc_pmi),
+            String(r.items.length),
+            String(r.skipped.length),
+            wins,
+          ];
         });
         process.stderr.write(`\nPatch MCQ (${flags.style}) on ${run.items.length} probe items (higher is better)\n\n`);
         const winsHeader = flags.style === 'likelihood' ? 'shortest wins (acc / norm / pmi)' : 'shortest wins';
-        process.stderr.write(`${formatTable(['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi', 'asked', `left out (<${MCQ_MIN_DISTRACTORS} distractors)`, winsHeader], rows, [0, 2, 3, 4, 5, 6])}\n`);
+        process.stderr.write(
+          `${formatTable(['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi', 'asked', `left out (<${MCQ_MIN_DISTRACTORS} distractors)`, winsHeader], rows, [0, 2, 3, 4, 5, 6])}\n`,
+        );
         // The option set is the same for every checkpoint: one line says how often an option is in the context.
         const { verbatim_in_context: v, shortest_is_gold: g } = results[0]!.diagnostics;
-        process.stderr.write(`\nthe gold is the strictly shortest option in ${formatPercent(g)} of asked items (what a pick by length alone scores)\n`);
-        process.stderr.write(`option text verbatim in the context: ${formatPercent(v.any)} of asked items (gold ${formatPercent(v.gold)}, a distractor ${formatPercent(v.distractor)})\n`);
+        process.stderr.write(
+          `\nthe gold is the strictly shortest option in ${formatPercent(g)} of asked items (what a pick by length alone scores)\n`,
+        );
+        process.stderr.write(
+          `option text verbatim in the context: ${formatPercent(v.any)} of asked items (gold ${formatPercent(v.gold)}, a distractor ${formatPercent(v.distractor)})\n`,
+        );
       }
       emitResults(run, { results, ranking, ...errors });
     });

@@ -14,46 +14,90 @@ import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
 import { integer, nonNegativeNumber, positiveInteger, probability } from './args.ts';
 
-interface PasskFlags extends ScoringFlags { tasks: string; steps: number; n: number; temperature: number; topP: number; maxTokens: number; seed: number; sandbox: SandboxKind; concurrency: number }
+interface PasskFlags extends ScoringFlags {
+  tasks: string;
+  steps: number;
+  n: number;
+  temperature: number;
+  topP: number;
+  maxTokens: number;
+  seed: number;
+  sandbox: SandboxKind;
+  concurrency: number;
+}
 
 const K_VALUES = [1, 2, 4, 8, 16, 32, 64];
 
 export function passkCommand(): Command {
-  return addScoringOptions(new Command('passk')
-    .description('Prefix-conditioned pass@K: sample actions at T*, apply them in a jailed sandbox, let the task\'s tests decide.')
-    .option('--tasks <dir|file>', 'task records of the probes\' tasks', join(REPO_ROOT, 'verifiers'))
-    .option('-n, --n <n>', 'samples per item', positiveInteger, 16)
-    .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, 0.7)
-    .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, 0.95)
-    .option('--max-tokens <n>', 'tokens per sampled action', positiveInteger, 1024)
-    .option('--seed <n>', 'sampling seed (a whole number)', integer, 0)
-    .option('--steps <s>', 'a short rollout of S actions (each output shown to the model) instead of one', positiveInteger, 1)
-    .addOption(new Option('--sandbox <kind>', 'where sampled actions run (always jailed)').choices([...SANDBOX_KINDS]).default('local'))
-    .option('--concurrency <n>', 'sandboxes per task', positiveInteger, 2))
+  return addScoringOptions(
+    new Command('passk')
+      .description("Prefix-conditioned pass@K: sample actions at T*, apply them in a jailed sandbox, let the task's tests decide.")
+      .option('--tasks <dir|file>', "task records of the probes' tasks", join(REPO_ROOT, 'verifiers'))
+      .option('-n, --n <n>', 'samples per item', positiveInteger, 16)
+      .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, 0.7)
+      .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, 0.95)
+      .option('--max-tokens <n>', 'tokens per sampled action', positiveInteger, 1024)
+      .option('--seed <n>', 'sampling seed (a whole number)', integer, 0)
+      .option('--steps <s>', 'a short rollout of S actions (each output shown to the model) instead of one', positiveInteger, 1)
+      .addOption(new Option('--sandbox <kind>', 'where sampled actions run (always jailed)').choices([...SANDBOX_KINDS]).default('local'))
+      .option('--concurrency <n>', 'sandboxes per task', positiveInteger, 2),
+  )
     .addHelpText('after', '\nExample:\n  probe passk --ckpt checkpoints/attn-agent --probes probes/demo.jsonl -n 16 --json')
     .action(async (flags: PasskFlags) => {
       const tasks = new Map((await loadTasks(flags.tasks)).map((t) => [t.instance_id, t]));
       const run = prepareScoringRun(flags, 'passk', {
-        config: { tasks: resolve(flags.tasks), n: flags.n, temperature: flags.temperature, top_p: flags.topP, max_tokens: flags.maxTokens, steps: flags.steps, sandbox: flags.sandbox },
+        config: {
+          tasks: resolve(flags.tasks),
+          n: flags.n,
+          temperature: flags.temperature,
+          top_p: flags.topP,
+          max_tokens: flags.maxTokens,
+          steps: flags.steps,
+          sandbox: flags.sandbox,
+        },
         seeds: { sampling: flags.seed },
         select: (all) => {
-          for (const item of all) if (!tasks.has(item.task)) throw new InputError({ file: flags.tasks, field: 'instance_id' }, `no task record for probe ${item.id} (task ${item.task})`);
+          for (const item of all)
+            if (!tasks.has(item.task))
+              throw new InputError({ file: flags.tasks, field: 'instance_id' }, `no task record for probe ${item.id} (task ${item.task})`);
           return all;
         },
       });
       const pools = new TaskPools((t) => openSandbox(flags.sandbox, t), flags.concurrency);
       const leaseFor = pools.leaseFor;
       try {
-        const { results, failures } = await scoreCheckpoints<PasskResult, PasskItem>(run, 'passk', (ckpt, backend, hooks) => scorePassk(ckpt, backend, run.items, {
-          n: flags.n, ks: K_VALUES, steps: flags.steps, temperature: flags.temperature, topP: flags.topP, maxTokens: flags.maxTokens, seed: flags.seed,
-          taskOf: (item) => taskForItem(tasks.get(item.task)!, item), leaseFor, restore: restoreProbeState,
-        }, hooks));
+        const { results, failures } = await scoreCheckpoints<PasskResult, PasskItem>(run, 'passk', (ckpt, backend, hooks) =>
+          scorePassk(
+            ckpt,
+            backend,
+            run.items,
+            {
+              n: flags.n,
+              ks: K_VALUES,
+              steps: flags.steps,
+              temperature: flags.temperature,
+              topP: flags.topP,
+              maxTokens: flags.maxTokens,
+              seed: flags.seed,
+              taskOf: (item) => taskForItem(tasks.get(item.task)!, item),
+              leaseFor,
+              restore: restoreProbeState,
+            },
+            hooks,
+          ),
+        );
         const errors = reportFailures(failures);
         if (!run.quiet) {
           const ks = K_VALUES.filter((k) => k <= flags.n);
-          const rows = results.map((r) => [tableName(r.checkpoint), ...ks.map((k) => `${(100 * r.pass_at[String(k)]!).toFixed(1)}%`), `${(100 * r.parse_failure_rate).toFixed(1)}%`]);
+          const rows = results.map((r) => [
+            tableName(r.checkpoint),
+            ...ks.map((k) => `${(100 * r.pass_at[String(k)]!).toFixed(1)}%`),
+            `${(100 * r.parse_failure_rate).toFixed(1)}%`,
+          ]);
           process.stderr.write(`\nPrefix-conditioned pass@k on ${run.items.length} probe items, n = ${flags.n}\n\n`);
-          process.stderr.write(`${formatTable(['checkpoint', ...ks.map((k) => `pass@${k}`), 'unparsable'], rows, ks.map((_, i) => i + 1).concat(ks.length + 1))}\n`);
+          process.stderr.write(
+            `${formatTable(['checkpoint', ...ks.map((k) => `pass@${k}`), 'unparsable'], rows, ks.map((_, i) => i + 1).concat(ks.length + 1))}\n`,
+          );
         }
         emitResults(run, { results, ...errors });
       } finally {

@@ -11,11 +11,20 @@ import { nonNegativeInteger } from './args.ts';
 import { readScores } from './correlate.ts';
 import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
 
-interface ReportFlags { html?: string; downstream?: string; title?: string; maxTranscripts: number; json?: boolean; includeControls?: boolean }
+interface ReportFlags {
+  html?: string;
+  downstream?: string;
+  title?: string;
+  maxTranscripts: number;
+  json?: boolean;
+  includeControls?: boolean;
+}
 
 export function reportCommand(): Command {
   return new Command('report')
-    .description('Rank checkpoints from run directories (any verb\'s --out) and write a self-contained HTML report: tables, charts, per-item drill-down, ASAP transcripts.')
+    .description(
+      "Rank checkpoints from run directories (any verb's --out) and write a self-contained HTML report: tables, charts, per-item drill-down, ASAP transcripts.",
+    )
     .argument('<runs...>', 'run directories')
     .option('--html <file>', 'write the HTML report here')
     .option('--downstream <file.csv>', 'downstream scores (checkpoint,score rows) for the correlation scatter')
@@ -31,7 +40,15 @@ export function reportCommand(): Command {
       let html: string | null = null;
       if (flags.html) {
         html = resolve(flags.html);
-        writeFileAtomic(html, renderReport(data, { title: flags.title, maxTranscripts: flags.maxTranscripts, includeControls: Boolean(flags.includeControls), ...(downstream ? { downstream } : {}) }));
+        writeFileAtomic(
+          html,
+          renderReport(data, {
+            title: flags.title,
+            maxTranscripts: flags.maxTranscripts,
+            includeControls: Boolean(flags.includeControls),
+            ...(downstream ? { downstream } : {}),
+          }),
+        );
       }
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(summary(data, html), null, 2)}\n`);
@@ -58,10 +75,44 @@ function summary(data: ReportData, html: string | null) {
 function printRankings(data: ReportData): void {
   const fixed = (v: number | null | undefined, digits: number) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(digits) : '-');
   const name = (c: string) => (data.controls.has(c) ? `${c} ${CONTROL_LABEL}` : c);
-  const out = (title: string, headers: string[], rows: string[][]) => process.stderr.write(`\n${title}\n\n${formatTable(headers, rows, headers.map((_, i) => i).slice(2))}\n`);
-  if (data.bpb.length) out('Decisive-Action BPB (lower is better)', ['rank', 'checkpoint', 'bpb'], [...data.bpb].sort((a, b) => a.bpb - b.bpb).map((r, i) => [String(i + 1), name(r.checkpoint), fixed(r.bpb, 4)]));
-  if (data.mcq.length) out('Patch MCQ', ['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi'], [...data.mcq].sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a)).map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.acc), formatPercent(r.acc_norm), formatPercent(r.acc_pmi)]));
-  if (data.passk.length) out('Prefix-conditioned pass@k', ['rank', 'checkpoint', 'pass@1', 'pass@n'], [...data.passk].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.pass_at['1']), formatPercent(r.pass_at[String(r.n)])]));
-  if (data.asap.length) out('ASAP', ['rank', 'checkpoint', 'pass@1', '∩@n', 'parsable', 'edits'], [...data.asap].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.pass_at['1']), formatPercent(r.intersection), formatPercent(r.behaviour.parsable_turns), formatPercent(r.behaviour.autonomous_edits)]));
+  const out = (title: string, headers: string[], rows: string[][]) =>
+    process.stderr.write(`\n${title}\n\n${formatTable(headers, rows, headers.map((_, i) => i).slice(2))}\n`);
+  if (data.bpb.length)
+    out(
+      'Decisive-Action BPB (lower is better)',
+      ['rank', 'checkpoint', 'bpb'],
+      [...data.bpb].sort((a, b) => a.bpb - b.bpb).map((r, i) => [String(i + 1), name(r.checkpoint), fixed(r.bpb, 4)]),
+    );
+  if (data.mcq.length)
+    out(
+      'Patch MCQ',
+      ['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi'],
+      [...data.mcq]
+        .sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a))
+        .map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.acc), formatPercent(r.acc_norm), formatPercent(r.acc_pmi)]),
+    );
+  if (data.passk.length)
+    out(
+      'Prefix-conditioned pass@k',
+      ['rank', 'checkpoint', 'pass@1', 'pass@n'],
+      [...data.passk]
+        .sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0))
+        .map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.pass_at['1']), formatPercent(r.pass_at[String(r.n)])]),
+    );
+  if (data.asap.length)
+    out(
+      'ASAP',
+      ['rank', 'checkpoint', 'pass@1', '∩@n', 'parsable', 'edits'],
+      [...data.asap]
+        .sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0))
+        .map((r, i) => [
+          String(i + 1),
+          name(r.checkpoint),
+          formatPercent(r.pass_at['1']),
+          formatPercent(r.intersection),
+          formatPercent(r.behaviour.parsable_turns),
+          formatPercent(r.behaviour.autonomous_edits),
+        ]),
+    );
   if (data.ladder) process.stderr.write(`\nShortlist: ${data.ladder.shortlist.join(', ') || 'none'}\n`);
 }

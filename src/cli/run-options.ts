@@ -7,9 +7,16 @@ import type { Command } from 'commander';
 import { defaultCacheDir, ResultCache } from '../backends/cache.ts';
 import { InputError } from '../errors.ts';
 
-export interface RunFlags { out?: string; resume?: boolean; cache?: string | boolean }
+export interface RunFlags {
+  out?: string;
+  resume?: boolean;
+  cache?: string | boolean;
+}
 
-export function addRunOptions(command: Command, outHelp = 'run directory: run.json, <probe>/samples.jsonl as items finish, results.json'): Command {
+export function addRunOptions(
+  command: Command,
+  outHelp = 'run directory: run.json, <probe>/samples.jsonl as items finish, results.json',
+): Command {
   return command
     .option('--out <dir>', outHelp)
     .option('--resume', 'continue the interrupted run in --out, skipping finished work (same settings and checkpoints required)')

@@ -7,7 +7,8 @@ import { isUsableWorkdir } from '../replay/workdir.ts';
 
 /** A directory inside the sandbox where a repository may go: absolute, not `/` nor a system directory. */
 function absoluteDir(value: string): string {
-  if (!isUsableWorkdir(value)) throw new InvalidArgumentError('expected an absolute directory outside /, /tmp, /usr and the other system directories');
+  if (!isUsableWorkdir(value))
+    throw new InvalidArgumentError('expected an absolute directory outside /, /tmp, /usr and the other system directories');
   return value.replace(/\/+$/, '');
 }
 
@@ -16,10 +17,19 @@ export function addSandboxOptions(command: Command): Command {
     .addOption(new Option('--sandbox <kind>', 'where commands run').choices([...SANDBOX_KINDS]).default('local'))
     .option('--concurrency <n>', 'sandboxes verifying states at once', positiveInteger, 4)
     .option('--repeats <n>', 'times the final state is verified (a varying verdict marks the task flaky)', positiveInteger, 3)
-    .option('--workdir <dir>', "where the repository is placed for a replay (default: where the trajectory ran, else the task's workdir)", absoluteDir);
+    .option(
+      '--workdir <dir>',
+      "where the repository is placed for a replay (default: where the trajectory ran, else the task's workdir)",
+      absoluteDir,
+    );
 }
 
-export interface SandboxFlags { sandbox: SandboxKind; concurrency: number; repeats: number; workdir?: string }
+export interface SandboxFlags {
+  sandbox: SandboxKind;
+  concurrency: number;
+  repeats: number;
+  workdir?: string;
+}
 
 export function replayOptions(flags: SandboxFlags): ReplayOptions {
   return {

@@ -21,14 +21,29 @@ import { addDtypeOption, dtypeConfig, type DtypeFlags } from './dtype-option.ts'
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
 
-export interface ScoringFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags { ckpt?: string[]; probes?: string; json?: boolean; limit?: number }
+export interface ScoringFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags {
+  ckpt?: string[];
+  probes?: string;
+  json?: boolean;
+  limit?: number;
+}
 
 export function addScoringOptions(command: Command): Command {
-  return addRunOptions(addBosOption(addHttpOptions(addDtypeOption(command
-    .option('--ckpt <dir|url...>', 'checkpoint directories (transformers.js layout) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder')))
-    .option('--probes <file|dir>', 'probe items (.jsonl file or a directory of them); default: the shipped demo probes')
-    .option('--limit <n>', 'use only the first N probe items', positiveInteger)
-    .option('--json', 'print one JSON document on stdout')));
+  return addRunOptions(
+    addBosOption(
+      addHttpOptions(
+        addDtypeOption(
+          command.option(
+            '--ckpt <dir|url...>',
+            'checkpoint directories (transformers.js layout) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder',
+          ),
+        ),
+      )
+        .option('--probes <file|dir>', 'probe items (.jsonl file or a directory of them); default: the shipped demo probes')
+        .option('--limit <n>', 'use only the first N probe items', positiveInteger)
+        .option('--json', 'print one JSON document on stdout'),
+    ),
+  );
 }
 
 /** The checkpoints named by `--ckpt`, or the embedded ladder; each checked before any work. */
@@ -42,7 +57,11 @@ export function resolveCheckpoints(ckpt: string[] | undefined, http: HttpBackend
  * Checks every input before any work (so a typo never costs a finished result) and opens
  * the run directory: a new one, or with --resume the same run continued.
  */
-export function prepareScoringRun(flags: ScoringFlags, verb: string, settings: { config: Record<string, unknown>; seeds?: Record<string, number>; select?: (items: ProbeItem[]) => ProbeItem[] }): ScoringRun {
+export function prepareScoringRun(
+  flags: ScoringFlags,
+  verb: string,
+  settings: { config: Record<string, unknown>; seeds?: Record<string, number>; select?: (items: ProbeItem[]) => ProbeItem[] },
+): ScoringRun {
   checkResume(flags);
   const source = flags.probes ?? EMBEDDED_PROBES;
   let items = loadProbeItems(source);
@@ -51,10 +70,29 @@ export function prepareScoringRun(flags: ScoringFlags, verb: string, settings: {
   const http = httpOptions(flags, flags.ckpt);
   const checkpoints = resolveCheckpoints(flags.ckpt, http, flags.dtype);
   const dir = flags.out
-    ? RunDir.open(flags.out, { verb, config: { ...settings.config, ...servedAs(http), ...bosConfig(flags.bos), ...dtypeConfig(flags) }, checkpoints: checkpointRecords(checkpoints), probe_set: probeSetRecord(source, items), seeds: settings.seeds ?? {} }, { resume: Boolean(flags.resume) })
+    ? RunDir.open(
+        flags.out,
+        {
+          verb,
+          config: { ...settings.config, ...servedAs(http), ...bosConfig(flags.bos), ...dtypeConfig(flags) },
+          checkpoints: checkpointRecords(checkpoints),
+          probe_set: probeSetRecord(source, items),
+          seeds: settings.seeds ?? {},
+        },
+        { resume: Boolean(flags.resume) },
+      )
     : undefined;
   if (dir?.status === 'resumed' && !flags.json) process.stderr.write(`Resuming the run in ${dir.dir}\n`);
-  return { items, checkpoints, http, dtype: flags.dtype, cache: resultCache(flags), dir, quiet: Boolean(flags.json), ...(flags.bos ? { bos: flags.bos } : {}) };
+  return {
+    items,
+    checkpoints,
+    http,
+    dtype: flags.dtype,
+    cache: resultCache(flags),
+    dir,
+    quiet: Boolean(flags.json),
+    ...(flags.bos ? { bos: flags.bos } : {}),
+  };
 }
 
 /** The run directory of a verb run without --out: runs/<verb>-<UTC time>. */
@@ -68,7 +106,13 @@ export function reportFailures(failures: Failure[]): Record<string, unknown> {
   for (const f of failures) process.stderr.write(`probe: ${f.message}\n`);
   // 2 when any checkpoint was bad input or environment (a mismatched tokenizer), else 1.
   process.exitCode = Math.max(...failures.map((f) => f.exitCode));
-  return { errors: failures.map((f) => (f instanceof InputError ? { file: f.location.file, field: f.location.field ?? null, message: f.message } : { file: null, field: null, message: f.message })) };
+  return {
+    errors: failures.map((f) =>
+      f instanceof InputError
+        ? { file: f.location.file, field: f.location.field ?? null, message: f.message }
+        : { file: null, field: null, message: f.message },
+    ),
+  };
 }
 
 /** Prints the verb's JSON document (with --json) and keeps it as the run's results.json (with --out). */
@@ -79,4 +123,5 @@ export function emitResults(run: Pick<ScoringRun, 'dir' | 'quiet'>, document: Re
 }
 
 /** `--include-controls`, as screen and demo say it. */
-export const INCLUDE_CONTROLS_HELP = 'treat controls (config.json probe_ladder.control: checkpoints that have seen the probes) as candidates: shortlisted and recommended like any other';
+export const INCLUDE_CONTROLS_HELP =
+  'treat controls (config.json probe_ladder.control: checkpoints that have seen the probes) as candidates: shortlisted and recommended like any other';

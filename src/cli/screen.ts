@@ -8,33 +8,72 @@ import { REPO_ROOT } from '../embedded.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
-import { addScoringOptions, emitResults, INCLUDE_CONTROLS_HELP, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
+import {
+  addScoringOptions,
+  emitResults,
+  INCLUDE_CONTROLS_HELP,
+  prepareScoringRun,
+  reportFailures,
+  type ScoringFlags,
+} from './scoring-options.ts';
 import { ASAP_MAX_TOKENS, PASSK_MAX_TOKENS, ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
 import { printLadder } from '../report/ladder-table.ts';
 
-interface ScreenFlags extends ScoringFlags { shortlist: number; passkTop?: number; n: number; tasks: string; seed: number; asapRuns: number; asapMaxSteps: number; passkMaxTokens: number; asapMaxTokens: number; asapOut?: string; reference: string; concurrency: number; includeControls?: boolean }
+interface ScreenFlags extends ScoringFlags {
+  shortlist: number;
+  passkTop?: number;
+  n: number;
+  tasks: string;
+  seed: number;
+  asapRuns: number;
+  asapMaxSteps: number;
+  passkMaxTokens: number;
+  asapMaxTokens: number;
+  asapOut?: string;
+  reference: string;
+  concurrency: number;
+  includeControls?: boolean;
+}
 
 export function screenCommand(): Command {
-  return addScoringOptions(new Command('screen')
-    .description('Run the ladder: BPB and MCQ for all, pass@K for the best, a shortlist for post-training, ASAP episodes for the shortlist.')
-    .option('--shortlist <n>', 'checkpoints to recommend', positiveInteger, 2)
-    .option('--passk-top <n>', 'checkpoints that get pass@K (default: twice the shortlist)', positiveInteger)
-    .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
-    .option('--seed <n>', 'sampling seed (a whole number)', integer, 0)
-    .option('--tasks <dir|file>', 'task records of the probes\' tasks (and of the ASAP episodes)', join(REPO_ROOT, 'verifiers'))
-    .option('--asap-runs <n>', 'ASAP episodes per instance for each shortlisted checkpoint (0: none)', nonNegativeInteger, 2)
-    .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
-    .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, PASSK_MAX_TOKENS)
-    .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, ASAP_MAX_TOKENS)
-    .option('--reference <dir>', 'reference trajectories for the ASAP prefixes', join(REPO_ROOT, 'trajectories'))
-    .option('--asap-out <dir>', 'ASAP run directory without --out (a rerun resumes it); default: runs/asap-<settings hash>, or <out>/asap')
-    .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
-    .option('--include-controls', INCLUDE_CONTROLS_HELP))
+  return addScoringOptions(
+    new Command('screen')
+      .description(
+        'Run the ladder: BPB and MCQ for all, pass@K for the best, a shortlist for post-training, ASAP episodes for the shortlist.',
+      )
+      .option('--shortlist <n>', 'checkpoints to recommend', positiveInteger, 2)
+      .option('--passk-top <n>', 'checkpoints that get pass@K (default: twice the shortlist)', positiveInteger)
+      .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
+      .option('--seed <n>', 'sampling seed (a whole number)', integer, 0)
+      .option('--tasks <dir|file>', "task records of the probes' tasks (and of the ASAP episodes)", join(REPO_ROOT, 'verifiers'))
+      .option('--asap-runs <n>', 'ASAP episodes per instance for each shortlisted checkpoint (0: none)', nonNegativeInteger, 2)
+      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
+      .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, PASSK_MAX_TOKENS)
+      .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, ASAP_MAX_TOKENS)
+      .option('--reference <dir>', 'reference trajectories for the ASAP prefixes', join(REPO_ROOT, 'trajectories'))
+      .option(
+        '--asap-out <dir>',
+        'ASAP run directory without --out (a rerun resumes it); default: runs/asap-<settings hash>, or <out>/asap',
+      )
+      .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
+      .option('--include-controls', INCLUDE_CONTROLS_HELP),
+  )
     .addHelpText('after', '\nExample:\n  probe screen --probes probes/demo.jsonl --shortlist 2 --out runs/screen-demo')
     .action(async (flags: ScreenFlags) => {
       const settings: LadderSettings = {
-        shortlist: flags.shortlist, passkTop: flags.passkTop, n: flags.n, seed: flags.seed, tasks: await loadTasks(flags.tasks), tasksPath: flags.tasks,
-        reference: flags.reference, asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, passkMaxTokens: flags.passkMaxTokens, asapMaxTokens: flags.asapMaxTokens, asapOut: flags.asapOut, concurrency: flags.concurrency,
+        shortlist: flags.shortlist,
+        passkTop: flags.passkTop,
+        n: flags.n,
+        seed: flags.seed,
+        tasks: await loadTasks(flags.tasks),
+        tasksPath: flags.tasks,
+        reference: flags.reference,
+        asapRuns: flags.asapRuns,
+        asapMaxSteps: flags.asapMaxSteps,
+        passkMaxTokens: flags.passkMaxTokens,
+        asapMaxTokens: flags.asapMaxTokens,
+        asapOut: flags.asapOut,
+        concurrency: flags.concurrency,
         includeControls: flags.includeControls,
       };
       const run = prepareScoringRun(flags, 'screen', { config: ladderConfig(settings), seeds: { sampling: flags.seed } });

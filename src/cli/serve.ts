@@ -9,22 +9,40 @@ import { nonNegativeInteger, positiveInteger, tcpPort } from './args.ts';
 import { addDtypeOption, type DtypeFlags } from './dtype-option.ts';
 import { onShutdown } from '../util/shutdown.ts';
 
-interface ServeFlags extends DtypeFlags { ckpt: string; port: number; host: string; model?: string; maxBatch: number; batchWindow: number }
+interface ServeFlags extends DtypeFlags {
+  ckpt: string;
+  port: number;
+  host: string;
+  model?: string;
+  maxBatch: number;
+  batchWindow: number;
+}
 
 export function serveCommand(): Command {
-  return addDtypeOption(new Command('serve')
-    .description('Serve an ONNX checkpoint as an OpenAI-compatible server (/v1/completions with echo + logprobs and sampling, /v1/models, /tokenize), so many probe processes share one loaded model.')
-    .requiredOption('--ckpt <dir>', 'checkpoint directory (transformers.js layout)')
-    .option('--port <port>', 'TCP port, 0 to 65535 (0: any free port, printed)', tcpPort, 8000)
-    .option('--host <host>', 'interface to listen on', '127.0.0.1')
-    .option('--model <name>', 'model name to report (default: the directory name)')
-    .option('--max-batch <n>', 'scoring requests run together in one batched forward pass, at most', positiveInteger, 16)
-    .option('--batch-window <ms>', 'how long the model waits for more requests before a turn (≥ 0)', nonNegativeInteger, 2))
-    .addHelpText('after', '\nExample:\n  probe serve --ckpt checkpoints/attn-agent --port 8000 &\n  probe bpb --ckpt http://127.0.0.1:8000/v1 --tokenizer checkpoints/attn-agent')
+  return addDtypeOption(
+    new Command('serve')
+      .description(
+        'Serve an ONNX checkpoint as an OpenAI-compatible server (/v1/completions with echo + logprobs and sampling, /v1/models, /tokenize), so many probe processes share one loaded model.',
+      )
+      .requiredOption('--ckpt <dir>', 'checkpoint directory (transformers.js layout)')
+      .option('--port <port>', 'TCP port, 0 to 65535 (0: any free port, printed)', tcpPort, 8000)
+      .option('--host <host>', 'interface to listen on', '127.0.0.1')
+      .option('--model <name>', 'model name to report (default: the directory name)')
+      .option('--max-batch <n>', 'scoring requests run together in one batched forward pass, at most', positiveInteger, 16)
+      .option('--batch-window <ms>', 'how long the model waits for more requests before a turn (≥ 0)', nonNegativeInteger, 2),
+  )
+    .addHelpText(
+      'after',
+      '\nExample:\n  probe serve --ckpt checkpoints/attn-agent --port 8000 &\n  probe bpb --ckpt http://127.0.0.1:8000/v1 --tokenizer checkpoints/attn-agent',
+    )
     .action(async (flags: ServeFlags) => {
       checkCheckpoint(flags.ckpt, {}, flags.dtype);
       const backend = await OnnxBackend.open(flags.ckpt, flags.dtype ? { dtype: flags.dtype } : {});
-      const server = createOpenAiServer(backend, { model: flags.model ?? basename(backend.dir), maxBatch: flags.maxBatch, batchWindowMs: flags.batchWindow });
+      const server = createOpenAiServer(backend, {
+        model: flags.model ?? basename(backend.dir),
+        maxBatch: flags.maxBatch,
+        batchWindowMs: flags.batchWindow,
+      });
       try {
         await new Promise<void>((resolve, reject) => {
           server.once('error', reject);
@@ -51,8 +69,13 @@ export function serveCommand(): Command {
 /** Why the server could not listen, naming the address: a port in use, one this user may not bind, a host that is not ours. */
 function listenError(error: unknown, flags: ServeFlags): EnvironmentError {
   const code = systemErrorCode(error);
-  const hint = code === 'EADDRINUSE' ? '; choose another --port (0 picks a free one)'
-    : code === 'EACCES' ? '; ports below 1024 need root'
-    : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND' ? '; --host must be an address of this machine' : '';
+  const hint =
+    code === 'EADDRINUSE'
+      ? '; choose another --port (0 picks a free one)'
+      : code === 'EACCES'
+        ? '; ports below 1024 need root'
+        : code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND'
+          ? '; --host must be an address of this machine'
+          : '';
   return new EnvironmentError(`--host ${flags.host} --port ${flags.port}: cannot listen: ${systemReason(error)}${hint}`, { cause: error });
 }

@@ -16,56 +16,118 @@ import { printStudy } from '../validate/table.ts';
 import { runStudy, studyConfig, type StudySettings } from '../validate/run.ts';
 import { studyProbeSet } from '../validate/probe-set.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
-import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './scoring-options.ts';
+import {
+  addScoringOptions,
+  emitResults,
+  prepareScoringRun,
+  reportFailures,
+  timestampedRunDir,
+  type ScoringFlags,
+} from './scoring-options.ts';
 import { ASAP_MAX_TOKENS, PASSK_MAX_TOKENS } from '../pipeline/ladder.ts';
 import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
 import { checkResume } from './run-options.ts';
 
 interface ValidateFlags extends ScoringFlags {
-  trajectories?: string; context: ContextFormat[]; tasks: string; reference?: string; code: string; n: number; seed: number; passkMaxTokens: number;
-  asapRuns: number; asapMaxSteps: number; asapMaxTokens: number; asapInstances?: number; asapProfile: ToolProfile; concurrency: number; resamples: number; includeControls?: boolean;
+  trajectories?: string;
+  context: ContextFormat[];
+  tasks: string;
+  reference?: string;
+  code: string;
+  n: number;
+  seed: number;
+  passkMaxTokens: number;
+  asapRuns: number;
+  asapMaxSteps: number;
+  asapMaxTokens: number;
+  asapInstances?: number;
+  asapProfile: ToolProfile;
+  concurrency: number;
+  resamples: number;
+  includeControls?: boolean;
 }
 
 /** Plain code none of the embedded checkpoints was counted from: the demo tasks' repositories. */
 const EMBEDDED_CODE = join(REPO_ROOT, 'verifiers');
 
 export function validateCommand(): Command {
-  return addScoringOptions(new Command('validate')
-    .description('The validation study: every rung and ASAP on every checkpoint; each probe against ASAP pass@k and behaviour (Spearman, Kendall, bootstrap intervals), rankings and costs.')
-    .option('--trajectories <dir|file>', 'build the probe set from these trajectories into the run directory (instead of --probes)')
-    .addOption(new Option('--context <formats...>', 'with --trajectories: how probe contexts are rendered').choices([...CONTEXT_FORMATS]).default(['asap']))
-    .option('--tasks <dir|file>', 'task records of the probes\' tasks (and of the ASAP episodes)', join(REPO_ROOT, 'verifiers'))
-    .option('--reference <dir>', 'reference trajectories for the ASAP prefixes (default: --trajectories, else the demo trajectories)')
-    .option('--code <file|dir>', 'plain held-out code for general code BPB (source files under a directory)', EMBEDDED_CODE)
-    .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
-    .option('--seed <n>', 'sampling and bootstrap seed (a whole number)', integer, 0)
-    .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, PASSK_MAX_TOKENS)
-    .option('--asap-runs <n>', 'ASAP episodes per instance for every checkpoint (0: no ground truth)', nonNegativeInteger, 4)
-    .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
-    .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, ASAP_MAX_TOKENS)
-    .option('--asap-instances <n>', 'only the first N of the probes\' tasks get ASAP episodes', positiveInteger)
-    .addOption(new Option('--asap-profile <profile>', 'tools the ASAP episodes may use (editor adds str_replace_editor)').choices([...TOOL_PROFILES]).default('bash'))
-    .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
-    .option('--resamples <n>', 'bootstrap resamples', positiveInteger, 1000)
-    .option('--include-controls', 'correlate controls too (config.json probe_ladder.control: checkpoints that have seen the probes; by default shown, not correlated)'))
-    .addHelpText('after', '\nExamples:\n  probe validate --ckpt ckpts/* --trajectories heldout/trajectories --tasks heldout/tasks --code heldout/tasks --asap-runs 4 --out runs/validate\n  probe validate --out runs/validate --resume ...same flags   # continues where it stopped')
+  return addScoringOptions(
+    new Command('validate')
+      .description(
+        'The validation study: every rung and ASAP on every checkpoint; each probe against ASAP pass@k and behaviour (Spearman, Kendall, bootstrap intervals), rankings and costs.',
+      )
+      .option('--trajectories <dir|file>', 'build the probe set from these trajectories into the run directory (instead of --probes)')
+      .addOption(
+        new Option('--context <formats...>', 'with --trajectories: how probe contexts are rendered')
+          .choices([...CONTEXT_FORMATS])
+          .default(['asap']),
+      )
+      .option('--tasks <dir|file>', "task records of the probes' tasks (and of the ASAP episodes)", join(REPO_ROOT, 'verifiers'))
+      .option('--reference <dir>', 'reference trajectories for the ASAP prefixes (default: --trajectories, else the demo trajectories)')
+      .option('--code <file|dir>', 'plain held-out code for general code BPB (source files under a directory)', EMBEDDED_CODE)
+      .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
+      .option('--seed <n>', 'sampling and bootstrap seed (a whole number)', integer, 0)
+      .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, PASSK_MAX_TOKENS)
+      .option('--asap-runs <n>', 'ASAP episodes per instance for every checkpoint (0: no ground truth)', nonNegativeInteger, 4)
+      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
+      .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, ASAP_MAX_TOKENS)
+      .option('--asap-instances <n>', "only the first N of the probes' tasks get ASAP episodes", positiveInteger)
+      .addOption(
+        new Option('--asap-profile <profile>', 'tools the ASAP episodes may use (editor adds str_replace_editor)')
+          .choices([...TOOL_PROFILES])
+          .default('bash'),
+      )
+      .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
+      .option('--resamples <n>', 'bootstrap resamples', positiveInteger, 1000)
+      .option(
+        '--include-controls',
+        'correlate controls too (config.json probe_ladder.control: checkpoints that have seen the probes; by default shown, not correlated)',
+      ),
+  )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  probe validate --ckpt ckpts/* --trajectories heldout/trajectories --tasks heldout/tasks --code heldout/tasks --asap-runs 4 --out runs/validate\n  probe validate --out runs/validate --resume ...same flags   # continues where it stopped',
+    )
     .action(async (flags: ValidateFlags) => {
       checkResume(flags);
-      if (flags.trajectories && flags.probes) throw new InputError({ file: '--probes' }, 'give --probes (a built probe set) or --trajectories (build one), not both');
+      if (flags.trajectories && flags.probes)
+        throw new InputError({ file: '--probes' }, 'give --probes (a built probe set) or --trajectories (build one), not both');
       const out = flags.out ?? timestampedRunDir('validate');
       const tasks = await loadTasks(flags.tasks);
       const settings: StudySettings = {
-        tasks, tasksPath: flags.tasks, reference: flags.reference ?? flags.trajectories ?? join(REPO_ROOT, 'trajectories'), code: flags.code,
-        n: flags.n, seed: flags.seed, passkMaxTokens: flags.passkMaxTokens, asapRuns: flags.asapRuns, asapMaxSteps: flags.asapMaxSteps, asapMaxTokens: flags.asapMaxTokens,
-        asapInstances: flags.asapInstances, asapProfile: flags.asapProfile, concurrency: flags.concurrency, resamples: flags.resamples, includeControls: flags.includeControls,
+        tasks,
+        tasksPath: flags.tasks,
+        reference: flags.reference ?? flags.trajectories ?? join(REPO_ROOT, 'trajectories'),
+        code: flags.code,
+        n: flags.n,
+        seed: flags.seed,
+        passkMaxTokens: flags.passkMaxTokens,
+        asapRuns: flags.asapRuns,
+        asapMaxSteps: flags.asapMaxSteps,
+        asapMaxTokens: flags.asapMaxTokens,
+        asapInstances: flags.asapInstances,
+        asapProfile: flags.asapProfile,
+        concurrency: flags.concurrency,
+        resamples: flags.resamples,
+        includeControls: flags.includeControls,
       };
       let probes = flags.probes;
       if (flags.trajectories) {
         ensureOutputDir(out, '--out');
         lockRunDir(out); // from the build on: one study writes this directory at a time
-        probes = await studyProbeSet(out, { trajectories: flags.trajectories, tasks, tasksPath: flags.tasks, contexts: flags.context, resume: Boolean(flags.resume), quiet: Boolean(flags.json) });
+        probes = await studyProbeSet(out, {
+          trajectories: flags.trajectories,
+          tasks,
+          tasksPath: flags.tasks,
+          contexts: flags.context,
+          resume: Boolean(flags.resume),
+          quiet: Boolean(flags.json),
+        });
       }
-      const run = prepareScoringRun({ ...flags, out, probes }, 'validate', { config: studyConfig(settings), seeds: { sampling: flags.seed, bootstrap: flags.seed } });
+      const run = prepareScoringRun({ ...flags, out, probes }, 'validate', {
+        config: studyConfig(settings),
+        seeds: { sampling: flags.seed, bootstrap: flags.seed },
+      });
       const study = await runStudy({ ...run, dir: run.dir! }, settings); // --out always set above
       const errors = reportFailures(study.failures);
       if (!run.quiet) printStudy(study, (text) => process.stderr.write(text));

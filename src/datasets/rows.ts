@@ -32,7 +32,10 @@ const ROW_LIST_KEYS = ['rows', 'data', 'instances'];
 
 function asRow(value: unknown, file: string, line?: number): Row {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new InputError({ file, line }, `expected a row object, got ${Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value}`);
+    throw new InputError(
+      { file, line },
+      `expected a row object, got ${Array.isArray(value) ? 'an array' : value === null ? 'null' : typeof value}`,
+    );
   }
   return value as Row;
 }
@@ -62,7 +65,7 @@ function* jsonRows(file: string): Generator<DatasetRow> {
     throw new InputError({ file }, `not valid JSON: ${describeCause(error)}`, { cause: error });
   }
   const key = Array.isArray(value) ? undefined : ROW_LIST_KEYS.find((k) => Array.isArray((value as Row | null)?.[k]));
-  const list = Array.isArray(value) ? value : key ? (value as Row)[key] as unknown[] : [value];
+  const list = Array.isArray(value) ? value : key ? ((value as Row)[key] as unknown[]) : [value];
   for (const [index, item] of list.entries()) yield { row: asRow(item, file), index };
 }
 
@@ -108,7 +111,10 @@ export function readRows(file: string, options: { columns?: string[] } = {}): As
   if (!existsSync(file) || statSync(file).isDirectory()) throw new InputError({ file }, 'no such dataset file');
   if (file.endsWith('.parquet')) return parquetRows(file, options.columns);
   if (file.endsWith('.jsonl')) return jsonlRows(file);
-  if (file.endsWith('.json')) return (async function* () { yield* jsonRows(file); })();
+  if (file.endsWith('.json'))
+    return (async function* () {
+      yield* jsonRows(file);
+    })();
   throw new InputError({ file }, `not a dataset file (expected ${DATASET_EXTENSIONS.join(', ')})`);
 }
 

@@ -70,28 +70,81 @@ export async function runAsapOverCheckpoints(checkpoints: string[], tasks: Loade
   const format = asapFormat(s.format);
   // What defines the episodes: a rerun must match it to resume (runs and checkpoints may grow).
   const protocol = {
-    tasks: resolve(s.tasksPath), reference: resolve(s.reference), instances: tasks.map((t) => t.instance_id), profile: s.profile, format: s.format,
-    prefix_steps: s.prefixSteps, max_steps: s.maxSteps, max_tokens: s.maxTokens,
-    temperature: s.temperature, top_p: s.topP, seed: s.seed, action_timeout_s: s.actionTimeoutS, sandbox: s.sandbox, ...servedAs(s.http ?? {}), ...bosConfig(s.bos),
+    tasks: resolve(s.tasksPath),
+    reference: resolve(s.reference),
+    instances: tasks.map((t) => t.instance_id),
+    profile: s.profile,
+    format: s.format,
+    prefix_steps: s.prefixSteps,
+    max_steps: s.maxSteps,
+    max_tokens: s.maxTokens,
+    temperature: s.temperature,
+    top_p: s.topP,
+    seed: s.seed,
+    action_timeout_s: s.actionTimeoutS,
+    sandbox: s.sandbox,
+    ...servedAs(s.http ?? {}),
+    ...bosConfig(s.bos),
     // Only where it is not fp32: runs of the default graph keep the settings hash (and default run directory) they had.
     ...(s.dtype && s.dtype !== DEFAULT_DTYPE ? { dtype: s.dtype } : {}),
   };
   const out = s.out ?? join('runs', `asap-${createHash('sha256').update(JSON.stringify(protocol)).digest('hex').slice(0, 12)}`);
-  const dir = s.resume === undefined ? undefined : RunDir.open(out, {
-    verb: 'asap', config: protocol, checkpoints: checkpointRecords(checkpoints),
-    probe_set: probeSetRecord(resolve(s.tasksPath), tasks.map((t) => t.instance_id)), seeds: { episodes: s.seed },
-  }, { resume: s.resume });
+  const dir =
+    s.resume === undefined
+      ? undefined
+      : RunDir.open(
+          out,
+          {
+            verb: 'asap',
+            config: protocol,
+            checkpoints: checkpointRecords(checkpoints),
+            probe_set: probeSetRecord(
+              resolve(s.tasksPath),
+              tasks.map((t) => t.instance_id),
+            ),
+            seeds: { episodes: s.seed },
+          },
+          { resume: s.resume },
+        );
   const store = new AsapStore(out);
   const pools = new TaskPools((t) => openSandbox(s.sandbox, t), s.concurrency);
   try {
     const claimed = store.claim(protocol);
-    const { instances, excluded } = await prepareInstances(tasks, s.reference, { steps: s.prefixSteps, profile: s.profile, format }, store, pools.leaseFor);
+    const { instances, excluded } = await prepareInstances(
+      tasks,
+      s.reference,
+      { steps: s.prefixSteps, profile: s.profile, format },
+      store,
+      pools.leaseFor,
+    );
     for (const e of excluded) process.stderr.write(`probe: excluded ${e.instance}: ${e.reason}\n`);
-    if (!s.quiet) process.stderr.write(`${claimed === 'resumed' ? 'Resuming' : 'Writing'} the ASAP run in ${out} (${instances.length} instances × ${s.runs} runs)\n`);
-    const { results, failures } = await forEachCheckpoint(checkpoints, { units: instances.length * s.runs, quiet: s.quiet, http: s.http, cache: s.cache, dtype: s.dtype, label: 'asap', bos: s.bos, dir }, (ckpt, backend, tick) => runAsap(ckpt, backend, instances, {
-      runs: s.runs, concurrency: s.concurrency, seed: s.seed, ks: ASAP_K_VALUES, store, leaseFor: pools.leaseFor, onEpisode: tick,
-      settings: { format, profile: s.profile, maxSteps: s.maxSteps, maxTokens: s.maxTokens, temperature: s.temperature, topP: s.topP, actionTimeoutMs: s.actionTimeoutS * 1000 },
-    }));
+    if (!s.quiet)
+      process.stderr.write(
+        `${claimed === 'resumed' ? 'Resuming' : 'Writing'} the ASAP run in ${out} (${instances.length} instances × ${s.runs} runs)\n`,
+      );
+    const { results, failures } = await forEachCheckpoint(
+      checkpoints,
+      { units: instances.length * s.runs, quiet: s.quiet, http: s.http, cache: s.cache, dtype: s.dtype, label: 'asap', bos: s.bos, dir },
+      (ckpt, backend, tick) =>
+        runAsap(ckpt, backend, instances, {
+          runs: s.runs,
+          concurrency: s.concurrency,
+          seed: s.seed,
+          ks: ASAP_K_VALUES,
+          store,
+          leaseFor: pools.leaseFor,
+          onEpisode: tick,
+          settings: {
+            format,
+            profile: s.profile,
+            maxSteps: s.maxSteps,
+            maxTokens: s.maxTokens,
+            temperature: s.temperature,
+            topP: s.topP,
+            actionTimeoutMs: s.actionTimeoutS * 1000,
+          },
+        }),
+    );
     const resultsFile = store.writeResults({ settings: protocol, runs: s.runs, excluded, results });
     return { out, resultsFile, instances: instances.length, excluded, results, failures };
   } finally {

@@ -49,7 +49,13 @@ export interface BuildSettings {
  */
 export type TrajectoryStatus = 'accepted' | 'rejected' | 'flaky' | 'bad-input';
 
-export interface TrajectoryOutcome { trajectory: string; task: string | null; status: TrajectoryStatus; decisiveStep: number | null; rejected: string | null }
+export interface TrajectoryOutcome {
+  trajectory: string;
+  task: string | null;
+  status: TrajectoryStatus;
+  decisiveStep: number | null;
+  rejected: string | null;
+}
 
 /** Outcomes counted by status (the counts add up to the number of trajectories). */
 export type BuildCounts = Record<TrajectoryStatus, number>;
@@ -67,7 +73,10 @@ export function describeCounts(c: BuildCounts): string {
 }
 
 /** What one trajectory gave: its probe items (one per context format) or why it was rejected. */
-export interface TrajectoryBuild { outcome: TrajectoryOutcome; items: ProbeItem[] }
+export interface TrajectoryBuild {
+  outcome: TrajectoryOutcome;
+  items: ProbeItem[];
+}
 
 export interface BuildOutcome {
   items: ProbeItem[];
@@ -84,8 +93,13 @@ export function isTrajectoryCorpus(path: string): boolean {
 }
 
 export function trajectoryFiles(dir: string): string[] {
-  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory()) throw new InputError({ file: dir }, 'not a directory of trajectories nor a corpus file of trajectory rows (.parquet, .jsonl, .json)');
-  const files = readdirSync(dir).filter((f) => !f.startsWith('.')).sort().map((f) => join(dir, f)).filter((f) => statSync(f).isFile());
+  if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory())
+    throw new InputError({ file: dir }, 'not a directory of trajectories nor a corpus file of trajectory rows (.parquet, .jsonl, .json)');
+  const files = readdirSync(dir)
+    .filter((f) => !f.startsWith('.'))
+    .sort()
+    .map((f) => join(dir, f))
+    .filter((f) => statSync(f).isFile());
   if (files.length === 0) throw new InputError({ file: dir }, 'holds no trajectory files');
   return files;
 }
@@ -107,10 +121,22 @@ async function buildOne(trajectory: Trajectory, name: string, given: LoadedTask,
     const items: ProbeItem[] = [];
     for (const format of s.contexts) {
       const item = probeItemFrom(trajectory, task, replay, format, root, s.restore);
-      if (item) items.push(s.distractors ? await withDistractors(item, trajectory, task, replay, format, pool.lease, cache, repoFiles, s.sampler) : item);
+      if (item)
+        items.push(
+          s.distractors ? await withDistractors(item, trajectory, task, replay, format, pool.lease, cache, repoFiles, s.sampler) : item,
+        );
     }
     const status: TrajectoryStatus = !replay.rejected ? 'accepted' : replay.final?.flaky ? 'flaky' : 'rejected';
-    return { outcome: { trajectory: name, task: task.instance_id, status, decisiveStep: replay.decisiveStep?.index ?? null, rejected: replay.rejected }, items };
+    return {
+      outcome: {
+        trajectory: name,
+        task: task.instance_id,
+        status,
+        decisiveStep: replay.decisiveStep?.index ?? null,
+        rejected: replay.rejected,
+      },
+      items,
+    };
   } finally {
     await pool.close();
   }
@@ -125,7 +151,11 @@ export function writeProbeItems(file: string, items: readonly ProbeItem[]): void
  * The probe set's quality report (report/probe-quality.ts), written beside it as
  * `<out>.quality.json`: what `probe inspect <out> --json` prints, kept with the set it describes.
  */
-export function writeQualityReport(out: string, items: readonly ProbeItem[], trajectories: string): { file: string; report: ProbeQualityReport } {
+export function writeQualityReport(
+  out: string,
+  items: readonly ProbeItem[],
+  trajectories: string,
+): { file: string; report: ProbeQualityReport } {
   // Items name their trajectory relative to the directory above the trajectories, as buildProbeSet writes them.
   const report = probeQuality(items, { trajectoryLengths: trajectoryLengths(items, [resolve(trajectories, '..')]) });
   const file = `${out}.quality.json`;
@@ -138,7 +168,7 @@ function hashFile(hash: ReturnType<typeof createHash>, file: string): void {
   const fd = openSync(file, 'r');
   try {
     const chunk = Buffer.alloc(1 << 20);
-    for (let n; (n = readSync(fd, chunk)) > 0;) hash.update(chunk.subarray(0, n));
+    for (let n; (n = readSync(fd, chunk)) > 0; ) hash.update(chunk.subarray(0, n));
   } finally {
     closeSync(fd);
   }
@@ -184,7 +214,7 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
           continue;
         }
         progress.label(`replaying ${row.name}`);
-        const built = known ?? await buildOne(row.trajectory(), row.name, task, s, root);
+        const built = known ?? (await buildOne(row.trajectory(), row.name, task, s, root));
         if (!known) s.memo?.put(row.key, built);
         outcome.items.push(...built.items);
         outcome.trajectories.push(built.outcome);
@@ -192,7 +222,13 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
         if (!(error instanceof InputError)) throw error;
         // A malformed row is a rejection naming its index and field; the other rows are still built.
         outcome.inputErrors++;
-        outcome.trajectories.push({ trajectory: row.name, task: row.instanceId, status: 'bad-input', decisiveStep: null, rejected: describeCause(error) });
+        outcome.trajectories.push({
+          trajectory: row.name,
+          task: row.instanceId,
+          status: 'bad-input',
+          decisiveStep: null,
+          rejected: describeCause(error),
+        });
       }
       progress.tick(undefined, known !== undefined);
     }
@@ -215,7 +251,7 @@ export async function buildProbeSet(s: BuildSettings): Promise<BuildOutcome> {
       progress.label(`replaying ${file}`);
       const known = s.memo?.get(basename(file));
       try {
-        const built = known ?? await buildTrajectory(file, s, root);
+        const built = known ?? (await buildTrajectory(file, s, root));
         // A replay's verdict is kept (a rejection included); a file that could not be read is not, so a fixed file is built next time.
         if (!known) s.memo?.put(basename(file), built);
         outcome.items.push(...built.items);
@@ -224,7 +260,13 @@ export async function buildProbeSet(s: BuildSettings): Promise<BuildOutcome> {
         if (!(error instanceof InputError)) throw error;
         // A bad file is recorded as a rejection; the other trajectories are still built.
         outcome.inputErrors++;
-        outcome.trajectories.push({ trajectory: file, task: taskForTrajectory(file, s.tasks)?.instance_id ?? null, status: 'bad-input', decisiveStep: null, rejected: describeCause(error) });
+        outcome.trajectories.push({
+          trajectory: file,
+          task: taskForTrajectory(file, s.tasks)?.instance_id ?? null,
+          status: 'bad-input',
+          decisiveStep: null,
+          rejected: describeCause(error),
+        });
       }
       progress.tick(undefined, known !== undefined);
     }

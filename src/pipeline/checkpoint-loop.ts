@@ -50,8 +50,22 @@ export function itemHooks<T>(dir: RunDir | undefined, probe: string, checkpoint:
   let reused = false;
   return {
     // A finished item read back from the log is progress, but not work for the ETA.
-    ...(memo ? { memo: { get: (id: string) => { const v = memo.get(id); reused = v !== undefined; return v; }, put: (id: string, v: T) => memo.put(id, v) } } : {}),
-    onItem: () => { tick(reused); reused = false; },
+    ...(memo
+      ? {
+          memo: {
+            get: (id: string) => {
+              const v = memo.get(id);
+              reused = v !== undefined;
+              return v;
+            },
+            put: (id: string, v: T) => memo.put(id, v),
+          },
+        }
+      : {}),
+    onItem: () => {
+      tick(reused);
+      reused = false;
+    },
   };
 }
 
@@ -72,17 +86,27 @@ export interface CheckpointLoopOptions {
 
 /** Runs `run` with each checkpoint's backend in turn, one open at a time, under one progress display. */
 export async function forEachCheckpoint<R>(
-  checkpoints: string[], options: CheckpointLoopOptions,
+  checkpoints: string[],
+  options: CheckpointLoopOptions,
   run: (checkpoint: string, backend: CompletionBackend, tick: (reused?: boolean) => void) => Promise<R>,
 ): Promise<{ results: R[]; failures: Failure[] }> {
-  const progress = createProgress({ total: checkpoints.length * options.units, perCheckpoint: checkpoints.map((name) => ({ name, units: options.units })), enabled: !options.quiet });
+  const progress = createProgress({
+    total: checkpoints.length * options.units,
+    perCheckpoint: checkpoints.map((name) => ({ name, units: options.units })),
+    enabled: !options.quiet,
+  });
   const results: R[] = [];
   const failures: Failure[] = [];
   try {
     for (const ckpt of checkpoints) {
       progress.label(`${options.label ? `${options.label}: ` : ''}${ckpt}`);
       try {
-        const backend = await openBackend(ckpt, { http: options.http ?? {}, ...(options.cache ? { cache: options.cache } : {}), ...(options.bos ? { bos: options.bos } : {}), ...(options.dtype ? { dtype: options.dtype } : {}) });
+        const backend = await openBackend(ckpt, {
+          http: options.http ?? {},
+          ...(options.cache ? { cache: options.cache } : {}),
+          ...(options.bos ? { bos: options.bos } : {}),
+          ...(options.dtype ? { dtype: options.dtype } : {}),
+        });
         try {
           const bos = options.dir ? await backend.bos?.() : undefined;
           if (bos) options.dir!.recordBos(ckpt, bos);
@@ -105,9 +129,22 @@ export async function forEachCheckpoint<R>(
 
 /** One probe over every checkpoint of a prepared run. */
 export function scoreCheckpoints<R, T>(
-  run: ScoringRun, probe: string,
+  run: ScoringRun,
+  probe: string,
   score: (checkpoint: string, backend: CompletionBackend, hooks: ItemHooks<T>) => Promise<R>,
 ): Promise<{ results: R[]; failures: Failure[] }> {
-  return forEachCheckpoint(run.checkpoints, { units: run.items.length, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, label: probe, bos: run.bos, dir: run.dir },
-    (ckpt, backend, tick) => score(ckpt, backend, itemHooks<T>(run.dir, probe, ckpt, tick)));
+  return forEachCheckpoint(
+    run.checkpoints,
+    {
+      units: run.items.length,
+      quiet: run.quiet,
+      http: run.http,
+      cache: run.cache,
+      dtype: run.dtype,
+      label: probe,
+      bos: run.bos,
+      dir: run.dir,
+    },
+    (ckpt, backend, tick) => score(ckpt, backend, itemHooks<T>(run.dir, probe, ckpt, tick)),
+  );
 }

@@ -57,8 +57,17 @@ export interface LadderOutcome {
 /** What decides a ladder's results, for run.json (a resumed run must match it). */
 export function ladderConfig(s: LadderSettings): Record<string, unknown> {
   return {
-    shortlist: s.shortlist, passk_top: s.passkTop ?? 2 * s.shortlist, n: s.n, tasks: resolve(s.tasksPath), reference: resolve(s.reference),
-    asap_runs: s.asapRuns, asap_max_steps: s.asapMaxSteps, passk_max_tokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS, asap_max_tokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS, asap_instances: s.asapInstances ?? null, include_controls: Boolean(s.includeControls),
+    shortlist: s.shortlist,
+    passk_top: s.passkTop ?? 2 * s.shortlist,
+    n: s.n,
+    tasks: resolve(s.tasksPath),
+    reference: resolve(s.reference),
+    asap_runs: s.asapRuns,
+    asap_max_steps: s.asapMaxSteps,
+    passk_max_tokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS,
+    asap_max_tokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS,
+    asap_instances: s.asapInstances ?? null,
+    include_controls: Boolean(s.includeControls),
   };
 }
 
@@ -73,22 +82,44 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   const { items, dir } = run;
   // The last rung's input is checked before the first rung's work: a missing reference must not cost hours.
   if (s.asapRuns > 0) referenceFiles(s.reference, asapTasksOf(run, s));
-  const cheap = await forEachCheckpoint(run.checkpoints, { units: 2 * items.length, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, label: 'bpb + mcq', bos: run.bos, dir: run.dir }, async (ckpt, backend, tick) => {
-    const bpb = await scoreBpb(ckpt, backend, items, itemHooks<BpbItem>(dir, 'bpb', ckpt, tick));
-    const mcq = await scoreMcq(ckpt, backend, items, 'likelihood', s.seed, itemHooks<McqItem>(dir, 'mcq', ckpt, tick));
-    return { bpb, mcq };
-  });
+  const cheap = await forEachCheckpoint(
+    run.checkpoints,
+    {
+      units: 2 * items.length,
+      quiet: run.quiet,
+      http: run.http,
+      cache: run.cache,
+      dtype: run.dtype,
+      label: 'bpb + mcq',
+      bos: run.bos,
+      dir: run.dir,
+    },
+    async (ckpt, backend, tick) => {
+      const bpb = await scoreBpb(ckpt, backend, items, itemHooks<BpbItem>(dir, 'bpb', ckpt, tick));
+      const mcq = await scoreMcq(ckpt, backend, items, 'likelihood', s.seed, itemHooks<McqItem>(dir, 'mcq', ckpt, tick));
+      return { bpb, mcq };
+    },
+  );
   const results = cheap.results as Array<{ bpb: BpbResult; mcq: McqResult }>;
   const bpbRank = averageRanks(results.map((r) => r.bpb.bpb));
   const mcqRank = averageRanks(results.map((r) => -rankingAccuracy(r.mcq)));
-  const rows: LadderRow[] = results.map((r, i) => {
-    const facts = checkpointFacts(r.bpb.checkpoint);
-    return {
-      checkpoint: r.bpb.checkpoint, bpb: r.bpb.bpb, mcq_acc: r.mcq.acc, mcq_acc_norm: r.mcq.acc_norm,
-      cheap_rank: (bpbRank[i]! + mcqRank[i]!) / 2, pass_at: null, shortlisted: false, asap: null,
-      control: facts.control, heldout_code_bpb: facts.heldout_code_bpb,
-    };
-  }).sort((a, b) => a.cheap_rank - b.cheap_rank || a.bpb - b.bpb);
+  const rows: LadderRow[] = results
+    .map((r, i) => {
+      const facts = checkpointFacts(r.bpb.checkpoint);
+      return {
+        checkpoint: r.bpb.checkpoint,
+        bpb: r.bpb.bpb,
+        mcq_acc: r.mcq.acc,
+        mcq_acc_norm: r.mcq.acc_norm,
+        cheap_rank: (bpbRank[i]! + mcqRank[i]!) / 2,
+        pass_at: null,
+        shortlisted: false,
+        asap: null,
+        control: facts.control,
+        heldout_code_bpb: facts.heldout_code_bpb,
+      };
+    })
+    .sort((a, b) => a.cheap_rank - b.cheap_rank || a.bpb - b.bpb);
   // A control is the ceiling the probes must detect: it gets pass@K beside the best candidates, never one of their places.
   const candidate = (r: LadderRow) => s.includeControls || !r.control;
   dir?.writeResults({ bpb: results.map((r) => r.bpb), mcq: results.map((r) => r.mcq) }, 'cheap.json');
@@ -99,11 +130,37 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   const passkItems = items.filter((i) => tasks.has(i.task));
   const pools = new TaskPools((t) => openSandbox('local', t), 2);
   try {
-    const passk = await forEachCheckpoint(top.map((r) => r.checkpoint), { units: passkItems.length, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, label: 'pass@k', bos: run.bos, dir: run.dir },
-      (ckpt, backend, tick) => scorePassk(ckpt, backend, passkItems, {
-        n: s.n, ks: [1, 2, 4, 8, 16].filter((k) => k <= s.n), temperature: 0.7, topP: 0.95, maxTokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS, seed: s.seed,
-        taskOf: (item) => taskForItem(tasks.get(item.task)!, item), leaseFor: pools.leaseFor, restore: restoreProbeState,
-      }, itemHooks<PasskItem>(dir, 'passk', ckpt, tick)));
+    const passk = await forEachCheckpoint(
+      top.map((r) => r.checkpoint),
+      {
+        units: passkItems.length,
+        quiet: run.quiet,
+        http: run.http,
+        cache: run.cache,
+        dtype: run.dtype,
+        label: 'pass@k',
+        bos: run.bos,
+        dir: run.dir,
+      },
+      (ckpt, backend, tick) =>
+        scorePassk(
+          ckpt,
+          backend,
+          passkItems,
+          {
+            n: s.n,
+            ks: [1, 2, 4, 8, 16].filter((k) => k <= s.n),
+            temperature: 0.7,
+            topP: 0.95,
+            maxTokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS,
+            seed: s.seed,
+            taskOf: (item) => taskForItem(tasks.get(item.task)!, item),
+            leaseFor: pools.leaseFor,
+            restore: restoreProbeState,
+          },
+          itemHooks<PasskItem>(dir, 'passk', ckpt, tick),
+        ),
+    );
     failures.push(...passk.failures);
     for (const r of passk.results as PasskResult[]) rows.find((x) => x.checkpoint === r.checkpoint)!.pass_at = r.pass_at;
     dir?.writeResults({ passk: passk.results }, 'passk.json');
@@ -111,7 +168,9 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
     await pools.close();
   }
   // The shortlist: pass@1 among those that got pass@K, ties broken by the cheap rank.
-  const ranked = top.filter((r) => candidate(r) && r.pass_at !== null).sort((a, b) => (b.pass_at!['1'] ?? 0) - (a.pass_at!['1'] ?? 0) || a.cheap_rank - b.cheap_rank);
+  const ranked = top
+    .filter((r) => candidate(r) && r.pass_at !== null)
+    .sort((a, b) => (b.pass_at!['1'] ?? 0) - (a.pass_at!['1'] ?? 0) || a.cheap_rank - b.cheap_rank);
   for (const row of ranked.slice(0, s.shortlist)) row.shortlisted = true;
   const shortlist = ranked.slice(0, s.shortlist).map((r) => r.checkpoint);
 
@@ -119,15 +178,38 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   let asapOut: string | null = null;
   if (s.asapRuns > 0 && shortlist.length > 0) {
     const asap = await runAsapOverCheckpoints(shortlist, asapTasksOf(run, s), {
-      tasksPath: s.tasksPath, reference: s.reference, runs: s.asapRuns, concurrency: s.concurrency, profile: 'bash', format: 'md+xml',
-      prefixSteps: DEFAULT_PREFIX_STEPS, maxSteps: s.asapMaxSteps, maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS, temperature: 0.7, topP: 0.95, seed: s.seed,
-      actionTimeoutS: 120, sandbox: 'local', out: dir ? join(dir.dir, 'asap') : s.asapOut, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, bos: run.bos,
+      tasksPath: s.tasksPath,
+      reference: s.reference,
+      runs: s.asapRuns,
+      concurrency: s.concurrency,
+      profile: 'bash',
+      format: 'md+xml',
+      prefixSteps: DEFAULT_PREFIX_STEPS,
+      maxSteps: s.asapMaxSteps,
+      maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS,
+      temperature: 0.7,
+      topP: 0.95,
+      seed: s.seed,
+      actionTimeoutS: 120,
+      sandbox: 'local',
+      out: dir ? join(dir.dir, 'asap') : s.asapOut,
+      quiet: run.quiet,
+      http: run.http,
+      cache: run.cache,
+      dtype: run.dtype,
+      bos: run.bos,
     });
     asapOut = asap.out;
     failures.push(...asap.failures);
     for (const r of asap.results) {
       const row = rows.find((x) => x.checkpoint === r.checkpoint)!;
-      row.asap = { pass_at_1: r.pass_at['1']!, intersection: r.intersection, parsable_turns: r.behaviour.parsable_turns, valid_tool_calls: r.behaviour.valid_tool_calls, autonomous_edits: r.behaviour.autonomous_edits };
+      row.asap = {
+        pass_at_1: r.pass_at['1']!,
+        intersection: r.intersection,
+        parsable_turns: r.behaviour.parsable_turns,
+        valid_tool_calls: r.behaviour.valid_tool_calls,
+        autonomous_edits: r.behaviour.autonomous_edits,
+      };
     }
   }
   return { rows, shortlist, asapOut, failures };

@@ -47,7 +47,8 @@ export function loadAptItems(file: string): AptItem[] {
  */
 function checkAptItem(value: unknown, at: { file: string; line: number }): AptItem {
   const fail = (field: string | undefined, problem: string) => new InputError({ ...at, ...(field ? { field } : {}) }, problem);
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw fail(undefined, 'expected a JSON object (one item per line)');
+  if (typeof value !== 'object' || value === null || Array.isArray(value))
+    throw fail(undefined, 'expected a JSON object (one item per line)');
   const item = value as AptItem;
   const text = (field: string) => {
     const v = item[field];
@@ -66,7 +67,10 @@ function checkAptItem(value: unknown, at: { file: string; line: number }): AptIt
     // Not checked against the offered letters: shipped APTBench items have choices cut short (answer D, options A and B shown).
     if (!/^[A-Za-z]$/.test(answer.trim())) throw fail('answer', `${JSON.stringify(answer)} is not an option letter (A, B, …)`);
   } else if (target === undefined && answer === undefined) {
-    throw fail(undefined, 'nothing to score against: give choices + answer, target_cmd, or a free-text target (target, reference or answer)');
+    throw fail(
+      undefined,
+      'nothing to score against: give choices + answer, target_cmd, or a free-text target (target, reference or answer)',
+    );
   }
   return item;
 }
@@ -75,7 +79,8 @@ export function fillTemplate(template: string, item: AptItem, file: string): str
   return template.replace(/\$([A-Z_]+)\$/g, (_, name: string) => {
     const field = FIELD_OF[name] ?? name.toLowerCase();
     const value = item[field];
-    if (value === undefined) throw new InputError({ file, field }, `the template's $${name}$ has no "${field}" in item ${item.uuid ?? '?'}`);
+    if (value === undefined)
+      throw new InputError({ file, field }, `the template's $${name}$ has no "${field}" in item ${item.uuid ?? '?'}`);
     return String(value);
   });
 }
@@ -149,20 +154,48 @@ async function scoreItem(backend: CompletionBackend, item: AptItem, prompt: stri
     const lls = (scores ?? []).map((r) => r.tokenLogprobs.reduce((a, b) => a + b, 0));
     const best = letters[lls.indexOf(Math.max(...lls))]!;
     const answer = String(item.answer).trim().toUpperCase();
-    return { uuid, kind, generated, answer: letter, correct: letter === answer, likelihood_answer: best, likelihood_correct: best === answer, truncated: Boolean(sample?.truncated) };
+    return {
+      uuid,
+      kind,
+      generated,
+      answer: letter,
+      correct: letter === answer,
+      likelihood_answer: best,
+      likelihood_correct: best === answer,
+      truncated: Boolean(sample?.truncated),
+    };
   }
-  const target = String(kind === 'completion' ? item.target_cmd : item.target ?? item.reference ?? item.answer ?? '');
-  const [sample] = await sampleOne(backend, { prompt, n: 1, temperature: 0, topP: 1, maxTokens: 128, stop: kind === 'completion' ? ['\n'] : [], seed: 0 });
+  const target = String(kind === 'completion' ? item.target_cmd : (item.target ?? item.reference ?? item.answer ?? ''));
+  const [sample] = await sampleOne(backend, {
+    prompt,
+    n: 1,
+    temperature: 0,
+    topP: 1,
+    maxTokens: 128,
+    stop: kind === 'completion' ? ['\n'] : [],
+    seed: 0,
+  });
   const generated = sample?.text ?? '';
   const firstLine = generated.split('\n')[0]!.trim();
   return {
-    uuid, kind, generated, answer: kind === 'completion' ? firstLine : generated.trim(),
+    uuid,
+    kind,
+    generated,
+    answer: kind === 'completion' ? firstLine : generated.trim(),
     correct: kind === 'completion' ? firstLine === target.trim() : false,
-    rouge_l: rougeL(kind === 'completion' ? firstLine : generated, target), truncated: Boolean(sample?.truncated),
+    rouge_l: rougeL(kind === 'completion' ? firstLine : generated, target),
+    truncated: Boolean(sample?.truncated),
   };
 }
 
-export async function scoreAptbench(checkpoint: string, backend: CompletionBackend, items: AptItem[], template: string, file: string, hooks: ItemHooks<AptItemResult> = {}): Promise<AptResult> {
+export async function scoreAptbench(
+  checkpoint: string,
+  backend: CompletionBackend,
+  items: AptItem[],
+  template: string,
+  file: string,
+  hooks: ItemHooks<AptItemResult> = {},
+): Promise<AptResult> {
   const results: AptItemResult[] = [];
   for (const [i, item] of items.entries()) {
     // Keyed by position and uuid: uuids are not checked to be unique, and a file edited under a resumed run changes the key.
@@ -174,8 +207,11 @@ export async function scoreAptbench(checkpoint: string, backend: CompletionBacke
   const completion = results.filter((r) => r.kind === 'completion');
   const texts = results.filter((r) => r.rouge_l !== undefined);
   return {
-    checkpoint, backend: backend.id, items: results,
-    letter_acc: rate(choice, (r) => r.correct), likelihood_acc: rate(choice, (r) => r.likelihood_correct === true),
+    checkpoint,
+    backend: backend.id,
+    items: results,
+    letter_acc: rate(choice, (r) => r.correct),
+    likelihood_acc: rate(choice, (r) => r.likelihood_correct === true),
     exact_match: rate(completion, (r) => r.correct),
     rouge_l: texts.length ? texts.reduce((a, r) => a + r.rouge_l!, 0) / texts.length : null,
   };

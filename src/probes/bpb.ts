@@ -39,10 +39,24 @@ export type BpbInput = Pick<ProbeItem, 'id' | 'task' | 'context' | 'gold'>;
 async function scoreItem(backend: CompletionBackend, item: BpbInput): Promise<BpbItem> {
   const r = await scoreContinuation(backend, item.context, item.gold);
   const nats = -r.tokenLogprobs.reduce((a, b) => a + b, 0);
-  return { id: item.id, task: item.task, bpb: bitsPerByte(nats, r.bytes), nats, bytes: r.bytes, tokens: r.tokens.length, truncated: r.truncated, greedy: r.greedy };
+  return {
+    id: item.id,
+    task: item.task,
+    bpb: bitsPerByte(nats, r.bytes),
+    nats,
+    bytes: r.bytes,
+    tokens: r.tokens.length,
+    truncated: r.truncated,
+    greedy: r.greedy,
+  };
 }
 
-export async function scoreBpb(checkpoint: string, backend: CompletionBackend, items: readonly BpbInput[], hooks: ItemHooks<BpbItem> = {}): Promise<BpbResult> {
+export async function scoreBpb(
+  checkpoint: string,
+  backend: CompletionBackend,
+  items: readonly BpbInput[],
+  hooks: ItemHooks<BpbItem> = {},
+): Promise<BpbResult> {
   // Items go to the backend as it can take them (a server: several at once); results keep the items' order.
   const scored = await mapLimit(items, backend.concurrency ?? 1, async (item) => {
     const result = await memoized(hooks.memo, item.id, () => scoreItem(backend, item));

@@ -103,7 +103,15 @@ async function likelihoodItem(backend: CompletionBackend, item: ProbeItem): Prom
   const perByte = conditional.map((r) => loglik(r) / Math.max(1, r.bytes));
   const pmi = ll.map((v, i) => v - loglik(unconditional[i]!));
   const pick = { acc: strictArgmax(ll), acc_norm: strictArgmax(perByte), acc_pmi: strictArgmax(pmi) };
-  return { id: item.id, options: options.length, pick, correct: pick.acc === 0, correct_norm: pick.acc_norm === 0, correct_pmi: pick.acc_pmi === 0, logliks: ll };
+  return {
+    id: item.id,
+    options: options.length,
+    pick,
+    correct: pick.acc === 0,
+    correct_norm: pick.acc_norm === 0,
+    correct_pmi: pick.acc_pmi === 0,
+    logliks: ll,
+  };
 }
 
 export const LETTER_REGEX = /\b([A-Za-z])[)\n]/;
@@ -117,14 +125,34 @@ async function letterItem(backend: CompletionBackend, item: ProbeItem, seed: num
   const options = [item.gold, ...item.distractors];
   const rng = createRng('mcq-letter', seed, item.id);
   const order = options.map((_, i) => i);
-  for (let i = order.length - 1; i > 0; i--) { const j = rng.int(i + 1); [order[i], order[j]] = [order[j]!, order[i]!]; }
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = rng.int(i + 1);
+    [order[i], order[j]] = [order[j]!, order[i]!];
+  }
   const [sample] = await sampleOne(backend, {
-    prompt: letterPrompt(item.context, order.map((i) => options[i]!)), n: 1, temperature: 0, topP: 1, maxTokens: 10, stop: [], seed,
+    prompt: letterPrompt(
+      item.context,
+      order.map((i) => options[i]!),
+    ),
+    n: 1,
+    temperature: 0,
+    topP: 1,
+    maxTokens: 10,
+    stop: [],
+    seed,
   });
   const letter = LETTER_REGEX.exec(sample?.text ?? '')?.[1]?.toUpperCase();
   const position = letter ? letter.charCodeAt(0) - 65 : -1;
   const picked = position >= 0 && position < order.length ? order[position]! : null;
-  return { id: item.id, options: options.length, pick: { letter: picked }, correct: picked === 0, correct_norm: null, correct_pmi: null, generated: sample?.text ?? '' };
+  return {
+    id: item.id,
+    options: options.length,
+    pick: { letter: picked },
+    correct: picked === 0,
+    correct_norm: null,
+    correct_pmi: null,
+    generated: sample?.text ?? '',
+  };
 }
 
 const share = <T>(xs: T[], test: (x: T) => boolean) => (xs.length ? xs.filter(test).length / xs.length : NaN);
@@ -137,16 +165,18 @@ function shortestOption(item: ProbeItem): number {
 }
 
 export function mcqDiagnostics(asked: Array<{ item: ProbeItem; scored: McqItem }>, style: McqStyle): McqDiagnostics {
-  const wins = (rule: 'acc' | 'acc_norm' | 'acc_pmi' | 'letter') => share(asked, ({ item, scored }) => {
-    const pick = (scored.pick as Record<string, number | null>)[rule];
-    const shortest = shortestOption(item);
-    return shortest >= 0 && pick === shortest;
-  });
+  const wins = (rule: 'acc' | 'acc_norm' | 'acc_pmi' | 'letter') =>
+    share(asked, ({ item, scored }) => {
+      const pick = (scored.pick as Record<string, number | null>)[rule];
+      const shortest = shortestOption(item);
+      return shortest >= 0 && pick === shortest;
+    });
   const inContext = (item: ProbeItem, option: string) => item.context.includes(option);
   return {
-    shortest_wins: style === 'likelihood'
-      ? { acc: wins('acc'), acc_norm: wins('acc_norm'), acc_pmi: wins('acc_pmi'), letter: null }
-      : { acc: null, acc_norm: null, acc_pmi: null, letter: wins('letter') },
+    shortest_wins:
+      style === 'likelihood'
+        ? { acc: wins('acc'), acc_norm: wins('acc_norm'), acc_pmi: wins('acc_pmi'), letter: null }
+        : { acc: null, acc_norm: null, acc_pmi: null, letter: wins('letter') },
     shortest_is_gold: share(asked, ({ item }) => shortestOption(item) === 0),
     verbatim_in_context: {
       any: share(asked, ({ item }) => [item.gold, ...item.distractors].some((o) => inContext(item, o))),
@@ -156,24 +186,37 @@ export function mcqDiagnostics(asked: Array<{ item: ProbeItem; scored: McqItem }
   };
 }
 
-export async function scoreMcq(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], style: McqStyle, seed: number, hooks: ItemHooks<McqItem> = {}): Promise<McqResult> {
+export async function scoreMcq(
+  checkpoint: string,
+  backend: CompletionBackend,
+  items: ProbeItem[],
+  style: McqStyle,
+  seed: number,
+  hooks: ItemHooks<McqItem> = {},
+): Promise<McqResult> {
   const skipped = items.filter((item) => item.distractors.length < MCQ_MIN_DISTRACTORS);
   const toAsk = items.filter((item) => item.distractors.length >= MCQ_MIN_DISTRACTORS);
   skipped.forEach(() => hooks.onItem?.());
   // Items go to the backend as it can take them (a server: several at once); results keep the items' order.
   const asked = await mapLimit(toAsk, backend.concurrency ?? 1, async (item) => {
-    const scored = await memoized(hooks.memo, item.id, () => (style === 'likelihood' ? likelihoodItem(backend, item) : letterItem(backend, item, seed)));
+    const scored = await memoized(hooks.memo, item.id, () =>
+      style === 'likelihood' ? likelihoodItem(backend, item) : letterItem(backend, item, seed),
+    );
     hooks.onItem?.();
     return { item, scored };
   });
   const scored = asked.map((a) => a.scored);
   const rate = (pick: (i: McqItem) => boolean | null) => share(scored, (i) => pick(i) === true);
   return {
-    checkpoint, backend: backend.id, style,
+    checkpoint,
+    backend: backend.id,
+    style,
     acc: rate((i) => i.correct),
     acc_norm: style === 'likelihood' ? rate((i) => i.correct_norm) : null,
     acc_pmi: style === 'likelihood' ? rate((i) => i.correct_pmi) : null,
     min_distractors: MCQ_MIN_DISTRACTORS,
-    skipped: skipped.map((item) => item.id), diagnostics: mcqDiagnostics(asked, style), items: scored,
+    skipped: skipped.map((item) => item.id),
+    diagnostics: mcqDiagnostics(asked, style),
+    items: scored,
   };
 }

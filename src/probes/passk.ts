@@ -34,7 +34,10 @@ export function stopsFor(format: string): { stops: string[]; keepStop: boolean }
  */
 export function rolloutFormat(format: string): { observe: (output: string, exitCode: number) => string; nextStops: string[] } | undefined {
   if (writesMdXml(format)) {
-    return { observe: (output) => `\n${renderObservation(output)}\n\n## Thinking\n`, nextStops: ['</bash>', '</str_replace_editor>', '<submit/>'] };
+    return {
+      observe: (output) => `\n${renderObservation(output)}\n\n## Thinking\n`,
+      nextStops: ['</bash>', '</str_replace_editor>', '<submit/>'],
+    };
   }
   if (format === 'native:mini-swe-agent-1' || format === 'native:mini-swe-agent-1.1') {
     // The opening fence follows a newline too, so a later step ends at a fence that closes a line.
@@ -49,12 +52,29 @@ export function sampledActionText(sample: { text: string; stop?: string }, forma
 }
 
 export interface PasskSample {
-  text: string; parsed: boolean; resolved: boolean; reason: string;
+  text: string;
+  parsed: boolean;
+  resolved: boolean;
+  reason: string;
   /** Changes the verifier dropped because they may alter how the tests run (graded samples only). */
   tampering?: Tampering[];
 }
-export interface PasskItem { id: string; task: string; n: number; c: number; parse_failures: number; samples: PasskSample[] }
-export interface PasskResult { checkpoint: string; backend: string; n: number; pass_at: Record<string, number>; parse_failure_rate: number; items: PasskItem[] }
+export interface PasskItem {
+  id: string;
+  task: string;
+  n: number;
+  c: number;
+  parse_failures: number;
+  samples: PasskSample[];
+}
+export interface PasskResult {
+  checkpoint: string;
+  backend: string;
+  n: number;
+  pass_at: Record<string, number>;
+  parse_failure_rate: number;
+  items: PasskItem[];
+}
 
 export interface PasskOptions {
   n: number;
@@ -78,7 +98,13 @@ function judged(verdict: Verdict, reason: string): Pick<PasskSample, 'resolved' 
 }
 
 /** Parses one sampled action, applies it at the item's T* state and verifies (cached per distinct action). */
-export async function judgeSample(text: string, item: ProbeItem, task: LoadedTask, options: Pick<PasskOptions, 'leaseFor' | 'restore'>, cache: Map<string, PasskSample>): Promise<PasskSample> {
+export async function judgeSample(
+  text: string,
+  item: ProbeItem,
+  task: LoadedTask,
+  options: Pick<PasskOptions, 'leaseFor' | 'restore'>,
+  cache: Map<string, PasskSample>,
+): Promise<PasskSample> {
   let action: TrajectoryAction;
   try {
     action = parseActionText(text, item.format);
@@ -96,13 +122,23 @@ export async function judgeSample(text: string, item: ProbeItem, task: LoadedTas
     await runAction(sb, action, 60_000);
     return verifySandbox(sb, task); // grades the tree's diff on a freshly restored base
   });
-  const sample = { text, parsed: true, ...judged(verdict, verdict.resolved ? 'resolved' : verdict.reason ?? unresolvedCauses(verdict, undefined, 3)) };
+  const sample = {
+    text,
+    parsed: true,
+    ...judged(verdict, verdict.resolved ? 'resolved' : (verdict.reason ?? unresolvedCauses(verdict, undefined, 3))),
+  };
   cache.set(key, sample);
   return sample;
 }
 
 /** One rollout of up to `steps` actions from the T* state, then the verifier. */
-async function rollout(backend: CompletionBackend, item: ProbeItem, task: LoadedTask, options: PasskOptions, index: number): Promise<PasskSample> {
+async function rollout(
+  backend: CompletionBackend,
+  item: ProbeItem,
+  task: LoadedTask,
+  options: PasskOptions,
+  index: number,
+): Promise<PasskSample> {
   const format = rolloutFormat(item.format)!;
   const { stops, keepStop } = stopsFor(item.format);
   const lease = options.leaseFor(task);
@@ -111,7 +147,15 @@ async function rollout(backend: CompletionBackend, item: ProbeItem, task: Loaded
     let prompt = item.context;
     const texts: string[] = [];
     for (let step = 0; step < (options.steps ?? 1); step++) {
-      const [sample] = await sampleOne(backend, { prompt, n: 1, temperature: options.temperature, topP: options.topP, maxTokens: options.maxTokens, stop: step === 0 ? stops : format.nextStops, seed: options.seed * 1_000_003 + index * 1009 + step });
+      const [sample] = await sampleOne(backend, {
+        prompt,
+        n: 1,
+        temperature: options.temperature,
+        topP: options.topP,
+        maxTokens: options.maxTokens,
+        stop: step === 0 ? stops : format.nextStops,
+        seed: options.seed * 1_000_003 + index * 1009 + step,
+      });
       const stop = sample?.stop;
       const text = (sample?.text ?? '') + (stop && (keepStop || step > 0) ? stop.replace(/\n$/, '') : '');
       texts.push(text);
@@ -128,23 +172,39 @@ async function rollout(backend: CompletionBackend, item: ProbeItem, task: Loaded
       prompt += text + format.observe(ran.output, ran.exitCode);
     }
     const verdict = await verifySandbox(sb, task);
-    return { text: texts.join('\n'), parsed: true, ...judged(verdict, verdict.resolved ? `resolved after ${texts.length} step(s)` : verdict.reason ?? 'failing') };
+    return {
+      text: texts.join('\n'),
+      parsed: true,
+      ...judged(verdict, verdict.resolved ? `resolved after ${texts.length} step(s)` : (verdict.reason ?? 'failing')),
+    };
   });
 }
 
-export async function scorePassk(checkpoint: string, backend: CompletionBackend, items: ProbeItem[], options: PasskOptions, hooks: ItemHooks<PasskItem> = {}): Promise<PasskResult> {
+export async function scorePassk(
+  checkpoint: string,
+  backend: CompletionBackend,
+  items: ProbeItem[],
+  options: PasskOptions,
+  hooks: ItemHooks<PasskItem> = {},
+): Promise<PasskResult> {
   const scored: PasskItem[] = [];
   if ((options.steps ?? 1) > 1) {
     for (const item of items) {
-      if (!rolloutFormat(item.format)) throw new InputError({ file: item.source.file, field: 'format' }, `--steps > 1 is supported for md+xml and mini-swe-agent items, not ${item.format} (probe ${item.id})`);
+      if (!rolloutFormat(item.format))
+        throw new InputError(
+          { file: item.source.file, field: 'format' },
+          `--steps > 1 is supported for md+xml and mini-swe-agent items, not ${item.format} (probe ${item.id})`,
+        );
     }
     for (const item of items) {
-      scored.push(await memoized(hooks.memo, item.id, async () => {
-        const task = options.taskOf(item);
-        const judged: PasskSample[] = [];
-        for (let i = 0; i < options.n; i++) judged.push(await rollout(backend, item, task, options, i));
-        return passkItem(item, judged);
-      }));
+      scored.push(
+        await memoized(hooks.memo, item.id, async () => {
+          const task = options.taskOf(item);
+          const judged: PasskSample[] = [];
+          for (let i = 0; i < options.n; i++) judged.push(await rollout(backend, item, task, options, i));
+          return passkItem(item, judged);
+        }),
+      );
       hooks.onItem?.();
     }
     return summarize(checkpoint, backend, options, scored);
@@ -155,7 +215,15 @@ export async function scorePassk(checkpoint: string, backend: CompletionBackend,
     let pending = sampling.get(item.id);
     if (!pending) {
       const { stops } = stopsFor(item.format);
-      const request: SampleRequest = { prompt: item.context, n: options.n, temperature: options.temperature, topP: options.topP, maxTokens: options.maxTokens, stop: stops, seed: options.seed };
+      const request: SampleRequest = {
+        prompt: item.context,
+        n: options.n,
+        temperature: options.temperature,
+        topP: options.topP,
+        maxTokens: options.maxTokens,
+        stop: stops,
+        seed: options.seed,
+      };
       pending = sampleOne(backend, request);
       pending.catch(() => {}); // awaited (and its error raised) when its item's turn comes
       sampling.set(item.id, pending);
@@ -163,29 +231,45 @@ export async function scorePassk(checkpoint: string, backend: CompletionBackend,
     return pending;
   };
   for (const [index, item] of items.entries()) {
-    scored.push(await memoized(hooks.memo, item.id, async () => {
-      const samples = await samplesOf(item);
-      sampling.delete(item.id);
-      const following = items.slice(index + 1).find((next) => hooks.memo?.get(next.id) === undefined);
-      if (following) void samplesOf(following);
-      const task = options.taskOf(item);
-      const cache = new Map<string, PasskSample>();
-      const judged: PasskSample[] = [];
-      for (const s of samples) judged.push(await judgeSample(sampledActionText(s, item.format), item, task, options, cache));
-      return passkItem(item, judged);
-    }));
+    scored.push(
+      await memoized(hooks.memo, item.id, async () => {
+        const samples = await samplesOf(item);
+        sampling.delete(item.id);
+        const following = items.slice(index + 1).find((next) => hooks.memo?.get(next.id) === undefined);
+        if (following) void samplesOf(following);
+        const task = options.taskOf(item);
+        const cache = new Map<string, PasskSample>();
+        const judged: PasskSample[] = [];
+        for (const s of samples) judged.push(await judgeSample(sampledActionText(s, item.format), item, task, options, cache));
+        return passkItem(item, judged);
+      }),
+    );
     hooks.onItem?.();
   }
   return summarize(checkpoint, backend, options, scored);
 }
 
 function passkItem(item: ProbeItem, judged: PasskSample[]): PasskItem {
-  return { id: item.id, task: item.task, n: judged.length, c: judged.filter((j) => j.resolved).length, parse_failures: judged.filter((j) => !j.parsed).length, samples: judged };
+  return {
+    id: item.id,
+    task: item.task,
+    n: judged.length,
+    c: judged.filter((j) => j.resolved).length,
+    parse_failures: judged.filter((j) => !j.parsed).length,
+    samples: judged,
+  };
 }
 
 function summarize(checkpoint: string, backend: CompletionBackend, options: PasskOptions, scored: PasskItem[]): PasskResult {
   const pass_at: Record<string, number> = {};
   for (const k of options.ks.filter((k) => k <= options.n)) pass_at[String(k)] = meanPassAtK(scored, k);
   const total = scored.reduce((a, i) => a + i.n, 0);
-  return { checkpoint, backend: backend.id, n: options.n, pass_at, parse_failure_rate: total ? scored.reduce((a, i) => a + i.parse_failures, 0) / total : 0, items: scored };
+  return {
+    checkpoint,
+    backend: backend.id,
+    n: options.n,
+    pass_at,
+    parse_failure_rate: total ? scored.reduce((a, i) => a + i.parse_failures, 0) / total : 0,
+    items: scored,
+  };
 }

@@ -23,7 +23,11 @@ export async function restoreProbeState(sb: Sandbox, item: ProbeItem, _task: Loa
   }
   // Replay of the actions before T*, for state that a patch does not carry.
   const file = [resolve(item.source.file), resolve(REPO_ROOT, item.source.file)].find((f) => existsSync(f));
-  if (!file) throw new InputError({ file: item.source.file, field: 'source.file' }, `trajectory of probe ${item.id} not found (needed to restore its state by replay)`);
+  if (!file)
+    throw new InputError(
+      { file: item.source.file, field: 'source.file' },
+      `trajectory of probe ${item.id} not found (needed to restore its state by replay)`,
+    );
   await sb.restore({ base_commit: state.base_commit, patch: '' });
   for (const step of importTrajectory(file).steps.slice(0, state.actions)) await runAction(sb, step.action);
 }

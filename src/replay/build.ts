@@ -23,7 +23,11 @@ export function taskForTrajectory(file: string, tasks: LoadedTask[]): LoadedTask
 /** What tells a task's trajectories apart: a corpus row's label, else the file name after `<instance_id>.`, without the extension. */
 function trajectoryLabel(trajectory: Trajectory, task: LoadedTask): string {
   if (trajectory.label) return trajectory.label;
-  return basename(trajectory.source).slice(task.instance_id.length + 1).replace(/\.(traj\.json|traj|json|md)$/, '') || 'traj';
+  return (
+    basename(trajectory.source)
+      .slice(task.instance_id.length + 1)
+      .replace(/\.(traj\.json|traj|json|md)$/, '') || 'traj'
+  );
 }
 
 /**
@@ -32,7 +36,14 @@ function trajectoryLabel(trajectory: Trajectory, task: LoadedTask): string {
  */
 export type RestoreMode = 'patch' | 'replay';
 
-export function probeItemFrom(trajectory: Trajectory, task: LoadedTask, replay: ReplayResult, format: ContextFormat, root: string, restore: RestoreMode = 'patch'): ProbeItem | undefined {
+export function probeItemFrom(
+  trajectory: Trajectory,
+  task: LoadedTask,
+  replay: ReplayResult,
+  format: ContextFormat,
+  root: string,
+  restore: RestoreMode = 'patch',
+): ProbeItem | undefined {
   if (!replay.decisiveStep) return undefined;
   const index = replay.decisiveStep.index;
   // A windowed-editor edit has no md+xml form that would run: such a gold would not pass its own verifier.
@@ -47,9 +58,15 @@ export function probeItemFrom(trajectory: Trajectory, task: LoadedTask, replay: 
     gold: rendered.gold,
     distractors: [],
     decisive_step: index,
-    state: restore === 'patch'
-      ? { kind: 'patch', base_commit: task.base_commit, patch: step.patchBefore, ...(step.toolStateBefore ? { tool_state: step.toolStateBefore } : {}) }
-      : { kind: 'replay', base_commit: task.base_commit, actions: index },
+    state:
+      restore === 'patch'
+        ? {
+            kind: 'patch',
+            base_commit: task.base_commit,
+            patch: step.patchBefore,
+            ...(step.toolStateBefore ? { tool_state: step.toolStateBefore } : {}),
+          }
+        : { kind: 'replay', base_commit: task.base_commit, actions: index },
     // Its gold and context may name absolute paths there (`open /SWE-agent__test-repo/…`): pass@K samples must run where it ran.
     workdir: replay.workdir.dir,
     source: { file: relative(root, trajectory.source), format: trajectory.format },
@@ -77,10 +94,16 @@ function trajectoryCandidates(trajectory: Trajectory, replay: ReplayResult, form
  * the repository files the trajectory read before T* — named by an earlier action, or
  * opening a line of an earlier observation as `path:` (grep's matches).
  */
-export function allowedFiles(trajectory: Trajectory, replay: ReplayResult, decisive: number, repoFiles: string[]): { gold: string[]; read: string[] } {
+export function allowedFiles(
+  trajectory: Trajectory,
+  replay: ReplayResult,
+  decisive: number,
+  repoFiles: string[],
+): { gold: string[]; read: string[] } {
   const step = replay.steps.find((s) => s.index === decisive)!;
   const earlier = trajectory.steps.filter((s) => s.index < decisive);
-  const named = (f: string) => earlier.some((s) => s.action.text.includes(f) || (s.observation ?? '').split('\n').some((line) => line.startsWith(`${f}:`)));
+  const named = (f: string) =>
+    earlier.some((s) => s.action.text.includes(f) || (s.observation ?? '').split('\n').some((line) => line.startsWith(`${f}:`)));
   return { gold: changedFiles(step.patchBefore, step.patchAfter), read: repoFiles.filter(named) };
 }
 
@@ -88,25 +111,59 @@ export function allowedFiles(trajectory: Trajectory, replay: ReplayResult, decis
 export const MIN_DISTRACTORS = MCQ_MIN_DISTRACTORS;
 
 /** Adds verifier-rejected distractors (and the log of every candidate) to a probe item. */
-export async function withDistractors(item: ProbeItem, trajectory: Trajectory, task: LoadedTask, replay: ReplayResult, format: ContextFormat, lease: SandboxLease, cache: VerdictCache, repoFiles: string[], sampler?: DistractorSampler): Promise<ProbeItem> {
+export async function withDistractors(
+  item: ProbeItem,
+  trajectory: Trajectory,
+  task: LoadedTask,
+  replay: ReplayResult,
+  format: ContextFormat,
+  lease: SandboxLease,
+  cache: VerdictCache,
+  repoFiles: string[],
+  sampler?: DistractorSampler,
+): Promise<ProbeItem> {
   const decisive = trajectory.steps[item.decisive_step]!;
   const fromSamples = sampler ? await sampledCandidates(item, sampler) : [];
   const state = replay.steps.find((s) => s.index === item.decisive_step)!.patchBefore;
   const { distractors, log } = await findDistractors({
-    task, patch: state, toolState: replay.steps.find((s) => s.index === item.decisive_step)!.toolStateBefore, gold: item.gold, format: item.format, goldAction: decisive.action,
+    task,
+    patch: state,
+    toolState: replay.steps.find((s) => s.index === item.decisive_step)!.toolStateBefore,
+    gold: item.gold,
+    format: item.format,
+    goldAction: decisive.action,
     allowedFiles: allowedFiles(trajectory, replay, item.decisive_step, repoFiles),
-    fromTrajectory: trajectoryCandidates(trajectory, replay, format), fromSamples, repoFiles, lease, cache,
+    fromTrajectory: trajectoryCandidates(trajectory, replay, format),
+    fromSamples,
+    repoFiles,
+    lease,
+    cache,
   });
   return {
-    ...item, distractors, distractor_log: log,
+    ...item,
+    distractors,
+    distractor_log: log,
     ...(distractors.length < MIN_DISTRACTORS ? { flags: [`fewer than ${MIN_DISTRACTORS} distractors`] } : {}),
   };
 }
 
 /** A checkpoint whose samples at T* are offered as distractor candidates (`--distractor-ckpt`). */
-export interface DistractorSampler { name: string; backend: CompletionBackend; n: number; seed: number }
+export interface DistractorSampler {
+  name: string;
+  backend: CompletionBackend;
+  n: number;
+  seed: number;
+}
 
 async function sampledCandidates(item: ProbeItem, sampler: DistractorSampler): Promise<Candidate[]> {
-  const samples = await sampleOne(sampler.backend, { prompt: item.context, n: sampler.n, temperature: 0.7, topP: 0.95, maxTokens: 1024, stop: stopsFor(item.format).stops, seed: sampler.seed });
+  const samples = await sampleOne(sampler.backend, {
+    prompt: item.context,
+    n: sampler.n,
+    temperature: 0.7,
+    topP: 0.95,
+    maxTokens: 1024,
+    stop: stopsFor(item.format).stops,
+    seed: sampler.seed,
+  });
   return samples.map((s, i) => ({ text: sampledActionText(s, item.format), source: `sample:${sampler.name}#${i}` }));
 }

@@ -26,7 +26,10 @@ import { runAction, writeToolState } from './execute.ts';
 import { mutateAction } from './mutations.ts';
 import { changedFiles } from './tree-change.ts';
 
-export interface Candidate { text: string; source: string }
+export interface Candidate {
+  text: string;
+  source: string;
+}
 
 export interface DistractorRecord extends Candidate {
   kept: boolean;
@@ -36,10 +39,17 @@ export interface DistractorRecord extends Candidate {
   changed?: string[];
 }
 
-export interface DistractorResult { distractors: string[]; log: DistractorRecord[] }
+export interface DistractorResult {
+  distractors: string[];
+  log: DistractorRecord[];
+}
 
 /** What running one action at the T* state did: the files it changed and, when it changed any, the verifier's verdict. */
-export interface Verdict { changed: string[]; resolved: boolean; reason: string }
+export interface Verdict {
+  changed: string[];
+  resolved: boolean;
+  reason: string;
+}
 
 /** Verdicts of actions at one state, shared by the renderings of one probe (same action → same verdict). */
 export type VerdictCache = Map<string, Verdict>;
@@ -89,7 +99,11 @@ async function judge(action: TrajectoryAction, options: DistractorOptions): Prom
     if (changed.length === 0) return { changed, resolved: false, reason: `${how}changes no file at the T* state: not an edit` };
     const v = await verifySandbox(sb, options.task);
     if (v.resolved) return { changed, resolved: true, reason: 'the verifier accepts it' };
-    return { changed, resolved: false, reason: `${how}${v.status !== 'ok' ? `verifier ${v.status}: ${v.reason}` : unresolvedCauses(v, undefined, 3)}` };
+    return {
+      changed,
+      resolved: false,
+      reason: `${how}${v.status !== 'ok' ? `verifier ${v.status}: ${v.reason}` : unresolvedCauses(v, undefined, 3)}`,
+    };
   });
   options.cache.set(key, verdict);
   return verdict;
@@ -126,7 +140,10 @@ export async function findDistractors(options: DistractorOptions): Promise<Distr
     if (seen.has(candidate.text)) continue;
     seen.add(candidate.text);
     const reject = (reason: string) => log.push({ ...candidate, kept: false, reason });
-    if (candidate.text === options.gold) { reject('byte-identical to the gold action'); continue; }
+    if (candidate.text === options.gold) {
+      reject('byte-identical to the gold action');
+      continue;
+    }
     const length = bytes(candidate.text);
     if (length < band[0] || length > band[1]) {
       reject(`${length} bytes: outside ${LENGTH_BAND.min}×–${LENGTH_BAND.max}× the gold's ${goldBytes} (${band[0]}–${band[1]})`);
@@ -140,8 +157,14 @@ export async function findDistractors(options: DistractorOptions): Promise<Distr
       reject(`not a well-formed action: ${error.message}`);
       continue;
     }
-    if (action.tool === 'none') { reject('not an action'); continue; }
-    if (action.kind === 'submit' || action.tool === 'submit') { reject('a submission, not an edit'); continue; }
+    if (action.tool === 'none') {
+      reject('not an action');
+      continue;
+    }
+    if (action.kind === 'submit' || action.tool === 'submit') {
+      reject('a submission, not an edit');
+      continue;
+    }
     ran++;
     const verdict = await judge(action, options);
     const why = rejection(verdict, options.allowedFiles);

@@ -17,7 +17,11 @@ export function recordedOutput(observation: string, format: TrajectoryFormat): s
 }
 
 function lines(text: string): string[] {
-  return text.replace(/\r\n/g, '\n').split('\n').map((l) => l.trimEnd()).filter((l, i, all) => l !== '' || i < all.length - 1);
+  return text
+    .replace(/\r\n/g, '\n')
+    .split('\n')
+    .map((l) => l.trimEnd())
+    .filter((l, i, all) => l !== '' || i < all.length - 1);
 }
 
 export function drift(replayed: string, recorded: string): number {

@@ -28,7 +28,10 @@ export async function runAction(sb: Sandbox, action: TrajectoryAction, timeoutMs
       return sb.exec(String(action.args.command ?? ''), { timeoutMs });
     case 'str_replace_editor':
     case 'swe-agent':
-      return sb.exec(`python3 ${TOOLS_MOUNT}/editor.py`, { timeoutMs, env: { PROBE_TOOL_ARGS: JSON.stringify({ tool: action.tool, ...action.args }) } });
+      return sb.exec(`python3 ${TOOLS_MOUNT}/editor.py`, {
+        timeoutMs,
+        env: { PROBE_TOOL_ARGS: JSON.stringify({ tool: action.tool, ...action.args }) },
+      });
     case 'search': {
       const term = String(action.args.search_term ?? '');
       const path = String(action.args.path ?? '.');

@@ -12,25 +12,75 @@
  * the verifier accepts is rejected by running it (distractors.ts).
  */
 export type MutationKind =
-  | 'operator' | 'operands' | 'negate' | 'sibling' | 'drop-call' | 'slice' | 'off-by-one' | 'scale'
-  | 'wrong-line' | 'value' | 'indent' | 'partial' | 'wrong-file';
+  | 'operator'
+  | 'operands'
+  | 'negate'
+  | 'sibling'
+  | 'drop-call'
+  | 'slice'
+  | 'off-by-one'
+  | 'scale'
+  | 'wrong-line'
+  | 'value'
+  | 'indent'
+  | 'partial'
+  | 'wrong-file';
 
-export interface Mutation { text: string; kind: MutationKind }
+export interface Mutation {
+  text: string;
+  kind: MutationKind;
+}
 
 const OPERATORS: Array<[string, string]> = [
-  [' <= ', ' < '], [' < ', ' <= '], [' >= ', ' > '], [' > ', ' >= '], [' >= ', ' <= '], [' <= ', ' >= '],
-  [' > ', ' < '], [' < ', ' > '], [' == ', ' != '], [' != ', ' == '],
-  [' === ', ' !== '], [' !== ', ' === '], [' + ', ' - '], [' - ', ' + '], [' * ', ' / '], [' / ', ' * '],
-  [' // ', ' / '], [' // ', ' % '], [' // ', ' * '], [' % ', ' // '], [' not in ', ' in '], [' is not ', ' is '],
-  [' and ', ' or '], [' or ', ' and '], [' && ', ' || '], [' || ', ' && '], ['True', 'False'], ['False', 'True'],
-  ['true', 'false'], ['false', 'true'], ['//', '/'], ['+= ', '-= '], ['-= ', '+= '],
+  [' <= ', ' < '],
+  [' < ', ' <= '],
+  [' >= ', ' > '],
+  [' > ', ' >= '],
+  [' >= ', ' <= '],
+  [' <= ', ' >= '],
+  [' > ', ' < '],
+  [' < ', ' > '],
+  [' == ', ' != '],
+  [' != ', ' == '],
+  [' === ', ' !== '],
+  [' !== ', ' === '],
+  [' + ', ' - '],
+  [' - ', ' + '],
+  [' * ', ' / '],
+  [' / ', ' * '],
+  [' // ', ' / '],
+  [' // ', ' % '],
+  [' // ', ' * '],
+  [' % ', ' // '],
+  [' not in ', ' in '],
+  [' is not ', ' is '],
+  [' and ', ' or '],
+  [' or ', ' and '],
+  [' && ', ' || '],
+  [' || ', ' && '],
+  ['True', 'False'],
+  ['False', 'True'],
+  ['true', 'false'],
+  ['false', 'true'],
+  ['//', '/'],
+  ['+= ', '-= '],
+  ['-= ', '+= '],
 ];
 
 /** Methods and builtins that a near miss confuses with each other. */
 const SIBLINGS: string[][] = [
-  ['strip', 'rstrip', 'lstrip'], ['lower', 'upper', 'title', 'capitalize'], ['min', 'max'], ['any', 'all'],
-  ['float', 'int', 'str', 'round'], ['floor', 'ceil'], ['startswith', 'endswith'], ['sorted', 'reversed'],
-  ['append', 'extend'], ['keys', 'values', 'items'], ['find', 'rfind'], ['sum', 'len'],
+  ['strip', 'rstrip', 'lstrip'],
+  ['lower', 'upper', 'title', 'capitalize'],
+  ['min', 'max'],
+  ['any', 'all'],
+  ['float', 'int', 'str', 'round'],
+  ['floor', 'ceil'],
+  ['startswith', 'endswith'],
+  ['sorted', 'reversed'],
+  ['append', 'extend'],
+  ['keys', 'values', 'items'],
+  ['find', 'rfind'],
+  ['sum', 'len'],
 ];
 
 const QUOTED = String.raw`('(?:[^'\\\n]|\\.)*'|"(?:[^"\\\n]|\\.)*")`;
@@ -46,7 +96,10 @@ export function writableRegion(text: string): [number, number] {
   const tag = /<(new_str|file_text)>([\s\S]*?)<\/\1>/.exec(text);
   if (tag) return [tag.index + tag[1]!.length + 2, tag.index + tag[1]!.length + 2 + tag[2]!.length];
   const json = /"(new_str|file_text)":\s*"((?:[^"\\]|\\.)*)"/.exec(text);
-  if (json) { const start = json.index + json[0].length - json[2]!.length - 1; return [start, start + json[2]!.length]; }
+  if (json) {
+    const start = json.index + json[0].length - json[2]!.length - 1;
+    return [start, start + json[2]!.length];
+  }
   const [from, to] = body(text);
   const inner = text.slice(from, to);
   const heredoc = /<<\s*'?(\w+)'?\n([\s\S]*?)\n\1$/m.exec(inner);
@@ -54,12 +107,18 @@ export function writableRegion(text: string): [number, number] {
     const start = from + heredoc.index + heredoc[0].length - heredoc[1]!.length - 1 - heredoc[2]!.length;
     // A Python here-doc that rewrites the file with `.replace(old, new)`: its new code is `new`'s text.
     const replace = new RegExp(String.raw`\.replace\(\s*${QUOTED}\s*,\s*${QUOTED}`).exec(heredoc[2]!);
-    if (replace) { const at = start + replace.index + replace[0].length - replace[2]!.length + 1; return [at, at + replace[2]!.length - 2]; }
+    if (replace) {
+      const at = start + replace.index + replace[0].length - replace[2]!.length + 1;
+      return [at, at + replace[2]!.length - 2];
+    }
     return [start, start + heredoc[2]!.length];
   }
   // `s/old/new/`, with an optional line address (`6s#old#new#`).
   const sed = /(?<![A-Za-z_])(\d*(?:,\d+)?)s([/|#,])((?:\\.|(?!\2).)*)\2((?:\\.|(?!\2).)*)\2/.exec(inner);
-  if (sed) { const start = from + sed.index + sed[1]!.length + 2 + sed[3]!.length + 1; return [start, start + sed[4]!.length]; }
+  if (sed) {
+    const start = from + sed.index + sed[1]!.length + 2 + sed[3]!.length + 1;
+    return [start, start + sed[4]!.length];
+  }
   const edit = /^(\s*edit \d+:\d+\n)([\s\S]*?)\nend_of_edit/m.exec(inner);
   if (edit) return [from + edit.index + edit[1]!.length, from + edit.index + edit[1]!.length + edit[2]!.length];
   return [from, to];
@@ -85,7 +144,8 @@ export function mutateAction(gold: string, repoFiles: string[] = []): Mutation[]
   const push = (list: Mutation[], kind: MutationKind, text: string) => list.push({ kind, text });
 
   const operator: Mutation[] = [];
-  for (const [a, b] of OPERATORS) for (const at of occurrences(gold, a, from, to)) push(operator, 'operator', replaceAt(gold, at, a.length, b));
+  for (const [a, b] of OPERATORS)
+    for (const at of occurrences(gold, a, from, to)) push(operator, 'operator', replaceAt(gold, at, a.length, b));
   byKind.push(operator);
 
   // `a // b` → `b // a`: both sides a name, attribute or number.
@@ -119,7 +179,8 @@ export function mutateAction(gold: string, repoFiles: string[] = []): Mutation[]
   // A slice's bounds moved: `[a:b]` → `[a:b + 1]`, `[a + 1:b]`, `[a:]`.
   const slice: Mutation[] = [];
   for (const { at, m } of matchesIn(gold, /\[([^[\]:\n]+):([^[\]:\n]+)\]/g, from, to)) {
-    for (const variant of [`[${m[1]}:${m[2]} + 1]`, `[${m[1]} + 1:${m[2]}]`, `[${m[1]}:]`]) push(slice, 'slice', replaceAt(gold, at, m[0].length, variant));
+    for (const variant of [`[${m[1]}:${m[2]} + 1]`, `[${m[1]} + 1:${m[2]}]`, `[${m[1]}:]`])
+      push(slice, 'slice', replaceAt(gold, at, m[0].length, variant));
   }
   byKind.push(slice);
 
@@ -134,9 +195,17 @@ export function mutateAction(gold: string, repoFiles: string[] = []): Mutation[]
     if (n >= 2) push(scaled, 'scale', replaceAt(gold, at, m[0].length, String(n - 2)));
   }
   const header = /^(\s*edit )(\d+):(\d+)/m.exec(gold);
-  if (header) numbers.unshift({ kind: 'wrong-line', text: replaceAt(gold, header.index, header[0].length, `${header[1]}${Number(header[2]) + 1}:${Number(header[3]) + 1}`) });
+  if (header)
+    numbers.unshift({
+      kind: 'wrong-line',
+      text: replaceAt(gold, header.index, header[0].length, `${header[1]}${Number(header[2]) + 1}:${Number(header[3]) + 1}`),
+    });
   const sedLine = /sed -i '(\d+)([ias])/.exec(gold);
-  if (sedLine) numbers.unshift({ kind: 'wrong-line', text: replaceAt(gold, sedLine.index, sedLine[0].length, `sed -i '${Number(sedLine[1]) + 2}${sedLine[2]}`) });
+  if (sedLine)
+    numbers.unshift({
+      kind: 'wrong-line',
+      text: replaceAt(gold, sedLine.index, sedLine[0].length, `sed -i '${Number(sedLine[1]) + 2}${sedLine[2]}`),
+    });
   byKind.push(numbers, scaled);
 
   const values: Mutation[] = [];
@@ -168,7 +237,9 @@ export function mutateAction(gold: string, repoFiles: string[] = []): Mutation[]
   const indented = lines.map((line, i) => ({ line, i })).filter(({ line }) => /^ +\S/.test(line));
   if (indented.length) {
     for (const shift of [-4, -2, 2, 4, 8]) {
-      const moved = lines.map((line) => (/^ +\S/.test(line) ? (shift < 0 ? line.replace(new RegExp(`^ {1,${-shift}}`), '') : ' '.repeat(shift) + line) : line));
+      const moved = lines.map((line) =>
+        /^ +\S/.test(line) ? (shift < 0 ? line.replace(new RegExp(`^ {1,${-shift}}`), '') : ' '.repeat(shift) + line) : line,
+      );
       push(indent, 'indent', gold.slice(0, from) + moved.join('\n') + gold.slice(to));
     }
   }
@@ -199,7 +270,10 @@ export function mutateAction(gold: string, repoFiles: string[] = []): Mutation[]
   for (let i = 0; byKind.some((k) => i < k.length); i++) {
     for (const kind of byKind) {
       const m = kind[i];
-      if (m && !seen.has(m.text)) { seen.add(m.text); out.push(m); }
+      if (m && !seen.has(m.text)) {
+        seen.add(m.text);
+        out.push(m);
+      }
     }
   }
   return out;

@@ -51,13 +51,19 @@ export function toMdXml(action: TrajectoryAction): Action {
 }
 
 function renderAsap(trajectory: Trajectory, decisive: TrajectoryStep): RenderedProbe {
-  const earlier = trajectory.steps.slice(0, decisive.index).filter((s) => s.action.tool !== 'none').map((s) => ({
-    thought: s.thought || '(no thought recorded)', action: toMdXml(s.action),
-    observation: s.observation === null ? '' : recordedOutput(s.observation, trajectory.format),
-  }));
+  const earlier = trajectory.steps
+    .slice(0, decisive.index)
+    .filter((s) => s.action.tool !== 'none')
+    .map((s) => ({
+      thought: s.thought || '(no thought recorded)',
+      action: toMdXml(s.action),
+      observation: s.observation === null ? '' : recordedOutput(s.observation, trajectory.format),
+    }));
   return {
     format: 'md+xml',
-    context: renderTranscript(trajectory.problemStatement ?? '', earlier) + renderStepHead({ thought: decisive.thought || '(no thought recorded)' }),
+    context:
+      renderTranscript(trajectory.problemStatement ?? '', earlier) +
+      renderStepHead({ thought: decisive.thought || '(no thought recorded)' }),
     gold: renderAction(toMdXml(decisive.action)),
   };
 }

@@ -12,7 +12,15 @@ import type { LoadedTask } from '../schema/task.ts';
 import type { Trajectory, TrajectoryAction } from '../schema/trajectory.ts';
 import type { Sandbox } from '../sandbox/types.ts';
 import { SandboxPool, type SandboxFactory } from '../sandbox/pool.ts';
-import { listNames, unresolvedCauses, verifyRepeated, verifyState, type StableVerdict, type Tampering, type Verdict } from '../verify/verifier.ts';
+import {
+  listNames,
+  unresolvedCauses,
+  verifyRepeated,
+  verifyState,
+  type StableVerdict,
+  type Tampering,
+  type Verdict,
+} from '../verify/verifier.ts';
 import { drift, recordedOutput } from './drift.ts';
 import { readToolState, runAction } from './execute.ts';
 import { placeTask, type ChosenWorkdir } from './workdir.ts';
@@ -44,14 +52,23 @@ export interface ReplayStep {
 type RanStep = Omit<ReplayStep, 'resolved' | 'tampering' | 'verdict'>;
 
 /** Listed tests the base state's log never mentions. */
-export interface MissingAtBase { failToPass: string[]; passToPass: string[] }
+export interface MissingAtBase {
+  failToPass: string[];
+  passToPass: string[];
+}
 
 /** What the replay says once about tests the base state's log never mentions. */
 export function describeMissingAtBase(m: MissingAtBase): string {
   const why = [
-    m.passToPass.length ? `${m.passToPass.length} PASS_TO_PASS, which should pass here: the task names tests its environment does not produce, and no trajectory can make them pass` : '',
-    m.failToPass.length ? `${m.failToPass.length} FAIL_TO_PASS, which the base may not collect yet, or the environment does not produce under those names` : '',
-  ].filter(Boolean).join('; ');
+    m.passToPass.length
+      ? `${m.passToPass.length} PASS_TO_PASS, which should pass here: the task names tests its environment does not produce, and no trajectory can make them pass`
+      : '',
+    m.failToPass.length
+      ? `${m.failToPass.length} FAIL_TO_PASS, which the base may not collect yet, or the environment does not produce under those names`
+      : '',
+  ]
+    .filter(Boolean)
+    .join('; ');
   return `not in the base state's log: ${why}: ${listNames([...m.passToPass, ...m.failToPass])}`;
 }
 
@@ -109,10 +126,19 @@ async function runSteps(sb: Sandbox, trajectory: Trajectory, actionTimeoutMs?: n
     if (statefulTools) toolState = await readToolState(sb);
     const after = await sb.diff();
     steps.push({
-      index: step.index, action: step.action, edits: after !== before,
-      exitCode: result.exitCode, timedOut: result.timedOut, output: result.output,
-      drift: step.observation === null || step.action.tool === 'submit' ? null : drift(result.output, recordedOutput(step.observation, trajectory.format)),
-      patchBefore: before, patchAfter: after, toolStateBefore,
+      index: step.index,
+      action: step.action,
+      edits: after !== before,
+      exitCode: result.exitCode,
+      timedOut: result.timedOut,
+      output: result.output,
+      drift:
+        step.observation === null || step.action.tool === 'submit'
+          ? null
+          : drift(result.output, recordedOutput(step.observation, trajectory.format)),
+      patchBefore: before,
+      patchAfter: after,
+      toolStateBefore,
     });
     before = after;
     if (step.action.kind === 'submit') break;
@@ -135,7 +161,13 @@ export async function replayTrajectory(trajectory: Trajectory, taskAsGiven: Load
 }
 
 /** Verifies every distinct state the replay produced and finds T*. */
-async function judge(ran: RanStep[], trajectory: Trajectory, task: LoadedTask, pool: SandboxPool, options: ReplayOptions & { repeats: number }): Promise<Omit<ReplayResult, 'workdir'>> {
+async function judge(
+  ran: RanStep[],
+  trajectory: Trajectory,
+  task: LoadedTask,
+  pool: SandboxPool,
+  options: ReplayOptions & { repeats: number },
+): Promise<Omit<ReplayResult, 'workdir'>> {
   const { repeats } = options;
   // Distinct states: the base and every cumulative patch an editing step produced.
   const patches = new Map<string, string>([[hash(''), '']]);
@@ -146,7 +178,11 @@ async function judge(ran: RanStep[], trajectory: Trajectory, task: LoadedTask, p
   const state = (patch: string) => ({ base_commit: task.base_commit, patch });
   const [final] = await Promise.all([
     finalPatch === '' ? Promise.resolve(null) : verifyRepeated(pool.lease, task, state(finalPatch), repeats),
-    Promise.all(toVerify.map(async ([h, patch]) => { verdicts.set(h, await verifyState(pool.lease, task, state(patch))); })),
+    Promise.all(
+      toVerify.map(async ([h, patch]) => {
+        verdicts.set(h, await verifyState(pool.lease, task, state(patch)));
+      }),
+    ),
   ]);
   if (final) verdicts.set(hash(finalPatch), final);
   const base = verdicts.get(hash(''))!;
@@ -156,21 +192,36 @@ async function judge(ran: RanStep[], trajectory: Trajectory, task: LoadedTask, p
     return { ...s, resolved: verdict?.resolved ?? null, tampering: verdict?.tampering ?? null, verdict };
   });
   const decisive = steps.find((s) => s.resolved === true);
-  const missingAtBase = base.status === 'ok' && base.failToPass.missing.length + base.passToPass.missing.length > 0
-    ? { failToPass: base.failToPass.missing, passToPass: base.passToPass.missing } : null;
+  const missingAtBase =
+    base.status === 'ok' && base.failToPass.missing.length + base.passToPass.missing.length > 0
+      ? { failToPass: base.failToPass.missing, passToPass: base.passToPass.missing }
+      : null;
   const rejected =
-    base.status !== 'ok' ? `base state could not be graded: ${base.reason}`
-    : base.resolved ? 'base state already passes: nothing for the trajectory to fix'
-    : !final ? 'the trajectory never changes the working tree'
-    : final.flaky ? `final state is flaky: ${final.reason}`
-    : final.status !== 'ok' ? `final state could not be graded: ${final.reason}`
-    : !final.resolved ? `final state does not pass: ${unresolvedCauses(final, base)}`
-    : null;
+    base.status !== 'ok'
+      ? `base state could not be graded: ${base.reason}`
+      : base.resolved
+        ? 'base state already passes: nothing for the trajectory to fix'
+        : !final
+          ? 'the trajectory never changes the working tree'
+          : final.flaky
+            ? `final state is flaky: ${final.reason}`
+            : final.status !== 'ok'
+              ? `final state could not be graded: ${final.reason}`
+              : !final.resolved
+                ? `final state does not pass: ${unresolvedCauses(final, base)}`
+                : null;
   const drifts = steps.map((s) => s.drift).filter((d): d is number => d !== null);
   return {
-    task: task.instance_id, trajectory: trajectory.source, format: trajectory.format, sandbox: options.sandboxName,
-    steps, decisiveStep: rejected || !decisive ? null : { index: decisive.index, action: decisive.action.text },
-    rejected, base, missingAtBase, final,
+    task: task.instance_id,
+    trajectory: trajectory.source,
+    format: trajectory.format,
+    sandbox: options.sandboxName,
+    steps,
+    decisiveStep: rejected || !decisive ? null : { index: decisive.index, action: decisive.action.text },
+    rejected,
+    base,
+    missingAtBase,
+    final,
     verifierRuns: { states: patches.size, runs: toVerify.length + (final ? repeats : 0) },
     meanDrift: drifts.length ? drifts.reduce((a, b) => a + b, 0) / drifts.length : null,
   };

@@ -22,12 +22,35 @@ export interface ChosenWorkdir {
   outside: OutsidePath[];
 }
 
-export interface OutsidePath { step: number; path: string }
+export interface OutsidePath {
+  step: number;
+  path: string;
+}
 
-interface Inferred { dir: string; evidence: string }
+interface Inferred {
+  dir: string;
+  evidence: string;
+}
 
 /** Top-level directories that hold the system, not a repository: paths there are never a workdir mismatch. */
-const SYSTEM_ROOTS = new Set(['bin', 'boot', 'dev', 'etc', 'lib', 'lib32', 'lib64', 'opt', 'proc', 'root', 'run', 'sbin', 'sys', 'tmp', 'usr', 'var']);
+const SYSTEM_ROOTS = new Set([
+  'bin',
+  'boot',
+  'dev',
+  'etc',
+  'lib',
+  'lib32',
+  'lib64',
+  'opt',
+  'proc',
+  'root',
+  'run',
+  'sbin',
+  'sys',
+  'tmp',
+  'usr',
+  'var',
+]);
 
 /** Whether a repository can be placed at `dir`: absolute, and neither `/` nor in a system directory. */
 export function isUsableWorkdir(dir: string): boolean {
@@ -42,14 +65,18 @@ export function inferWorkdir(trajectory: Trajectory): Inferred | null {
 }
 
 function shownWorkdir(trajectory: Trajectory): Inferred | null {
-  if (trajectory.recordedWorkdir) return { dir: clean(trajectory.recordedWorkdir), evidence: `the working_dir ${trajectory.format} recorded in its steps' state` };
+  if (trajectory.recordedWorkdir)
+    return { dir: clean(trajectory.recordedWorkdir), evidence: `the working_dir ${trajectory.format} recorded in its steps' state` };
   for (const step of trajectory.steps) {
     const m = /\(Current directory: (\/[^)\n]*)\)/.exec(step.observation ?? '');
     if (m) return { dir: clean(m[1]!), evidence: `step ${step.index}'s "(Current directory: ${m[1]})"` };
   }
   if (trajectory.format === 'openhands') {
     // OpenHands mounts the repository at /workspace, or for SWE-bench at /workspace/<owner>__<repo>__<version>.
-    for (const pattern of [/(?<![\w.-])\/workspace\/([^\s/'"`;|&<>()]+__[^\s/'"`;|&<>()]+)(?![\w.-])/, /(?<![\w.-])\/workspace(?![\w.-])/]) {
+    for (const pattern of [
+      /(?<![\w.-])\/workspace\/([^\s/'"`;|&<>()]+__[^\s/'"`;|&<>()]+)(?![\w.-])/,
+      /(?<![\w.-])\/workspace(?![\w.-])/,
+    ]) {
       for (const step of trajectory.steps) {
         const m = pattern.exec(actionStrings(step.action).join('\n'));
         const dir = m ? (m[1] ? `/workspace/${m[1]}` : '/workspace') : null;
@@ -74,8 +101,18 @@ export function chooseWorkdir(trajectory: Trajectory, task: LoadedTask, explicit
   let chosen: Omit<ChosenWorkdir, 'outside'>;
   if (explicit) chosen = { dir: clean(explicit), source: 'flag', evidence: '--workdir' };
   else if (inferred && task.repoDir) chosen = { ...inferred, source: 'trajectory' };
-  else if (inferred && clean(inferred.dir) !== clean(task.workdir)) chosen = { dir: task.workdir, source: 'task', evidence: `the task's workdir, where its image holds the repository; the trajectory ran in ${inferred.dir} per ${inferred.evidence}` };
-  else chosen = { dir: task.workdir, source: 'task', evidence: task.workdir === '/testbed' ? "the task's workdir, the default" : "the task's workdir" };
+  else if (inferred && clean(inferred.dir) !== clean(task.workdir))
+    chosen = {
+      dir: task.workdir,
+      source: 'task',
+      evidence: `the task's workdir, where its image holds the repository; the trajectory ran in ${inferred.dir} per ${inferred.evidence}`,
+    };
+  else
+    chosen = {
+      dir: task.workdir,
+      source: 'task',
+      evidence: task.workdir === '/testbed' ? "the task's workdir, the default" : "the task's workdir",
+    };
   return { ...chosen, outside: pathsOutside(trajectory, chosen.dir) };
 }
 
@@ -117,10 +154,13 @@ function clean(dir: string): string {
 
 /** Lines for the user: where the repository went and why, then each path outside it (the first few). */
 export function describeWorkdir(workdir: ChosenWorkdir, trajectoryFile: string, shown = 5): string {
-  const from = workdir.source === 'flag' ? 'from --workdir' : workdir.source === 'trajectory' ? `inferred from ${workdir.evidence}` : workdir.evidence;
+  const from =
+    workdir.source === 'flag' ? 'from --workdir' : workdir.source === 'trajectory' ? `inferred from ${workdir.evidence}` : workdir.evidence;
   const lines = [`workdir ${workdir.dir} (${from})`];
   for (const o of workdir.outside.slice(0, shown)) {
-    lines.push(`warning: ${trajectoryFile} step ${o.step}: ${o.path} lies outside the workdir ${workdir.dir}; the step cannot see what it saw there (pass --workdir DIR to place the repository elsewhere)`);
+    lines.push(
+      `warning: ${trajectoryFile} step ${o.step}: ${o.path} lies outside the workdir ${workdir.dir}; the step cannot see what it saw there (pass --workdir DIR to place the repository elsewhere)`,
+    );
   }
   if (workdir.outside.length > shown) lines.push(`warning: … and ${workdir.outside.length - shown} more paths outside ${workdir.dir}`);
   return `${lines.join('\n')}\n`;

@@ -34,7 +34,11 @@ export interface LadderRow {
   heldout_code_bpb?: number | null;
 }
 
-export interface ReportRun { dir: string; verb: string; manifest: RunManifest | null }
+export interface ReportRun {
+  dir: string;
+  verb: string;
+  manifest: RunManifest | null;
+}
 
 export interface ReportData {
   runs: ReportRun[];
@@ -96,12 +100,28 @@ function withTranscriptsIn(asapDir: string, results: AsapResult[]): AsapResult[]
   const inside = (file: string) => (resolve(file).startsWith(root) ? file : '');
   return results.map((r) => ({
     ...r,
-    items: r.items.map((item) => ({ ...item, runs: item.runs.map((run) => ({ ...run, transcript: inside(store.episodeFile(r.checkpoint, String(item.instance), Number(run.run), 'md')) })) })),
+    items: r.items.map((item) => ({
+      ...item,
+      runs: item.runs.map((run) => ({
+        ...run,
+        transcript: inside(store.episodeFile(r.checkpoint, String(item.instance), Number(run.run), 'md')),
+      })),
+    })),
   }));
 }
 
 export function collectRuns(dirs: string[]): ReportData {
-  const data: ReportData = { runs: [], bpb: [], mcq: [], passk: [], asap: [], aptbench: [], ladder: null, items: new Map(), controls: new Set() };
+  const data: ReportData = {
+    runs: [],
+    bpb: [],
+    mcq: [],
+    passk: [],
+    asap: [],
+    aptbench: [],
+    ladder: null,
+    items: new Map(),
+    controls: new Set(),
+  };
   for (const dir of dirs) {
     const manifestFile = join(dir, 'run.json');
     const manifest = existsSync(manifestFile) ? readJson<RunManifest>(manifestFile, 'run manifest') : null;
@@ -109,13 +129,22 @@ export function collectRuns(dirs: string[]): ReportData {
     const verb = manifest?.verb ?? (existsSync(join(dir, 'asap.json')) ? 'asap' : undefined);
     if (!verb) throw new InputError({ file: manifestFile }, 'not a run directory (no run.json): give directories written with --out');
     const resultsFile = join(dir, 'results.json');
-    if (!existsSync(resultsFile)) throw new InputError({ file: resultsFile }, 'the run has not finished: continue it with --resume, then report');
+    if (!existsSync(resultsFile))
+      throw new InputError({ file: resultsFile }, 'the run has not finished: continue it with --resume, then report');
     const results = readJson<unknown>(resultsFile, 'results');
     switch (verb) {
-      case 'bpb': data.bpb.push(...readResults.bpb(results, resultsFile).results); break;
-      case 'mcq': data.mcq.push(...readResults.mcq(results, resultsFile).results); break;
-      case 'passk': data.passk.push(...readResults.passk(results, resultsFile).results); break;
-      case 'asap': data.asap.push(...withTranscriptsIn(dir, readResults.asap(results, resultsFile).results)); break;
+      case 'bpb':
+        data.bpb.push(...readResults.bpb(results, resultsFile).results);
+        break;
+      case 'mcq':
+        data.mcq.push(...readResults.mcq(results, resultsFile).results);
+        break;
+      case 'passk':
+        data.passk.push(...readResults.passk(results, resultsFile).results);
+        break;
+      case 'asap':
+        data.asap.push(...withTranscriptsIn(dir, readResults.asap(results, resultsFile).results));
+        break;
       case 'screen':
       case 'demo': {
         const ladder = readResults.ladder(results, resultsFile);
@@ -127,11 +156,15 @@ export function collectRuns(dirs: string[]): ReportData {
         data.bpb.push(...(cheap?.bpb ?? []));
         data.mcq.push(...(cheap?.mcq ?? []));
         data.passk.push(...(stage(readResults.passkStage, join(dir, 'passk.json'))?.passk ?? []));
-        data.asap.push(...withTranscriptsIn(join(dir, 'asap'), stage(readResults.asapStage, join(dir, 'asap', 'results.json'))?.results ?? []));
+        data.asap.push(
+          ...withTranscriptsIn(join(dir, 'asap'), stage(readResults.asapStage, join(dir, 'asap', 'results.json'))?.results ?? []),
+        );
         data.ladder = { rows: ladder.results, shortlist: ladder.shortlist };
         break;
       }
-      case 'aptbench': data.aptbench.push(...readResults.aptbench(results, resultsFile).results); break;
+      case 'aptbench':
+        data.aptbench.push(...readResults.aptbench(results, resultsFile).results);
+        break;
       case 'validate': {
         const { rungs } = readResults.study(results, resultsFile);
         data.bpb.push(...rungs.bpb);
@@ -140,10 +173,15 @@ export function collectRuns(dirs: string[]): ReportData {
         data.asap.push(...withTranscriptsIn(join(dir, 'asap'), rungs.asap));
         break;
       }
-      default: throw new InputError({ file: manifestFile, field: 'verb' }, `unknown verb ${JSON.stringify(verb)}`);
+      default:
+        throw new InputError({ file: manifestFile, field: 'verb' }, `unknown verb ${JSON.stringify(verb)}`);
     }
     for (const item of probeItemsOf(dir, manifest)) data.items.set(item.id, item);
-    for (const c of manifest?.checkpoints ?? []) if (c.control) { data.controls.add(c.name); data.controls.add(c.path); }
+    for (const c of manifest?.checkpoints ?? [])
+      if (c.control) {
+        data.controls.add(c.name);
+        data.controls.add(c.path);
+      }
     for (const r of data.ladder?.rows ?? []) if (r.control) data.controls.add(r.checkpoint);
     data.runs.push({ dir, verb, manifest });
   }

@@ -58,15 +58,34 @@ function runsSection(data: ReportData): string {
     const m = r.manifest;
     const code = (text: string) => `<code>${esc(text)}</code>`;
     // How --bos resolved for each checkpoint (run.json, once it was opened): the BOS id put first, or none.
-    const bos = (c: NonNullable<typeof m>['checkpoints'][number]) => (c.bos ? ` BOS ${code(c.bos.used ? String(c.bos.bos_id) : 'none')} <span title="${esc(c.bos.source)}">(${esc(c.bos.policy)})</span>` : '');
+    const bos = (c: NonNullable<typeof m>['checkpoints'][number]) =>
+      c.bos
+        ? ` BOS ${code(c.bos.used ? String(c.bos.bos_id) : 'none')} <span title="${esc(c.bos.source)}">(${esc(c.bos.policy)})</span>`
+        : '';
     // The graph a directory ran at (--dtype) is part of what was measured: fp16 and q4 of one directory score differently.
     const dtype = typeof m?.config?.dtype === 'string' ? m.config.dtype : undefined;
-    const ckpts = (m?.checkpoints ?? []).map((c) => `${esc(short(c.name))} ${code(c.content_hash ? String(c.content_hash).slice(0, 12) : 'server')}${c.content_hash && dtype ? ` ${esc(dtype)}` : ''}${bos(c)}`).join('<br>');
-    return [raw(code(r.dir)), r.verb, m?.probe_version, m?.git?.commit ? raw(`${code(String(m.git.commit).slice(0, 12))}${m.git.dirty ? ' (modified)' : ''}`) : null,
-      m?.created, m?.probe_set ? raw(`${esc(String(m.probe_set.items))} items ${code(String(m.probe_set.sha256).slice(0, 12))}`) : null, ckpts ? raw(ckpts) : null,
-      m ? raw(code(JSON.stringify(m.seeds))) : null];
+    const ckpts = (m?.checkpoints ?? [])
+      .map(
+        (c) =>
+          `${esc(short(c.name))} ${code(c.content_hash ? String(c.content_hash).slice(0, 12) : 'server')}${c.content_hash && dtype ? ` ${esc(dtype)}` : ''}${bos(c)}`,
+      )
+      .join('<br>');
+    return [
+      raw(code(r.dir)),
+      r.verb,
+      m?.probe_version,
+      m?.git?.commit ? raw(`${code(String(m.git.commit).slice(0, 12))}${m.git.dirty ? ' (modified)' : ''}`) : null,
+      m?.created,
+      m?.probe_set ? raw(`${esc(String(m.probe_set.items))} items ${code(String(m.probe_set.sha256).slice(0, 12))}`) : null,
+      ckpts ? raw(ckpts) : null,
+      m ? raw(code(JSON.stringify(m.seeds))) : null,
+    ];
   });
-  return section('runs', 'Runs', table(['run directory', 'verb', 'probe', 'git', 'started', 'probe set', 'checkpoints (content hash, dtype, BOS)', 'seeds'], rows));
+  return section(
+    'runs',
+    'Runs',
+    table(['run directory', 'verb', 'probe', 'git', 'started', 'probe set', 'checkpoints (content hash, dtype, BOS)', 'seeds'], rows),
+  );
 }
 
 function rankingSection(data: ReportData): string {
@@ -74,16 +93,64 @@ function rankingSection(data: ReportData): string {
   if (data.ladder) {
     body += `<p>Shortlist for post-training: <strong>${data.ladder.shortlist.map((c) => esc(short(c))).join(', ') || 'none'}</strong></p>`;
     const known = data.ladder.rows.some((r) => typeof r.heldout_code_bpb === 'number');
-    body += table(['checkpoint', ...(known ? ['held-out BPB'] : []), 'BPB', `MCQ ${RANKING_ACCURACY_LABEL}`, 'cheap rank', 'pass@1', 'ASAP pass@1', 'ASAP parsable', 'ASAP edits', 'shortlist'],
-      data.ladder.rows.map((r) => [named(data, r.checkpoint), ...(known ? [num(r.heldout_code_bpb, 3)] : []), num(r.bpb), pct(rankingAccuracy({ acc: r.mcq_acc, acc_norm: r.mcq_acc_norm })), num(r.cheap_rank, 1), pct(r.pass_at?.['1']), pct(r.asap?.pass_at_1), pct(r.asap?.parsable_turns), pct(r.asap?.autonomous_edits), r.shortlisted ? '✔' : '']),
-      Array.from({ length: known ? 8 : 7 }, (_, i) => i + 1));
+    body += table(
+      [
+        'checkpoint',
+        ...(known ? ['held-out BPB'] : []),
+        'BPB',
+        `MCQ ${RANKING_ACCURACY_LABEL}`,
+        'cheap rank',
+        'pass@1',
+        'ASAP pass@1',
+        'ASAP parsable',
+        'ASAP edits',
+        'shortlist',
+      ],
+      data.ladder.rows.map((r) => [
+        named(data, r.checkpoint),
+        ...(known ? [num(r.heldout_code_bpb, 3)] : []),
+        num(r.bpb),
+        pct(rankingAccuracy({ acc: r.mcq_acc, acc_norm: r.mcq_acc_norm })),
+        num(r.cheap_rank, 1),
+        pct(r.pass_at?.['1']),
+        pct(r.asap?.pass_at_1),
+        pct(r.asap?.parsable_turns),
+        pct(r.asap?.autonomous_edits),
+        r.shortlisted ? '✔' : '',
+      ]),
+      Array.from({ length: known ? 8 : 7 }, (_, i) => i + 1),
+    );
     body += knownOrderBlock(data);
   }
   const ranked: string[] = [];
-  if (data.bpb.length) ranked.push(`<li>BPB (lower is better): ${[...data.bpb].sort((a, b) => a.bpb - b.bpb).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
-  if (data.mcq.length) ranked.push(`<li>MCQ ${RANKING_ACCURACY_LABEL}: ${[...data.mcq].sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a)).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
-  if (data.passk.length) ranked.push(`<li>pass@1: ${[...data.passk].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
-  if (data.asap.length) ranked.push(`<li>ASAP pass@1: ${[...data.asap].sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0)).map((r) => esc(short(r.checkpoint))).join(' › ')}</li>`);
+  if (data.bpb.length)
+    ranked.push(
+      `<li>BPB (lower is better): ${[...data.bpb]
+        .sort((a, b) => a.bpb - b.bpb)
+        .map((r) => esc(short(r.checkpoint)))
+        .join(' › ')}</li>`,
+    );
+  if (data.mcq.length)
+    ranked.push(
+      `<li>MCQ ${RANKING_ACCURACY_LABEL}: ${[...data.mcq]
+        .sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a))
+        .map((r) => esc(short(r.checkpoint)))
+        .join(' › ')}</li>`,
+    );
+  if (data.passk.length)
+    ranked.push(
+      `<li>pass@1: ${[...data.passk]
+        .sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0))
+        .map((r) => esc(short(r.checkpoint)))
+        .join(' › ')}</li>`,
+    );
+  if (data.asap.length)
+    ranked.push(
+      `<li>ASAP pass@1: ${[...data.asap]
+        .sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0))
+        .map((r) => esc(short(r.checkpoint)))
+        .join(' › ')}</li>`,
+    );
   body += ranked.length ? `<h3>Ranking per probe</h3><ol class="plain">${ranked.join('')}</ol>` : '';
   return section('ranking', 'Ranking', body || empty('No results in these runs.'));
 }
@@ -98,35 +165,87 @@ function knownOrderBlock(data: ReportData): string {
   const order = data.ladder ? knownOrder(data.ladder.rows) : undefined;
   if (!order) return '';
   const chain = (groups: string[][]) => groups.map((g) => g.map((c) => esc(short(c))).join(' = ')).join(' › ');
-  return `<h3>Against the known order</h3><p>Held-out code BPB measured when these checkpoints were trained, best first: <strong>${chain(order.known.map((k) => [k.checkpoint]))}</strong>`
-    + ` (${order.known.map((k) => `${esc(short(k.checkpoint))} ${k.heldout_code_bpb.toFixed(3)}`).join(', ')}).</p>`
-    + table(['probe', 'its order', 'Kendall τ', 'agrees'], order.checks.map((c) => [c.metric, raw(chain(c.order)), num(c.kendall, 2), c.verdict === 'agrees' ? '✔ agrees' : c.verdict === 'no signal' ? 'no signal' : '✘ differs']), [2]);
+  return (
+    `<h3>Against the known order</h3><p>Held-out code BPB measured when these checkpoints were trained, best first: <strong>${chain(order.known.map((k) => [k.checkpoint]))}</strong>` +
+    ` (${order.known.map((k) => `${esc(short(k.checkpoint))} ${k.heldout_code_bpb.toFixed(3)}`).join(', ')}).</p>` +
+    table(
+      ['probe', 'its order', 'Kendall τ', 'agrees'],
+      order.checks.map((c) => [
+        c.metric,
+        raw(chain(c.order)),
+        num(c.kendall, 2),
+        c.verdict === 'agrees' ? '✔ agrees' : c.verdict === 'no signal' ? 'no signal' : '✘ differs',
+      ]),
+      [2],
+    )
+  );
 }
 
 function bpbSection(results: BpbResult[]): string {
   if (!results.length) return section('bpb', 'Decisive-Action BPB', empty('No BPB results in these runs.'));
   const sorted = [...results].sort((a, b) => a.bpb - b.bpb);
-  return section('bpb', 'Decisive-Action BPB',
-    table(['rank', 'checkpoint', 'BPB', 'items', 'tokens', 'bytes', 'truncated'], sorted.map((r, i) => [i + 1, r.checkpoint, num(r.bpb), r.items.length, r.tokens, r.bytes, r.items.filter((x) => x.truncated).length]), [0, 2, 3, 4, 5, 6])
-    + barChart('Bits per byte of the gold decisive action (lower is better)', sorted.map((r) => ({ label: short(r.checkpoint), value: r.bpb })), (v) => v.toFixed(3)));
+  return section(
+    'bpb',
+    'Decisive-Action BPB',
+    table(
+      ['rank', 'checkpoint', 'BPB', 'items', 'tokens', 'bytes', 'truncated'],
+      sorted.map((r, i) => [i + 1, r.checkpoint, num(r.bpb), r.items.length, r.tokens, r.bytes, r.items.filter((x) => x.truncated).length]),
+      [0, 2, 3, 4, 5, 6],
+    ) +
+      barChart(
+        'Bits per byte of the gold decisive action (lower is better)',
+        sorted.map((r) => ({ label: short(r.checkpoint), value: r.bpb })),
+        (v) => v.toFixed(3),
+      ),
+  );
 }
 
 function mcqSection(data: ReportData): string {
   if (!data.mcq.length) return section('mcq', 'Patch MCQ', empty('No MCQ results in these runs.'));
   const sorted = [...data.mcq].sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a));
-  return section('mcq', 'Patch MCQ',
-    table(['checkpoint', 'style', 'acc', 'acc_norm', 'acc_pmi', 'asked', 'no distractors'], sorted.map((r) => [r.checkpoint, r.style, pct(r.acc), pct(r.acc_norm), pct(r.acc_pmi), r.items.length, r.skipped.length]), [2, 3, 4, 5, 6])
-    + barChart(`MCQ ${RANKING_ACCURACY_LABEL}: gold preferred over every verifier-rejected distractor`, sorted.map((r) => ({ label: short(r.checkpoint), value: rankingAccuracy(r) })), pct, { max: 1 }));
+  return section(
+    'mcq',
+    'Patch MCQ',
+    table(
+      ['checkpoint', 'style', 'acc', 'acc_norm', 'acc_pmi', 'asked', 'no distractors'],
+      sorted.map((r) => [r.checkpoint, r.style, pct(r.acc), pct(r.acc_norm), pct(r.acc_pmi), r.items.length, r.skipped.length]),
+      [2, 3, 4, 5, 6],
+    ) +
+      barChart(
+        `MCQ ${RANKING_ACCURACY_LABEL}: gold preferred over every verifier-rejected distractor`,
+        sorted.map((r) => ({ label: short(r.checkpoint), value: rankingAccuracy(r) })),
+        pct,
+        { max: 1 },
+      ),
+  );
 }
 
 function passkSection(data: ReportData): string {
   if (!data.passk.length) return section('passk', 'Prefix-conditioned pass@k', empty('No pass@k results in these runs.'));
   const ks = [...new Set(data.passk.flatMap((r) => Object.keys(r.pass_at).map(Number)))].sort((a, b) => a - b);
-  return section('passk', 'Prefix-conditioned pass@k',
-    table(['checkpoint', 'n', ...ks.map((k) => `pass@${k}`), 'unparsable'], data.passk.map((r) => [r.checkpoint, r.n, ...ks.map((k) => pct(r.pass_at[String(k)])), pct(r.parse_failure_rate)]), ks.map((_, i) => i + 1).concat(ks.length + 1, ks.length + 2))
-    + barChart('pass@1 at the decisive step', data.passk.map((r) => ({ label: short(r.checkpoint), value: r.pass_at['1'] ?? NaN })), pct, { max: 1 })
-    + lineChart('pass@k curves (unbiased estimator)', data.passk.map((r) => ({ name: short(r.checkpoint), points: ks.filter((k) => Number.isFinite(r.pass_at[String(k)])).map((k) => [k, r.pass_at[String(k)]!] as [number, number]) })),
-      { logX: true, xLabel: 'k', yLabel: 'pass@k', yMin: 0, yMax: 1 }));
+  return section(
+    'passk',
+    'Prefix-conditioned pass@k',
+    table(
+      ['checkpoint', 'n', ...ks.map((k) => `pass@${k}`), 'unparsable'],
+      data.passk.map((r) => [r.checkpoint, r.n, ...ks.map((k) => pct(r.pass_at[String(k)])), pct(r.parse_failure_rate)]),
+      ks.map((_, i) => i + 1).concat(ks.length + 1, ks.length + 2),
+    ) +
+      barChart(
+        'pass@1 at the decisive step',
+        data.passk.map((r) => ({ label: short(r.checkpoint), value: r.pass_at['1'] ?? NaN })),
+        pct,
+        { max: 1 },
+      ) +
+      lineChart(
+        'pass@k curves (unbiased estimator)',
+        data.passk.map((r) => ({
+          name: short(r.checkpoint),
+          points: ks.filter((k) => Number.isFinite(r.pass_at[String(k)])).map((k) => [k, r.pass_at[String(k)]!] as [number, number]),
+        })),
+        { logX: true, xLabel: 'k', yLabel: 'pass@k', yMin: 0, yMax: 1 },
+      ),
+  );
 }
 
 const TERMINATIONS = ['submitted', 'submitted_empty', 'step_limit', 'repeated_action', 'format_error'] as const;
@@ -134,31 +253,89 @@ const TERMINATIONS = ['submitted', 'submitted_empty', 'step_limit', 'repeated_ac
 function asapSection(results: AsapResult[]): string {
   if (!results.length) return section('asap', 'ASAP episodes', empty('No ASAP results in these runs.'));
   const b = (r: AsapResult) => r.behaviour;
-  const body = table(['checkpoint', 'runs', 'pass@1', '∩@n', 'parsable turns', 'valid calls', 'edits', 'testing', 'applicable patch', 'empty patch', 'submitted', 'regressions', 'turns'],
-    results.map((r) => [r.checkpoint, `${r.instances} × ${r.runs}`, pct(r.pass_at['1']), pct(r.intersection), pct(b(r).parsable_turns), pct(b(r).valid_tool_calls), pct(b(r).autonomous_edits),
-      pct(b(r).active_testing), pct(b(r).applicable_patch), pct(b(r).empty_patch), pct(b(r).explicit_submission), pct(b(r).regressions), num(b(r).mean_turns, 1)]), [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
-    + stackedBars('How episodes ended', [...TERMINATIONS], results.map((r) => ({ label: short(r.checkpoint), parts: TERMINATIONS.map((t) => r.terminations[t] ?? 0) })), 'episodes')
-    + stackedBars('Model turns: a valid tool call, parsable but not a valid call, unparsable', ['valid call', 'parsable, invalid', 'unparsable'],
+  const body =
+    table(
+      [
+        'checkpoint',
+        'runs',
+        'pass@1',
+        '∩@n',
+        'parsable turns',
+        'valid calls',
+        'edits',
+        'testing',
+        'applicable patch',
+        'empty patch',
+        'submitted',
+        'regressions',
+        'turns',
+      ],
+      results.map((r) => [
+        r.checkpoint,
+        `${r.instances} × ${r.runs}`,
+        pct(r.pass_at['1']),
+        pct(r.intersection),
+        pct(b(r).parsable_turns),
+        pct(b(r).valid_tool_calls),
+        pct(b(r).autonomous_edits),
+        pct(b(r).active_testing),
+        pct(b(r).applicable_patch),
+        pct(b(r).empty_patch),
+        pct(b(r).explicit_submission),
+        pct(b(r).regressions),
+        num(b(r).mean_turns, 1),
+      ]),
+      [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+    ) +
+    stackedBars(
+      'How episodes ended',
+      [...TERMINATIONS],
+      results.map((r) => ({ label: short(r.checkpoint), parts: TERMINATIONS.map((t) => r.terminations[t] ?? 0) })),
+      'episodes',
+    ) +
+    stackedBars(
+      'Model turns: a valid tool call, parsable but not a valid call, unparsable',
+      ['valid call', 'parsable, invalid', 'unparsable'],
       results.map((r) => {
         // Back from the turn-weighted rates to counts: every turn is in exactly one part.
         const turns = Math.round(b(r).mean_turns * b(r).runs);
         const valid = Math.round(b(r).valid_tool_calls * turns);
         const parsable = Math.max(Math.round(b(r).parsable_turns * turns), valid);
         return { label: short(r.checkpoint), parts: [valid, parsable - valid, turns - parsable] };
-      }), 'turns');
+      }),
+      'turns',
+    );
   return section('asap', 'ASAP episodes', body);
 }
 
 /** Only when the runs include APTBench items: their scores are another view, not a rung of the ladder. */
 function aptbenchSection(data: ReportData): string {
   if (!data.aptbench.length) return '';
-  return section('aptbench', 'APTBench items',
-    table(['checkpoint', 'items', 'letter acc', 'likelihood acc', 'exact match', 'ROUGE-L'],
-      data.aptbench.map((r) => [r.checkpoint, r.items.length, pct(r.letter_acc), pct(r.likelihood_acc), pct(r.exact_match), num(r.rouge_l, 3)]), [1, 2, 3, 4, 5]));
+  return section(
+    'aptbench',
+    'APTBench items',
+    table(
+      ['checkpoint', 'items', 'letter acc', 'likelihood acc', 'exact match', 'ROUGE-L'],
+      data.aptbench.map((r) => [
+        r.checkpoint,
+        r.items.length,
+        pct(r.letter_acc),
+        pct(r.likelihood_acc),
+        pct(r.exact_match),
+        num(r.rouge_l, 3),
+      ]),
+      [1, 2, 3, 4, 5],
+    ),
+  );
 }
 
 function correlationSection(data: ReportData, downstream: Map<string, number> | undefined, includeControls: boolean): string {
-  if (!downstream) return section('correlation', 'Correlation with downstream scores', empty('No downstream scores given (probe report … --downstream scores.csv).'));
+  if (!downstream)
+    return section(
+      'correlation',
+      'Correlation with downstream scores',
+      empty('No downstream scores given (probe report … --downstream scores.csv).'),
+    );
   // A control has seen the probes: its point would show a correlation the probes did not earn.
   const score = (c: string) => (!includeControls && data.controls.has(c) ? undefined : downstreamScore(downstream, c));
   const metrics: Array<{ name: string; values: Array<{ checkpoint: string; value: number }> }> = [
@@ -169,10 +346,22 @@ function correlationSection(data: ReportData, downstream: Map<string, number> | 
   ];
   let body = '';
   for (const m of metrics) {
-    const points = m.values.filter((v) => score(v.checkpoint) !== undefined).map((v) => ({ label: short(v.checkpoint), x: v.value, y: score(v.checkpoint)! }));
+    const points = m.values
+      .filter((v) => score(v.checkpoint) !== undefined)
+      .map((v) => ({ label: short(v.checkpoint), x: v.value, y: score(v.checkpoint)! }));
     if (points.length === 0) continue;
-    const rho = points.length >= 2 ? spearman(points.map((p) => p.x), points.map((p) => p.y)) : NaN;
-    body += scatter(`${m.name} against the downstream score (Spearman ρ = ${Number.isFinite(rho) ? rho.toFixed(2) : 'n/a'}, ${points.length} checkpoints)`, points, { xLabel: m.name, yLabel: 'downstream score' });
+    const rho =
+      points.length >= 2
+        ? spearman(
+            points.map((p) => p.x),
+            points.map((p) => p.y),
+          )
+        : NaN;
+    body += scatter(
+      `${m.name} against the downstream score (Spearman ρ = ${Number.isFinite(rho) ? rho.toFixed(2) : 'n/a'}, ${points.length} checkpoints)`,
+      points,
+      { xLabel: m.name, yLabel: 'downstream score' },
+    );
   }
   return section('correlation', 'Correlation with downstream scores', body || empty('None of these checkpoints has a downstream score.'));
 }
@@ -187,40 +376,78 @@ function itemsSection(data: ReportData): string {
   const mcqOf = byCheckpoint(data.mcq);
   const passkOf = byCheckpoint(data.passk);
   const checkpoints = [...new Set([...data.bpb, ...data.mcq, ...data.passk].map((r) => r.checkpoint))];
-  const body = ids.map((id) => {
-    const item = data.items.get(id);
-    const rows = checkpoints.map((c) => {
-      const bpb = bpbOf.get(c)?.get(id);
-      const mcq = mcqOf.get(c)?.get(id);
-      const passk = passkOf.get(c)?.get(id);
-      const pick = mcq && 'acc_norm' in mcq.pick ? mcq.pick.acc_norm : mcq && 'letter' in mcq.pick ? mcq.pick.letter : null;
-      return [short(c), bpb ? num(bpb.bpb) : '–', mcq ? `${(mcq.correct_norm ?? mcq.correct) ? '✔' : '✘'} picked ${pick === 0 ? 'gold' : pick === null || pick < 0 ? 'none (tie)' : `distractor ${pick}`}` : '–',
-        passk ? `${passk.c}/${passk.n}` : '–'];
-    });
-    const samples = data.passk.flatMap((r) => (passkOf.get(r.checkpoint)?.get(id)?.samples ?? []).map((s, k) => ({ checkpoint: r.checkpoint, k, s })));
-    return `<details class="item"><summary><code>${esc(id)}</code> — ${esc(item?.task ?? '')}</summary>`
-      + table(['checkpoint', 'BPB', 'MCQ', 'pass@k resolved'], rows)
-      + (item ? `<h4>Context (${item.context.length} chars)</h4><pre class="context">${esc(item.context)}</pre><h4>Gold action</h4><pre class="gold">${esc(item.gold)}</pre>`
-        + (item.distractors.length ? `<h4>Distractors (rejected by the verifier)</h4>${item.distractors.map((d, i) => `<pre class="distractor"><b>${i + 1}.</b> ${esc(d)}</pre>`).join('')}` : '<p class="empty">No distractors.</p>')
-        : '<p class="empty">The probe set of this run is not here (or has changed since the run); only the scores are shown.</p>')
-      + (samples.length ? `<h4>Sampled actions and verdicts</h4>${samples.map(({ checkpoint, k, s }) => `<div class="sample ${s.resolved ? 'pass' : 'fail'}"><span>${esc(short(checkpoint))} #${k + 1}: ${s.resolved ? 'resolved' : esc(s.reason)}</span><pre>${esc(s.text.length > 20_000 ? `${s.text.slice(0, 20_000)}\n[… ${s.text.length - 20_000} more characters]` : s.text)}</pre></div>`).join('')}` : '')
-      + '</details>';
-  }).join('');
+  const body = ids
+    .map((id) => {
+      const item = data.items.get(id);
+      const rows = checkpoints.map((c) => {
+        const bpb = bpbOf.get(c)?.get(id);
+        const mcq = mcqOf.get(c)?.get(id);
+        const passk = passkOf.get(c)?.get(id);
+        const pick = mcq && 'acc_norm' in mcq.pick ? mcq.pick.acc_norm : mcq && 'letter' in mcq.pick ? mcq.pick.letter : null;
+        return [
+          short(c),
+          bpb ? num(bpb.bpb) : '–',
+          mcq
+            ? `${(mcq.correct_norm ?? mcq.correct) ? '✔' : '✘'} picked ${pick === 0 ? 'gold' : pick === null || pick < 0 ? 'none (tie)' : `distractor ${pick}`}`
+            : '–',
+          passk ? `${passk.c}/${passk.n}` : '–',
+        ];
+      });
+      const samples = data.passk.flatMap((r) =>
+        (passkOf.get(r.checkpoint)?.get(id)?.samples ?? []).map((s, k) => ({ checkpoint: r.checkpoint, k, s })),
+      );
+      return (
+        `<details class="item"><summary><code>${esc(id)}</code> — ${esc(item?.task ?? '')}</summary>` +
+        table(['checkpoint', 'BPB', 'MCQ', 'pass@k resolved'], rows) +
+        (item
+          ? `<h4>Context (${item.context.length} chars)</h4><pre class="context">${esc(item.context)}</pre><h4>Gold action</h4><pre class="gold">${esc(item.gold)}</pre>` +
+            (item.distractors.length
+              ? `<h4>Distractors (rejected by the verifier)</h4>${item.distractors.map((d, i) => `<pre class="distractor"><b>${i + 1}.</b> ${esc(d)}</pre>`).join('')}`
+              : '<p class="empty">No distractors.</p>')
+          : '<p class="empty">The probe set of this run is not here (or has changed since the run); only the scores are shown.</p>') +
+        (samples.length
+          ? `<h4>Sampled actions and verdicts</h4>${samples.map(({ checkpoint, k, s }) => `<div class="sample ${s.resolved ? 'pass' : 'fail'}"><span>${esc(short(checkpoint))} #${k + 1}: ${s.resolved ? 'resolved' : esc(s.reason)}</span><pre>${esc(s.text.length > 20_000 ? `${s.text.slice(0, 20_000)}\n[… ${s.text.length - 20_000} more characters]` : s.text)}</pre></div>`).join('')}`
+          : '') +
+        '</details>'
+      );
+    })
+    .join('');
   return section('items', `Items (${ids.length})`, body);
 }
 
 function transcriptsSection(results: AsapResult[], maxChars: number, maxTranscripts: number): string {
   if (!results.length) return section('transcripts', 'ASAP transcripts', empty('No ASAP episodes in these runs.'));
   let included = 0;
-  const body = results.map((r) => `<h3>${esc(r.checkpoint)}</h3>${r.items.map((item) => `<details class="instance"><summary>${esc(item.instance)}: ${esc(`${item.c}/${item.n}`)} resolved</summary>`
-    + item.runs.map((run) => {
-      const head = esc(`run ${run.run}: ${run.resolved ? 'RESOLVED' : 'not resolved'} — ${run.termination}, ${run.steps} steps`);
-      if (included++ >= maxTranscripts) return `<p class="transcript-path">${head}: <code>${esc(run.transcript)}</code></p>`;
-      let text = existsSync(run.transcript) ? readFileSync(run.transcript, 'utf8') : `(transcript not found: ${run.transcript})`;
-      if (text.length > maxChars) text = `[… ${text.length - maxChars} earlier characters not shown; the whole transcript is ${run.transcript}]\n${text.slice(-maxChars)}`;
-      return `<details class="transcript"><summary>${head}</summary><pre>${esc(text)}</pre></details>`;
-    }).join('') + '</details>').join('')}`).join('');
-  const note = included > maxTranscripts ? `<p class="meta">${maxTranscripts} of ${included} transcripts are included; the others are listed with their paths (probe report --max-transcripts N).</p>` : '';
+  const body = results
+    .map(
+      (r) =>
+        `<h3>${esc(r.checkpoint)}</h3>${r.items
+          .map(
+            (item) =>
+              `<details class="instance"><summary>${esc(item.instance)}: ${esc(`${item.c}/${item.n}`)} resolved</summary>` +
+              item.runs
+                .map((run) => {
+                  const head = esc(
+                    `run ${run.run}: ${run.resolved ? 'RESOLVED' : 'not resolved'} — ${run.termination}, ${run.steps} steps`,
+                  );
+                  if (included++ >= maxTranscripts) return `<p class="transcript-path">${head}: <code>${esc(run.transcript)}</code></p>`;
+                  let text = existsSync(run.transcript)
+                    ? readFileSync(run.transcript, 'utf8')
+                    : `(transcript not found: ${run.transcript})`;
+                  if (text.length > maxChars)
+                    text = `[… ${text.length - maxChars} earlier characters not shown; the whole transcript is ${run.transcript}]\n${text.slice(-maxChars)}`;
+                  return `<details class="transcript"><summary>${head}</summary><pre>${esc(text)}</pre></details>`;
+                })
+                .join('') +
+              '</details>',
+          )
+          .join('')}`,
+    )
+    .join('');
+  const note =
+    included > maxTranscripts
+      ? `<p class="meta">${maxTranscripts} of ${included} transcripts are included; the others are listed with their paths (probe report --max-transcripts N).</p>`
+      : '';
   return section('transcripts', 'ASAP transcripts', note + body);
 }
 
@@ -240,11 +467,21 @@ details{margin:4px 0}summary{cursor:pointer}.empty{color:#777;font-style:italic}
 export function renderReport(data: ReportData, options: ReportOptions = {}): string {
   const title = options.title ?? 'probe report';
   const sections = [
-    runsSection(data), rankingSection(data), bpbSection(data.bpb), mcqSection(data), passkSection(data), asapSection(data.asap), aptbenchSection(data),
-    correlationSection(data, options.downstream, Boolean(options.includeControls)), itemsSection(data), transcriptsSection(data.asap, options.maxTranscriptChars ?? 100_000, options.maxTranscripts ?? 200),
+    runsSection(data),
+    rankingSection(data),
+    bpbSection(data.bpb),
+    mcqSection(data),
+    passkSection(data),
+    asapSection(data.asap),
+    aptbenchSection(data),
+    correlationSection(data, options.downstream, Boolean(options.includeControls)),
+    itemsSection(data),
+    transcriptsSection(data.asap, options.maxTranscriptChars ?? 100_000, options.maxTranscripts ?? 200),
   ];
   const nav = REPORT_SECTIONS.map((id) => `<a href="#${id}">${id}</a>`).join(' · ');
-  return `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)}</title><style>${STYLE}</style></head>`
-    + `<body><header><h1>${esc(title)}</h1><p class="meta">Generated ${esc((options.generatedAt ?? new Date()).toISOString())} from ${data.runs.length} run${data.runs.length === 1 ? '' : 's'} · ${nav}</p></header>`
-    + `<main>${sections.join('\n')}</main></body></html>\n`;
+  return (
+    `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)}</title><style>${STYLE}</style></head>` +
+    `<body><header><h1>${esc(title)}</h1><p class="meta">Generated ${esc((options.generatedAt ?? new Date()).toISOString())} from ${data.runs.length} run${data.runs.length === 1 ? '' : 's'} · ${nav}</p></header>` +
+    `<main>${sections.join('\n')}</main></body></html>\n`
+  );
 }

@@ -18,17 +18,45 @@ export interface LadderSummary {
 export function printLadder(outcome: LadderSummary, items: number, n: number): void {
   process.stderr.write(`\nScreening ${outcome.rows.length} checkpoints on ${items} probe items\n\n`);
   const known = outcome.rows.some((r) => typeof r.heldout_code_bpb === 'number');
-  process.stderr.write(`${formatTable(['checkpoint', ...(known ? ['held-out bpb'] : []), 'bpb', `mcq ${RANKING_ACCURACY_LABEL}`, 'cheap rank', 'pass@1', `pass@${n}`, 'asap pass@1', 'asap parsable', 'asap edits', 'shortlist'],
-    outcome.rows.map((r) => [r.control ? `${r.checkpoint} ${CONTROL_LABEL}` : r.checkpoint, ...(known ? [typeof r.heldout_code_bpb === 'number' ? r.heldout_code_bpb.toFixed(3) : ''] : []),
-      r.bpb.toFixed(3), formatPercent(rankingAccuracy({ acc: r.mcq_acc, acc_norm: r.mcq_acc_norm })), r.cheap_rank.toFixed(1), formatPercent(r.pass_at?.['1']), formatPercent(r.pass_at?.[String(n)]),
-      formatPercent(r.asap?.pass_at_1), formatPercent(r.asap?.parsable_turns), formatPercent(r.asap?.autonomous_edits), r.shortlisted ? 'yes' : '']),
-    Array.from({ length: known ? 9 : 8 }, (_, i) => i + 1))}\n\n`);
+  process.stderr.write(
+    `${formatTable(
+      [
+        'checkpoint',
+        ...(known ? ['held-out bpb'] : []),
+        'bpb',
+        `mcq ${RANKING_ACCURACY_LABEL}`,
+        'cheap rank',
+        'pass@1',
+        `pass@${n}`,
+        'asap pass@1',
+        'asap parsable',
+        'asap edits',
+        'shortlist',
+      ],
+      outcome.rows.map((r) => [
+        r.control ? `${r.checkpoint} ${CONTROL_LABEL}` : r.checkpoint,
+        ...(known ? [typeof r.heldout_code_bpb === 'number' ? r.heldout_code_bpb.toFixed(3) : ''] : []),
+        r.bpb.toFixed(3),
+        formatPercent(rankingAccuracy({ acc: r.mcq_acc, acc_norm: r.mcq_acc_norm })),
+        r.cheap_rank.toFixed(1),
+        formatPercent(r.pass_at?.['1']),
+        formatPercent(r.pass_at?.[String(n)]),
+        formatPercent(r.asap?.pass_at_1),
+        formatPercent(r.asap?.parsable_turns),
+        formatPercent(r.asap?.autonomous_edits),
+        r.shortlisted ? 'yes' : '',
+      ]),
+      Array.from({ length: known ? 9 : 8 }, (_, i) => i + 1),
+    )}\n\n`,
+  );
   const order = knownOrder(outcome.rows);
   if (order) {
     const name = (c: string) => shortCheckpointName(c);
     process.stderr.write(`Known order (held-out code BPB): ${order.known.map((k) => name(k.checkpoint)).join(' › ')}\n`);
     for (const check of order.checks) {
-      process.stderr.write(`  ${check.metric.padEnd(12)} ${check.verdict}: ${check.order.map((g) => g.map(name).join(' = ')).join(' › ')} (Kendall τ ${Number.isFinite(check.kendall) ? check.kendall.toFixed(2) : 'n/a'})\n`);
+      process.stderr.write(
+        `  ${check.metric.padEnd(12)} ${check.verdict}: ${check.order.map((g) => g.map(name).join(' = ')).join(' › ')} (Kendall τ ${Number.isFinite(check.kendall) ? check.kendall.toFixed(2) : 'n/a'})\n`,
+      );
     }
     process.stderr.write('\n');
   }

@@ -28,7 +28,7 @@ export function newCode(action: string, format: string): NewCode | null {
     return null;
   }
   const args = parsed.args;
-  const str = (key: string) => (typeof args[key] === 'string' ? args[key] as string : '');
+  const str = (key: string) => (typeof args[key] === 'string' ? (args[key] as string) : '');
   if (parsed.tool === 'str_replace_editor') {
     if (args.command === 'str_replace') return { how: 'str_replace', added: str('new_str'), removed: str('old_str') };
     if (args.command === 'insert') return { how: 'insert', added: str('new_str'), removed: '' };
@@ -51,18 +51,25 @@ export function newCode(action: string, format: string): NewCode | null {
  */
 export function distinctiveLines(code: NewCode, minChars = 8): string[] {
   const removed = new Set(code.removed.split('\n').map((l) => l.trim()));
-  const lines = code.added.split('\n').map((l) => l.trim()).filter((l) => !removed.has(l) && l.replace(/\s/g, '').length >= minChars);
+  const lines = code.added
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => !removed.has(l) && l.replace(/\s/g, '').length >= minChars);
   return [...new Set(lines)];
 }
 
 function shellNewCode(command: string): NewCode | null {
   // A heredoc written to a file (`cat > f <<'EOF'`, `cat <<EOF > f`, `tee f <<EOF`): the file's new text.
-  const opening = /\bcat\s*>>?\s*\S+\s*<<-?\s*(['"]?)(\w+)\1|\bcat\s*<<-?\s*(['"]?)(\w+)\3\s*>>?\s*\S+|\btee\s+(?:-a\s+)?\S+\s*<<-?\s*(['"]?)(\w+)\5/.exec(command);
+  const opening =
+    /\bcat\s*>>?\s*\S+\s*<<-?\s*(['"]?)(\w+)\1|\bcat\s*<<-?\s*(['"]?)(\w+)\3\s*>>?\s*\S+|\btee\s+(?:-a\s+)?\S+\s*<<-?\s*(['"]?)(\w+)\5/.exec(
+      command,
+    );
   if (opening) {
     const delimiter = opening[2] ?? opening[4] ?? opening[6]!;
     const bodyStart = command.indexOf('\n', opening.index + opening[0].length) + 1;
     const close = new RegExp(`^[ \\t]*${delimiter}[ \\t]*$`, 'm').exec(command.slice(bodyStart));
-    if (bodyStart > 0 && close) return { how: 'heredoc', added: command.slice(bodyStart, bodyStart + close.index).replace(/\n$/, ''), removed: '' };
+    if (bodyStart > 0 && close)
+      return { how: 'heredoc', added: command.slice(bodyStart, bodyStart + close.index).replace(/\n$/, ''), removed: '' };
   }
   const replaced = pythonReplace(command);
   if (replaced) return replaced;
@@ -75,7 +82,8 @@ function sedNewCode(command: string): NewCode | null {
   const subst = /\bs([/|#,:@])((?:\\.|(?!\1)[^\\])*)\1((?:\\.|(?!\1)[^\\])*)\1/.exec(command);
   if (subst) {
     const d = subst[1]!;
-    const unescaped = (s: string) => s.replace(/\\n/g, '\n').replace(new RegExp(`\\\\([\\\\${d === '/' ? '/' : `\\${d}`}&.*\\[\\]^$])`, 'g'), '$1');
+    const unescaped = (s: string) =>
+      s.replace(/\\n/g, '\n').replace(new RegExp(`\\\\([\\\\${d === '/' ? '/' : `\\${d}`}&.*\\[\\]^$])`, 'g'), '$1');
     return { how: 'sed', added: unescaped(subst[3]!), removed: unescaped(subst[2]!) };
   }
   const insert = /\bsed\s+(?:-\w+\s+)*'(?:\d+|\$|\/[^/]*\/)\s*([ia])\\?\s?((?:[^'\\]|\\.)*)'/.exec(command);
@@ -87,7 +95,7 @@ function sedNewCode(command: string): NewCode | null {
 function pythonReplace(script: string): NewCode | null {
   if (!/\bpython[\d.]*\b/.test(script)) return null;
   const call = /\.replace\(\s*/g;
-  for (let m; (m = call.exec(script));) {
+  for (let m; (m = call.exec(script)); ) {
     const first = pythonArgument(script, m.index + m[0].length);
     if (!first) continue;
     const comma = /^\s*,\s*/.exec(script.slice(first.end));

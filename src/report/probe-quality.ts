@@ -13,7 +13,15 @@ import { parseActionText } from '../trajectories/parse-action.ts';
 import { distinctiveLines, newCode } from './new-code.ts';
 
 /** Five-number summary and mean of a sample; all null when it is empty. */
-export interface Distribution { n: number; min: number | null; p25: number | null; median: number | null; p75: number | null; max: number | null; mean: number | null }
+export interface Distribution {
+  n: number;
+  min: number | null;
+  p25: number | null;
+  median: number | null;
+  p75: number | null;
+  max: number | null;
+  mean: number | null;
+}
 
 export interface FormatCount {
   format: string;
@@ -43,7 +51,10 @@ export interface NewCodeLeak {
   found: string[];
 }
 
-export interface DistractorLeak { id: string; distractors: Array<{ index: number; source: string }> }
+export interface DistractorLeak {
+  id: string;
+  distractors: Array<{ index: number; source: string }>;
+}
 
 /** Per item, what the report computed, for scripts that want to filter items. */
 export interface ItemQuality {
@@ -69,10 +80,25 @@ export interface ItemQuality {
   searched: boolean;
 }
 
-export type WarningCode = 'below-mcq-minimum' | 'non-edit-distractors' | 'shorter-distractor' | 'gold-in-context' | 'distractor-in-context'
-  | 'new-code-in-context' | 'duplicate-contexts' | 'duplicate-golds' | 'repeated-tasks' | 'tasks-in-several-formats' | 'decisive-first-action' | 'no-distractor-log';
+export type WarningCode =
+  | 'below-mcq-minimum'
+  | 'non-edit-distractors'
+  | 'shorter-distractor'
+  | 'gold-in-context'
+  | 'distractor-in-context'
+  | 'new-code-in-context'
+  | 'duplicate-contexts'
+  | 'duplicate-golds'
+  | 'repeated-tasks'
+  | 'tasks-in-several-formats'
+  | 'decisive-first-action'
+  | 'no-distractor-log';
 
-export interface QualityWarning { code: WarningCode; message: string; items: string[] }
+export interface QualityWarning {
+  code: WarningCode;
+  message: string;
+  items: string[];
+}
 
 export interface ProbeQualityReport {
   items: number;
@@ -150,7 +176,15 @@ export function distribution(values: readonly number[]): Distribution {
     const lo = Math.floor(pos);
     return sorted[lo]! + (sorted[Math.min(lo + 1, sorted.length - 1)]! - sorted[lo]!) * (pos - lo);
   };
-  return { n: sorted.length, min: sorted[0]!, p25: at(0.25), median: at(0.5), p75: at(0.75), max: sorted.at(-1)!, mean: sorted.reduce((a, b) => a + b, 0) / sorted.length };
+  return {
+    n: sorted.length,
+    min: sorted[0]!,
+    p25: at(0.25),
+    median: at(0.5),
+    p75: at(0.75),
+    max: sorted.at(-1)!,
+    mean: sorted.reduce((a, b) => a + b, 0) / sorted.length,
+  };
 }
 
 /** The kind of a distractor log `source`: `mutation:operator`, `trajectory edit` / `trajectory non-edit`, `sample:<ckpt>`. */
@@ -172,18 +206,24 @@ function nonEditReason(text: string, source: string | undefined, item: ProbeItem
     if (action.kind === 'submit') return 'submit';
     if (['view', 'search', 'navigate'].includes(action.kind)) return action.kind;
     const command = typeof action.args.command === 'string' ? action.args.command : '';
-    if (action.tool === 'bash' && command.split(/&&|\|\||;|\n/).every((part) => part.trim() === '' || READ_ONLY.test(part))) return 'read-only command';
+    if (action.tool === 'bash' && command.split(/&&|\|\||;|\n/).every((part) => part.trim() === '' || READ_ONLY.test(part)))
+      return 'read-only command';
   } catch {
     // Unparsable: the verifier rejected it for that, which is no evidence of what kind it is.
   }
   return '';
 }
 
-interface KeptDistractor { text: string; source: string | undefined }
+interface KeptDistractor {
+  text: string;
+  source: string | undefined;
+}
 
 /** Each kept distractor with its log record's source (the log keeps every candidate, kept or not). */
 function keptDistractors(item: ProbeItem): KeptDistractor[] {
-  const log = Array.isArray(item.distractor_log) ? item.distractor_log as Array<{ text?: unknown; source?: unknown; kept?: unknown }> : [];
+  const log = Array.isArray(item.distractor_log)
+    ? (item.distractor_log as Array<{ text?: unknown; source?: unknown; kept?: unknown }>)
+    : [];
   return item.distractors.map((text) => {
     const record = log.find((r) => r.kept !== false && r.text === text && typeof r.source === 'string');
     return { text, source: record?.source as string | undefined };
@@ -223,7 +263,14 @@ export function probeQuality(items: readonly ProbeItem[], options: QualityOption
     kept.forEach((d, index) => {
       const kind = sourceKind(d.source);
       if (!d.source) unlogged++;
-      const count = bySource.get(kind) ?? { source: kind, distractors: 0, items: 0, verbatim_in_context: 0, non_edit: 0, itemIds: new Set<string>() };
+      const count = bySource.get(kind) ?? {
+        source: kind,
+        distractors: 0,
+        items: 0,
+        verbatim_in_context: 0,
+        non_edit: 0,
+        itemIds: new Set<string>(),
+      };
       count.distractors++;
       count.itemIds.add(item.id);
       const verbatim = d.text.trim() !== '' && item.context.includes(d.text.trim());
@@ -262,28 +309,49 @@ export function probeQuality(items: readonly ProbeItem[], options: QualityOption
 
     const length = options.trajectoryLengths?.get(item.source.file) ?? null;
     perItem.push({
-      id: item.id, task: item.task, format: item.format, gold_bytes: goldBytes,
+      id: item.id,
+      task: item.task,
+      format: item.format,
+      gold_bytes: goldBytes,
       gold_tokens: options.tokens ? options.tokens.count(item.gold) : null,
-      distractors: item.distractors.length, sources: kept.map((d) => sourceKind(d.source)), non_edit_distractors: nonEdit,
+      distractors: item.distractors.length,
+      sources: kept.map((d) => sourceKind(d.source)),
+      non_edit_distractors: nonEdit,
       shorter_distractor: item.distractors.some((d) => utf8Bytes(d) < SHORT_OPTION * goldBytes),
-      decisive_step: item.decisive_step, trajectory_actions: length,
+      decisive_step: item.decisive_step,
+      trajectory_actions: length,
       relative_position: length ? (item.decisive_step + 1) / length : null,
-      new_code_in_context: newCodeFound, leaks, searched: Array.isArray(item.distractor_log),
+      new_code_in_context: newCodeFound,
+      leaks,
+      searched: Array.isArray(item.distractor_log),
     });
   }
 
   const ids = (list: readonly { id: string }[]) => list.map((i) => i.id);
   const belowMinimum = perItem.filter((i) => i.distractors < MIN_DISTRACTORS);
-  const duplicateContexts = groupsOf(items, (i) => i.context).filter((g) => g.length > 1).map(ids);
-  const duplicateGolds = groupsOf(items, (i) => i.gold).filter((g) => g.length > 1).map(ids);
-  const repeatedTasks = groupsOf(items, (i) => `${i.task}\0${i.format}`).filter((g) => g.length > 1).map((g) => ({ task: g[0]!.task, format: g[0]!.format, ids: ids(g) }));
-  const severalFormats = groupsOf(items, (i) => i.task).map((g) => ({ task: g[0]!.task, formats: [...new Set(g.map((i) => i.format))].sort(), ids: ids(g) })).filter((t) => t.formats.length > 1);
-  for (const group of [...duplicateContexts, ...duplicateGolds]) for (const id of group) perItem.find((i) => i.id === id)!.leaks.push('duplicate');
+  const duplicateContexts = groupsOf(items, (i) => i.context)
+    .filter((g) => g.length > 1)
+    .map(ids);
+  const duplicateGolds = groupsOf(items, (i) => i.gold)
+    .filter((g) => g.length > 1)
+    .map(ids);
+  const repeatedTasks = groupsOf(items, (i) => `${i.task}\0${i.format}`)
+    .filter((g) => g.length > 1)
+    .map((g) => ({ task: g[0]!.task, format: g[0]!.format, ids: ids(g) }));
+  const severalFormats = groupsOf(items, (i) => i.task)
+    .map((g) => ({ task: g[0]!.task, formats: [...new Set(g.map((i) => i.format))].sort(), ids: ids(g) }))
+    .filter((t) => t.formats.length > 1);
+  for (const group of [...duplicateContexts, ...duplicateGolds])
+    for (const id of group) perItem.find((i) => i.id === id)!.leaks.push('duplicate');
   const withLength = perItem.filter((i) => i.trajectory_actions !== null);
-  const formats = groupsOf(items, (i) => i.format).map((g) => ({
-    format: g[0]!.format, items: g.length, tasks: new Set(g.map((i) => i.task)).size,
-    mcq_ready: g.filter((i) => i.distractors.length >= MIN_DISTRACTORS).length,
-  })).sort((a, b) => a.format.localeCompare(b.format));
+  const formats = groupsOf(items, (i) => i.format)
+    .map((g) => ({
+      format: g[0]!.format,
+      items: g.length,
+      tasks: new Set(g.map((i) => i.task)).size,
+      mcq_ready: g.filter((i) => i.distractors.length >= MIN_DISTRACTORS).length,
+    }))
+    .sort((a, b) => a.format.localeCompare(b.format));
 
   const report: ProbeQualityReport = {
     items: items.length,
@@ -294,7 +362,8 @@ export function probeQuality(items: readonly ProbeItem[], options: QualityOption
       mcq_minimum: MIN_DISTRACTORS,
       per_item: distribution(perItem.map((i) => i.distractors)),
       below_minimum: ids(belowMinimum),
-      by_source: [...bySource.values()].sort((a, b) => b.distractors - a.distractors || a.source.localeCompare(b.source))
+      by_source: [...bySource.values()]
+        .sort((a, b) => b.distractors - a.distractors || a.source.localeCompare(b.source))
         .map(({ itemIds, ...count }) => ({ ...count, items: itemIds.size })),
       non_edit: perItem.reduce((n, i) => n + i.non_edit_distractors, 0),
       non_edit_by_reason: nonEditByReason,
@@ -304,7 +373,9 @@ export function probeQuality(items: readonly ProbeItem[], options: QualityOption
     },
     gold: {
       bytes: distribution(perItem.map((i) => i.gold_bytes)),
-      bytes_by_format: Object.fromEntries(formats.map((f) => [f.format, distribution(perItem.filter((i) => i.format === f.format).map((i) => i.gold_bytes))])),
+      bytes_by_format: Object.fromEntries(
+        formats.map((f) => [f.format, distribution(perItem.filter((i) => i.format === f.format).map((i) => i.gold_bytes))]),
+      ),
       tokens: options.tokens ? distribution(perItem.map((i) => i.gold_tokens!)) : null,
       tokenizer: options.tokens?.name ?? null,
     },
@@ -340,40 +411,90 @@ function qualityWarnings(r: ProbeQualityReport, unlogged: number): QualityWarnin
   };
   const n = r.items;
   const share = (k: number, of = n) => `${k} of ${of}`;
-  add('gold-in-context', r.leaks.gold_in_context,
-    `${share(r.leaks.gold_in_context.length)} items have their gold action verbatim in their own context: BPB there measures copying, not the decisive action. Drop these items, or rebuild them with the context cut before the earlier copy.`);
-  add('new-code-in-context', r.leaks.new_code_in_context.map((l) => l.id),
-    `${share(r.leaks.new_code_in_context.length)} items have every new line their gold writes already in the context (an earlier attempt, the task text or an observation shows the fix): BPB and MCQ on them reward copying. Look at the lines listed per item; leave the items out of rankings if the fix is given away.`);
+  add(
+    'gold-in-context',
+    r.leaks.gold_in_context,
+    `${share(r.leaks.gold_in_context.length)} items have their gold action verbatim in their own context: BPB there measures copying, not the decisive action. Drop these items, or rebuild them with the context cut before the earlier copy.`,
+  );
+  add(
+    'new-code-in-context',
+    r.leaks.new_code_in_context.map((l) => l.id),
+    `${share(r.leaks.new_code_in_context.length)} items have every new line their gold writes already in the context (an earlier attempt, the task text or an observation shows the fix): BPB and MCQ on them reward copying. Look at the lines listed per item; leave the items out of rankings if the fix is given away.`,
+  );
   const leakedDistractors = r.leaks.distractor_in_context.reduce((k, l) => k + l.distractors.length, 0);
-  const leakedBySource = r.distractors.by_source.filter((s) => s.verbatim_in_context > 0).map((s) => `${s.verbatim_in_context} ${s.source}`).join(', ');
-  add('distractor-in-context', r.leaks.distractor_in_context.map((l) => l.id),
-    `${leakedDistractors} of ${r.distractors.total} distractors (in ${share(r.leaks.distractor_in_context.length)} items; ${leakedBySource}) appear verbatim in their item's context. A model that copies from its context prefers them for that alone, so MCQ accuracy on these items is biased against the gold. Prefer near-miss distractors (mutations of the gold, --distractor-ckpt samples) and read MCQ's verbatim-option diagnostic next to its accuracy.`);
-  add('non-edit-distractors', r.per_item.filter((i) => i.non_edit_distractors > 0).map((i) => i.id),
-    `${r.distractors.non_edit} of ${r.distractors.total} distractors are not edits (${Object.entries(r.distractors.non_edit_by_reason).map(([why, k]) => `${why}: ${k}`).join(', ')}) while every gold is the fix: they are not near misses, and short ones win on total likelihood. MCQ with them measures a preference for short reads over edits, not the choice of the right fix.`);
+  const leakedBySource = r.distractors.by_source
+    .filter((s) => s.verbatim_in_context > 0)
+    .map((s) => `${s.verbatim_in_context} ${s.source}`)
+    .join(', ');
+  add(
+    'distractor-in-context',
+    r.leaks.distractor_in_context.map((l) => l.id),
+    `${leakedDistractors} of ${r.distractors.total} distractors (in ${share(r.leaks.distractor_in_context.length)} items; ${leakedBySource}) appear verbatim in their item's context. A model that copies from its context prefers them for that alone, so MCQ accuracy on these items is biased against the gold. Prefer near-miss distractors (mutations of the gold, --distractor-ckpt samples) and read MCQ's verbatim-option diagnostic next to its accuracy.`,
+  );
+  add(
+    'non-edit-distractors',
+    r.per_item.filter((i) => i.non_edit_distractors > 0).map((i) => i.id),
+    `${r.distractors.non_edit} of ${r.distractors.total} distractors are not edits (${Object.entries(r.distractors.non_edit_by_reason)
+      .map(([why, k]) => `${why}: ${k}`)
+      .join(
+        ', ',
+      )}) while every gold is the fix: they are not near misses, and short ones win on total likelihood. MCQ with them measures a preference for short reads over edits, not the choice of the right fix.`,
+  );
   const mcqReady = n - r.distractors.below_minimum.length;
-  add('shorter-distractor', r.distractors.shorter_than_gold,
-    `${share(r.distractors.shorter_than_gold.length)} items have a distractor with under ${Math.round(100 * r.distractors.short_option)}% of the gold's bytes: MCQ \`acc\` (total log-likelihood) favours short options there, so read \`acc_norm\` (per byte) and \`acc_pmi\` before \`acc\`. Distractor/gold length ratio: median ${fmt(r.distractors.length_ratio.median)}, range ${fmt(r.distractors.length_ratio.min)}–${fmt(r.distractors.length_ratio.max)}.`);
+  add(
+    'shorter-distractor',
+    r.distractors.shorter_than_gold,
+    `${share(r.distractors.shorter_than_gold.length)} items have a distractor with under ${Math.round(100 * r.distractors.short_option)}% of the gold's bytes: MCQ \`acc\` (total log-likelihood) favours short options there, so read \`acc_norm\` (per byte) and \`acc_pmi\` before \`acc\`. Distractor/gold length ratio: median ${fmt(r.distractors.length_ratio.median)}, range ${fmt(r.distractors.length_ratio.min)}–${fmt(r.distractors.length_ratio.max)}.`,
+  );
   const below = r.distractors.below_minimum.length;
   const searched = r.per_item.filter((i) => r.distractors.below_minimum.includes(i.id) && i.searched).length;
-  add('below-mcq-minimum', r.distractors.below_minimum, [
-    `${share(below)} items have fewer than ${r.distractors.mcq_minimum} distractors (${mcqReady} MCQ-ready): with fewer options chance accuracy is higher and items are not comparable.`,
-    mcqReady ? 'Score MCQ on the MCQ-ready items only.' : 'No item here has enough options for MCQ.',
-    searched ? `${searched} of them had a distractor search that found too few: rebuild with --distractor-ckpt to offer sampled candidates.` : '',
-    below > searched ? `${below - searched} of them record no distractor search (no distractor_log: built with --no-distractors, or not by \`probe build\`): rebuild them without --no-distractors.` : '',
-  ].filter(Boolean).join(' '));
-  add('duplicate-contexts', r.leaks.duplicate_contexts.flat(),
-    `${r.leaks.duplicate_contexts.length} contexts are shared by several items: those items are not independent, so per-item bootstrap intervals are too narrow. Keep one item per context.`);
-  add('duplicate-golds', r.leaks.duplicate_golds.flat(),
-    `${r.leaks.duplicate_golds.length} gold actions are shared by several items: the same answer is scored more than once. Keep one, or check that the items really differ.`);
-  add('repeated-tasks', r.leaks.repeated_tasks.flatMap((t) => t.ids),
-    `${r.leaks.repeated_tasks.length} tasks have several items in the same format (several trajectories of one task): those tasks weigh more in a corpus-level score and their items are correlated. Compare per-task averages, or bootstrap over tasks rather than items.`);
-  add('tasks-in-several-formats', r.leaks.tasks_in_several_formats.flatMap((t) => t.ids),
-    `${r.leaks.tasks_in_several_formats.length} of ${r.tasks} tasks have items in several formats (one trajectory rendered more than once): a score over the whole set counts those tasks once per rendering, and their items are not independent. Score each format on its own, or average per task first.`);
-  add('decisive-first-action', r.decisive_step.at_first_action,
-    `${share(r.decisive_step.at_first_action.length)} items have T* at the trajectory's first action: the context holds only the task, so the probe measures a cold fix without the exploration the other items show. Report them separately if their share differs between probe sets.`);
+  add(
+    'below-mcq-minimum',
+    r.distractors.below_minimum,
+    [
+      `${share(below)} items have fewer than ${r.distractors.mcq_minimum} distractors (${mcqReady} MCQ-ready): with fewer options chance accuracy is higher and items are not comparable.`,
+      mcqReady ? 'Score MCQ on the MCQ-ready items only.' : 'No item here has enough options for MCQ.',
+      searched
+        ? `${searched} of them had a distractor search that found too few: rebuild with --distractor-ckpt to offer sampled candidates.`
+        : '',
+      below > searched
+        ? `${below - searched} of them record no distractor search (no distractor_log: built with --no-distractors, or not by \`probe build\`): rebuild them without --no-distractors.`
+        : '',
+    ]
+      .filter(Boolean)
+      .join(' '),
+  );
+  add(
+    'duplicate-contexts',
+    r.leaks.duplicate_contexts.flat(),
+    `${r.leaks.duplicate_contexts.length} contexts are shared by several items: those items are not independent, so per-item bootstrap intervals are too narrow. Keep one item per context.`,
+  );
+  add(
+    'duplicate-golds',
+    r.leaks.duplicate_golds.flat(),
+    `${r.leaks.duplicate_golds.length} gold actions are shared by several items: the same answer is scored more than once. Keep one, or check that the items really differ.`,
+  );
+  add(
+    'repeated-tasks',
+    r.leaks.repeated_tasks.flatMap((t) => t.ids),
+    `${r.leaks.repeated_tasks.length} tasks have several items in the same format (several trajectories of one task): those tasks weigh more in a corpus-level score and their items are correlated. Compare per-task averages, or bootstrap over tasks rather than items.`,
+  );
+  add(
+    'tasks-in-several-formats',
+    r.leaks.tasks_in_several_formats.flatMap((t) => t.ids),
+    `${r.leaks.tasks_in_several_formats.length} of ${r.tasks} tasks have items in several formats (one trajectory rendered more than once): a score over the whole set counts those tasks once per rendering, and their items are not independent. Score each format on its own, or average per task first.`,
+  );
+  add(
+    'decisive-first-action',
+    r.decisive_step.at_first_action,
+    `${share(r.decisive_step.at_first_action.length)} items have T* at the trajectory's first action: the context holds only the task, so the probe measures a cold fix without the exploration the other items show. Report them separately if their share differs between probe sets.`,
+  );
   if (unlogged > 0) {
-    warnings.push({ code: 'no-distractor-log', items: r.per_item.filter((i) => i.sources.includes('unlogged')).map((i) => i.id),
-      message: `${unlogged} of ${r.distractors.total} distractors have no distractor_log record: where they came from (and whether the verifier rejected them) is not recorded. Rebuild with a current \`probe build\` to log them.` });
+    warnings.push({
+      code: 'no-distractor-log',
+      items: r.per_item.filter((i) => i.sources.includes('unlogged')).map((i) => i.id),
+      message: `${unlogged} of ${r.distractors.total} distractors have no distractor_log record: where they came from (and whether the verifier rejected them) is not recorded. Rebuild with a current \`probe build\` to log them.`,
+    });
   }
   return warnings;
 }

@@ -21,15 +21,41 @@ const finite = z.number().refine(Number.isFinite, 'expected a finite number');
 const rates = z.record(z.string(), maybeRate);
 const items = z.array(z.looseObject({}));
 
-const bpb = z.looseObject({ checkpoint: z.string(), bpb: finite.nonnegative(), items: z.array(z.looseObject({ id: z.string(), bpb: z.number().nullable() })) });
+const bpb = z.looseObject({
+  checkpoint: z.string(),
+  bpb: finite.nonnegative(),
+  items: z.array(z.looseObject({ id: z.string(), bpb: z.number().nullable() })),
+});
 const mcq = z.looseObject({ checkpoint: z.string(), acc: maybeRate, acc_norm: maybeRate, acc_pmi: maybeRate, items });
-const passk = z.looseObject({ checkpoint: z.string(), n: z.number().int().positive(), pass_at: rates, items: z.array(z.looseObject({ id: z.string(), n: z.number(), c: z.number() })) });
+const passk = z.looseObject({
+  checkpoint: z.string(),
+  n: z.number().int().positive(),
+  pass_at: rates,
+  items: z.array(z.looseObject({ id: z.string(), n: z.number(), c: z.number() })),
+});
 const asap = z.looseObject({
-  checkpoint: z.string(), pass_at: rates, intersection: maybeRate, behaviour: z.looseObject({ parsable_turns: z.number().nullable(), autonomous_edits: z.number().nullable() }),
+  checkpoint: z.string(),
+  pass_at: rates,
+  intersection: maybeRate,
+  behaviour: z.looseObject({ parsable_turns: z.number().nullable(), autonomous_edits: z.number().nullable() }),
   items: z.array(z.looseObject({ instance: z.string(), runs: z.array(z.looseObject({ run: z.number() })) })),
 });
-const aptbench = z.looseObject({ checkpoint: z.string(), letter_acc: maybeRate, likelihood_acc: maybeRate, exact_match: maybeRate, rouge_l: maybeRate, items });
-const ladderRow = z.looseObject({ checkpoint: z.string(), bpb: finite.nonnegative(), mcq_acc: maybeRate, cheap_rank: finite, shortlisted: z.boolean(), pass_at: rates.nullable() });
+const aptbench = z.looseObject({
+  checkpoint: z.string(),
+  letter_acc: maybeRate,
+  likelihood_acc: maybeRate,
+  exact_match: maybeRate,
+  rouge_l: maybeRate,
+  items,
+});
+const ladderRow = z.looseObject({
+  checkpoint: z.string(),
+  bpb: finite.nonnegative(),
+  mcq_acc: maybeRate,
+  cheap_rank: finite,
+  shortlisted: z.boolean(),
+  pass_at: rates.nullable(),
+});
 
 /**
  * A reader per result file: it checks the fields the report uses and passes the rest through
@@ -46,12 +72,16 @@ export const readResults = {
   asap: reader<{ results: AsapResult[] }>(z.looseObject({ results: z.array(asap) })),
   aptbench: reader<{ results: AptResult[] }>(z.looseObject({ results: z.array(aptbench) })),
   /** results.json of `probe screen` and `probe demo`, and the stage files beside it. */
-  ladder: reader<{ results: LadderRow[]; shortlist: string[] }>(z.looseObject({ results: z.array(ladderRow), shortlist: z.array(z.string()) })),
+  ladder: reader<{ results: LadderRow[]; shortlist: string[] }>(
+    z.looseObject({ results: z.array(ladderRow), shortlist: z.array(z.string()) }),
+  ),
   cheap: reader<{ bpb?: BpbResult[]; mcq?: McqResult[] }>(z.looseObject({ bpb: z.array(bpb).optional(), mcq: z.array(mcq).optional() })),
   passkStage: reader<{ passk?: PasskResult[] }>(z.looseObject({ passk: z.array(passk).optional() })),
   asapStage: reader<{ results?: AsapResult[] }>(z.looseObject({ results: z.array(asap).optional() })),
   /** results.json of `probe validate`: each rung's results as its own verb writes them (the study's own tables are in the file too). */
-  study: reader<{ rungs: { bpb: BpbResult[]; mcq: McqResult[]; passk: PasskResult[]; asap: AsapResult[] } }>(z.looseObject({ rungs: z.looseObject({ bpb: z.array(bpb), mcq: z.array(mcq), passk: z.array(passk), asap: z.array(asap) }) })),
+  study: reader<{ rungs: { bpb: BpbResult[]; mcq: McqResult[]; passk: PasskResult[]; asap: AsapResult[] } }>(
+    z.looseObject({ rungs: z.looseObject({ bpb: z.array(bpb), mcq: z.array(mcq), passk: z.array(passk), asap: z.array(asap) }) }),
+  ),
 };
 
 /** `value` as read from `file`, or an InputError naming the file and the first bad field. */
@@ -61,5 +91,8 @@ function checkResults(schema: z.ZodType<unknown>, value: unknown, file: string):
   const issue = parsed.error.issues[0]!;
   const field = issue.path.join('.');
   const got = issue.path.reduce<unknown>((v, key) => (v as Record<PropertyKey, unknown> | undefined)?.[key as PropertyKey], value);
-  throw new InputError({ file, ...(field ? { field } : {}) }, `${issue.message}${got === undefined ? '' : ` (found ${JSON.stringify(got)?.slice(0, 60)})`}; the report needs the file as the verb wrote it`);
+  throw new InputError(
+    { file, ...(field ? { field } : {}) },
+    `${issue.message}${got === undefined ? '' : ` (found ${JSON.stringify(got)?.slice(0, 60)})`}; the report needs the file as the verb wrote it`,
+  );
 }

@@ -4,7 +4,10 @@ import { basename } from 'node:path';
 export function formatTable(headers: string[], rows: string[][], rightAligned: number[] = []): string {
   const widths = headers.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
   const line = (cells: string[]) =>
-    cells.map((cell, c) => (rightAligned.includes(c) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!))).join('  ').trimEnd();
+    cells
+      .map((cell, c) => (rightAligned.includes(c) ? cell.padStart(widths[c]!) : cell.padEnd(widths[c]!)))
+      .join('  ')
+      .trimEnd();
   return [line(headers), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.map(line)].join('\n');
 }
 

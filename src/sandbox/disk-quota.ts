@@ -19,9 +19,19 @@ const OWNER_FILE = '.probe-owner';
 
 function mountedRoots(): Set<string> {
   let text = '';
-  try { text = readFileSync('/proc/self/mountinfo', 'utf8'); } catch { return new Set(); }
+  try {
+    text = readFileSync('/proc/self/mountinfo', 'utf8');
+  } catch {
+    return new Set();
+  }
   // Field 5 is the mount point, octal-escaped.
-  return new Set(text.split('\n').map((line) => line.split(' ')[4] ?? '').filter(Boolean).map((p) => p.replace(/\\(\d{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)))));
+  return new Set(
+    text
+      .split('\n')
+      .map((line) => line.split(' ')[4] ?? '')
+      .filter(Boolean)
+      .map((p) => p.replace(/\\(\d{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)))),
+  );
 }
 
 /** The quota in bytes: LIMITS.diskBytes, or PROBE_SANDBOX_DISK_MB (tests use a small one). */
@@ -33,7 +43,11 @@ export function diskQuotaBytes(): number {
 /** Mounts a size-limited tmpfs at `root` when running as root; returns whether it did. */
 export function mountQuota(root: string): boolean {
   if (process.getuid?.() !== 0) return false;
-  const mounted = spawnSync('mount', ['-t', 'tmpfs', '-o', `size=${diskQuotaBytes()},nr_inodes=1000000,mode=0755,nosuid,nodev`, 'probe-sandbox', root], { encoding: 'utf8' });
+  const mounted = spawnSync(
+    'mount',
+    ['-t', 'tmpfs', '-o', `size=${diskQuotaBytes()},nr_inodes=1000000,mode=0755,nosuid,nodev`, 'probe-sandbox', root],
+    { encoding: 'utf8' },
+  );
   if (mounted.status !== 0) return false; // e.g. a container without CAP_SYS_ADMIN: the per-file limit remains
   writeFileSync(join(root, OWNER_FILE), String(process.pid), { mode: 0o644 });
   return true;
@@ -50,12 +64,20 @@ export function sweepDeadQuotas(): void {
   swept = true;
   const mounts = mountedRoots();
   let names: string[] = [];
-  try { names = readdirSync(tmpdir()).filter((n) => n.startsWith(SANDBOX_PREFIX)); } catch { return; }
+  try {
+    names = readdirSync(tmpdir()).filter((n) => n.startsWith(SANDBOX_PREFIX));
+  } catch {
+    return;
+  }
   for (const name of names) {
     const root = join(tmpdir(), name);
     if (!mounts.has(root)) continue;
     let owner = NaN;
-    try { owner = Number(readFileSync(join(root, OWNER_FILE), 'utf8')); } catch { /* unreadable: treat as gone */ }
+    try {
+      owner = Number(readFileSync(join(root, OWNER_FILE), 'utf8'));
+    } catch {
+      /* unreadable: treat as gone */
+    }
     if (Number.isInteger(owner) && owner > 0 && processAlive(owner)) continue;
     unmountQuota(root);
     rmSync(root, { recursive: true, force: true });

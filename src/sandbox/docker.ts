@@ -36,8 +36,15 @@ import { FILE_TIMEOUT_MS, READ_FILE, readBytes, resetTreeScript, restoreFromBase
 import { JAIL_HOME } from './jail.ts';
 import { checkoutTemplate, TOOLS_DIR, TOOLS_MOUNT } from './local.ts';
 import {
-  DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_OUTPUT_CAP, FILE_OUTPUT_CAP, LIMITS, ulimitCommand,
-  type ExecOptions, type ExecResult, type Sandbox, type SandboxOptions,
+  DEFAULT_EXEC_TIMEOUT_MS,
+  DEFAULT_OUTPUT_CAP,
+  FILE_OUTPUT_CAP,
+  LIMITS,
+  ulimitCommand,
+  type ExecOptions,
+  type ExecResult,
+  type Sandbox,
+  type SandboxOptions,
 } from './types.ts';
 
 /** Image for tasks that bring a repository rather than an image (built by scripts/docker-base-image.sh). */
@@ -65,8 +72,10 @@ const MEMORY_BYTES = 4 * 2 ** 30;
 const PIDS = 1024;
 /** Git identity for commits made in the sandbox (the base image's trees have none configured). */
 const GIT_IDENTITY = {
-  GIT_AUTHOR_NAME: 'probe', GIT_AUTHOR_EMAIL: 'probe@localhost',
-  GIT_COMMITTER_NAME: 'probe', GIT_COMMITTER_EMAIL: 'probe@localhost',
+  GIT_AUTHOR_NAME: 'probe',
+  GIT_AUTHOR_EMAIL: 'probe@localhost',
+  GIT_COMMITTER_NAME: 'probe',
+  GIT_COMMITTER_EMAIL: 'probe@localhost',
 };
 
 let docker: Docker | undefined;
@@ -94,22 +103,40 @@ export async function sweepLeftovers(force = false): Promise<void> {
   if (swept && !force) return;
   swept = true;
   const containers = await client().listContainers({ all: true, filters: { label: [LABEL] } });
-  await Promise.all(containers.filter((c) => {
-    const pid = Number(c.Labels['probe.pid']);
-    if (pid === process.pid) return false;
-    try { process.kill(pid, 0); return false; } catch { return true; }
-  }).map((c) => client().getContainer(c.Id).remove({ force: true }).catch(() => {})));
+  await Promise.all(
+    containers
+      .filter((c) => {
+        const pid = Number(c.Labels['probe.pid']);
+        if (pid === process.pid) return false;
+        try {
+          process.kill(pid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      })
+      .map((c) =>
+        client()
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => {}),
+      ),
+  );
 }
 
 function installSignalCleanup(): void {
   if (handlersInstalled) return;
   handlersInstalled = true;
-  onShutdown(async () => { await Promise.allSettled([...live].map((sb) => sb.close())); });
+  onShutdown(async () => {
+    await Promise.allSettled([...live].map((sb) => sb.close()));
+  });
 }
 
 /** A host directory as a tar stream whose entries are root's and read-only to anyone else. */
 function rootOwnedTarOf(dir: string): Readable {
-  return spawn('tar', ['-C', dir, '--owner=0', '--group=0', '--numeric-owner', '--mode=a+rX,go-w', '-c', '.'], { stdio: ['ignore', 'pipe', 'inherit'] }).stdout;
+  return spawn('tar', ['-C', dir, '--owner=0', '--group=0', '--numeric-owner', '--mode=a+rX,go-w', '-c', '.'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).stdout;
 }
 
 /** A tar holding one empty directory owned by the sandbox user (the engine keeps the owner in the header). */
@@ -139,7 +166,8 @@ const ULIMITS = ulimitCommand();
  */
 function sandboxArgv(seconds: number, command: string, merge: boolean): string[] {
   const inner = `${ULIMITS} || exit 125\n${merge ? 'exec 2>&1\n' : ''}eval "$1"`;
-  const outer = 'exec 3>&2 2>/dev/null; kill -9 -1; timeout -k 5 "$1" bash -c "$2" bash "$3" 2>&3 3>&-; status=$?; kill -9 -1; exit $status';
+  const outer =
+    'exec 3>&2 2>/dev/null; kill -9 -1; timeout -k 5 "$1" bash -c "$2" bash "$3" 2>&3 3>&-; status=$?; kill -9 -1; exit $status';
   return ['bash', '-c', outer, 'bash', String(seconds), inner, command];
 }
 
@@ -154,7 +182,14 @@ interface RunOptions extends ExecOptions {
   user?: string;
 }
 
-interface RawResult { stdout: Buffer; stderr: string; exitCode: number; timedOut: boolean; truncated: boolean; durationMs: number }
+interface RawResult {
+  stdout: Buffer;
+  stderr: string;
+  exitCode: number;
+  timedOut: boolean;
+  truncated: boolean;
+  durationMs: number;
+}
 
 export class DockerSandbox implements Sandbox {
   readonly provider = 'docker';
@@ -166,30 +201,44 @@ export class DockerSandbox implements Sandbox {
   /** `uid:gid` every command runs as. */
   private readonly user: string;
 
-  private constructor(private readonly container: Docker.Container, readonly workdir: string, private readonly outputCap: number, private readonly baseCommit: string, private readonly uid = sandboxUid()) {
+  private constructor(
+    private readonly container: Docker.Container,
+    readonly workdir: string,
+    private readonly outputCap: number,
+    private readonly baseCommit: string,
+    private readonly uid = sandboxUid(),
+  ) {
     this.user = `${uid}:${uid}`;
     this.pristine = `${PRISTINE_ROOT}${workdir}`;
   }
 
   static async create(task: LoadedTask, options: SandboxOptions = {}): Promise<DockerSandbox> {
-    if (!(await dockerAvailable())) throw new EnvironmentError('no Docker engine answers (is dockerd running? scripts/start-dockerd.sh starts one)');
+    if (!(await dockerAvailable()))
+      throw new EnvironmentError('no Docker engine answers (is dockerd running? scripts/start-dockerd.sh starts one)');
     await sweepLeftovers();
     installSignalCleanup();
     const image = await imageFor(task);
-    const container = await client().createContainer({
-      Image: image,
-      Cmd: ['sleep', 'infinity'],
-      WorkingDir: '/',
-      NetworkDisabled: true,
-      Labels: { [LABEL]: '1', 'probe.pid': String(process.pid), 'probe.task': task.instance_id },
-      HostConfig: {
-        NetworkMode: 'none', Memory: MEMORY_BYTES, PidsLimit: PIDS, Init: true,
-        CapDrop: ['ALL'], SecurityOpt: ['no-new-privileges'], Ulimits: CONTAINER_ULIMITS,
-        Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${TMP_BYTES},mode=1777` },
-      },
-    }).catch((error: Error) => {
-      throw new ProbeError(`cannot create a container from image ${image}: ${error.message}`, { cause: error });
-    });
+    const container = await client()
+      .createContainer({
+        Image: image,
+        Cmd: ['sleep', 'infinity'],
+        WorkingDir: '/',
+        NetworkDisabled: true,
+        Labels: { [LABEL]: '1', 'probe.pid': String(process.pid), 'probe.task': task.instance_id },
+        HostConfig: {
+          NetworkMode: 'none',
+          Memory: MEMORY_BYTES,
+          PidsLimit: PIDS,
+          Init: true,
+          CapDrop: ['ALL'],
+          SecurityOpt: ['no-new-privileges'],
+          Ulimits: CONTAINER_ULIMITS,
+          Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${TMP_BYTES},mode=1777` },
+        },
+      })
+      .catch((error: Error) => {
+        throw new ProbeError(`cannot create a container from image ${image}: ${error.message}`, { cause: error });
+      });
     const sb = new DockerSandbox(container, task.workdir, options.outputCap ?? DEFAULT_OUTPUT_CAP, task.base_commit);
     live.add(sb);
     try {
@@ -216,24 +265,29 @@ export class DockerSandbox implements Sandbox {
       await this.asRoot('rm -rf "$PROBE_WORKDIR"; mkdir "$PROBE_BASE_TREE"');
       await this.container.putArchive(rootOwnedTarOf(checkoutTemplate(task)), { path: this.pristine });
     } else {
-      await this.asRoot('test -d "$PROBE_WORKDIR/.git" || { echo "no git repository at $PROBE_WORKDIR in the image"; exit 1; }; mv "$PROBE_WORKDIR" "$PROBE_BASE_TREE"');
+      await this.asRoot(
+        'test -d "$PROBE_WORKDIR/.git" || { echo "no git repository at $PROBE_WORKDIR in the image"; exit 1; }; mv "$PROBE_WORKDIR" "$PROBE_BASE_TREE"',
+      );
     }
-    await this.asRoot([
-      `cd "$PROBE_BASE_TREE" && mkdir -p .git/info && ${EXCLUDE_ARTIFACTS}`,
-      // Chmod of root's files needs no capability; files of other owners in an image keep their modes.
-      'chmod -R a+rX,go-w "$PROBE_BASE_TREE" || true',
-      // The sandbox user's account (getpwuid works for tools that ask); /etc/passwd is root's own file.
-      `grep -q '^sandbox:' /etc/passwd || echo 'sandbox:x:${this.uid}:${this.uid}:sandbox:${JAIL_HOME}:/bin/bash' >> /etc/passwd`,
-      `grep -q '^sandbox:' /etc/group || echo 'sandbox:x:${this.uid}:' >> /etc/group`,
-      // What the sandbox user could write outside the workdir and /tmp (/var/tmp, ...) would survive restore.
-      'find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp \\) -prune -o -user 0 \\( -type d -o -type f \\) -perm -0002 -print0 | xargs -0r chmod o-w',
-    ].join('\n'));
+    await this.asRoot(
+      [
+        `cd "$PROBE_BASE_TREE" && mkdir -p .git/info && ${EXCLUDE_ARTIFACTS}`,
+        // Chmod of root's files needs no capability; files of other owners in an image keep their modes.
+        'chmod -R a+rX,go-w "$PROBE_BASE_TREE" || true',
+        // The sandbox user's account (getpwuid works for tools that ask); /etc/passwd is root's own file.
+        `grep -q '^sandbox:' /etc/passwd || echo 'sandbox:x:${this.uid}:${this.uid}:sandbox:${JAIL_HOME}:/bin/bash' >> /etc/passwd`,
+        `grep -q '^sandbox:' /etc/group || echo 'sandbox:x:${this.uid}:' >> /etc/group`,
+        // What the sandbox user could write outside the workdir and /tmp (/var/tmp, ...) would survive restore.
+        'find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp \\) -prune -o -user 0 \\( -type d -o -type f \\) -perm -0002 -print0 | xargs -0r chmod o-w',
+      ].join('\n'),
+    );
     await this.container.putArchive(userDirectoryTar(posix.basename(this.workdir), this.uid), { path: posix.dirname(this.workdir) });
   }
 
   private async asRoot(script: string): Promise<void> {
     const r = await this.run(script, { merge: true, user: ROOT_USER, cwd: '/', timeoutMs: 300_000, outputCap: 64 * 1024 });
-    if (r.exitCode !== 0) throw new ProbeError(`setting up the container failed (exit ${r.exitCode}): ${r.stdout.toString('utf8').trim().slice(0, 500)}`);
+    if (r.exitCode !== 0)
+      throw new ProbeError(`setting up the container failed (exit ${r.exitCode}): ${r.stdout.toString('utf8').trim().slice(0, 500)}`);
   }
 
   private async checkHead(): Promise<void> {
@@ -259,26 +313,41 @@ export class DockerSandbox implements Sandbox {
     const hasStdin = options.stdin !== undefined;
     const exec = await this.container.exec({
       Cmd: user === this.user ? sandboxArgv(seconds, command, options.merge) : rootArgv(seconds, command),
-      User: user, AttachStdin: hasStdin, AttachStdout: true, AttachStderr: true,
-      WorkingDir: options.cwd ?? this.workdir, Env: this.environment(options.env),
+      User: user,
+      AttachStdin: hasStdin,
+      AttachStdout: true,
+      AttachStderr: true,
+      WorkingDir: options.cwd ?? this.workdir,
+      Env: this.environment(options.env),
     });
     const stream = await exec.start({ hijack: true, stdin: hasStdin });
     const stdout = new OutputCapture(options.outputCap ?? this.outputCap);
     const stderr = options.merge ? stdout : new OutputCapture(STDERR_KEPT);
     this.container.modem.demuxStream(stream, stdout, stderr);
     const hostTimedOut = await this.finish(stream, options.stdin, timeoutMs);
-    const exitCode = hostTimedOut ? 124 : (await exec.inspect()).ExitCode ?? 1;
+    const exitCode = hostTimedOut ? 124 : ((await exec.inspect()).ExitCode ?? 1);
     return {
-      stdout: stdout.bytes(), stderr: options.merge ? '' : stderr.bytes().toString('utf8'),
-      exitCode, timedOut: hostTimedOut || exitCode === 124 || exitCode === 137,
-      truncated: stdout.truncated, durationMs: performance.now() - started,
+      stdout: stdout.bytes(),
+      stderr: options.merge ? '' : stderr.bytes().toString('utf8'),
+      exitCode,
+      timedOut: hostTimedOut || exitCode === 124 || exitCode === 137,
+      truncated: stdout.truncated,
+      durationMs: performance.now() - started,
     };
   }
 
   private environment(extra: Record<string, string> = {}): string[] {
     const env = {
-      HOME: JAIL_HOME, USER: 'sandbox', TMPDIR: '/tmp', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1', TERM: 'dumb',
-      PROBE_WORKDIR: this.workdir, PROBE_BASE_TREE: this.pristine, ...GIT_IDENTITY, ...extra,
+      HOME: JAIL_HOME,
+      USER: 'sandbox',
+      TMPDIR: '/tmp',
+      LANG: 'C.UTF-8',
+      PYTHONDONTWRITEBYTECODE: '1',
+      TERM: 'dumb',
+      PROBE_WORKDIR: this.workdir,
+      PROBE_BASE_TREE: this.pristine,
+      ...GIT_IDENTITY,
+      ...extra,
     };
     return Object.entries(env).map(([k, v]) => `${k}=${v}`);
   }
@@ -290,22 +359,42 @@ export class DockerSandbox implements Sandbox {
    */
   private finish(stream: Duplex, stdin: Buffer | string | undefined, timeoutMs: number): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
-      const backstop = setTimeout(() => { stream.destroy(); resolve(true); }, timeoutMs + 15_000);
-      const done = () => { clearTimeout(backstop); resolve(false); };
+      const backstop = setTimeout(() => {
+        stream.destroy();
+        resolve(true);
+      }, timeoutMs + 15_000);
+      const done = () => {
+        clearTimeout(backstop);
+        resolve(false);
+      };
       stream.on('end', done);
       stream.on('close', done);
-      stream.on('error', (error) => { clearTimeout(backstop); reject(new ProbeError(`lost the connection to a container command: ${error.message}`, { cause: error })); });
+      stream.on('error', (error) => {
+        clearTimeout(backstop);
+        reject(new ProbeError(`lost the connection to a container command: ${error.message}`, { cause: error }));
+      });
       if (stdin !== undefined) stream.end(stdin);
     });
   }
 
   async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     const r = await this.run(command, { ...options, merge: true });
-    return { output: r.stdout.toString('utf8'), exitCode: r.exitCode, timedOut: r.timedOut, truncated: r.truncated, durationMs: r.durationMs };
+    return {
+      output: r.stdout.toString('utf8'),
+      exitCode: r.exitCode,
+      timedOut: r.timedOut,
+      truncated: r.truncated,
+      durationMs: r.durationMs,
+    };
   }
 
   async readFile(path: string): Promise<Buffer> {
-    const r = await this.run(READ_FILE, { env: { PROBE_PATH: path }, merge: false, outputCap: FILE_OUTPUT_CAP, timeoutMs: FILE_TIMEOUT_MS });
+    const r = await this.run(READ_FILE, {
+      env: { PROBE_PATH: path },
+      merge: false,
+      outputCap: FILE_OUTPUT_CAP,
+      timeoutMs: FILE_TIMEOUT_MS,
+    });
     return readBytes(this.provider, path, r);
   }
 
@@ -350,4 +439,6 @@ async function imageFor(task: LoadedTask): Promise<string> {
  * The shared reset (through-jail.ts), then shared memory and message queues, which outlive
  * processes; only the user's own entries can go.
  */
-const RESET_TREE = resetTreeScript('{ { find /dev/shm /dev/mqueue -mindepth 1 -user "$(id -u)" -delete; ipcrm --all; } >/dev/null 2>&1; true; }');
+const RESET_TREE = resetTreeScript(
+  '{ { find /dev/shm /dev/mqueue -mindepth 1 -user "$(id -u)" -delete; ipcrm --all; } >/dev/null 2>&1; true; }',
+);

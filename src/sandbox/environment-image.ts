@@ -44,14 +44,19 @@ const INSTALL = [
 
 /** Packages the image's archive does not have (apt's "Unable to locate package"). */
 export class MissingPackagesError extends ProbeError {
-  constructor(readonly packages: string[], readonly baseImage: string) {
+  constructor(
+    readonly packages: string[],
+    readonly baseImage: string,
+  ) {
     super(`no package ${packages.join(', ')} in the Debian archive of image ${baseImage}`, { exitCode: 2 });
   }
 }
 
 /** The derived image's tag: content hash of (recipe, base image id, sorted packages). */
 export function environmentTag(baseImageId: string, packages: readonly string[]): string {
-  const hash = createHash('sha256').update([RECIPE, baseImageId, ...normalized(packages)].join('\n')).digest('hex');
+  const hash = createHash('sha256')
+    .update([RECIPE, baseImageId, ...normalized(packages)].join('\n'))
+    .digest('hex');
   return `${REPOSITORY}:${hash.slice(0, 20)}`;
 }
 
@@ -84,12 +89,21 @@ async function imageId(docker: Docker, image: string): Promise<string> {
   try {
     return (await docker.getImage(image).inspect()).Id;
   } catch (error) {
-    throw new EnvironmentError(`no Docker image ${image} to build the task's environment from (scripts/docker-base-image.sh builds probe-base)`, { cause: error });
+    throw new EnvironmentError(
+      `no Docker image ${image} to build the task's environment from (scripts/docker-base-image.sh builds probe-base)`,
+      { cause: error },
+    );
   }
 }
 
 async function ensureImage(docker: Docker, baseImage: string, baseId: string, tag: string, packages: string[]): Promise<string> {
-  const exists = await docker.getImage(tag).inspect().then(() => true, () => false);
+  const exists = await docker
+    .getImage(tag)
+    .inspect()
+    .then(
+      () => true,
+      () => false,
+    );
   if (!exists) await build(docker, baseImage, baseId, tag, packages);
   return tag;
 }
@@ -97,25 +111,31 @@ async function ensureImage(docker: Docker, baseImage: string, baseId: string, ta
 async function build(docker: Docker, baseImage: string, baseId: string, tag: string, packages: string[]): Promise<void> {
   await sweepBuildLeftovers(docker);
   const [repo, hash] = tag.split(':') as [string, string];
-  const container = await docker.createContainer({
-    name: `${BUILD_PREFIX}${hash}-${process.pid}`,
-    Image: baseId,
-    Cmd: ['timeout', '-k', '10', String(BUILD_TIMEOUT_S), 'bash', '-c', INSTALL, 'bash', ...packages],
-    User: '0:0',
-    HostConfig: { NetworkMode: 'host' },
-  }).catch((error: Error) => {
-    throw new ProbeError(`cannot create a build container from image ${baseImage}: ${error.message}`, { cause: error });
-  });
+  const container = await docker
+    .createContainer({
+      name: `${BUILD_PREFIX}${hash}-${process.pid}`,
+      Image: baseId,
+      Cmd: ['timeout', '-k', '10', String(BUILD_TIMEOUT_S), 'bash', '-c', INSTALL, 'bash', ...packages],
+      User: '0:0',
+      HostConfig: { NetworkMode: 'host' },
+    })
+    .catch((error: Error) => {
+      throw new ProbeError(`cannot create a build container from image ${baseImage}: ${error.message}`, { cause: error });
+    });
   try {
     const output = new OutputCapture(BUILD_OUTPUT_KEPT);
     const stream = (await container.attach({ stream: true, stdout: true, stderr: true })) as Duplex;
-    const ended = new Promise<void>((resolve) => { stream.on('end', resolve); stream.on('close', resolve); });
+    const ended = new Promise<void>((resolve) => {
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+    });
     container.modem.demuxStream(stream, output, output);
     await container.start();
     const [{ StatusCode }] = await Promise.all([container.wait() as Promise<{ StatusCode: number }>, ended]);
     if (StatusCode !== 0) throw buildFailure(output.bytes().toString('utf8'), StatusCode, baseImage, packages);
     await container.commit({
-      repo, tag: hash,
+      repo,
+      tag: hash,
       changes: [`LABEL probe.environment.base="${baseId}" probe.environment.packages="${packages.join(' ')}"`, 'CMD ["bash"]'],
     });
   } finally {
@@ -124,7 +144,9 @@ async function build(docker: Docker, baseImage: string, baseId: string, tag: str
 }
 
 function buildFailure(log: string, status: number, baseImage: string, packages: string[]): ProbeError {
-  const missing = [...log.matchAll(/^E: (?:Unable to locate package (\S+)|Package '([^']+)' has no installation candidate)/gm)].map((m) => m[1] ?? m[2]!);
+  const missing = [...log.matchAll(/^E: (?:Unable to locate package (\S+)|Package '([^']+)' has no installation candidate)/gm)].map(
+    (m) => m[1] ?? m[2]!,
+  );
   if (missing.length > 0) return new MissingPackagesError([...new Set(missing)], baseImage);
   const tail = log.trim().split('\n').slice(-8).join('\n');
   const why = status === 124 ? `took longer than ${BUILD_TIMEOUT_S} s` : `failed (exit ${status})`;
@@ -138,9 +160,23 @@ async function sweepBuildLeftovers(docker: Docker): Promise<void> {
   if (swept) return;
   swept = true;
   const containers = await docker.listContainers({ all: true, filters: { name: [BUILD_PREFIX] } });
-  await Promise.all(containers.filter((c) => {
-    const pid = Number(/-(\d+)$/.exec(c.Names[0] ?? '')?.[1]);
-    if (!Number.isInteger(pid) || pid === process.pid) return false;
-    try { process.kill(pid, 0); return false; } catch { return true; }
-  }).map((c) => docker.getContainer(c.Id).remove({ force: true }).catch(() => {})));
+  await Promise.all(
+    containers
+      .filter((c) => {
+        const pid = Number(/-(\d+)$/.exec(c.Names[0] ?? '')?.[1]);
+        if (!Number.isInteger(pid) || pid === process.pid) return false;
+        try {
+          process.kill(pid, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      })
+      .map((c) =>
+        docker
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => {}),
+      ),
+  );
 }

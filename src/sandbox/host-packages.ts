@@ -14,7 +14,12 @@ export function missingHostPackages(packages: readonly string[]): string[] | nul
   // Unknown names go to stderr (exit 1); the listed ones come with their status.
   const query = spawnSync('dpkg-query', ['-W', '-f=${Package}\\t${db:Status-Abbrev}\\n', '--', ...packages], { encoding: 'utf8' });
   if (query.error) return null;
-  const installed = new Set(query.stdout.split('\n').filter((line) => /\tii/.test(line)).map((line) => line.split('\t')[0]!));
+  const installed = new Set(
+    query.stdout
+      .split('\n')
+      .filter((line) => /\tii/.test(line))
+      .map((line) => line.split('\t')[0]!),
+  );
   return packages.filter((name) => !installed.has(name));
 }
 
@@ -25,8 +30,14 @@ export function requireHostPackages(task: LoadedTask): void {
   const missing = missingHostPackages(names);
   const where = { file: task.file, field: 'environment' };
   if (missing === null) {
-    throw new InputError(where, `names Debian packages (${names.join(' ')}), and this host has no dpkg-query to check them; use --sandbox docker, which builds an image with them`);
+    throw new InputError(
+      where,
+      `names Debian packages (${names.join(' ')}), and this host has no dpkg-query to check them; use --sandbox docker, which builds an image with them`,
+    );
   }
   if (missing.length === 0) return;
-  throw new InputError(where, `the local sandbox runs on this host's /usr, which lacks ${missing.map((p) => describePackage(p, packages)).join(', ')}; install them (apt-get install ${missing.join(' ')}) or use --sandbox docker, which builds an image with them`);
+  throw new InputError(
+    where,
+    `the local sandbox runs on this host's /usr, which lacks ${missing.map((p) => describePackage(p, packages)).join(', ')}; install them (apt-get install ${missing.join(' ')}) or use --sandbox docker, which builds an image with them`,
+  );
 }

@@ -31,9 +31,30 @@ export const TOOLS_SOURCE = join(dirname(fileURLToPath(import.meta.url)), 'tools
 
 /** What of /etc programs in a jail need: the loader, alternatives, time zone, certificates, interpreter config. */
 const ETC_ENTRIES = [
-  'ld.so.cache', 'ld.so.conf', 'ld.so.conf.d', 'alternatives', 'localtime', 'timezone', 'nsswitch.conf',
-  'hosts', 'host.conf', 'mime.types', 'ssl', 'ca-certificates', 'ca-certificates.conf', 'gitconfig',
-  'inputrc', 'bash.bashrc', 'profile', 'magic', 'python3', 'python3.11', 'python3.12', 'python3.13', 'debian_version', 'os-release',
+  'ld.so.cache',
+  'ld.so.conf',
+  'ld.so.conf.d',
+  'alternatives',
+  'localtime',
+  'timezone',
+  'nsswitch.conf',
+  'hosts',
+  'host.conf',
+  'mime.types',
+  'ssl',
+  'ca-certificates',
+  'ca-certificates.conf',
+  'gitconfig',
+  'inputrc',
+  'bash.bashrc',
+  'profile',
+  'magic',
+  'python3',
+  'python3.11',
+  'python3.12',
+  'python3.13',
+  'debian_version',
+  'os-release',
 ];
 
 /** Host uids for jails run by root: above any account, below the 32-bit overflow ids. */
@@ -67,7 +88,11 @@ function sharedFiles(): NonNullable<typeof shared> {
   spawnSync('chmod', ['-R', 'a+rX', tools]);
   const passwd = join(dir, 'passwd');
   const group = join(dir, 'group');
-  writeFileSync(passwd, `root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:${JAIL_UID}:${JAIL_UID}:sandbox:${JAIL_HOME}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`, { mode: 0o644 });
+  writeFileSync(
+    passwd,
+    `root:x:0:0:root:/root:/usr/sbin/nologin\nsandbox:x:${JAIL_UID}:${JAIL_UID}:sandbox:${JAIL_HOME}:/bin/bash\nnobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n`,
+    { mode: 0o644 },
+  );
   writeFileSync(group, `root:x:0:\nsandbox:x:${JAIL_UID}:\nnogroup:x:65534:\n`, { mode: 0o644 });
   shared = { dir, tools, passwd, group };
   onExit(() => rmSync(dir, { recursive: true, force: true }));
@@ -98,19 +123,77 @@ export function jailArgs(mounts: JailMounts, cwd: string, env: Record<string, st
   const files = sharedFiles();
   const etc = ETC_ENTRIES.flatMap((name) => (existsSync(join('/etc', name)) ? ['--ro-bind', join('/etc', name), join('/etc', name)] : []));
   return [
-    '--unshare-user', '--uid', String(JAIL_UID), '--gid', String(JAIL_UID), '--disable-userns', '--cap-drop', 'ALL',
-    '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--unshare-cgroup-try', '--hostname', 'sandbox',
-    '--die-with-parent', '--new-session', '--clearenv',
-    '--ro-bind', '/usr', '/usr', '--symlink', 'usr/bin', '/bin', '--symlink', 'usr/sbin', '/sbin',
-    '--symlink', 'usr/lib', '/lib', ...(existsSync('/usr/lib64') ? ['--symlink', 'usr/lib64', '/lib64'] : []),
-    '--dir', '/etc', ...etc, '--ro-bind', files.passwd, '/etc/passwd', '--ro-bind', files.group, '/etc/group',
-    '--bind', mounts.work, mounts.workdir, '--bind', mounts.tmp, '/tmp',
-    '--ro-bind', files.tools, TOOLS_MOUNT, '--ro-bind', mounts.base, BASE_MOUNT, ...nodeBind,
-    '--dev', '/dev', '--proc', '/proc',
+    '--unshare-user',
+    '--uid',
+    String(JAIL_UID),
+    '--gid',
+    String(JAIL_UID),
+    '--disable-userns',
+    '--cap-drop',
+    'ALL',
+    '--unshare-net',
+    '--unshare-pid',
+    '--unshare-ipc',
+    '--unshare-uts',
+    '--unshare-cgroup-try',
+    '--hostname',
+    'sandbox',
+    '--die-with-parent',
+    '--new-session',
+    '--clearenv',
+    '--ro-bind',
+    '/usr',
+    '/usr',
+    '--symlink',
+    'usr/bin',
+    '/bin',
+    '--symlink',
+    'usr/sbin',
+    '/sbin',
+    '--symlink',
+    'usr/lib',
+    '/lib',
+    ...(existsSync('/usr/lib64') ? ['--symlink', 'usr/lib64', '/lib64'] : []),
+    '--dir',
+    '/etc',
+    ...etc,
+    '--ro-bind',
+    files.passwd,
+    '/etc/passwd',
+    '--ro-bind',
+    files.group,
+    '/etc/group',
+    '--bind',
+    mounts.work,
+    mounts.workdir,
+    '--bind',
+    mounts.tmp,
+    '/tmp',
+    '--ro-bind',
+    files.tools,
+    TOOLS_MOUNT,
+    '--ro-bind',
+    mounts.base,
+    BASE_MOUNT,
+    ...nodeBind,
+    '--dev',
+    '/dev',
+    '--proc',
+    '/proc',
     // Everything but the workdir and /tmp read-only: the jail's own root is not a scratch space.
-    '--remount-ro', '/', '--chdir', cwd,
-    ...Object.entries({ PATH: JAIL_PATH, HOME: JAIL_HOME, USER: 'sandbox', LANG: 'C.UTF-8', PYTHONDONTWRITEBYTECODE: '1', TERM: 'dumb', ...env })
-      .flatMap(([k, v]) => ['--setenv', k, v]),
+    '--remount-ro',
+    '/',
+    '--chdir',
+    cwd,
+    ...Object.entries({
+      PATH: JAIL_PATH,
+      HOME: JAIL_HOME,
+      USER: 'sandbox',
+      LANG: 'C.UTF-8',
+      PYTHONDONTWRITEBYTECODE: '1',
+      TERM: 'dumb',
+      ...env,
+    }).flatMap(([k, v]) => ['--setenv', k, v]),
     ...argv,
   ];
 }
@@ -120,7 +203,10 @@ let ceilings: Partial<Record<'u' | 'd' | 'f', number>> | undefined;
 function inheritedCeilings(): Partial<Record<'u' | 'd' | 'f', number>> {
   if (ceilings) return ceilings;
   const run = spawnSync('bash', ['-c', 'ulimit -Hu; ulimit -Hd; ulimit -Hf'], { encoding: 'utf8' });
-  const [u, d, f] = run.stdout.trim().split('\n').map((v) => (v === 'unlimited' || v === undefined ? Infinity : Number(v)));
+  const [u, d, f] = run.stdout
+    .trim()
+    .split('\n')
+    .map((v) => (v === 'unlimited' || v === undefined ? Infinity : Number(v)));
   ceilings = { u: u ?? Infinity, d: d ?? Infinity, f: f ?? Infinity };
   return ceilings;
 }
@@ -150,7 +236,8 @@ export function jailProblem(): string | null {
   if (jailProblemMemo !== undefined) return jailProblemMemo;
   const help = spawnSync('bwrap', ['--help'], { encoding: 'utf8' });
   if (help.error || help.status !== 0) {
-    jailProblemMemo = 'bubblewrap (bwrap) is not installed: run `npx probe setup` (as root it installs it), or `apt-get install bubblewrap`';
+    jailProblemMemo =
+      'bubblewrap (bwrap) is not installed: run `npx probe setup` (as root it installs it), or `apt-get install bubblewrap`';
     return jailProblemMemo;
   }
   if (!help.stdout.includes('--disable-userns')) {
@@ -162,11 +249,26 @@ export function jailProblem(): string | null {
   try {
     chmodSync(root, 0o755);
     for (const d of ['work', 'tmp', 'base']) makeJailDir(join(root, d), identity);
-    const run = spawnSync('bwrap', jailArgs({ work: join(root, 'work'), workdir: '/testbed', tmp: join(root, 'tmp'), base: join(root, 'base') }, '/testbed', {}, jailedShell('grep CapEff /proc/self/status; id -u', true)), {
-      encoding: 'utf8', uid: identity.hostUid, gid: identity.hostGid, cwd: root, timeout: 30_000,
-    });
+    const run = spawnSync(
+      'bwrap',
+      jailArgs(
+        { work: join(root, 'work'), workdir: '/testbed', tmp: join(root, 'tmp'), base: join(root, 'base') },
+        '/testbed',
+        {},
+        jailedShell('grep CapEff /proc/self/status; id -u', true),
+      ),
+      {
+        encoding: 'utf8',
+        uid: identity.hostUid,
+        gid: identity.hostGid,
+        cwd: root,
+        timeout: 30_000,
+      },
+    );
     const ok = run.status === 0 && /CapEff:\s*0+\n/.test(run.stdout) && run.stdout.trim().endsWith(String(JAIL_UID));
-    jailProblemMemo = ok ? null : `bubblewrap cannot make an unprivileged jail here (user namespaces refused?): ${(run.stderr || run.stdout || String(run.error)).trim().slice(0, 300)}`;
+    jailProblemMemo = ok
+      ? null
+      : `bubblewrap cannot make an unprivileged jail here (user namespaces refused?): ${(run.stderr || run.stdout || String(run.error)).trim().slice(0, 300)}`;
   } finally {
     rmSync(root, { recursive: true, force: true });
   }

@@ -20,8 +20,25 @@ import { EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
 import { requireHostPackages } from './host-packages.ts';
 import { OutputCapture, STDERR_KEPT } from './output-capture.ts';
 import { READ_FILE, FILE_TIMEOUT_MS, readBytes, resetTreeScript, restoreFromBase, writeThroughJail } from './through-jail.ts';
-import { BASE_MOUNT, jailArgs, jailedShell, jailProblem, makeJailDir, newJailIdentity, type JailIdentity, type JailMounts } from './jail.ts';
-import { DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_OUTPUT_CAP, FILE_OUTPUT_CAP, type ExecOptions, type ExecResult, type Sandbox, type SandboxOptions } from './types.ts';
+import {
+  BASE_MOUNT,
+  jailArgs,
+  jailedShell,
+  jailProblem,
+  makeJailDir,
+  newJailIdentity,
+  type JailIdentity,
+  type JailMounts,
+} from './jail.ts';
+import {
+  DEFAULT_EXEC_TIMEOUT_MS,
+  DEFAULT_OUTPUT_CAP,
+  FILE_OUTPUT_CAP,
+  type ExecOptions,
+  type ExecResult,
+  type Sandbox,
+  type SandboxOptions,
+} from './types.ts';
 import { onExit } from '../util/shutdown.ts';
 
 /** The editors' sources (the Docker sandbox copies them in). */
@@ -33,8 +50,12 @@ export function hasBubblewrap(): boolean {
 }
 
 const GIT_IDENTITY = {
-  GIT_AUTHOR_NAME: 'probe', GIT_AUTHOR_EMAIL: 'probe@localhost', GIT_AUTHOR_DATE: '2000-01-01T00:00:00Z',
-  GIT_COMMITTER_NAME: 'probe', GIT_COMMITTER_EMAIL: 'probe@localhost', GIT_COMMITTER_DATE: '2000-01-01T00:00:00Z',
+  GIT_AUTHOR_NAME: 'probe',
+  GIT_AUTHOR_EMAIL: 'probe@localhost',
+  GIT_AUTHOR_DATE: '2000-01-01T00:00:00Z',
+  GIT_COMMITTER_NAME: 'probe',
+  GIT_COMMITTER_EMAIL: 'probe@localhost',
+  GIT_COMMITTER_DATE: '2000-01-01T00:00:00Z',
 };
 
 function git(cwd: string, args: string[]): string {
@@ -68,7 +89,11 @@ export function checkoutTemplate(task: LoadedTask): string {
   const key = `${task.file}#${task.instance_id}`;
   const cached = templates.get(key);
   if (cached) return cached;
-  if (!task.repoDir) throw new InputError({ file: task.file, field: 'repo_path' }, 'the local sandbox needs a repo_path (use --sandbox docker for image-only tasks)');
+  if (!task.repoDir)
+    throw new InputError(
+      { file: task.file, field: 'repo_path' },
+      'the local sandbox needs a repo_path (use --sandbox docker for image-only tasks)',
+    );
   const parent = mkdtempSync(join(tmpdir(), 'probe-repo-'));
   const dir = join(parent, 'repo');
   if (existsSync(join(task.repoDir, '.git'))) {
@@ -81,7 +106,10 @@ export function checkoutTemplate(task: LoadedTask): string {
     spawnSync('chmod', ['-R', 'u+w', dir]);
     const head = commitTree(dir);
     if (head !== task.base_commit) {
-      throw new InputError({ file: task.file, field: 'base_commit' }, `is ${task.base_commit} but the tree at ${task.repoDir} commits to ${head}`);
+      throw new InputError(
+        { file: task.file, field: 'base_commit' },
+        `is ${task.base_commit} but the tree at ${task.repoDir} commits to ${head}`,
+      );
     }
   }
   git(dir, ['config', 'user.name', 'probe']);
@@ -96,7 +124,14 @@ export function checkoutTemplate(task: LoadedTask): string {
 /** Rebuilds the tree from the base bound read-only at BASE_MOUNT. */
 const RESET_TREE = resetTreeScript();
 
-interface RawResult { stdout: Buffer; stderr: string; exitCode: number; timedOut: boolean; truncated: boolean; durationMs: number }
+interface RawResult {
+  stdout: Buffer;
+  stderr: string;
+  exitCode: number;
+  timedOut: boolean;
+  truncated: boolean;
+  durationMs: number;
+}
 
 export class LocalSandbox implements Sandbox {
   readonly provider = 'local';
@@ -125,7 +160,15 @@ export class LocalSandbox implements Sandbox {
     const mounts: JailMounts = { work: join(root, 'work'), workdir: task.workdir, tmp: join(root, 'tmp'), base };
     makeJailDir(mounts.work, identity);
     makeJailDir(mounts.tmp, identity);
-    const sb = new LocalSandbox(task.workdir, root, mounts, identity, options.outputCap ?? DEFAULT_OUTPUT_CAP, task.base_commit, quotaMounted);
+    const sb = new LocalSandbox(
+      task.workdir,
+      root,
+      mounts,
+      identity,
+      options.outputCap ?? DEFAULT_OUTPUT_CAP,
+      task.base_commit,
+      quotaMounted,
+    );
     try {
       await sb.restore({ base_commit: task.base_commit, patch: '' });
     } catch (error) {
@@ -139,17 +182,26 @@ export class LocalSandbox implements Sandbox {
   private run(command: string, options: ExecOptions & { merge: boolean }): Promise<RawResult> {
     if (this.closed) return Promise.reject(new ProbeError('sandbox is closed'));
     const cwd = options.cwd ?? this.workdir;
-    const args = jailArgs(this.mounts, cwd, { PROBE_WORKDIR: this.workdir, PROBE_BASE_TREE: BASE_MOUNT, ...options.env }, jailedShell(command, options.merge));
+    const args = jailArgs(
+      this.mounts,
+      cwd,
+      { PROBE_WORKDIR: this.workdir, PROBE_BASE_TREE: BASE_MOUNT, ...options.env },
+      jailedShell(command, options.merge),
+    );
     const timeoutMs = options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
     const started = performance.now();
     return new Promise((resolve, reject) => {
       const child = spawn('bwrap', args, {
-        cwd: this.root, detached: true, env: {},
+        cwd: this.root,
+        detached: true,
+        env: {},
         stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
         ...(this.identity.hostUid !== undefined ? { uid: this.identity.hostUid, gid: this.identity.hostGid } : {}),
       });
       if (options.stdin !== undefined) {
-        child.stdin!.on('error', () => { /* the command may exit without reading all of it */ });
+        child.stdin!.on('error', () => {
+          /* the command may exit without reading all of it */
+        });
         child.stdin!.end(options.stdin);
       }
       const output = new OutputCapture(options.outputCap ?? this.outputCap);
@@ -159,14 +211,25 @@ export class LocalSandbox implements Sandbox {
       let timedOut = false;
       const timer = setTimeout(() => {
         timedOut = true;
-        try { process.kill(-child.pid!, 'SIGKILL'); } catch { /* already gone */ }
+        try {
+          process.kill(-child.pid!, 'SIGKILL');
+        } catch {
+          /* already gone */
+        }
       }, timeoutMs);
-      child.on('error', (error) => { clearTimeout(timer); reject(new ProbeError(`cannot start bwrap: ${error.message}`, { cause: error })); });
+      child.on('error', (error) => {
+        clearTimeout(timer);
+        reject(new ProbeError(`cannot start bwrap: ${error.message}`, { cause: error }));
+      });
       child.on('close', (code, signal) => {
         clearTimeout(timer);
         resolve({
-          stdout: output.bytes(), stderr: options.merge ? '' : errors.bytes().toString('utf8'),
-          exitCode: timedOut ? 124 : code ?? (signal ? 128 + 9 : 1), timedOut, truncated: output.truncated, durationMs: performance.now() - started,
+          stdout: output.bytes(),
+          stderr: options.merge ? '' : errors.bytes().toString('utf8'),
+          exitCode: timedOut ? 124 : (code ?? (signal ? 128 + 9 : 1)),
+          timedOut,
+          truncated: output.truncated,
+          durationMs: performance.now() - started,
         });
       });
     });
@@ -174,11 +237,22 @@ export class LocalSandbox implements Sandbox {
 
   async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
     const r = await this.run(command, { ...options, merge: true });
-    return { output: r.stdout.toString('utf8'), exitCode: r.exitCode, timedOut: r.timedOut, truncated: r.truncated, durationMs: r.durationMs };
+    return {
+      output: r.stdout.toString('utf8'),
+      exitCode: r.exitCode,
+      timedOut: r.timedOut,
+      truncated: r.truncated,
+      durationMs: r.durationMs,
+    };
   }
 
   async readFile(path: string): Promise<Buffer> {
-    const r = await this.run(READ_FILE, { env: { PROBE_PATH: path }, merge: false, outputCap: FILE_OUTPUT_CAP, timeoutMs: FILE_TIMEOUT_MS });
+    const r = await this.run(READ_FILE, {
+      env: { PROBE_PATH: path },
+      merge: false,
+      outputCap: FILE_OUTPUT_CAP,
+      timeoutMs: FILE_TIMEOUT_MS,
+    });
     return readBytes(this.provider, path, r);
   }
 

@@ -9,11 +9,13 @@ export type SandboxKind = (typeof SANDBOX_KINDS)[number];
 
 export async function openSandbox(kind: SandboxKind, task: LoadedTask, options: SandboxOptions = {}): Promise<Sandbox> {
   switch (kind) {
-    case 'local': return LocalSandbox.create(task, options);
+    case 'local':
+      return LocalSandbox.create(task, options);
     case 'docker': {
       const { DockerSandbox } = await import('./docker.ts');
       return DockerSandbox.create(task, options);
     }
-    default: throw new InputError({ file: '--sandbox' }, `unknown sandbox "${String(kind)}" (expected ${SANDBOX_KINDS.join(' or ')})`);
+    default:
+      throw new InputError({ file: '--sandbox' }, `unknown sandbox "${String(kind)}" (expected ${SANDBOX_KINDS.join(' or ')})`);
   }
 }

@@ -17,7 +17,11 @@ export class SandboxPool {
   private readonly waiting: Array<(sb: Sandbox) => void> = [];
   private creating = 0;
 
-  constructor(private readonly factory: SandboxFactory, private readonly task: LoadedTask, private readonly size: number) {}
+  constructor(
+    private readonly factory: SandboxFactory,
+    private readonly task: LoadedTask,
+    private readonly size: number,
+  ) {}
 
   private async acquire(): Promise<Sandbox> {
     const ready = this.idle.pop();
@@ -73,7 +77,10 @@ export function freshSandboxes(factory: SandboxFactory, task: LoadedTask): Sandb
 export class TaskPools {
   private readonly pools = new Map<string, SandboxPool>();
 
-  constructor(private readonly factory: SandboxFactory, private readonly size: number) {}
+  constructor(
+    private readonly factory: SandboxFactory,
+    private readonly size: number,
+  ) {}
 
   readonly leaseFor = (task: LoadedTask): SandboxLease => {
     // Items of one task built from trajectories that ran in different directories need sandboxes of their own.

@@ -14,14 +14,25 @@ export const READ_FILE = 'cat -- "$PROBE_PATH"';
 export const FILE_TIMEOUT_MS = 60_000;
 
 /** A read's bytes, or why there are none. */
-export function readBytes(provider: string, path: string, r: { stdout: Buffer; stderr?: string; exitCode: number; truncated: boolean }): Buffer {
-  if (r.exitCode !== 0) throw new ProbeError(`cannot read ${path} in the ${provider} sandbox (exit ${r.exitCode})${r.stderr?.trim() ? `: ${r.stderr.trim().slice(0, 300)}` : ''}`);
+export function readBytes(
+  provider: string,
+  path: string,
+  r: { stdout: Buffer; stderr?: string; exitCode: number; truncated: boolean },
+): Buffer {
+  if (r.exitCode !== 0)
+    throw new ProbeError(
+      `cannot read ${path} in the ${provider} sandbox (exit ${r.exitCode})${r.stderr?.trim() ? `: ${r.stderr.trim().slice(0, 300)}` : ''}`,
+    );
   if (r.truncated) throw new ProbeError(`${path} in the ${provider} sandbox is larger than ${FILE_OUTPUT_CAP / 2 ** 20} MiB`);
   return r.stdout;
 }
 
 export async function writeThroughJail(sb: Sandbox, path: string, data: Buffer | string): Promise<void> {
-  const r = await sb.exec('mkdir -p -- "$(dirname -- "$PROBE_PATH")" && cat > "$PROBE_PATH"', { env: { PROBE_PATH: path }, stdin: data, timeoutMs: FILE_TIMEOUT_MS });
+  const r = await sb.exec('mkdir -p -- "$(dirname -- "$PROBE_PATH")" && cat > "$PROBE_PATH"', {
+    env: { PROBE_PATH: path },
+    stdin: data,
+    timeoutMs: FILE_TIMEOUT_MS,
+  });
   if (r.exitCode !== 0) throw new ProbeError(`cannot write ${path} in the ${sb.provider} sandbox: ${r.output.trim().slice(0, 300)}`);
 }
 
@@ -39,9 +50,16 @@ export function resetTreeScript(more?: string): string {
 }
 
 /** `restore` of a provider: the tree rebuilt by its reset script, then the state's patch. */
-export async function restoreFromBase(sb: Sandbox, baseCommit: string, state: EnvState, resetScript: string, timeoutMs: number): Promise<void> {
+export async function restoreFromBase(
+  sb: Sandbox,
+  baseCommit: string,
+  state: EnvState,
+  resetScript: string,
+  timeoutMs: number,
+): Promise<void> {
   if (state.base_commit !== baseCommit) throw new ProbeError(`state is at ${state.base_commit}, this sandbox's task at ${baseCommit}`);
   const reset = await sb.exec(resetScript, { cwd: '/', timeoutMs });
-  if (reset.exitCode !== 0) throw new ProbeError(`cannot reset the ${sb.provider} sandbox to ${state.base_commit}: ${reset.output.slice(0, 500)}`);
+  if (reset.exitCode !== 0)
+    throw new ProbeError(`cannot reset the ${sb.provider} sandbox to ${state.base_commit}: ${reset.output.slice(0, 500)}`);
   await applyStatePatch(sb, state.patch);
 }

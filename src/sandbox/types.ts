@@ -83,7 +83,10 @@ export const LIMITS = {
  */
 export function ulimitCommand(hardCeilings: Partial<Record<'u' | 'd' | 'f', number>> = {}): string {
   const wanted: Array<['u' | 'd' | 'f' | 'c', number]> = [
-    ['u', LIMITS.processes], ['d', LIMITS.memoryBytes / 1024], ['f', LIMITS.fileBytes / 1024], ['c', 0],
+    ['u', LIMITS.processes],
+    ['d', LIMITS.memoryBytes / 1024],
+    ['f', LIMITS.fileBytes / 1024],
+    ['c', 0],
   ];
-  return `ulimit -HS ${wanted.map(([flag, value]) => `-${flag} ${Math.min(value, flag === 'c' ? value : hardCeilings[flag] ?? Infinity)}`).join(' ')}`;
+  return `ulimit -HS ${wanted.map(([flag, value]) => `-${flag} ${Math.min(value, flag === 'c' ? value : (hardCeilings[flag] ?? Infinity))}`).join(' ')}`;
 }

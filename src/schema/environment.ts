@@ -51,13 +51,13 @@ export type TaskEnvironment = z.infer<typeof TaskEnvironment>;
  * the two differ for a widely used distribution, the package Debian actually ships.
  */
 const DEBIAN_NAME_OF: Record<string, string> = {
-  'beautifulsoup4': 'python3-bs4',
-  'attrs': 'python3-attr',
+  beautifulsoup4: 'python3-bs4',
+  attrs: 'python3-attr',
   'opencv-python': 'python3-opencv',
-  'pillow': 'python3-pil',
-  'pyjwt': 'python3-jwt',
+  pillow: 'python3-pil',
+  pyjwt: 'python3-jwt',
   'python-dateutil': 'python3-dateutil',
-  'pyyaml': 'python3-yaml',
+  pyyaml: 'python3-yaml',
   'scikit-learn': 'python3-sklearn',
 };
 

@@ -21,37 +21,42 @@ export const LOG_PARSERS = ['pytest', 'unittest', 'node-test', 'sympy', 'exit-co
 export const LogParserName = z.enum(LOG_PARSERS);
 export type LogParserName = z.infer<typeof LogParserName>;
 
-export const Task = z.looseObject({
-  instance_id: z.string().min(1),
-  problem_statement: z.string(),
-  base_commit: z.string().min(1),
-  /** The gold patch, when known. */
-  patch: z.string().optional(),
-  test_patch: z.string().default(''),
-  FAIL_TO_PASS: TestList,
-  PASS_TO_PASS: TestList.default([]),
-  /** Runs the tests inside the sandbox, from `workdir`. */
-  test_cmd: z.string().min(1),
-  log_parser: LogParserName,
-  /** Docker image with the repository at `workdir` (SWE-bench images). */
-  image: z.string().optional(),
-  /** A local git repository (or a plain tree, committed deterministically), relative to the task file. */
-  repo_path: z.string().optional(),
-  workdir: z.string().default('/testbed'),
-  /** Debian packages (and pip requirements Debian packages) the tests need beyond the base image. */
-  environment: TaskEnvironment.optional(),
-  /** Seconds one test run may take. */
-  test_timeout_s: z.number().positive().default(300),
-  // What published rows carry besides (kept as they are; typed where code reads them; null where a dataset has no value).
-  /** `owner/name` (SWE-smith: `swesmith/owner__name.commit`). */
-  repo: z.string().nullish(),
-  /** The harness's version key for the repository's environment and test command. */
-  version: z.string().nullish(),
-  environment_setup_commit: z.string().nullish(),
-  hints_text: z.string().nullish(),
-  /** SWE-smith: the image that holds the repository. */
-  image_name: z.string().nullish(),
-}).refine((t) => t.image !== undefined || t.repo_path !== undefined, { message: 'a task needs "image" or "repo_path"', path: ['repo_path'] });
+export const Task = z
+  .looseObject({
+    instance_id: z.string().min(1),
+    problem_statement: z.string(),
+    base_commit: z.string().min(1),
+    /** The gold patch, when known. */
+    patch: z.string().optional(),
+    test_patch: z.string().default(''),
+    FAIL_TO_PASS: TestList,
+    PASS_TO_PASS: TestList.default([]),
+    /** Runs the tests inside the sandbox, from `workdir`. */
+    test_cmd: z.string().min(1),
+    log_parser: LogParserName,
+    /** Docker image with the repository at `workdir` (SWE-bench images). */
+    image: z.string().optional(),
+    /** A local git repository (or a plain tree, committed deterministically), relative to the task file. */
+    repo_path: z.string().optional(),
+    workdir: z.string().default('/testbed'),
+    /** Debian packages (and pip requirements Debian packages) the tests need beyond the base image. */
+    environment: TaskEnvironment.optional(),
+    /** Seconds one test run may take. */
+    test_timeout_s: z.number().positive().default(300),
+    // What published rows carry besides (kept as they are; typed where code reads them; null where a dataset has no value).
+    /** `owner/name` (SWE-smith: `swesmith/owner__name.commit`). */
+    repo: z.string().nullish(),
+    /** The harness's version key for the repository's environment and test command. */
+    version: z.string().nullish(),
+    environment_setup_commit: z.string().nullish(),
+    hints_text: z.string().nullish(),
+    /** SWE-smith: the image that holds the repository. */
+    image_name: z.string().nullish(),
+  })
+  .refine((t) => t.image !== undefined || t.repo_path !== undefined, {
+    message: 'a task needs "image" or "repo_path"',
+    path: ['repo_path'],
+  });
 export type Task = z.infer<typeof Task>;
 
 /** A task with `repo_path` resolved to an absolute path and the file it came from. */

@@ -45,14 +45,24 @@ export interface ServeOptions {
  * busy, requests pile up, and the next turn takes every waiting scoring job at once.
  */
 class ModelWorker {
-  private readonly waiting: Array<{ kind: 'score'; ids: number[]; done: (r: ScoreResult) => void; fail: (e: unknown) => void } | { kind: 'other'; job: () => Promise<void> }> = [];
+  private readonly waiting: Array<
+    | { kind: 'score'; ids: number[]; done: (r: ScoreResult) => void; fail: (e: unknown) => void }
+    | { kind: 'other'; job: () => Promise<void> }
+  > = [];
   private busy = false;
   readonly stats = { batches: 0, batched_requests: 0, largest_batch: 0 };
 
-  constructor(private readonly backend: OnnxBackend, private readonly maxBatch: number, private readonly windowMs: number) {}
+  constructor(
+    private readonly backend: OnnxBackend,
+    private readonly maxBatch: number,
+    private readonly windowMs: number,
+  ) {}
 
   score(ids: number[]): Promise<ScoreResult> {
-    return new Promise((done, fail) => { this.waiting.push({ kind: 'score', ids, done, fail }); this.kick(); });
+    return new Promise((done, fail) => {
+      this.waiting.push({ kind: 'score', ids, done, fail });
+      this.kick();
+    });
   }
 
   run<T>(job: () => Promise<T>): Promise<T> {
@@ -80,9 +90,10 @@ class ModelWorker {
       // Rows are padded to the longest: only prompts of similar length (within 25%) share a batch.
       const batch = [];
       const lead = first.ids.length;
-      for (let i = 0; i < this.waiting.length && batch.length < this.maxBatch;) {
+      for (let i = 0; i < this.waiting.length && batch.length < this.maxBatch; ) {
         const job = this.waiting[i]!;
-        if (job.kind === 'score' && job.ids.length <= lead * 1.25 && job.ids.length * 1.25 >= lead) batch.push(...this.waiting.splice(i, 1) as Array<Extract<typeof job, { kind: 'score' }>>);
+        if (job.kind === 'score' && job.ids.length <= lead * 1.25 && job.ids.length * 1.25 >= lead)
+          batch.push(...(this.waiting.splice(i, 1) as Array<Extract<typeof job, { kind: 'score' }>>));
         else i++;
       }
       this.stats.batches++;
@@ -144,8 +155,12 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
     const n = body.n ?? 1;
     const maxTokens = body.max_tokens ?? 16;
     if (!Number.isInteger(n) || n < 1) throw new BadRequest('"n" must be a positive integer');
-    if (!Number.isInteger(maxTokens) || maxTokens < 0 || (maxTokens === 0 && !body.echo)) throw new BadRequest('"max_tokens" must be at least 1 (0 only with echo)');
-    if (ids.length + maxTokens > window) throw new BadRequest(`this model's maximum context length is ${window} tokens; the prompt has ${ids.length} and max_tokens is ${maxTokens}`);
+    if (!Number.isInteger(maxTokens) || maxTokens < 0 || (maxTokens === 0 && !body.echo))
+      throw new BadRequest('"max_tokens" must be at least 1 (0 only with echo)');
+    if (ids.length + maxTokens > window)
+      throw new BadRequest(
+        `this model's maximum context length is ${window} tokens; the prompt has ${ids.length} and max_tokens is ${maxTokens}`,
+      );
     const stop = body.stop === undefined || body.stop === null ? [] : Array.isArray(body.stop) ? body.stop : [body.stop];
     const wantLogprobs = body.logprobs !== undefined && body.logprobs !== null;
     const temperature = body.temperature ?? 1;
@@ -155,14 +170,41 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
       // How scoring clients ask (echo, one greedy token): one pass. A placeholder token after
       // the prompt makes the pass compute the next-token row too; its argmax is the greedy token.
       const scored = await worker.score([...ids, 0]);
-      echoed = { ...scored, tokenLogprobs: scored.tokenLogprobs.slice(0, -1), tokens: scored.tokens.slice(0, -1), argmax: scored.argmax?.slice(0, -1) };
+      echoed = {
+        ...scored,
+        tokenLogprobs: scored.tokenLogprobs.slice(0, -1),
+        tokens: scored.tokens.slice(0, -1),
+        argmax: scored.argmax?.slice(0, -1),
+      };
       const next = scored.argmax!.at(-1)!;
-      samples = [maxTokens === 0 ? null : { text: backend.decode([next.token]), tokens: [next.token], logprob: next.logprob, tokenLogprobs: [next.logprob], finishReason: 'length', truncated: false }];
+      samples = [
+        maxTokens === 0
+          ? null
+          : {
+              text: backend.decode([next.token]),
+              tokens: [next.token],
+              logprob: next.logprob,
+              tokenLogprobs: [next.logprob],
+              finishReason: 'length',
+              truncated: false,
+            },
+      ];
     } else {
-      samples = maxTokens === 0 ? Array.from({ length: n }, () => null) : await worker.run(() => backend.sampleIds(ids, {
-        prompt: '', n, temperature, topP: body.top_p ?? 1, ...(body.top_k ? { topK: body.top_k } : {}),
-        maxTokens, stop, seed: body.seed ?? 0,
-      }));
+      samples =
+        maxTokens === 0
+          ? Array.from({ length: n }, () => null)
+          : await worker.run(() =>
+              backend.sampleIds(ids, {
+                prompt: '',
+                n,
+                temperature,
+                topP: body.top_p ?? 1,
+                ...(body.top_k ? { topK: body.top_k } : {}),
+                maxTokens,
+                stop,
+                seed: body.seed ?? 0,
+              }),
+            );
       if (body.echo) echoed = await worker.score(ids);
     }
     const promptText = body.echo ? backend.decode(ids) : '';
@@ -179,18 +221,31 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
         ];
         const strings = tokens.map(piece);
         const offsets: number[] = [];
-        strings.reduce((at, s) => { offsets.push(at); return at + s.length; }, 0);
+        strings.reduce((at, s) => {
+          offsets.push(at);
+          return at + s.length;
+        }, 0);
         logprobs = { tokens: strings, token_logprobs: tokenLogprobs, top_logprobs: top, text_offset: offsets };
       }
       return {
-        index, text: promptText + (sample?.text ?? ''), logprobs,
+        index,
+        text: promptText + (sample?.text ?? ''),
+        logprobs,
         finish_reason: sample === null || sample.finishReason === 'length' ? 'length' : 'stop',
         stop_reason: sample?.stop ?? null,
       };
     });
     return {
-      id: `cmpl-${Date.now().toString(36)}`, object: 'text_completion', created: Math.floor(Date.now() / 1000), model: options.model, choices,
-      usage: { prompt_tokens: ids.length, completion_tokens: samples.reduce((a, s) => a + (s?.tokens.length ?? 0), 0), total_tokens: ids.length + samples.reduce((a, s) => a + (s?.tokens.length ?? 0), 0) },
+      id: `cmpl-${Date.now().toString(36)}`,
+      object: 'text_completion',
+      created: Math.floor(Date.now() / 1000),
+      model: options.model,
+      choices,
+      usage: {
+        prompt_tokens: ids.length,
+        completion_tokens: samples.reduce((a, s) => a + (s?.tokens.length ?? 0), 0),
+        total_tokens: ids.length + samples.reduce((a, s) => a + (s?.tokens.length ?? 0), 0),
+      },
     };
   };
 
@@ -200,11 +255,16 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
         const path = (req.url ?? '/').split('?')[0];
         if (req.method === 'GET' && path === '/health') return send(res, 200, { status: 'ok', ...worker.stats });
         if (req.method === 'GET' && path === '/v1/models') {
-          return send(res, 200, { object: 'list', data: [{ id: options.model, object: 'model', created: 0, owned_by: 'probe', root: options.model, max_model_len: window }] });
+          return send(res, 200, {
+            object: 'list',
+            data: [{ id: options.model, object: 'model', created: 0, owned_by: 'probe', root: options.model, max_model_len: window }],
+          });
         }
-        if (req.method !== 'POST') return send(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'NotFoundError', code: 404 } });
+        if (req.method !== 'POST')
+          return send(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'NotFoundError', code: 404 } });
         const body = (await readBody(req)) as Record<string, unknown>;
-        if (body.model !== undefined && body.model !== options.model) throw new BadRequest(`the model "${String(body.model)}" does not exist; this server serves "${options.model}"`);
+        if (body.model !== undefined && body.model !== options.model)
+          throw new BadRequest(`the model "${String(body.model)}" does not exist; this server serves "${options.model}"`);
         if (path === '/tokenize') {
           const tokens = [...(body.add_special_tokens === true ? specials : []), ...backend.encode(String(body.prompt ?? ''))];
           // prefix_token_id (ours, not vLLM's): what stands for an empty context (BOS, else EOS) where the tokenizer adds no BOS.
@@ -215,14 +275,25 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
         return send(res, 404, { error: { message: `no route POST ${path}`, type: 'NotFoundError', code: 404 } });
       } catch (error) {
         const bad = error instanceof BadRequest;
-        send(res, bad ? 400 : 500, { error: { message: error instanceof Error ? error.message : String(error), type: bad ? 'BadRequestError' : 'InternalServerError', code: bad ? 400 : 500 } });
+        send(res, bad ? 400 : 500, {
+          error: {
+            message: error instanceof Error ? error.message : String(error),
+            type: bad ? 'BadRequestError' : 'InternalServerError',
+            code: bad ? 400 : 500,
+          },
+        });
       }
     })();
   });
 }
 
 /** `top_logprobs` with logprobs 1: the actual token and the most likely one. */
-function topEntry(piece: (id: number) => string, token: number, logprob: number, argmax: { token: number; logprob: number } | undefined): Record<string, number> {
+function topEntry(
+  piece: (id: number) => string,
+  token: number,
+  logprob: number,
+  argmax: { token: number; logprob: number } | undefined,
+): Record<string, number> {
   const entry: Record<string, number> = {};
   if (argmax) entry[piece(argmax.token)] = argmax.logprob;
   entry[piece(token)] = logprob;

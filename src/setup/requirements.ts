@@ -25,12 +25,24 @@ function runsFromUsr(file: string, args: string[]): boolean {
 
 export const REQUIREMENTS: readonly Requirement[] = [
   { name: 'bubblewrap jail', packages: ['bubblewrap'], problem: jailProblem },
-  { name: 'python3 with pytest (in /usr)', packages: ['python3', 'python3-pytest'], problem: () => (runsFromUsr('/usr/bin/python3', ['-c', 'import pytest']) ? null : '/usr/bin/python3 cannot import pytest') },
-  { name: '`python` alias', packages: ['python-is-python3'], problem: () => (runsFromUsr('/usr/bin/python', ['--version']) ? null : '/usr/bin/python is missing') },
+  {
+    name: 'python3 with pytest (in /usr)',
+    packages: ['python3', 'python3-pytest'],
+    problem: () => (runsFromUsr('/usr/bin/python3', ['-c', 'import pytest']) ? null : '/usr/bin/python3 cannot import pytest'),
+  },
+  {
+    name: '`python` alias',
+    packages: ['python-is-python3'],
+    problem: () => (runsFromUsr('/usr/bin/python', ['--version']) ? null : '/usr/bin/python is missing'),
+  },
   { name: 'git', packages: ['git'], problem: () => (runsFromUsr('/usr/bin/git', ['--version']) ? null : '/usr/bin/git is missing') },
 ];
 
-export interface RequirementStatus { name: string; packages: string[]; problem: string | null }
+export interface RequirementStatus {
+  name: string;
+  packages: string[];
+  problem: string | null;
+}
 
 export function checkRequirements(): RequirementStatus[] {
   return REQUIREMENTS.map((r) => ({ name: r.name, packages: r.packages, problem: r.problem() }));
@@ -47,7 +59,10 @@ export function canInstall(): boolean {
 
 /** The machine lacks what the jail needs: an environment to fix (exit 2). */
 export class MissingRequirements extends EnvironmentError {
-  constructor(readonly missing: RequirementStatus[], detail: string) {
+  constructor(
+    readonly missing: RequirementStatus[],
+    detail: string,
+  ) {
     super(detail);
   }
 }
@@ -65,13 +80,25 @@ export function ensureRequirements(options: { install: boolean; log: (line: stri
     options.log(`probe: installing what the jailed sandbox needs: ${packages.join(' ')} (${installCommand(packages)})\n`);
     const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
     const update = spawnSync('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
-    const install = update.status === 0 ? spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...packages], { stdio: ['ignore', 'ignore', 'inherit'], env }) : update;
-    if (install.status !== 0) throw new MissingRequirements(missing, `installing ${packages.join(' ')} failed (apt-get exit ${install.status}); run \`${installCommand(packages)}\` and try again`);
+    const install =
+      update.status === 0
+        ? spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...packages], {
+            stdio: ['ignore', 'ignore', 'inherit'],
+            env,
+          })
+        : update;
+    if (install.status !== 0)
+      throw new MissingRequirements(
+        missing,
+        `installing ${packages.join(' ')} failed (apt-get exit ${install.status}); run \`${installCommand(packages)}\` and try again`,
+      );
     resetJailCheck();
     missing = checkRequirements().filter((r) => r.problem);
     if (missing.length === 0) return;
   }
   const lines = missing.map((r) => `${r.name}: ${r.problem}`).join('; ');
-  const how = canInstall() ? `run \`npx probe setup\` (or \`${installCommand(packages)}\`)` : `as root, run \`${installCommand(packages)}\``;
+  const how = canInstall()
+    ? `run \`npx probe setup\` (or \`${installCommand(packages)}\`)`
+    : `as root, run \`${installCommand(packages)}\``;
   throw new MissingRequirements(missing, `the local sandbox cannot run here — ${lines}. To fix: ${how}, or use --sandbox docker`);
 }

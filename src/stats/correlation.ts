@@ -13,10 +13,15 @@ export function pearson(x: number[], y: number[]): number {
   checkPair(x, y);
   const mx = mean(x);
   const my = mean(y);
-  let sxy = 0, sxx = 0, syy = 0;
+  let sxy = 0,
+    sxx = 0,
+    syy = 0;
   for (let i = 0; i < x.length; i++) {
-    const dx = x[i]! - mx, dy = y[i]! - my;
-    sxy += dx * dy; sxx += dx * dx; syy += dy * dy;
+    const dx = x[i]! - mx,
+      dy = y[i]! - my;
+    sxy += dx * dy;
+    sxx += dx * dx;
+    syy += dy * dy;
   }
   return sxx === 0 || syy === 0 ? NaN : sxy / Math.sqrt(sxx * syy);
 }
@@ -25,7 +30,7 @@ export function pearson(x: number[], y: number[]): number {
 export function averageRanks(xs: number[]): number[] {
   const order = xs.map((v, i) => ({ v, i })).sort((a, b) => a.v - b.v);
   const ranks = new Array<number>(xs.length);
-  for (let start = 0; start < order.length;) {
+  for (let start = 0; start < order.length; ) {
     let end = start;
     while (end + 1 < order.length && order[end + 1]!.v === order[start]!.v) end++;
     const rank = (start + end) / 2 + 1;
@@ -44,7 +49,10 @@ export function spearman(x: number[], y: number[]): number {
 /** Kendall's tau-b, which corrects for ties in either variable. */
 export function kendallTauB(x: number[], y: number[]): number {
   checkPair(x, y);
-  let concordant = 0, discordant = 0, tiesX = 0, tiesY = 0;
+  let concordant = 0,
+    discordant = 0,
+    tiesX = 0,
+    tiesY = 0;
   for (let i = 0; i < x.length; i++) {
     for (let j = i + 1; j < x.length; j++) {
       const dx = Math.sign(x[i]! - x[j]!);
@@ -60,7 +68,12 @@ export function kendallTauB(x: number[], y: number[]): number {
   return denominator === 0 ? NaN : (concordant - discordant) / denominator;
 }
 
-export interface Interval { estimate: number; low: number; high: number; resamples: number }
+export interface Interval {
+  estimate: number;
+  low: number;
+  high: number;
+  resamples: number;
+}
 
 /**
  * Percentile bootstrap: resample units (items, or checkpoints) with replacement, recompute

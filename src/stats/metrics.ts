@@ -15,9 +15,19 @@ export interface MetricSeries {
   aggregate: (items: unknown[]) => number;
 }
 
-interface BpbDoc { results: Array<{ checkpoint: string; items: Array<{ id: string; nats: number; bytes: number }> }> }
-interface McqDoc { results: Array<{ checkpoint: string; style: string; items: Array<{ id: string; correct: boolean; correct_norm: boolean | null; correct_pmi: boolean | null }> }> }
-interface PasskDoc { results: Array<{ checkpoint: string; n: number; pass_at: Record<string, number>; items: Array<{ id: string; n: number; c: number }> }> }
+interface BpbDoc {
+  results: Array<{ checkpoint: string; items: Array<{ id: string; nats: number; bytes: number }> }>;
+}
+interface McqDoc {
+  results: Array<{
+    checkpoint: string;
+    style: string;
+    items: Array<{ id: string; correct: boolean; correct_norm: boolean | null; correct_pmi: boolean | null }>;
+  }>;
+}
+interface PasskDoc {
+  results: Array<{ checkpoint: string; n: number; pass_at: Record<string, number>; items: Array<{ id: string; n: number; c: number }> }>;
+}
 
 const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
@@ -26,19 +36,30 @@ export function metricsFromDocument(doc: unknown): MetricSeries[] {
   const results = (doc as { results?: Array<Record<string, unknown>> })?.results;
   if (!Array.isArray(results) || results.length === 0) return [];
   const first = results[0]!;
-  const byCheckpoint = <T>(pick: (r: Record<string, unknown>) => T[]) => new Map(results.map((r) => [String(r.checkpoint), pick(r) as unknown[]]));
+  const byCheckpoint = <T>(pick: (r: Record<string, unknown>) => T[]) =>
+    new Map(results.map((r) => [String(r.checkpoint), pick(r) as unknown[]]));
   if ('bpb' in first) {
     const items = byCheckpoint((r) => (r as unknown as BpbDoc['results'][number]).items);
-    return [{ name: 'bpb', higherIsBetter: false, items, aggregate: (its) => {
-      const list = its as BpbDoc['results'][number]['items'];
-      return list.reduce((a, i) => a + i.nats, 0) / (Math.LN2 * list.reduce((a, i) => a + i.bytes, 0));
-    } }];
+    return [
+      {
+        name: 'bpb',
+        higherIsBetter: false,
+        items,
+        aggregate: (its) => {
+          const list = its as BpbDoc['results'][number]['items'];
+          return list.reduce((a, i) => a + i.nats, 0) / (Math.LN2 * list.reduce((a, i) => a + i.bytes, 0));
+        },
+      },
+    ];
   }
   if ('acc' in first) {
     const style = String(first.style ?? 'likelihood');
     const items = byCheckpoint((r) => (r as unknown as McqDoc['results'][number]).items);
-    const rate = (field: 'correct' | 'correct_norm' | 'correct_pmi') => (its: unknown[]) => mean((its as McqDoc['results'][number]['items']).map((i) => (i[field] ? 1 : 0)));
-    const out: MetricSeries[] = [{ name: `mcq.${style === 'letter' ? 'letter.' : ''}acc`, higherIsBetter: true, items, aggregate: rate('correct') }];
+    const rate = (field: 'correct' | 'correct_norm' | 'correct_pmi') => (its: unknown[]) =>
+      mean((its as McqDoc['results'][number]['items']).map((i) => (i[field] ? 1 : 0)));
+    const out: MetricSeries[] = [
+      { name: `mcq.${style === 'letter' ? 'letter.' : ''}acc`, higherIsBetter: true, items, aggregate: rate('correct') },
+    ];
     if (style !== 'letter') {
       out.push({ name: 'mcq.acc_norm', higherIsBetter: true, items, aggregate: rate('correct_norm') });
       out.push({ name: 'mcq.acc_pmi', higherIsBetter: true, items, aggregate: rate('correct_pmi') });
@@ -48,7 +69,9 @@ export function metricsFromDocument(doc: unknown): MetricSeries[] {
   if ('pass_at' in first) {
     const items = byCheckpoint((r) => (r as unknown as PasskDoc['results'][number]).items);
     return Object.keys(first.pass_at as object).map((k) => ({
-      name: `passk.pass@${k}`, higherIsBetter: true, items,
+      name: `passk.pass@${k}`,
+      higherIsBetter: true,
+      items,
       aggregate: (its: unknown[]) => meanPassAtK(its as Array<{ n: number; c: number }>, Number(k)),
     }));
   }

@@ -48,13 +48,19 @@ function writableDir(dir: string, named: string, what: string): void {
     at = dirname(at);
   }
   if (kindOf(at) === 'other') {
-    throw new InputError({ file: named }, `cannot create ${what}: ${at === resolve(named) ? 'it is a file' : `${at} is a file, not a directory`}`);
+    throw new InputError(
+      { file: named },
+      `cannot create ${what}: ${at === resolve(named) ? 'it is a file' : `${at} is a file, not a directory`}`,
+    );
   }
   for (const level of missing) {
     try {
       mkdirSync(level);
     } catch (error) {
-      throw new EnvironmentError(`${named}: cannot create ${what}${level === resolve(named) ? '' : ` (${level})`}: ${systemReason(error)}`, { cause: error });
+      throw new EnvironmentError(
+        `${named}: cannot create ${what}${level === resolve(named) ? '' : ` (${level})`}: ${systemReason(error)}`,
+        { cause: error },
+      );
     }
   }
   // Permission bits do not tell (root, read-only mounts, ACLs): create and remove a file.

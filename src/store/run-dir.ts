@@ -59,7 +59,11 @@ export interface RunManifest {
 export type ManifestInput = Pick<RunManifest, 'verb' | 'config' | 'checkpoints' | 'probe_set' | 'seeds'>;
 
 /** One finished item of one checkpoint (its absolute directory or URL), as a samples.jsonl line. */
-export interface SampleLine<T> { checkpoint: string; item: string; result: T }
+export interface SampleLine<T> {
+  checkpoint: string;
+  item: string;
+  result: T;
+}
 
 export function probeVersion(): string {
   return (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
@@ -73,7 +77,12 @@ function gitState(): RunManifest['git'] {
 }
 
 export function checkpointRecords(checkpoints: string[]): CheckpointRecord[] {
-  return checkpoints.map((name) => ({ name, path: checkpointPath(name), content_hash: isServerAddress(name) ? null : checkpointContentHash(name), ...checkpointFacts(name) }));
+  return checkpoints.map((name) => ({
+    name,
+    path: checkpointPath(name),
+    content_hash: isServerAddress(name) ? null : checkpointContentHash(name),
+    ...checkpointFacts(name),
+  }));
 }
 
 /** The key of a checkpoint in a run: `./a`, `a` and `/abs/a` are one checkpoint. */
@@ -90,7 +99,10 @@ export function probeSetRecord(source: string, items: readonly unknown[]): NonNu
 
 /** A run directory that holds a run is continued only when asked to (also said by `probe demo` before its build). */
 export function existingRunError(manifestFile: string): InputError {
-  return new InputError({ file: manifestFile }, 'this directory already holds a run: pass --resume to continue it, or choose another --out');
+  return new InputError(
+    { file: manifestFile },
+    'this directory already holds a run: pass --resume to continue it, or choose another --out',
+  );
 }
 
 /** Files a run writes when a stage or the whole run is done. */
@@ -98,8 +110,12 @@ const CONCLUSIONS = ['results.json', 'cheap.json', 'passk.json', join('asap', 'r
 
 /** Whether a run directory holds anything computed: a sample log, ASAP episodes, results. */
 function holdsWork(dir: string): boolean {
-  return readdirSync(dir, { withFileTypes: true }).some((e) =>
-    e.name === 'results.json' || e.name === 'episodes' || (e.isDirectory() && (existsSync(join(dir, e.name, 'samples.jsonl')) || existsSync(join(dir, e.name, 'episodes')))));
+  return readdirSync(dir, { withFileTypes: true }).some(
+    (e) =>
+      e.name === 'results.json' ||
+      e.name === 'episodes' ||
+      (e.isDirectory() && (existsSync(join(dir, e.name, 'samples.jsonl')) || existsSync(join(dir, e.name, 'episodes')))),
+  );
 }
 
 export class RunDir {
@@ -107,7 +123,11 @@ export class RunDir {
   readonly status: 'new' | 'resumed';
   private readonly logs = new Map<string, { log: JsonlLog<SampleLine<unknown>>; done: Map<string, unknown> }>();
 
-  private constructor(readonly dir: string, manifest: RunManifest, status: 'new' | 'resumed') {
+  private constructor(
+    readonly dir: string,
+    manifest: RunManifest,
+    status: 'new' | 'resumed',
+  ) {
     this.manifest = manifest;
     this.status = status;
   }
@@ -125,8 +145,16 @@ export class RunDir {
     // A run that stopped on bad input before any work is simply started again.
     if (!existsSync(file) || !holdsWork(dir)) {
       const manifest: RunManifest = {
-        verb: input.verb, probe_version: probeVersion(), git: gitState(), created: now, resumed: [], argv: options.argv ?? process.argv.slice(2),
-        config: input.config, checkpoints: input.checkpoints, probe_set: input.probe_set, seeds: input.seeds,
+        verb: input.verb,
+        probe_version: probeVersion(),
+        git: gitState(),
+        created: now,
+        resumed: [],
+        argv: options.argv ?? process.argv.slice(2),
+        config: input.config,
+        checkpoints: input.checkpoints,
+        probe_set: input.probe_set,
+        seeds: input.seeds,
       };
       writeFileAtomic(file, `${JSON.stringify(manifest, null, 2)}\n`);
       return new RunDir(dir, manifest, 'new');
@@ -139,18 +167,23 @@ export class RunDir {
       throw new InputError({ file }, 'not a run manifest (JSON)', { cause: error });
     }
     const mismatch = (field: string, was: unknown, now: unknown) =>
-      new InputError({ file, field }, `the run here was started with ${JSON.stringify(was)}, this one has ${JSON.stringify(now)}; resume with the same settings or choose another --out`);
+      new InputError(
+        { file, field },
+        `the run here was started with ${JSON.stringify(was)}, this one has ${JSON.stringify(now)}; resume with the same settings or choose another --out`,
+      );
     if (previous.verb !== input.verb) throw mismatch('verb', previous.verb, input.verb);
     const [changed] = changedSettings(previous.config ?? {}, input.config);
     if (changed !== undefined) throw mismatch(`config.${changed}`, previous.config?.[changed], input.config[changed]);
     if (JSON.stringify(previous.seeds) !== JSON.stringify(input.seeds)) throw mismatch('seeds', previous.seeds, input.seeds);
-    if (previous.probe_set?.sha256 !== input.probe_set?.sha256) throw mismatch('probe_set.sha256', previous.probe_set?.sha256, input.probe_set?.sha256);
+    if (previous.probe_set?.sha256 !== input.probe_set?.sha256)
+      throw mismatch('probe_set.sha256', previous.probe_set?.sha256, input.probe_set?.sha256);
     // Checkpoints may be added to a run; one that is in it must be byte-for-byte the same.
     const checkpoints = [...previous.checkpoints];
     for (const c of input.checkpoints) {
       const known = checkpoints.find((p) => (p.path ?? resolve(p.name)) === c.path);
       if (!known) checkpoints.push(c);
-      else if (known.content_hash !== c.content_hash) throw mismatch(`checkpoints.${c.name}.content_hash`, known.content_hash, c.content_hash);
+      else if (known.content_hash !== c.content_hash)
+        throw mismatch(`checkpoints.${c.name}.content_hash`, known.content_hash, c.content_hash);
     }
     const manifest: RunManifest = { ...previous, checkpoints, resumed: [...(previous.resumed ?? []), now] };
     writeFileAtomic(file, `${JSON.stringify(manifest, null, 2)}\n`);

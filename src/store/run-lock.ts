@@ -20,7 +20,11 @@ import { EnvironmentError, InputError, systemErrorCode, systemReason } from '../
 import { processAlive } from '../util/process-alive.ts';
 import { onExit } from '../util/shutdown.ts';
 
-interface Holder { pid: number; host: string; since: string }
+interface Holder {
+  pid: number;
+  host: string;
+  since: string;
+}
 
 const held = new Set<string>();
 
@@ -90,7 +94,10 @@ function pause(ms: number): void {
 }
 
 function busy(file: string, holder: Holder): InputError {
-  return new InputError({ file }, `this run is being written by process ${holder.pid} on ${holder.host} (since ${holder.since}); wait for it, or delete this file if that process is gone`);
+  return new InputError(
+    { file },
+    `this run is being written by process ${holder.pid} on ${holder.host} (since ${holder.since}); wait for it, or delete this file if that process is gone`,
+  );
 }
 
 /** Removes the stale lock whose content was `text`, unless it changed: under `.lock.break`, so one process at a time. */
@@ -99,7 +106,11 @@ function breakStale(file: string, text: string): void {
   if (!createExclusive(guard)) {
     const guardHolder = read(guard);
     // Held for the few microseconds of a takeover; one left behind names a process that died inside it.
-    if (guardHolder.state === 'stale') throw new InputError({ file: guard }, `left by a process that died while taking over a stale lock; delete it and ${file}, then rerun`);
+    if (guardHolder.state === 'stale')
+      throw new InputError(
+        { file: guard },
+        `left by a process that died while taking over a stale lock; delete it and ${file}, then rerun`,
+      );
     return; // another process is taking over: look again
   }
   try {
@@ -118,14 +129,24 @@ export function lockRunDir(dir: string): void {
     if (createExclusive(file)) break;
     const reading = read(file);
     if (reading.state === 'held') throw busy(file, reading.holder);
-    if (attempt >= 50) throw new InputError({ file }, 'could not take over this stale lock (other processes kept contending); delete it if no probe process writes this run');
+    if (attempt >= 50)
+      throw new InputError(
+        { file },
+        'could not take over this stale lock (other processes kept contending); delete it if no probe process writes this run',
+      );
     if (reading.state === 'stale') {
       // An empty lock may be one being written this instant: give its writer a moment before calling it stale.
-      if (reading.text === '' && attempt === 0) { pause(50); continue; }
+      if (reading.text === '' && attempt === 0) {
+        pause(50);
+        continue;
+      }
       breakStale(file, reading.text);
     }
     pause(attempt === 0 ? 1 : 5);
   }
   held.add(file);
-  if (held.size === 1) onExit(() => { for (const f of held) rmSync(f, { force: true }); });
+  if (held.size === 1)
+    onExit(() => {
+      for (const f of held) rmSync(f, { force: true });
+    });
 }

@@ -23,10 +23,17 @@ export class UnitLog<T> implements ItemMemo<T> {
     const previous = lines[0] && 'header' in lines[0] ? lines[0].header : undefined;
     const unit = new UnitLog<T>(log);
     if (previous && lines.length > 1) {
-      if (!options.resume) throw new InputError({ file }, `an interrupted ${options.what} left its progress here: pass --resume to continue it, or delete the file to start over`);
+      if (!options.resume)
+        throw new InputError(
+          { file },
+          `an interrupted ${options.what} left its progress here: pass --resume to continue it, or delete the file to start over`,
+        );
       const [key] = changedSettings(previous, header);
       if (key !== undefined) {
-        throw new InputError({ file, field: key }, `the interrupted ${options.what} used ${JSON.stringify(previous[key])}, this one ${JSON.stringify(header[key])}; use the same settings to resume, or delete the file`);
+        throw new InputError(
+          { file, field: key },
+          `the interrupted ${options.what} used ${JSON.stringify(previous[key])}, this one ${JSON.stringify(header[key])}; use the same settings to resume, or delete the file`,
+        );
       }
       for (const line of lines.slice(1)) if ('id' in line) unit.done.set(line.id, line.value);
       return unit;

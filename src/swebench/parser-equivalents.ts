@@ -16,7 +16,8 @@ export const PARSER_EQUIVALENTS: Record<string, ParserEquivalent> = {
   parse_log_pytest: { parser: 'pytest' },
   parse_log_pytest_options: {
     parser: 'pytest',
-    differs: 'the harness shortens a parametrized id whose option is an absolute path to "[/<basename>]"; probe keeps the id as pytest prints it',
+    differs:
+      'the harness shortens a parametrized id whose option is an absolute path to "[/<basename>]"; probe keeps the id as pytest prints it',
   },
   parse_log_pytest_v2: {
     parser: 'pytest',

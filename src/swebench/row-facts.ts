@@ -16,7 +16,10 @@ export interface RowFactsOptions {
   imageNamespace?: string | null;
 }
 
-export interface FieldProblem { field: string; message: string }
+export interface FieldProblem {
+  field: string;
+  message: string;
+}
 
 export interface RowFacts {
   /** Fields to add to the row (only ones it lacks, or a harness parser name translated). */
@@ -45,11 +48,18 @@ export function rowFacts(row: Record<string, unknown>, options: RowFactsOptions 
   if (!given(row.image) && !given(row.repo_path)) {
     if (typeof row.image_name === 'string' && row.image_name) facts.image = row.image_name;
     else if (typeof row.instance_id === 'string' && row.instance_id && typeof row.repo === 'string') {
-      facts.image = harnessImageName(row.instance_id, options.imageNamespace === undefined ? DEFAULT_IMAGE_NAMESPACE : options.imageNamespace);
+      facts.image = harnessImageName(
+        row.instance_id,
+        options.imageNamespace === undefined ? DEFAULT_IMAGE_NAMESPACE : options.imageNamespace,
+      );
     }
   }
   if (!given(row.base_commit) && given(row.image_name)) {
-    problems.push({ field: 'base_commit', message: 'missing: SWE-smith names a task\'s bug by a branch of the image\'s repository (the instance id), not a commit; set "base_commit" to the commit that branch points at' });
+    problems.push({
+      field: 'base_commit',
+      message:
+        'missing: SWE-smith names a task\'s bug by a branch of the image\'s repository (the instance id), not a commit; set "base_commit" to the commit that branch points at',
+    });
   }
 
   const needCommand = !given(row.test_cmd);
@@ -63,23 +73,37 @@ export function rowFacts(row: Record<string, unknown>, options: RowFactsOptions 
     if (needParser) problems.push({ field: 'log_parser', message });
   };
   if (!spec) {
-    lacking(`missing, and SWE-bench's harness has no facts for repository "${row.repo}" (SWE-Gym's and SWE-smith's repositories are not among them): ${SET_BOTH}`);
+    lacking(
+      `missing, and SWE-bench's harness has no facts for repository "${row.repo}" (SWE-Gym's and SWE-smith's repositories are not among them): ${SET_BOTH}`,
+    );
     return { facts, problems };
   }
   if (needParser) {
     if (spec.log_parser) facts.log_parser = spec.log_parser;
-    else problems.push({ field: 'log_parser', message: `missing, and SWE-bench parses ${row.repo}'s test logs with ${spec.harness_parser ?? 'no parser'}, which probe has no equivalent of: ${SET_BOTH}` });
+    else
+      problems.push({
+        field: 'log_parser',
+        message: `missing, and SWE-bench parses ${row.repo}'s test logs with ${spec.harness_parser ?? 'no parser'}, which probe has no equivalent of: ${SET_BOTH}`,
+      });
   }
   if (!needCommand) return { facts, problems };
   if (spec.language !== 'python') {
-    problems.push({ field: 'test_cmd', message: `missing, and SWE-bench runs ${spec.language} repositories such as ${row.repo} with per-repository scripts probe does not compose: ${SET_BOTH}` });
+    problems.push({
+      field: 'test_cmd',
+      message: `missing, and SWE-bench runs ${spec.language} repositories such as ${row.repo} with per-repository scripts probe does not compose: ${SET_BOTH}`,
+    });
     return { facts, problems };
   }
   const version = typeof row.version === 'string' ? spec.versions[row.version] : undefined;
   if (!version) {
     const known = Object.keys(spec.versions);
-    const which = given(row.version) ? `no version "${String(row.version)}" of ${row.repo}` : `no "version" in the row, which picks ${row.repo}'s`;
-    problems.push({ field: 'test_cmd', message: `missing, and SWE-bench's harness knows ${which} (known: ${known.join(', ')}): set "version" to one of those, or "test_cmd"` });
+    const which = given(row.version)
+      ? `no version "${String(row.version)}" of ${row.repo}`
+      : `no "version" in the row, which picks ${row.repo}'s`;
+    problems.push({
+      field: 'test_cmd',
+      message: `missing, and SWE-bench's harness knows ${which} (known: ${known.join(', ')}): set "version" to one of those, or "test_cmd"`,
+    });
     return { facts, problems };
   }
   facts.test_cmd = composeTestCommand(version, testDirectives(spec.directives, typeof row.test_patch === 'string' ? row.test_patch : ''));

@@ -33,10 +33,5 @@ export const CONDA_ENV = 'testbed';
 /** The script the verifier runs; its last command is the test run, so its exit status is the tests'. */
 export function composeTestCommand(version: VersionSpec, directives: string[]): string {
   const testCmd = Array.isArray(version.test_cmd) ? version.test_cmd.join(' && ') : version.test_cmd;
-  return [
-    CONDA_ACTIVATE,
-    `conda activate ${CONDA_ENV}`,
-    ...(version.eval_commands ?? []),
-    [testCmd, ...directives].join(' '),
-  ].join('\n');
+  return [CONDA_ACTIVATE, `conda activate ${CONDA_ENV}`, ...(version.eval_commands ?? []), [testCmd, ...directives].join(' ')].join('\n');
 }

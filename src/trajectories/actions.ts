@@ -13,7 +13,11 @@ export function bashAction(text: string, command: string): TrajectoryAction {
 }
 
 const EDITOR_KINDS: Record<string, ActionKind> = {
-  view: 'view', create: 'create', str_replace: 'edit', insert: 'edit', undo_edit: 'edit',
+  view: 'view',
+  create: 'create',
+  str_replace: 'edit',
+  insert: 'edit',
+  undo_edit: 'edit',
 };
 
 /** `str_replace_editor` (SWE-agent, OpenHands, R2E-Gym's file_editor) with its arguments. */
@@ -64,8 +68,16 @@ export function shellWords(line: string): string[] {
 }
 
 const SWE_AGENT_KINDS: Record<string, ActionKind> = {
-  open: 'view', goto: 'navigate', scroll_up: 'navigate', scroll_down: 'navigate', create: 'create',
-  edit: 'edit', find_file: 'search', search_dir: 'search', search_file: 'search', submit: 'submit',
+  open: 'view',
+  goto: 'navigate',
+  scroll_up: 'navigate',
+  scroll_down: 'navigate',
+  create: 'create',
+  edit: 'edit',
+  find_file: 'search',
+  search_dir: 'search',
+  search_file: 'search',
+  submit: 'submit',
 };
 
 /**
@@ -88,11 +100,21 @@ function parseSweAgentCommand(text: string): TrajectoryAction {
   if (name === 'edit') {
     const ranged = /^\s*edit\s+(\d+):(\d+)\n([\s\S]*?)\n?end_of_edit\s*$/.exec(trimmed);
     if (ranged) {
-      return { text, kind: 'edit', tool: 'swe-agent', args: { command: 'edit', start: Number(ranged[1]), end: Number(ranged[2]), replacement: ranged[3] } };
+      return {
+        text,
+        kind: 'edit',
+        tool: 'swe-agent',
+        args: { command: 'edit', start: Number(ranged[1]), end: Number(ranged[2]), replacement: ranged[3] },
+      };
     }
     const words = shellWords(trimmed);
     if (words.length >= 3) {
-      return { text, kind: 'edit', tool: 'swe-agent', args: { command: 'edit_replace', search: words[1], replace: words[2], replace_all: words[3] === 'True' } };
+      return {
+        text,
+        kind: 'edit',
+        tool: 'swe-agent',
+        args: { command: 'edit_replace', search: words[1], replace: words[2], replace_all: words[3] === 'True' },
+      };
     }
   }
   if (name === 'str_replace_editor') return editorAction(text, strReplaceEditorArgs(shellWords(trimmed).slice(1)));

@@ -53,11 +53,15 @@ export function importTrajectory(file: string, format?: TrajectoryFormat): Traje
 export function importTrajectoryData(data: unknown, source: string, format: Exclude<TrajectoryFormat, 'asap'>): Trajectory {
   const trajectory = (() => {
     switch (format) {
-      case 'swe-agent': return importSweAgent(data, source);
-      case 'openhands': return importOpenHands(data, source);
-      case 'r2e-gym': return importR2eGym(data, source);
+      case 'swe-agent':
+        return importSweAgent(data, source);
+      case 'openhands':
+        return importOpenHands(data, source);
+      case 'r2e-gym':
+        return importR2eGym(data, source);
       case 'mini-swe-agent-1':
-      case 'mini-swe-agent-1.1': return importMiniSweAgent(data, source, format);
+      case 'mini-swe-agent-1.1':
+        return importMiniSweAgent(data, source, format);
     }
   })();
   return checked(trajectory, format);

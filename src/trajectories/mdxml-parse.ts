@@ -37,7 +37,8 @@ export function parseAction(element: string): Action {
   if (!editor) throw new ActionParseError('expected <bash>…</bash>, <str_replace_editor …>…</str_replace_editor> or <submit/>');
   const attrs = Object.fromEntries([...editor[1]!.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, m[2]!]));
   const command = attrs.command as (typeof EDITOR_COMMANDS)[number] | undefined;
-  if (!command || !EDITOR_COMMANDS.includes(command)) throw new ActionParseError(`str_replace_editor needs command=${EDITOR_COMMANDS.join('|')}`);
+  if (!command || !EDITOR_COMMANDS.includes(command))
+    throw new ActionParseError(`str_replace_editor needs command=${EDITOR_COMMANDS.join('|')}`);
   if (!attrs.path) throw new ActionParseError('str_replace_editor needs a path');
   const body = editor[2]!;
   const insertLine = child(body, 'insert_line');
@@ -64,7 +65,10 @@ export function parseTranscript(text: string): { problemStatement: string; steps
   const task = /^# Task\n<task>\n([\s\S]*?)\n<\/task>\n/.exec(text);
   if (!task) throw new ActionParseError('an md+xml transcript starts with "# Task" and a <task> block');
   const steps: ParsedStep[] = [];
-  const chunks = text.slice(task[0].length).split(/^## Thinking\n/m).slice(1);
+  const chunks = text
+    .slice(task[0].length)
+    .split(/^## Thinking\n/m)
+    .slice(1);
   for (const chunk of chunks) {
     const found = findAction(chunk);
     if (!found) throw new ActionParseError(`step ${steps.length}: no complete action element`);

@@ -9,8 +9,15 @@ export const OBSERVATION_LIMIT = 100_000;
 
 export type Action =
   | { kind: 'bash'; command: string }
-  | { kind: 'str_replace_editor'; command: 'view' | 'create' | 'str_replace' | 'insert'; path: string;
-      fileText?: string; oldStr?: string; newStr?: string; insertLine?: number }
+  | {
+      kind: 'str_replace_editor';
+      command: 'view' | 'create' | 'str_replace' | 'insert';
+      path: string;
+      fileText?: string;
+      oldStr?: string;
+      newStr?: string;
+      insertLine?: number;
+    }
   | { kind: 'submit' };
 
 export interface TranscriptStep {
@@ -43,9 +50,10 @@ export function renderAction(action: Action): string {
 }
 
 export function renderObservation(output: string): string {
-  const body = output.length > OBSERVATION_LIMIT
-    ? `${output.slice(0, OBSERVATION_LIMIT)}\n[... observation truncated: ${output.length - OBSERVATION_LIMIT} more characters ...]`
-    : output;
+  const body =
+    output.length > OBSERVATION_LIMIT
+      ? `${output.slice(0, OBSERVATION_LIMIT)}\n[... observation truncated: ${output.length - OBSERVATION_LIMIT} more characters ...]`
+      : output;
   return `<observation>\n${body.replace(/\n+$/, '')}\n</observation>`;
 }
 

@@ -43,7 +43,10 @@ export function createRng(...seedParts: Array<number | string>): Rng {
   const nextU32 = (): number => {
     const result = Math.imul(rotl(Math.imul(s[1]!, 5) >>> 0, 7), 9) >>> 0;
     const t = (s[1]! << 9) >>> 0;
-    s[2]! ^= s[0]!; s[3]! ^= s[1]!; s[1]! ^= s[2]!; s[0]! ^= s[3]!;
+    s[2]! ^= s[0]!;
+    s[3]! ^= s[1]!;
+    s[1]! ^= s[2]!;
+    s[0]! ^= s[3]!;
     s[2]! ^= t;
     s[3] = rotl(s[3]!, 11);
     return result;

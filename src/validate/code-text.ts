@@ -11,7 +11,22 @@ import { extname, join, relative } from 'node:path';
 import { InputError } from '../errors.ts';
 
 /** What counts as code in a directory: source files by extension (tests included; they are code too). */
-export const CODE_EXTENSIONS = new Set(['.py', '.js', '.mjs', '.cjs', '.ts', '.go', '.rs', '.java', '.c', '.h', '.cc', '.cpp', '.rb', '.sh']);
+export const CODE_EXTENSIONS = new Set([
+  '.py',
+  '.js',
+  '.mjs',
+  '.cjs',
+  '.ts',
+  '.go',
+  '.rs',
+  '.java',
+  '.c',
+  '.h',
+  '.cc',
+  '.cpp',
+  '.rb',
+  '.sh',
+]);
 
 /** Directories that hold no one's source: version control, dependencies, caches. */
 const SKIPPED_DIRS = new Set(['.git', 'node_modules', '__pycache__', '.venv', 'venv', 'dist', 'build']);
@@ -23,7 +38,12 @@ const SKIPPED_DIRS = new Set(['.git', 'node_modules', '__pycache__', '.venv', 'v
 export const PIECE_BYTES = 2048;
 
 /** One piece of one file, in the shape the BPB rung scores (`task` is the file: the unit a bootstrap resamples). */
-export interface CodePiece { id: string; task: string; context: string; gold: string }
+export interface CodePiece {
+  id: string;
+  task: string;
+  context: string;
+  gold: string;
+}
 
 function codeFiles(root: string): string[] {
   const stat = statSync(root, { throwIfNoEntry: false });
@@ -36,8 +56,9 @@ function codeFiles(root: string): string[] {
       const path = join(dir, entry.name);
       // Links are followed (a directory of links to the files to score is a natural way to pick them).
       const kind = entry.isSymbolicLink() ? statSync(path, { throwIfNoEntry: false }) : entry;
-      if (kind?.isDirectory()) { if (!SKIPPED_DIRS.has(entry.name)) walk(path); }
-      else if (kind?.isFile() && CODE_EXTENSIONS.has(extname(entry.name))) files.push(path);
+      if (kind?.isDirectory()) {
+        if (!SKIPPED_DIRS.has(entry.name)) walk(path);
+      } else if (kind?.isFile() && CODE_EXTENSIONS.has(extname(entry.name))) files.push(path);
     }
   };
   walk(root);
@@ -50,13 +71,19 @@ export function splitAtLines(text: string, max = PIECE_BYTES): string[] {
   let current = '';
   const bytes = (s: string) => Buffer.byteLength(s, 'utf8');
   for (const line of text.split(/(?<=\n)/)) {
-    if (current && bytes(current) + bytes(line) > max) { pieces.push(current); current = ''; }
+    if (current && bytes(current) + bytes(line) > max) {
+      pieces.push(current);
+      current = '';
+    }
     let rest = line;
     while (bytes(rest) > max) {
       // Cut at a character boundary: Array.from walks code points.
       const chars = Array.from(rest);
       let head = '';
-      for (const ch of chars) { if (bytes(head) + bytes(ch) > max) break; head += ch; }
+      for (const ch of chars) {
+        if (bytes(head) + bytes(ch) > max) break;
+        head += ch;
+      }
       pieces.push(head);
       rest = rest.slice(head.length);
     }

@@ -29,7 +29,10 @@ export function oriented(series: StudySeries, checkpoint: string): number {
 
 /** Best first by this series, checkpoints it ties in one group; checkpoints without a value last, as one group. */
 export function ranking(series: StudySeries, checkpoints: readonly string[]): string[][] {
-  const score = (c: string) => { const v = oriented(series, c); return Number.isNaN(v) ? -Infinity : v; };
+  const score = (c: string) => {
+    const v = oriented(series, c);
+    return Number.isNaN(v) ? -Infinity : v;
+  };
   const groups: string[][] = [];
   for (const c of [...checkpoints].sort((a, b) => score(b) - score(a))) {
     const last = groups.at(-1);
@@ -60,12 +63,27 @@ function unitsOf(series: StudySeries, checkpoints: readonly string[]): string[] 
   return [...new Set(checkpoints.flatMap((c) => (series.items.get(c) ?? []).map((r) => series.unitOf(r))))].sort();
 }
 
-export function correlatePair(probe: StudySeries, truth: StudySeries, candidates: readonly string[], seed: number, resamples: number): Correlation | undefined {
+export function correlatePair(
+  probe: StudySeries,
+  truth: StudySeries,
+  candidates: readonly string[],
+  seed: number,
+  resamples: number,
+): Correlation | undefined {
   const checkpoints = candidates.filter((c) => Number.isFinite(seriesValue(probe, c)) && Number.isFinite(seriesValue(truth, c)));
   if (checkpoints.length < 2) return undefined;
   const x = checkpoints.map((c) => oriented(probe, c));
   const y = checkpoints.map((c) => oriented(truth, c));
-  const overCheckpoints = bootstrap(checkpoints.map((_, i) => i), (idx) => spearman(idx.map((i) => x[i]!), idx.map((i) => y[i]!)), createRng('validate', seed, probe.name, truth.name, 'ckpt'), resamples);
+  const overCheckpoints = bootstrap(
+    checkpoints.map((_, i) => i),
+    (idx) =>
+      spearman(
+        idx.map((i) => x[i]!),
+        idx.map((i) => y[i]!),
+      ),
+    createRng('validate', seed, probe.name, truth.name, 'ckpt'),
+    resamples,
+  );
   // One draw of tasks serves both series (and, where the probe's units are files, a draw of files serves the probe).
   const tasks = [...new Set([...(probe.unitKind === 'task' ? unitsOf(probe, checkpoints) : []), ...unitsOf(truth, checkpoints)])].sort();
   const files = probe.unitKind === 'file' ? unitsOf(probe, checkpoints) : [];
@@ -86,7 +104,13 @@ export function correlatePair(probe: StudySeries, truth: StudySeries, candidates
   const rho = spearman(x, y);
   const tau = kendallTauB(x, y);
   return {
-    probe: probe.name, truth: truth.name, checkpoints: checkpoints.length, spearman: rho, kendall: tau,
-    spearman_ci_checkpoints: overCheckpoints, spearman_ci_tasks: percentileInterval(rho, rhos), kendall_ci_tasks: percentileInterval(tau, taus),
+    probe: probe.name,
+    truth: truth.name,
+    checkpoints: checkpoints.length,
+    spearman: rho,
+    kendall: tau,
+    spearman_ci_checkpoints: overCheckpoints,
+    spearman_ci_tasks: percentileInterval(rho, rhos),
+    kendall_ci_tasks: percentileInterval(tau, taus),
   };
 }

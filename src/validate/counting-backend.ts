@@ -6,7 +6,10 @@
  */
 import type { CompletionBackend } from '../backends/types.ts';
 
-export interface TokenCount { scored: number; sampled: number }
+export interface TokenCount {
+  scored: number;
+  sampled: number;
+}
 
 export function countingBackend(backend: CompletionBackend): { backend: CompletionBackend; count: TokenCount } {
   const count: TokenCount = { scored: 0, sampled: 0 };

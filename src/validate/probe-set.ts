@@ -11,9 +11,23 @@ import { openSandbox } from '../sandbox/open.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { existingRunError, RunDir } from '../store/run-dir.ts';
 import { UnitLog } from '../store/unit-log.ts';
-import { buildProbeSet, countOutcomes, describeCounts, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from '../pipeline/build.ts';
+import {
+  buildProbeSet,
+  countOutcomes,
+  describeCounts,
+  trajectoriesHash,
+  writeProbeItems,
+  type TrajectoryBuild,
+} from '../pipeline/build.ts';
 
-export interface StudyBuild { trajectories: string; tasks: LoadedTask[]; tasksPath: string; contexts: ContextFormat[]; resume: boolean; quiet: boolean }
+export interface StudyBuild {
+  trajectories: string;
+  tasks: LoadedTask[];
+  tasksPath: string;
+  contexts: ContextFormat[];
+  resume: boolean;
+  quiet: boolean;
+}
 
 /** The probe set of the run directory `out`: built from the trajectories unless it is there already. */
 export async function studyProbeSet(out: string, b: StudyBuild): Promise<string> {
@@ -21,16 +35,28 @@ export async function studyProbeSet(out: string, b: StudyBuild): Promise<string>
   if (existsSync(file)) return file;
   if (existsSync(RunDir.manifestFile(out)) && !b.resume) throw existingRunError(RunDir.manifestFile(out));
   if (!b.quiet) process.stderr.write(`Building probes from ${b.trajectories} (replaying each trajectory in a jailed sandbox)\n`);
-  const progress = UnitLog.open<TrajectoryBuild>(join(out, 'build.progress.jsonl'), { trajectories: trajectoriesHash(b.trajectories), tasks: b.tasksPath, context: b.contexts }, { resume: b.resume, what: 'probe build' });
+  const progress = UnitLog.open<TrajectoryBuild>(
+    join(out, 'build.progress.jsonl'),
+    { trajectories: trajectoriesHash(b.trajectories), tasks: b.tasksPath, context: b.contexts },
+    { resume: b.resume, what: 'probe build' },
+  );
   const built = await buildProbeSet({
-    trajectories: b.trajectories, tasks: b.tasks, contexts: b.contexts, restore: 'patch', distractors: true,
+    trajectories: b.trajectories,
+    tasks: b.tasks,
+    contexts: b.contexts,
+    restore: 'patch',
+    distractors: true,
     // One verification of the final state: the study's tasks are its own, checked when made; a flaky one is still reported.
-    replay: { openSandbox: (t) => openSandbox('local', t), sandboxName: 'local', concurrency: 4, repeats: 1 }, quiet: b.quiet, memo: progress,
+    replay: { openSandbox: (t) => openSandbox('local', t), sandboxName: 'local', concurrency: 4, repeats: 1 },
+    quiet: b.quiet,
+    memo: progress,
   });
   if (built.inputErrors) throw new InputError({ file: b.trajectories }, `${built.inputErrors} trajectories could not be read (see above)`);
-  if (built.items.length === 0) throw new InputError({ file: b.trajectories }, `no probe items: ${describeCounts(countOutcomes(built.trajectories))}`);
+  if (built.items.length === 0)
+    throw new InputError({ file: b.trajectories }, `no probe items: ${describeCounts(countOutcomes(built.trajectories))}`);
   writeProbeItems(file, built.items);
   progress.remove();
-  if (!b.quiet) process.stderr.write(`${built.items.length} probe items (${describeCounts(countOutcomes(built.trajectories))}) → ${file}\n`);
+  if (!b.quiet)
+    process.stderr.write(`${built.items.length} probe items (${describeCounts(countOutcomes(built.trajectories))}) → ${file}\n`);
   return file;
 }

@@ -58,15 +58,30 @@ export const PASSK_K_VALUES = [1, 2, 4, 8, 16, 32, 64];
 /** What decides a study's results, for run.json (a resumed study must match it). */
 export function studyConfig(s: StudySettings): Record<string, unknown> {
   return {
-    tasks: resolve(s.tasksPath), reference: resolve(s.reference), code: resolve(s.code), n: s.n, passk_max_tokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS,
-    asap_runs: s.asapRuns, asap_max_steps: s.asapMaxSteps, asap_max_tokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS, asap_instances: s.asapInstances ?? null,
+    tasks: resolve(s.tasksPath),
+    reference: resolve(s.reference),
+    code: resolve(s.code),
+    n: s.n,
+    passk_max_tokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS,
+    asap_runs: s.asapRuns,
+    asap_max_steps: s.asapMaxSteps,
+    asap_max_tokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS,
+    asap_instances: s.asapInstances ?? null,
     // Recorded only when not the default, so studies run before the option resume unchanged.
     ...(s.asapProfile && s.asapProfile !== 'bash' ? { asap_profile: s.asapProfile } : {}),
   };
 }
 
 /** What one rung cost on one checkpoint. Wall time is of the invocation that computed it (`items_reused` > 0: a resumed part only). */
-export interface RungCost { rung: string; checkpoint: string; wall_ms: number; tokens_scored: number; tokens_sampled: number; items: number; items_reused: number }
+export interface RungCost {
+  rung: string;
+  checkpoint: string;
+  wall_ms: number;
+  tokens_scored: number;
+  tokens_sampled: number;
+  items: number;
+  items_reused: number;
+}
 
 export interface CheckpointRow {
   checkpoint: string;
@@ -77,7 +92,12 @@ export interface CheckpointRow {
 }
 
 /** `ranking`: best first, tied checkpoints in one group. */
-export interface SeriesSummary { name: string; higher_is_better: boolean; unit: 'task' | 'file'; ranking: string[][] }
+export interface SeriesSummary {
+  name: string;
+  higher_is_better: boolean;
+  unit: 'task' | 'file';
+  ranking: string[][];
+}
 
 export interface StudyOutcome {
   rows: CheckpointRow[];
@@ -116,17 +136,44 @@ function keptCost(run: StudyRun, fresh: RungCost, computed: number): RungCost {
 }
 
 /** Runs one rung on one checkpoint with its tokens counted and its time taken. */
-async function measured<R, T>(rung: string, ckpt: string, backend: CompletionBackend, run: StudyRun, tick: (reused?: boolean) => void,
-  score: (backend: CompletionBackend, hooks: ItemHooks<T>) => Promise<R>): Promise<{ result: R; cost: RungCost }> {
-  let computed = 0, reused = 0;
-  const base = itemHooks<T>(run.dir, rung, ckpt, (wasReused) => { if (wasReused) reused++; tick(wasReused); });
+async function measured<R, T>(
+  rung: string,
+  ckpt: string,
+  backend: CompletionBackend,
+  run: StudyRun,
+  tick: (reused?: boolean) => void,
+  score: (backend: CompletionBackend, hooks: ItemHooks<T>) => Promise<R>,
+): Promise<{ result: R; cost: RungCost }> {
+  let computed = 0,
+    reused = 0;
+  const base = itemHooks<T>(run.dir, rung, ckpt, (wasReused) => {
+    if (wasReused) reused++;
+    tick(wasReused);
+  });
   // New work is what gets saved (an item a rung skips, like an MCQ item without distractors, is neither).
   const memo = base.memo!;
-  const hooks: ItemHooks<T> = { ...base, memo: { get: memo.get, put: (id, value) => { computed++; memo.put(id, value); } } };
+  const hooks: ItemHooks<T> = {
+    ...base,
+    memo: {
+      get: memo.get,
+      put: (id, value) => {
+        computed++;
+        memo.put(id, value);
+      },
+    },
+  };
   const counting = countingBackend(backend);
   const started = performance.now();
   const result = await score(counting.backend, hooks);
-  const fresh: RungCost = { rung, checkpoint: ckpt, wall_ms: performance.now() - started, tokens_scored: counting.count.scored, tokens_sampled: counting.count.sampled, items: computed + reused, items_reused: reused };
+  const fresh: RungCost = {
+    rung,
+    checkpoint: ckpt,
+    wall_ms: performance.now() - started,
+    tokens_scored: counting.count.scored,
+    tokens_sampled: counting.count.sampled,
+    items: computed + reused,
+    items_reused: reused,
+  };
   return { result, cost: keptCost(run, fresh, computed) };
 }
 
@@ -138,12 +185,33 @@ async function measured<R, T>(rung: string, ckpt: string, backend: CompletionBac
 async function groundTruth(run: StudyRun, s: StudySettings, asapTasks: LoadedTask[]) {
   const out = join(run.dir.dir, 'asap');
   const store = new AsapStore(out);
-  const finishedBefore = (ckpt: string) => asapTasks.reduce((a, t) => a + Array.from({ length: s.asapRuns }, (_, r) => store.readEpisode(ckpt, t.instance_id, r).end).filter(Boolean).length, 0);
+  const finishedBefore = (ckpt: string) =>
+    asapTasks.reduce(
+      (a, t) => a + Array.from({ length: s.asapRuns }, (_, r) => store.readEpisode(ckpt, t.instance_id, r).end).filter(Boolean).length,
+      0,
+    );
   const reusedOf = new Map(run.checkpoints.map((c) => [c, finishedBefore(c)]));
   const asap = await runAsapOverCheckpoints(run.checkpoints, asapTasks, {
-    tasksPath: s.tasksPath, reference: s.reference, runs: s.asapRuns, concurrency: s.concurrency, profile: s.asapProfile ?? 'bash', format: 'md+xml',
-    prefixSteps: DEFAULT_PREFIX_STEPS, maxSteps: s.asapMaxSteps, maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS, temperature: 0.7, topP: 0.95, seed: s.seed,
-    actionTimeoutS: 120, sandbox: 'local', out, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, bos: run.bos,
+    tasksPath: s.tasksPath,
+    reference: s.reference,
+    runs: s.asapRuns,
+    concurrency: s.concurrency,
+    profile: s.asapProfile ?? 'bash',
+    format: 'md+xml',
+    prefixSteps: DEFAULT_PREFIX_STEPS,
+    maxSteps: s.asapMaxSteps,
+    maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS,
+    temperature: 0.7,
+    topP: 0.95,
+    seed: s.seed,
+    actionTimeoutS: 120,
+    sandbox: 'local',
+    out,
+    quiet: run.quiet,
+    http: run.http,
+    cache: run.cache,
+    dtype: run.dtype,
+    bos: run.bos,
   });
   const records = new Map<string, AsapInstanceRecord[]>();
   const costs: RungCost[] = [];
@@ -153,13 +221,27 @@ async function groundTruth(run: StudyRun, s: StudySettings, asapTasks: LoadedTas
       if (!saved.end) throw new ProbeError(`ASAP episode ${instance} run ${runIndex} of ${r.checkpoint} has no end in ${out}`);
       return saved;
     };
-    records.set(r.checkpoint, asapRecords(r, (instance, runIndex) => episode(instance, runIndex).end!.behaviour));
+    records.set(
+      r.checkpoint,
+      asapRecords(r, (instance, runIndex) => episode(instance, runIndex).end!.behaviour),
+    );
     const episodes = r.items.flatMap((item) => item.runs.map((x) => episode(item.instance, x.run)));
     const reused = reusedOf.get(r.checkpoint) ?? 0;
-    costs.push(keptCost(run, {
-      rung: 'asap', checkpoint: r.checkpoint, wall_ms: r.timing.wall_ms, tokens_scored: 0,
-      tokens_sampled: episodes.reduce((a, e) => a + e.steps.reduce((b, step) => b + step.tokens, 0), 0), items: episodes.length, items_reused: reused,
-    }, episodes.length - reused));
+    costs.push(
+      keptCost(
+        run,
+        {
+          rung: 'asap',
+          checkpoint: r.checkpoint,
+          wall_ms: r.timing.wall_ms,
+          tokens_scored: 0,
+          tokens_sampled: episodes.reduce((a, e) => a + e.steps.reduce((b, step) => b + step.tokens, 0), 0),
+          items: episodes.length,
+          items_reused: reused,
+        },
+        episodes.length - reused,
+      ),
+    );
   }
   return { results: asap.results, records, costs, failures: asap.failures, out: asap.out as string | null };
 }
@@ -175,22 +257,54 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
   const ks = PASSK_K_VALUES.filter((k) => k <= s.n);
   const costs: RungCost[] = [];
   // Two passes, as `probe screen` makes them: a checkpoint whose sampling fails keeps its scores.
-  const loop = (label: string, units: number) => ({ units, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, label, bos: run.bos, dir: run.dir });
-  const scored = await forEachCheckpoint(checkpoints, loop('code bpb, bpb, mcq', code.length + 2 * items.length), async (ckpt, backend, tick) => {
-    const codeBpb = await measured<BpbResult, BpbItem>('code-bpb', ckpt, backend, run, tick, (b, hooks) => scoreBpb(ckpt, b, code, hooks));
-    const bpb = await measured<BpbResult, BpbItem>('bpb', ckpt, backend, run, tick, (b, hooks) => scoreBpb(ckpt, b, items, hooks));
-    const mcq = await measured<McqResult, McqItem>('mcq', ckpt, backend, run, tick, (b, hooks) => scoreMcq(ckpt, b, items, 'likelihood', s.seed, hooks));
-    costs.push(codeBpb.cost, bpb.cost, mcq.cost);
-    return { code_bpb: codeBpb.result, bpb: bpb.result, mcq: mcq.result };
+  const loop = (label: string, units: number) => ({
+    units,
+    quiet: run.quiet,
+    http: run.http,
+    cache: run.cache,
+    dtype: run.dtype,
+    label,
+    bos: run.bos,
+    dir: run.dir,
   });
+  const scored = await forEachCheckpoint(
+    checkpoints,
+    loop('code bpb, bpb, mcq', code.length + 2 * items.length),
+    async (ckpt, backend, tick) => {
+      const codeBpb = await measured<BpbResult, BpbItem>('code-bpb', ckpt, backend, run, tick, (b, hooks) =>
+        scoreBpb(ckpt, b, code, hooks),
+      );
+      const bpb = await measured<BpbResult, BpbItem>('bpb', ckpt, backend, run, tick, (b, hooks) => scoreBpb(ckpt, b, items, hooks));
+      const mcq = await measured<McqResult, McqItem>('mcq', ckpt, backend, run, tick, (b, hooks) =>
+        scoreMcq(ckpt, b, items, 'likelihood', s.seed, hooks),
+      );
+      costs.push(codeBpb.cost, bpb.cost, mcq.cost);
+      return { code_bpb: codeBpb.result, bpb: bpb.result, mcq: mcq.result };
+    },
+  );
   const pools = new TaskPools((t) => openSandbox('local', t), 2);
   let sampled;
   try {
     sampled = await forEachCheckpoint(checkpoints, loop('pass@k', passkItems.length), async (ckpt, backend, tick) => {
-      const passk = await measured<PasskResult, PasskItem>('passk', ckpt, backend, run, tick, (b, hooks) => scorePassk(ckpt, b, passkItems, {
-        n: s.n, ks, temperature: 0.7, topP: 0.95, maxTokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS, seed: s.seed,
-        taskOf: (item) => taskForItem(tasks.get(item.task)!, item), leaseFor: pools.leaseFor, restore: restoreProbeState,
-      }, hooks));
+      const passk = await measured<PasskResult, PasskItem>('passk', ckpt, backend, run, tick, (b, hooks) =>
+        scorePassk(
+          ckpt,
+          b,
+          passkItems,
+          {
+            n: s.n,
+            ks,
+            temperature: 0.7,
+            topP: 0.95,
+            maxTokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS,
+            seed: s.seed,
+            taskOf: (item) => taskForItem(tasks.get(item.task)!, item),
+            leaseFor: pools.leaseFor,
+            restore: restoreProbeState,
+          },
+          hooks,
+        ),
+      );
       costs.push(passk.cost);
       return passk.result;
     });
@@ -199,10 +313,17 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
   }
   const failures: Failure[] = [...scored.failures, ...sampled.failures];
   const rungs = {
-    code_bpb: scored.results.map((r) => r.code_bpb), bpb: scored.results.map((r) => r.bpb), mcq: scored.results.map((r) => r.mcq), passk: sampled.results, asap: [] as AsapResult[],
+    code_bpb: scored.results.map((r) => r.code_bpb),
+    bpb: scored.results.map((r) => r.bpb),
+    mcq: scored.results.map((r) => r.mcq),
+    passk: sampled.results,
+    asap: [] as AsapResult[],
   };
 
-  const truth = s.asapRuns > 0 && asapTasks.length > 0 ? await groundTruth(run, s, asapTasks) : { results: [], records: new Map<string, AsapInstanceRecord[]>(), costs: [], failures: [], out: null };
+  const truth =
+    s.asapRuns > 0 && asapTasks.length > 0
+      ? await groundTruth(run, s, asapTasks)
+      : { results: [], records: new Map<string, AsapInstanceRecord[]>(), costs: [], failures: [], out: null };
   rungs.asap = truth.results;
   costs.push(...truth.costs);
   failures.push(...truth.failures);
@@ -212,15 +333,40 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
   const truthKs = [...new Set([1, ASAP_K_VALUES.filter((k) => k <= s.asapRuns).at(-1) ?? 1])];
   const truths = s.asapRuns > 0 ? truthSeries(truth.records, truthKs) : [];
   const correlated = checkpoints.filter((c) => s.includeControls || !checkpointFacts(c).control);
-  const correlations = probes.flatMap((p) => truths.map((t) => correlatePair(p, t, correlated, s.seed, s.resamples)).filter((c): c is Correlation => c !== undefined));
-  const value = (series: StudySeries, c: string) => { const v = seriesValue(series, c); return Number.isFinite(v) ? v : null; };
+  const correlations = probes.flatMap((p) =>
+    truths.map((t) => correlatePair(p, t, correlated, s.seed, s.resamples)).filter((c): c is Correlation => c !== undefined),
+  );
+  const value = (series: StudySeries, c: string) => {
+    const v = seriesValue(series, c);
+    return Number.isFinite(v) ? v : null;
+  };
   const rows: CheckpointRow[] = checkpoints.map((c) => ({
-    checkpoint: c, ...checkpointFacts(c),
-    probes: Object.fromEntries(probes.map((p) => [p.name, value(p, c)])), truths: Object.fromEntries(truths.map((t) => [t.name, value(t, c)])),
+    checkpoint: c,
+    ...checkpointFacts(c),
+    probes: Object.fromEntries(probes.map((p) => [p.name, value(p, c)])),
+    truths: Object.fromEntries(truths.map((t) => [t.name, value(t, c)])),
   }));
-  const summary = (series: StudySeries): SeriesSummary => ({ name: series.name, higher_is_better: series.higherIsBetter, unit: series.unitKind, ranking: ranking(series, correlated) });
+  const summary = (series: StudySeries): SeriesSummary => ({
+    name: series.name,
+    higher_is_better: series.higherIsBetter,
+    unit: series.unitKind,
+    ranking: ranking(series, correlated),
+  });
   return {
-    rows, probes: probes.map(summary), truths: truths.map(summary), correlations, correlated, costs, rungs, asap_out: truth.out, failures,
-    code: { path: resolve(s.code), files: new Set(code.map((p) => p.task)).size, pieces: code.length, bytes: code.reduce((a, p) => a + Buffer.byteLength(p.gold), 0) },
+    rows,
+    probes: probes.map(summary),
+    truths: truths.map(summary),
+    correlations,
+    correlated,
+    costs,
+    rungs,
+    asap_out: truth.out,
+    failures,
+    code: {
+      path: resolve(s.code),
+      files: new Set(code.map((p) => p.task)).size,
+      pieces: code.length,
+      bytes: code.reduce((a, p) => a + Buffer.byteLength(p.gold), 0),
+    },
   };
 }

@@ -16,9 +16,18 @@ export function formatValue(series: string, v: number | null | undefined): strin
 }
 
 const LABELS: Record<string, string> = {
-  code_bpb: 'code bpb', bpb: 'bpb', 'mcq.acc': 'mcq acc', 'mcq.acc_norm': 'mcq norm', 'mcq.acc_pmi': 'mcq pmi',
-  'asap.parsable_turns': 'parsable', 'asap.valid_tool_calls': 'valid calls', 'asap.relevant_file_access': 'relevant files', 'asap.autonomous_edits': 'edits',
-  'asap.active_testing': 'testing', 'asap.applicable_patch': 'applicable', 'asap.explicit_submission': 'submitted',
+  code_bpb: 'code bpb',
+  bpb: 'bpb',
+  'mcq.acc': 'mcq acc',
+  'mcq.acc_norm': 'mcq norm',
+  'mcq.acc_pmi': 'mcq pmi',
+  'asap.parsable_turns': 'parsable',
+  'asap.valid_tool_calls': 'valid calls',
+  'asap.relevant_file_access': 'relevant files',
+  'asap.autonomous_edits': 'edits',
+  'asap.active_testing': 'testing',
+  'asap.applicable_patch': 'applicable',
+  'asap.explicit_submission': 'submitted',
 };
 
 /** A series' name as a column heading: short, the rung left to the table's title (pass@k of pass@K and of ASAP alike). */
@@ -39,7 +48,11 @@ export function valuesTable(s: StudyView, of: 'probes' | 'truths'): { headers: s
   const known = of === 'probes' && s.rows.some((r) => r.heldout_code_bpb !== null);
   return {
     headers: ['checkpoint', ...(known ? ['held-out bpb'] : []), ...names.map(heading)],
-    rows: s.rows.map((r) => [checkpointCell(r), ...(known ? [r.heldout_code_bpb === null ? '' : r.heldout_code_bpb.toFixed(3)] : []), ...names.map((n) => formatValue(n, r[of][n]))]),
+    rows: s.rows.map((r) => [
+      checkpointCell(r),
+      ...(known ? [r.heldout_code_bpb === null ? '' : r.heldout_code_bpb.toFixed(3)] : []),
+      ...names.map((n) => formatValue(n, r[of][n])),
+    ]),
   };
 }
 
@@ -48,24 +61,70 @@ function table(t: { headers: string[]; rows: string[][] }): string {
 }
 
 export function printStudy(s: StudyView, write: (text: string) => void): void {
-  write(`\nValidation study on ${s.rows.length} checkpoints\n\nProbes (prefix pass@K in the pass@ columns)\n\n${table(valuesTable(s, 'probes'))}\n`);
+  write(
+    `\nValidation study on ${s.rows.length} checkpoints\n\nProbes (prefix pass@K in the pass@ columns)\n\n${table(valuesTable(s, 'probes'))}\n`,
+  );
   if (s.truths.length) write(`\nGround truth: ASAP (pass@k; behaviour: turn or run rates)\n\n${table(valuesTable(s, 'truths'))}\n`);
   if (s.correlations.length === 0) {
     write('\nNo correlations: they need ASAP results and at least 2 candidate checkpoints.\n');
   } else {
     const truths = s.truths.map((t) => t.name);
     const find = (probe: string, truth: string) => s.correlations.find((x) => x.probe === probe && x.truth === truth);
-    write(`\nSpearman ρ, probe vs ground truth, over ${s.correlated.length} checkpoints (oriented: +1 ranks as the ground truth does; lower BPB counts as better)\n\n`);
-    write(`${table({ headers: ['probe', ...truths.map((t) => `asap ${heading(t)}`)], rows: s.probes.map((p) => [p.name, ...truths.map((t) => { const c = find(p.name, t); return c ? signed(c.spearman) : '-'; })]) })}\n`);
-    write('\nWith Kendall τ-b and 95% bootstrap intervals (over tasks: probe and ASAP recomputed on the same drawn tasks; over checkpoints); n/a pairs (a series tied on every checkpoint) left out\n\n');
-    write(`${table({
-      headers: ['ground truth', 'probe', 'ρ', 'ρ 95% (tasks)', 'ρ 95% (ckpts)', 'τ', 'τ 95% (tasks)'],
-      rows: truths.flatMap((t) => s.probes.flatMap((p) => { const c = find(p.name, t); return c && Number.isFinite(c.spearman) ? [[t, p.name, signed(c.spearman), interval(c.spearman_ci_tasks), interval(c.spearman_ci_checkpoints), signed(c.kendall), interval(c.kendall_ci_tasks)]] : []; })),
-    })}\n`);
-    if (s.correlated.length < 5) write(`probe: WARNING: only ${s.correlated.length} checkpoints: rank correlations over fewer than 5 checkpoints are not meaningful\n`);
+    write(
+      `\nSpearman ρ, probe vs ground truth, over ${s.correlated.length} checkpoints (oriented: +1 ranks as the ground truth does; lower BPB counts as better)\n\n`,
+    );
+    write(
+      `${table({
+        headers: ['probe', ...truths.map((t) => `asap ${heading(t)}`)],
+        rows: s.probes.map((p) => [
+          p.name,
+          ...truths.map((t) => {
+            const c = find(p.name, t);
+            return c ? signed(c.spearman) : '-';
+          }),
+        ]),
+      })}\n`,
+    );
+    write(
+      '\nWith Kendall τ-b and 95% bootstrap intervals (over tasks: probe and ASAP recomputed on the same drawn tasks; over checkpoints); n/a pairs (a series tied on every checkpoint) left out\n\n',
+    );
+    write(
+      `${table({
+        headers: ['ground truth', 'probe', 'ρ', 'ρ 95% (tasks)', 'ρ 95% (ckpts)', 'τ', 'τ 95% (tasks)'],
+        rows: truths.flatMap((t) =>
+          s.probes.flatMap((p) => {
+            const c = find(p.name, t);
+            return c && Number.isFinite(c.spearman)
+              ? [
+                  [
+                    t,
+                    p.name,
+                    signed(c.spearman),
+                    interval(c.spearman_ci_tasks),
+                    interval(c.spearman_ci_checkpoints),
+                    signed(c.kendall),
+                    interval(c.kendall_ci_tasks),
+                  ],
+                ]
+              : [];
+          }),
+        ),
+      })}\n`,
+    );
+    if (s.correlated.length < 5)
+      write(
+        `probe: WARNING: only ${s.correlated.length} checkpoints: rank correlations over fewer than 5 checkpoints are not meaningful\n`,
+      );
   }
-  write(`\nRanking each would give (best first)\n\n${formatTable(['by', 'ranking'], [...s.probes, ...s.truths].map((x) => [x.name, x.ranking.map((group) => group.map(shortCheckpointName).join(' = ')).join(' › ')]))}\n`);
-  write(`\nCost of each rung (all checkpoints)\n\n${formatTable(['rung', 'wall', 'tokens scored', 'tokens sampled', 'items', 'reused'], costRows(s), [1, 2, 3, 4, 5])}\n`);
+  write(
+    `\nRanking each would give (best first)\n\n${formatTable(
+      ['by', 'ranking'],
+      [...s.probes, ...s.truths].map((x) => [x.name, x.ranking.map((group) => group.map(shortCheckpointName).join(' = ')).join(' › ')]),
+    )}\n`,
+  );
+  write(
+    `\nCost of each rung (all checkpoints)\n\n${formatTable(['rung', 'wall', 'tokens scored', 'tokens sampled', 'items', 'reused'], costRows(s), [1, 2, 3, 4, 5])}\n`,
+  );
 }
 
 /** Each rung's cost summed over checkpoints, in the order the study runs them. */
@@ -74,6 +133,13 @@ export function costRows(s: Pick<StudyOutcome, 'costs'>): string[][] {
   return rungs.map((rung) => {
     const of = s.costs.filter((c) => c.rung === rung);
     const sum = (pick: (c: StudyOutcome['costs'][number]) => number) => of.reduce((a, c) => a + pick(c), 0);
-    return [rung, `${(sum((c) => c.wall_ms) / 1000).toFixed(1)} s`, String(sum((c) => c.tokens_scored)), String(sum((c) => c.tokens_sampled)), String(sum((c) => c.items)), String(sum((c) => c.items_reused))];
+    return [
+      rung,
+      `${(sum((c) => c.wall_ms) / 1000).toFixed(1)} s`,
+      String(sum((c) => c.tokens_scored)),
+      String(sum((c) => c.tokens_sampled)),
+      String(sum((c) => c.items)),
+      String(sum((c) => c.items_reused)),
+    ];
   });
 }

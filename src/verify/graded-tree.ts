@@ -40,9 +40,13 @@ async function run(sb: Sandbox, what: string, command: string, env: Record<strin
     '[ "$s" -eq 0 ] || cat "$e"; rm -f "$e"; exit "$s"',
   ].join('\n');
   const r = await sb.exec(script, {
-    env: { ...GIT_ENV, ...env }, timeoutMs: 120_000, outputCap: FILE_OUTPUT_CAP, ...(stdin === undefined ? {} : { stdin }),
+    env: { ...GIT_ENV, ...env },
+    timeoutMs: 120_000,
+    outputCap: FILE_OUTPUT_CAP,
+    ...(stdin === undefined ? {} : { stdin }),
   });
-  if (r.exitCode !== 0 || r.timedOut || r.truncated) throw new GradedTreeError(`cannot ${what} in the ${sb.provider} sandbox (exit ${r.exitCode}): ${r.output.trim().slice(0, 300)}`);
+  if (r.exitCode !== 0 || r.timedOut || r.truncated)
+    throw new GradedTreeError(`cannot ${what} in the ${sb.provider} sandbox (exit ${r.exitCode}): ${r.output.trim().slice(0, 300)}`);
   return r.output;
 }
 
@@ -52,7 +56,10 @@ function nulList(line: string): Buffer[] {
   const items: Buffer[] = [];
   let start = 0;
   for (let i = 0; i < bytes.length; i++) {
-    if (bytes[i] === 0) { items.push(bytes.subarray(start, i)); start = i + 1; }
+    if (bytes[i] === 0) {
+      items.push(bytes.subarray(start, i));
+      start = i + 1;
+    }
   }
   if (start < bytes.length) items.push(bytes.subarray(start));
   return items;
@@ -66,7 +73,10 @@ function numstatPaths(records: Buffer[]): Buffer[] {
     const second = record.indexOf(9, record.indexOf(9) + 1);
     const path = record.subarray(second + 1);
     if (path.length > 0) paths.push(path);
-    else { paths.push(...records.slice(i + 1, i + 3)); i += 2; }
+    else {
+      paths.push(...records.slice(i + 1, i + 3));
+      i += 2;
+    }
   }
   return paths;
 }
@@ -77,14 +87,20 @@ function numstatPaths(records: Buffer[]): Buffer[] {
  * but Python imports it all the same) — and the base's own paths.
  */
 async function listTree(sb: Sandbox, baseCommit: string, patch: string): Promise<{ changed: RepoPath[]; base: RepoPath[] }> {
-  const out = await run(sb, 'list the candidate\'s changes', [
-    'd="$(mktemp -d)" || exit 90',
-    'trap \'rm -rf "$d"\' EXIT',
-    `${GIT} diff --no-ext-diff --no-renames --name-only -z "$PROBE_BASE" -- > "$d/changed" || exit 91`,
-    `if [ -n "$PROBE_HAS_PATCH" ]; then ${GIT} apply --numstat -z - > "$d/written" || exit 92; else : > "$d/written"; fi`,
-    `${GIT} ls-tree -r -z --name-only "$PROBE_BASE" > "$d/base" || exit 93`,
-    `for f in changed written base; do ${hex('"$d/$f"')}; done`,
-  ].join('\n'), { PROBE_BASE: baseCommit, PROBE_HAS_PATCH: patch.trim() ? '1' : '' }, patch.trim() ? patch : undefined);
+  const out = await run(
+    sb,
+    "list the candidate's changes",
+    [
+      'd="$(mktemp -d)" || exit 90',
+      'trap \'rm -rf "$d"\' EXIT',
+      `${GIT} diff --no-ext-diff --no-renames --name-only -z "$PROBE_BASE" -- > "$d/changed" || exit 91`,
+      `if [ -n "$PROBE_HAS_PATCH" ]; then ${GIT} apply --numstat -z - > "$d/written" || exit 92; else : > "$d/written"; fi`,
+      `${GIT} ls-tree -r -z --name-only "$PROBE_BASE" > "$d/base" || exit 93`,
+      `for f in changed written base; do ${hex('"$d/$f"')}; done`,
+    ].join('\n'),
+    { PROBE_BASE: baseCommit, PROBE_HAS_PATCH: patch.trim() ? '1' : '' },
+    patch.trim() ? patch : undefined,
+  );
   const [changed = '', written = '', base = ''] = out.split('\n');
   const unique = new Map<string, RepoPath>();
   for (const bytes of [...nulList(changed), ...numstatPaths(nulList(written))]) {
@@ -97,11 +113,16 @@ async function listTree(sb: Sandbox, baseCommit: string, patch: string): Promise
 /** Whether a settings file's test part differs between the base and the candidate (a link or an unreadable file does). */
 async function settingsChanged(sb: Sandbox, baseCommit: string, path: RepoPath, format: SettingsFormat): Promise<boolean> {
   if (path.text.includes('\uFFFD')) return true; // not UTF-8: cannot be named through the environment
-  const out = await run(sb, `read ${path.text}`, [
-    'if [ -L "$PROBE_PATH" ]; then echo link; exit 0; fi; echo file',
-    `if ${GIT} cat-file -e "$PROBE_BASE:$PROBE_PATH" 2>/dev/null; then ${GIT} cat-file blob "$PROBE_BASE:$PROBE_PATH" | head -c ${SETTINGS_READ_CAP + 1} | ${hex()}; else echo -; fi`,
-    `if [ -f "$PROBE_PATH" ]; then head -c ${SETTINGS_READ_CAP + 1} -- "$PROBE_PATH" | ${hex()}; elif [ -e "$PROBE_PATH" ]; then echo other; else echo -; fi`,
-  ].join('\n'), { PROBE_BASE: baseCommit, PROBE_PATH: path.text });
+  const out = await run(
+    sb,
+    `read ${path.text}`,
+    [
+      'if [ -L "$PROBE_PATH" ]; then echo link; exit 0; fi; echo file',
+      `if ${GIT} cat-file -e "$PROBE_BASE:$PROBE_PATH" 2>/dev/null; then ${GIT} cat-file blob "$PROBE_BASE:$PROBE_PATH" | head -c ${SETTINGS_READ_CAP + 1} | ${hex()}; else echo -; fi`,
+      `if [ -f "$PROBE_PATH" ]; then head -c ${SETTINGS_READ_CAP + 1} -- "$PROBE_PATH" | ${hex()}; elif [ -e "$PROBE_PATH" ]; then echo other; else echo -; fi`,
+    ].join('\n'),
+    { PROBE_BASE: baseCommit, PROBE_PATH: path.text },
+  );
   const [kind, base = '-', candidate = '-'] = out.split('\n');
   if (kind !== 'file' || candidate === 'other') return true;
   const text = (line: string) => (line === '-' ? null : Buffer.from(line, 'hex'));
@@ -135,22 +156,38 @@ for name in os.environ["PROBE_NAMES"].split():
 
 async function importableNames(sb: Sandbox, names: string[]): Promise<Set<string>> {
   if (names.length === 0) return new Set();
-  const out = await run(sb, 'ask Python which modules it imports', [
-    'root="$(pwd)"',
-    'py="$(command -v python || command -v python3)" || exit 0',
-    'cd / && PROBE_ROOT="$root" "$py" -I -S -c "$PROBE_SCRIPT"',
-  ].join('\n'), { PROBE_NAMES: names.join(' '), PROBE_SCRIPT: IMPORTABLE });
-  return new Set(out.split('\n').map((l) => l.trim()).filter(Boolean));
+  const out = await run(
+    sb,
+    'ask Python which modules it imports',
+    [
+      'root="$(pwd)"',
+      'py="$(command -v python || command -v python3)" || exit 0',
+      'cd / && PROBE_ROOT="$root" "$py" -I -S -c "$PROBE_SCRIPT"',
+    ].join('\n'),
+    { PROBE_NAMES: names.join(' '), PROBE_SCRIPT: IMPORTABLE },
+  );
+  return new Set(
+    out
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean),
+  );
 }
 
 /** Puts paths back as the base has them: each removed, then the base's ones checked out again. */
 async function restorePaths(sb: Sandbox, baseCommit: string, paths: RepoPath[], base: Set<string>): Promise<void> {
   if (paths.length === 0) return;
   const list = (ps: RepoPath[]) => Buffer.concat(ps.map((p) => Buffer.concat([Buffer.from(p.key, 'latin1'), Buffer.from([0])])));
-  await run(sb, 'drop the candidate\'s harness changes', 'xargs -0 rm -rf --', {}, list(paths));
+  await run(sb, "drop the candidate's harness changes", 'xargs -0 rm -rf --', {}, list(paths));
   const inBase = paths.filter((p) => base.has(p.key));
   if (inBase.length === 0) return;
-  await run(sb, 'restore files from the base', `${GIT} checkout "$PROBE_BASE" --pathspec-from-file=- --pathspec-file-nul`, { PROBE_BASE: baseCommit }, list(inBase));
+  await run(
+    sb,
+    'restore files from the base',
+    `${GIT} checkout "$PROBE_BASE" --pathspec-from-file=- --pathspec-file-nul`,
+    { PROBE_BASE: baseCommit },
+    list(inBase),
+  );
 }
 
 /** Prepares the graded tree in a sandbox restored to base + `patch`, and says what was dropped. */
@@ -163,17 +200,28 @@ export async function prepareGradedTree(sb: Sandbox, task: LoadedTask, baseCommi
   const dropped: RepoPath[] = [];
   const ownTests: string[] = [];
   const shadows = new Map<string, RepoPath[]>();
-  const drop = (path: RepoPath, reason: string) => { tampering.push({ path: path.text, reason }); dropped.push(path); };
+  const drop = (path: RepoPath, reason: string) => {
+    tampering.push({ path: path.text, reason });
+    dropped.push(path);
+  };
   for (const path of listed.changed) {
     const verdict = classifyPath(path, ctx);
     switch (verdict.kind) {
-      case 'keep': break;
-      case 'tampering': drop(path, verdict.reason); break;
-      case 'own-test': ownTests.push(path.text); dropped.push(path); break;
+      case 'keep':
+        break;
+      case 'tampering':
+        drop(path, verdict.reason);
+        break;
+      case 'own-test':
+        ownTests.push(path.text);
+        dropped.push(path);
+        break;
       case 'settings':
         if (await settingsChanged(sb, baseCommit, path, verdict.format)) drop(path, TAMPERING.settings(path.text.split('/').at(-1)!));
         break;
-      case 'shadow': shadows.set(verdict.module, [...(shadows.get(verdict.module) ?? []), path]); break;
+      case 'shadow':
+        shadows.set(verdict.module, [...(shadows.get(verdict.module) ?? []), path]);
+        break;
     }
   }
   const importable = await importableNames(sb, [...shadows.keys()]);

@@ -34,7 +34,7 @@ export const TAMPERING = {
   startup: 'sitecustomize/usercustomize: Python imports it at start-up, before any test',
   pth: '.pth file: Python runs its import lines at start-up',
   bytecode: 'compiled bytecode: Python may run it instead of the source',
-  nodeModules: 'node_modules/: the tests\' imports would resolve to it',
+  nodeModules: "node_modules/: the tests' imports would resolve to it",
   runnerConfig: 'test-runner configuration file',
   settings: (name: string) => `changes the test-runner settings in ${name}`,
   shadow: (name: string) => `shadows the module "${name}" that the test run imports`,
@@ -54,11 +54,30 @@ export type PathVerdict =
 
 /** Modules of the runners and their start-up, shadowed wherever they are installed. */
 const RUNNER_MODULES = new Set([
-  'pytest', '_pytest', 'py', 'pluggy', 'iniconfig', 'unittest', 'nose', 'nose2', 'doctest', 'coverage', 'xdist',
-  'tomli', 'tomllib', 'packaging', 'exceptiongroup', 'colorama', 'site', 'runpy', 'importlib', 'encodings',
+  'pytest',
+  '_pytest',
+  'py',
+  'pluggy',
+  'iniconfig',
+  'unittest',
+  'nose',
+  'nose2',
+  'doctest',
+  'coverage',
+  'xdist',
+  'tomli',
+  'tomllib',
+  'packaging',
+  'exceptiongroup',
+  'colorama',
+  'site',
+  'runpy',
+  'importlib',
+  'encodings',
 ]);
 
-const RUNNER_CONFIG = /^(\.?pytest\.(ini|toml)|\.coveragerc|\.npmrc|\.yarnrc(\.ya?ml)?|\.pnpmfile\.c?js|\.mocharc(\.[a-z]+)?|(jest|vitest|vite|ava|karma|babel|playwright)\.config\.[a-z]+|vitest\.workspace\.[a-z]+|karma\.conf\.[a-z]+|\.babelrc(\.[a-z]+)?|\.nycrc(\.[a-z]+)?|\.c8rc(\.[a-z]+)?|\.taprc|node\.config\.json)$/;
+const RUNNER_CONFIG =
+  /^(\.?pytest\.(ini|toml)|\.coveragerc|\.npmrc|\.yarnrc(\.ya?ml)?|\.pnpmfile\.c?js|\.mocharc(\.[a-z]+)?|(jest|vitest|vite|ava|karma|babel|playwright)\.config\.[a-z]+|vitest\.workspace\.[a-z]+|karma\.conf\.[a-z]+|\.babelrc(\.[a-z]+)?|\.nycrc(\.[a-z]+)?|\.c8rc(\.[a-z]+)?|\.taprc|node\.config\.json)$/;
 /** `name.py`, legacy `name.pyc`, or an extension module `name[.abi-tag].so`. */
 const MODULE_FILE = /^(.+)\.(py|pyw|pyc|pyo)$|^([^.]+)(\.[^.]+)?\.(so|pyd)$/;
 /** pytest's default `python_files`, Django's `tests.py`, `node --test`'s and jest's names. */
@@ -112,7 +131,11 @@ export function baseSet(files: readonly RepoPath[]): Set<string> {
 export function harnessContext(task: LoadedTask, base: Set<string>): HarnessContext {
   const testPatchFiles = new Set(patchPaths(task.test_patch).map((p) => p.key));
   // Only ids that name a real file count (a unittest id's prefixes are guesses).
-  const gradedFiles = new Set(gradedTestFiles(task).map((f) => repoPathFromText(f).key).filter((k) => base.has(k) || testPatchFiles.has(k)));
+  const gradedFiles = new Set(
+    gradedTestFiles(task)
+      .map((f) => repoPathFromText(f).key)
+      .filter((k) => base.has(k) || testPatchFiles.has(k)),
+  );
   const testPackageInits = new Set([...gradedFiles, ...testPatchFiles].map((k) => [...k.split('/').slice(0, -1), '__init__.py'].join('/')));
   return { testPatchFiles, gradedFiles, testPackageInits, base };
 }

@@ -25,7 +25,8 @@ function rowError(file: string, { row, index, line }: DatasetRow, problems: Fiel
   const id = typeof row.instance_id === 'string' ? row.instance_id : undefined;
   // JSONL rows are named by line; rows of a JSON list or a Parquet file by position and id.
   const which = line === undefined && index > 0 ? `row ${index + 1}${id ? ` (${id})` : ''}: ` : '';
-  if (problems.length === 1) return new InputError({ file, line, field: problems[0]!.field || undefined }, `${which}${problems[0]!.message}`);
+  if (problems.length === 1)
+    return new InputError({ file, line, field: problems[0]!.field || undefined }, `${which}${problems[0]!.message}`);
   // One line, as every input error is: the problems separated by semicolons.
   const list = problems.map((p) => `${p.field ? `field "${p.field}": ` : ''}${p.message}`).join('; ');
   return new InputError({ file, line }, `${which}${problems.length} problems${id ? ` in task ${id}` : ''}: ${list}`);
@@ -47,7 +48,8 @@ function parseTask(file: string, datasetRow: DatasetRow, options: LoadTaskOption
   let repoDir: string | undefined;
   if (task.repo_path !== undefined) {
     repoDir = resolve(dirname(file), task.repo_path);
-    if (!existsSync(repoDir)) throw new InputError({ file, line: datasetRow.line, field: 'repo_path' }, `repository ${repoDir} does not exist`);
+    if (!existsSync(repoDir))
+      throw new InputError({ file, line: datasetRow.line, field: 'repo_path' }, `repository ${repoDir} does not exist`);
   }
   return { ...task, file, ...(repoDir ? { repoDir } : {}) };
 }
@@ -67,9 +69,10 @@ export async function loadTasks(pathArg: string, options: LoadTaskOptions = {}):
   const tasks: LoadedTask[] = [];
   for (const name of readdirSync(pathArg).sort()) {
     const candidate = join(pathArg, name, 'task.json');
-    if (existsSync(candidate)) tasks.push(...await loadTaskFile(candidate, options));
-    else if (isDatasetFile(name)) tasks.push(...await loadTaskFile(join(pathArg, name), options));
+    if (existsSync(candidate)) tasks.push(...(await loadTaskFile(candidate, options)));
+    else if (isDatasetFile(name)) tasks.push(...(await loadTaskFile(join(pathArg, name), options)));
   }
-  if (tasks.length === 0) throw new InputError({ file: pathArg }, 'no task records (expected <id>/task.json, *.jsonl, *.json or *.parquet)');
+  if (tasks.length === 0)
+    throw new InputError({ file: pathArg }, 'no task records (expected <id>/task.json, *.jsonl, *.json or *.parquet)');
   return tasks;
 }

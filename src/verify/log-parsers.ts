@@ -27,7 +27,12 @@ export function record(map: TestStatusMap, name: string, status: TestStatus): vo
 export const EXIT_CODE_TEST = 'exit-code';
 
 const PYTEST_STATUSES: Record<string, TestStatus> = {
-  PASSED: 'PASSED', FAILED: 'FAILED', ERROR: 'ERROR', SKIPPED: 'SKIPPED', XFAIL: 'PASSED', XPASS: 'FAILED',
+  PASSED: 'PASSED',
+  FAILED: 'FAILED',
+  ERROR: 'ERROR',
+  SKIPPED: 'SKIPPED',
+  XFAIL: 'PASSED',
+  XPASS: 'FAILED',
 };
 
 /** `pytest -rA`: "PASSED tests/test_a.py::test_x", "FAILED tests/test_a.py::test_y - AssertionError". */
@@ -57,7 +62,17 @@ function parseUnittest(log: string): TestStatusMap {
     const result = OUTCOME.exec(lines[i]!) ?? (lines[i]!.trim() === name[1] ? OUTCOME.exec(lines[i + 1] ?? '') : null);
     if (!result) continue;
     const word = result[1]!;
-    record(map, name[1]!, word === 'ok' || word === 'expected failure' ? 'PASSED' : word.startsWith('skipped') ? 'SKIPPED' : word === 'ERROR' ? 'ERROR' : 'FAILED');
+    record(
+      map,
+      name[1]!,
+      word === 'ok' || word === 'expected failure'
+        ? 'PASSED'
+        : word.startsWith('skipped')
+          ? 'SKIPPED'
+          : word === 'ERROR'
+            ? 'ERROR'
+            : 'FAILED',
+    );
   }
   // Tracebacks name failures too: "FAIL: test_x (pkg.Case.test_x)".
   for (const m of log.matchAll(/^(FAIL|ERROR): (\S+ \([\w.]+\))/gm)) record(map, m[2]!, m[1] === 'FAIL' ? 'FAILED' : 'ERROR');
@@ -88,10 +103,15 @@ function parseNodeTest(log: string): TestStatusMap {
 
 export function parseTestLog(parser: LogParserName, log: string, exitCode: number): TestStatusMap {
   switch (parser) {
-    case 'pytest': return parsePytest(log);
-    case 'unittest': return parseUnittest(log);
-    case 'node-test': return parseNodeTest(log);
-    case 'sympy': return parseSympyLog(log);
-    case 'exit-code': return new Map([[EXIT_CODE_TEST, exitCode === 0 ? 'PASSED' : 'FAILED']]);
+    case 'pytest':
+      return parsePytest(log);
+    case 'unittest':
+      return parseUnittest(log);
+    case 'node-test':
+      return parseNodeTest(log);
+    case 'sympy':
+      return parseSympyLog(log);
+    case 'exit-code':
+      return new Map([[EXIT_CODE_TEST, exitCode === 0 ? 'PASSED' : 'FAILED']]);
   }
 }

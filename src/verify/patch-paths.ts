@@ -6,7 +6,10 @@
  */
 
 /** A path as its exact bytes (latin1: one char per byte) and as UTF-8 text for names and reports. */
-export interface RepoPath { key: string; text: string }
+export interface RepoPath {
+  key: string;
+  text: string;
+}
 
 export function repoPathFromBytes(bytes: Buffer): RepoPath {
   return { key: bytes.toString('latin1'), text: bytes.toString('utf8') };
@@ -23,7 +26,10 @@ function unquote(quoted: string): Buffer {
   const bytes: number[] = [];
   for (let i = 1; i < quoted.length - 1; i++) {
     const c = quoted[i]!;
-    if (c !== '\\') { bytes.push(...Buffer.from(c, 'utf8')); continue; }
+    if (c !== '\\') {
+      bytes.push(...Buffer.from(c, 'utf8'));
+      continue;
+    }
     const next = quoted[++i]!;
     if (/[0-7]/.test(next)) {
       bytes.push(Number.parseInt(quoted.slice(i, i + 3), 8));
@@ -41,7 +47,12 @@ function pathOf(field: string, prefixed: boolean): Buffer | null {
   if (raw === '/dev/null') return null;
   const bytes = raw.startsWith('"') && raw.endsWith('"') && raw.length >= 2 ? unquote(raw) : Buffer.from(raw, 'utf8');
   if (!prefixed) return bytes;
-  return bytes.subarray(0, 2).toString('latin1').match(/^[ab]\/$/) ? bytes.subarray(2) : bytes;
+  return bytes
+    .subarray(0, 2)
+    .toString('latin1')
+    .match(/^[ab]\/$/)
+    ? bytes.subarray(2)
+    : bytes;
 }
 
 /** `diff --git a/P b/P` for a patch without ---/+++ lines (binary, mode-only): both sides are the same path. */

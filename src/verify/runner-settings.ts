@@ -15,7 +15,10 @@ export type SettingsFormat = 'ini' | 'toml' | 'package.json';
 
 /** Files read here, by base name. */
 export const SETTINGS_FILES: Record<string, SettingsFormat> = {
-  'setup.cfg': 'ini', 'tox.ini': 'ini', 'pyproject.toml': 'toml', 'package.json': 'package.json',
+  'setup.cfg': 'ini',
+  'tox.ini': 'ini',
+  'pyproject.toml': 'toml',
+  'package.json': 'package.json',
 };
 
 /** Section or table names that configure pytest or coverage (which loads plugins). */
@@ -95,9 +98,12 @@ export function testSettings(format: SettingsFormat, text: string | null): strin
   if (text === null) return testSettings(format, EMPTY[format]);
   if (text.includes('\uFFFD') || text.includes('\0')) return null; // not UTF-8, or binary
   switch (format) {
-    case 'ini': return iniTestPart(text);
-    case 'toml': return tomlTestPart(text);
-    case 'package.json': return packageTestPart(text);
+    case 'ini':
+      return iniTestPart(text);
+    case 'toml':
+      return tomlTestPart(text);
+    case 'package.json':
+      return packageTestPart(text);
   }
 }
 
@@ -114,8 +120,12 @@ export function testSettingsChanged(format: SettingsFormat, base: string | null,
  */
 export function strictJson(text: string): unknown {
   let pos = 0;
-  const fail = (what: string): never => { throw new SyntaxError(`${what} at offset ${pos}`); };
-  const ws = () => { while (/[ \t\n\r]/.test(text[pos] ?? '')) pos++; };
+  const fail = (what: string): never => {
+    throw new SyntaxError(`${what} at offset ${pos}`);
+  };
+  const ws = () => {
+    while (/[ \t\n\r]/.test(text[pos] ?? '')) pos++;
+  };
   const string = (): string => {
     const m = /^"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9A-Fa-f]{4}))*"/.exec(text.slice(pos));
     if (!m) fail('bad string');
@@ -130,7 +140,10 @@ export function strictJson(text: string): unknown {
       const out: Record<string, unknown> = {};
       const seen = new Set<string>();
       ws();
-      if (text[pos] === '}') { pos++; return out; }
+      if (text[pos] === '}') {
+        pos++;
+        return out;
+      }
       for (;;) {
         ws();
         const key = string();
@@ -141,8 +154,14 @@ export function strictJson(text: string): unknown {
         pos++;
         Object.defineProperty(out, key, { value: value(), enumerable: true, writable: true, configurable: true });
         ws();
-        if (text[pos] === ',') { pos++; continue; }
-        if (text[pos] === '}') { pos++; return out; }
+        if (text[pos] === ',') {
+          pos++;
+          continue;
+        }
+        if (text[pos] === '}') {
+          pos++;
+          return out;
+        }
         fail('expected , or }');
       }
     }
@@ -150,12 +169,21 @@ export function strictJson(text: string): unknown {
       pos++;
       const out: unknown[] = [];
       ws();
-      if (text[pos] === ']') { pos++; return out; }
+      if (text[pos] === ']') {
+        pos++;
+        return out;
+      }
       for (;;) {
         out.push(value());
         ws();
-        if (text[pos] === ',') { pos++; continue; }
-        if (text[pos] === ']') { pos++; return out; }
+        if (text[pos] === ',') {
+          pos++;
+          continue;
+        }
+        if (text[pos] === ']') {
+          pos++;
+          return out;
+        }
         fail('expected , or ]');
       }
     }

@@ -6,7 +6,11 @@
  */
 import { record, type TestStatus, type TestStatusMap } from './log-parsers.ts';
 
-const VERDICTS: Array<[string, TestStatus]> = [[' E', 'ERROR'], [' F', 'FAILED'], [' ok', 'PASSED']];
+const VERDICTS: Array<[string, TestStatus]> = [
+  [' E', 'ERROR'],
+  [' F', 'FAILED'],
+  [' ok', 'PASSED'],
+];
 
 export function parseSympyLog(log: string): TestStatusMap {
   const map: TestStatusMap = new Map();

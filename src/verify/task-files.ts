@@ -10,22 +10,33 @@ import { commitTree } from '../sandbox/local.ts';
 
 function filesUnder(dir: string): string[] {
   if (!existsSync(dir)) return [];
-  return readdirSync(dir).sort().flatMap((name) => {
-    const path = join(dir, name);
-    return statSync(path).isDirectory() ? filesUnder(path) : [path];
-  });
+  return readdirSync(dir)
+    .sort()
+    .flatMap((name) => {
+      const path = join(dir, name);
+      return statSync(path).isDirectory() ? filesUnder(path) : [path];
+    });
 }
 
 /** A `git apply`-able patch that adds each file. */
 export function addFilesPatch(root: string): string {
-  return filesUnder(root).map((file) => {
-    const rel = relative(root, file);
-    const text = readFileSync(file, 'utf8');
-    const lines = text.endsWith('\n') ? text.slice(0, -1).split('\n') : text.split('\n');
-    const mode = statSync(file).mode & 0o111 ? '100755' : '100644';
-    return `${[`diff --git a/${rel} b/${rel}`, `new file mode ${mode}`, '--- /dev/null', `+++ b/${rel}`,
-      `@@ -0,0 +1,${lines.length} @@`, ...lines.map((l) => `+${l}`), ...(text.endsWith('\n') ? [] : ['\\ No newline at end of file'])].join('\n')}\n`;
-  }).join('');
+  return filesUnder(root)
+    .map((file) => {
+      const rel = relative(root, file);
+      const text = readFileSync(file, 'utf8');
+      const lines = text.endsWith('\n') ? text.slice(0, -1).split('\n') : text.split('\n');
+      const mode = statSync(file).mode & 0o111 ? '100755' : '100644';
+      return `${[
+        `diff --git a/${rel} b/${rel}`,
+        `new file mode ${mode}`,
+        '--- /dev/null',
+        `+++ b/${rel}`,
+        `@@ -0,0 +1,${lines.length} @@`,
+        ...lines.map((l) => `+${l}`),
+        ...(text.endsWith('\n') ? [] : ['\\ No newline at end of file']),
+      ].join('\n')}\n`;
+    })
+    .join('');
 }
 
 /** The commit a plain tree gets when committed deterministically. */

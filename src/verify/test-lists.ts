@@ -12,11 +12,16 @@ import { InputError, type InputLocation } from '../errors.ts';
 import type { LogParserName } from '../schema/task.ts';
 import { EXIT_CODE_TEST, type TestStatus, type TestStatusMap } from './log-parsers.ts';
 
-interface ListedTests { log_parser: LogParserName; FAIL_TO_PASS: string[]; PASS_TO_PASS: string[] }
+interface ListedTests {
+  log_parser: LogParserName;
+  FAIL_TO_PASS: string[];
+  PASS_TO_PASS: string[];
+}
 
 /** The lists as graded: with `exit-code` and no FAIL_TO_PASS names, the suite under its own name. */
 export function gradedLists(task: ListedTests): { failToPass: string[]; passToPass: string[] } {
-  if (task.log_parser === 'exit-code' && task.FAIL_TO_PASS.length === 0) return { failToPass: [EXIT_CODE_TEST], passToPass: task.PASS_TO_PASS };
+  if (task.log_parser === 'exit-code' && task.FAIL_TO_PASS.length === 0)
+    return { failToPass: [EXIT_CODE_TEST], passToPass: task.PASS_TO_PASS };
   return { failToPass: task.FAIL_TO_PASS, passToPass: task.PASS_TO_PASS };
 }
 
@@ -32,11 +37,17 @@ export function listedStatus(parser: LogParserName, statuses: TestStatusMap, nam
 export function checkTestLists(task: ListedTests, where: Omit<InputLocation, 'field'>): void {
   if (task.log_parser === 'exit-code') {
     if (task.PASS_TO_PASS.length > 0) {
-      throw new InputError({ ...where, field: 'PASS_TO_PASS' }, 'must be empty with log_parser "exit-code": the whole suite is the one test, and it fails at the base');
+      throw new InputError(
+        { ...where, field: 'PASS_TO_PASS' },
+        'must be empty with log_parser "exit-code": the whole suite is the one test, and it fails at the base',
+      );
     }
     return;
   }
   if (task.FAIL_TO_PASS.length === 0) {
-    throw new InputError({ ...where, field: 'FAIL_TO_PASS' }, `is empty: with log_parser "${task.log_parser}" a task needs at least one test that fails at the base and passes once fixed (only "exit-code", where the whole suite is the test, takes an empty list)`);
+    throw new InputError(
+      { ...where, field: 'FAIL_TO_PASS' },
+      `is empty: with log_parser "${task.log_parser}" a task needs at least one test that fails at the base and passes once fixed (only "exit-code", where the whole suite is the test, takes an empty list)`,
+    );
   }
 }

@@ -11,7 +11,10 @@
  */
 
 export class TomlShapeError extends Error {
-  constructor(message: string, readonly offset: number) {
+  constructor(
+    message: string,
+    readonly offset: number,
+  ) {
     super(`${message} at offset ${offset}`);
     this.name = 'TomlShapeError';
   }
@@ -30,9 +33,13 @@ const SCALAR = /^[A-Za-z0-9_+\-.:]+/;
 
 export function tomlEntries(text: string): TomlEntry[] {
   let pos = 0;
-  const fail = (what: string): never => { throw new TomlShapeError(what, pos); };
+  const fail = (what: string): never => {
+    throw new TomlShapeError(what, pos);
+  };
   const peek = (n = 0) => text[pos + n] ?? '';
-  const skipBlanks = () => { while (peek() === ' ' || peek() === '\t') pos++; };
+  const skipBlanks = () => {
+    while (peek() === ' ' || peek() === '\t') pos++;
+  };
   const skipComment = () => {
     if (peek() !== '#') return;
     while (pos < text.length && peek() !== '\n' && peek() !== '\r') pos++;
@@ -61,11 +68,17 @@ export function tomlEntries(text: string): TomlEntry[] {
       if (c === '' || c === '\n' || c === '\r') fail('unterminated string');
       pos++;
       if (c === '"') return out;
-      if (c !== '\\') { out += c; continue; }
+      if (c !== '\\') {
+        out += c;
+        continue;
+      }
       const e = peek();
       pos++;
       const simple: Record<string, string> = { b: '\b', t: '\t', n: '\n', f: '\f', r: '\r', '"': '"', '\\': '\\' };
-      if (e in simple) { out += simple[e]; continue; }
+      if (e in simple) {
+        out += simple[e];
+        continue;
+      }
       const width = e === 'u' ? 4 : e === 'U' ? 8 : 0;
       if (!width) fail(`escape \\${e}`);
       const hex = text.slice(pos, pos + width);
@@ -89,7 +102,10 @@ export function tomlEntries(text: string): TomlEntry[] {
     for (;;) {
       const c = peek();
       if (c === '') fail('unterminated multi-line string');
-      if (c === '\\' && quote === '"') { pos += 2; continue; }
+      if (c === '\\' && quote === '"') {
+        pos += 2;
+        continue;
+      }
       if (c === quote && peek(1) === quote && peek(2) === quote) {
         let run = 0;
         while (peek(run) === quote) run++;
@@ -133,18 +149,30 @@ export function tomlEntries(text: string): TomlEntry[] {
       pos++;
       for (;;) {
         skipSpace();
-        if (peek() === ']') { pos++; return; }
+        if (peek() === ']') {
+          pos++;
+          return;
+        }
         value();
         skipSpace();
-        if (peek() === ',') { pos++; continue; }
-        if (peek() === ']') { pos++; return; }
+        if (peek() === ',') {
+          pos++;
+          continue;
+        }
+        if (peek() === ']') {
+          pos++;
+          return;
+        }
         fail('expected , or ] in an array');
       }
     }
     if (c === '{') {
       pos++;
       skipBlanks();
-      if (peek() === '}') { pos++; return; }
+      if (peek() === '}') {
+        pos++;
+        return;
+      }
       for (;;) {
         skipBlanks();
         dottedKey();
@@ -154,8 +182,14 @@ export function tomlEntries(text: string): TomlEntry[] {
         skipBlanks();
         value();
         skipBlanks();
-        if (peek() === ',') { pos++; continue; }
-        if (peek() === '}') { pos++; return; }
+        if (peek() === ',') {
+          pos++;
+          continue;
+        }
+        if (peek() === '}') {
+          pos++;
+          return;
+        }
         fail('expected , or } in an inline table');
       }
     }
@@ -175,7 +209,10 @@ export function tomlEntries(text: string): TomlEntry[] {
     skipBlanks();
     skipComment();
     if (pos >= text.length) return entries;
-    if (atNewline()) { takeNewline(); continue; }
+    if (atNewline()) {
+      takeNewline();
+      continue;
+    }
     if (peek() === '[') {
       const array = peek(1) === '[';
       pos += array ? 2 : 1;

@@ -59,8 +59,18 @@ export interface Verdict {
 function ungraded(task: LoadedTask, status: Verdict['status'], reason: string, started: number, rest: Partial<Verdict> = {}): Verdict {
   const lists = gradedLists(task);
   return {
-    resolved: false, status, reason, exitCode: -1, log: '', tampering: [], ownTests: [], applies: true, ...rest, durationMs: performance.now() - started,
-    failToPass: { passed: [], failed: lists.failToPass, missing: [] }, passToPass: { passed: [], failed: lists.passToPass, missing: [] },
+    resolved: false,
+    status,
+    reason,
+    exitCode: -1,
+    log: '',
+    tampering: [],
+    ownTests: [],
+    applies: true,
+    ...rest,
+    durationMs: performance.now() - started,
+    failToPass: { passed: [], failed: lists.failToPass, missing: [] },
+    passToPass: { passed: [], failed: lists.passToPass, missing: [] },
   };
 }
 
@@ -88,20 +98,39 @@ export function listNames(names: readonly string[], cap = 5): string {
  * candidate broke, and tests already missing from the base's log are counted as such: the
  * task's environment never produced them, whatever the candidate did.
  */
-export function unresolvedCauses(v: Pick<Verdict, 'failToPass' | 'passToPass'>, base?: Pick<Verdict, 'failToPass' | 'passToPass'>, cap = 5): string {
+export function unresolvedCauses(
+  v: Pick<Verdict, 'failToPass' | 'passToPass'>,
+  base?: Pick<Verdict, 'failToPass' | 'passToPass'>,
+  cap = 5,
+): string {
   const parts: string[] = [];
-  if (v.failToPass.failed.length) parts.push(`${v.failToPass.failed.length} FAIL_TO_PASS still failing: ${listNames(v.failToPass.failed, cap)}`);
+  if (v.failToPass.failed.length)
+    parts.push(`${v.failToPass.failed.length} FAIL_TO_PASS still failing: ${listNames(v.failToPass.failed, cap)}`);
   const failedBefore = new Set(base?.passToPass.failed ?? []);
   const broken = v.passToPass.failed.filter((t) => !failedBefore.has(t));
   const stillFailing = v.passToPass.failed.filter((t) => failedBefore.has(t));
-  if (broken.length) parts.push(`${broken.length} PASS_TO_PASS broken (failing in the log${base ? ', passing at the base' : ''}): ${listNames(broken, cap)}`);
-  if (stillFailing.length) parts.push(`${stillFailing.length} PASS_TO_PASS failing as at the base (the environment's, not the candidate's): ${listNames(stillFailing, cap)}`);
+  if (broken.length)
+    parts.push(
+      `${broken.length} PASS_TO_PASS broken (failing in the log${base ? ', passing at the base' : ''}): ${listNames(broken, cap)}`,
+    );
+  if (stillFailing.length)
+    parts.push(
+      `${stillFailing.length} PASS_TO_PASS failing as at the base (the environment's, not the candidate's): ${listNames(stillFailing, cap)}`,
+    );
   const missing = [...v.failToPass.missing, ...v.passToPass.missing];
   if (missing.length) {
     const missingBefore = new Set([...(base?.failToPass.missing ?? []), ...(base?.passToPass.missing ?? [])]);
-    const lists = [v.failToPass.missing.length ? `${v.failToPass.missing.length} FAIL_TO_PASS` : '', v.passToPass.missing.length ? `${v.passToPass.missing.length} PASS_TO_PASS` : ''].filter(Boolean).join(', ');
+    const lists = [
+      v.failToPass.missing.length ? `${v.failToPass.missing.length} FAIL_TO_PASS` : '',
+      v.passToPass.missing.length ? `${v.passToPass.missing.length} PASS_TO_PASS` : '',
+    ]
+      .filter(Boolean)
+      .join(', ');
     const atBase = missing.filter((t) => missingBefore.has(t)).length;
-    const since = atBase === 0 ? '' : `; ${atBase === missing.length ? (missing.length === 1 ? 'it was' : `all ${atBase} were`) : `${atBase} of them were`} already not in the base state's log`;
+    const since =
+      atBase === 0
+        ? ''
+        : `; ${atBase === missing.length ? (missing.length === 1 ? 'it was' : `all ${atBase} were`) : `${atBase} of them were`} already not in the base state's log`;
     parts.push(`${missing.length} not in the log (${lists}${since}): ${listNames(missing, cap)}`);
   }
   return parts.join('; ') || 'no listed test failed';
@@ -115,7 +144,8 @@ export async function verifyPatch(sb: Sandbox, task: LoadedTask, state: EnvState
   const started = performance.now();
   let tampering: Tampering[] = [];
   let ownTests: string[] = [];
-  const fail = (status: Verdict['status'], reason: string, log = '', exitCode = -1) => ungraded(task, status, reason, started, { log, exitCode, tampering, ownTests });
+  const fail = (status: Verdict['status'], reason: string, log = '', exitCode = -1) =>
+    ungraded(task, status, reason, started, { log, exitCode, tampering, ownTests });
   try {
     await sb.restore(state);
   } catch (error) {
@@ -131,21 +161,38 @@ export async function verifyPatch(sb: Sandbox, task: LoadedTask, state: EnvState
   if (task.test_patch.trim()) {
     // On stdin: no file in /tmp for anything to have replaced or linked first.
     const applied = await sb.exec('git apply --whitespace=nowarn -', { timeoutMs: 60_000, stdin: task.test_patch });
-    if (applied.exitCode !== 0) return fail('error', `test_patch does not apply: ${applied.output.trim()}`, applied.output, applied.exitCode);
+    if (applied.exitCode !== 0)
+      return fail('error', `test_patch does not apply: ${applied.output.trim()}`, applied.output, applied.exitCode);
   }
   const run = await sb.exec(task.test_cmd, { timeoutMs: task.test_timeout_s * 1000 });
   if (run.timedOut) return fail('timeout', `test command ran past ${task.test_timeout_s}s`, run.output, run.exitCode);
   const statuses = parseTestLog(task.log_parser, run.output, run.exitCode);
-  if (statuses.size === 0) return fail('error', `no test results in the log (exit ${run.exitCode}): the suite never ran`, run.output, run.exitCode);
+  if (statuses.size === 0)
+    return fail('error', `no test results in the log (exit ${run.exitCode}): the suite never ran`, run.output, run.exitCode);
   const lists = gradedLists(task);
   const failToPass = outcome(task, lists.failToPass, statuses);
   const passToPass = outcome(task, lists.passToPass, statuses);
   const allListedPass = notPassed(failToPass).length === 0 && notPassed(passToPass).length === 0;
   const anyFailed = [...statuses.values()].some((s) => s === 'FAILED' || s === 'ERROR');
   if (allListedPass && run.exitCode !== 0 && !anyFailed) {
-    return { ...fail('error', `the log reports every test passing but the command exited ${run.exitCode}`, run.output, run.exitCode), failToPass, passToPass };
+    return {
+      ...fail('error', `the log reports every test passing but the command exited ${run.exitCode}`, run.output, run.exitCode),
+      failToPass,
+      passToPass,
+    };
   }
-  return { resolved: allListedPass, status: 'ok', failToPass, passToPass, exitCode: run.exitCode, log: run.output, durationMs: performance.now() - started, tampering, ownTests, applies: true };
+  return {
+    resolved: allListedPass,
+    status: 'ok',
+    failToPass,
+    passToPass,
+    exitCode: run.exitCode,
+    log: run.output,
+    durationMs: performance.now() - started,
+    tampering,
+    ownTests,
+    applies: true,
+  };
 }
 
 /**
@@ -178,5 +225,10 @@ export interface StableVerdict extends Verdict {
 export async function verifyRepeated(lease: SandboxLease, task: LoadedTask, state: EnvState, repeats: number): Promise<StableVerdict> {
   const verdicts = await Promise.all(Array.from({ length: repeats }, () => verifyState(lease, task, state)));
   const flaky = new Set(verdicts.map((v) => v.resolved)).size > 1;
-  return { ...verdicts[0]!, flaky, runs: repeats, ...(flaky ? { reason: `verdict varied over ${repeats} runs: ${verdicts.map((v) => (v.resolved ? 'pass' : 'fail')).join(', ')}` } : {}) };
+  return {
+    ...verdicts[0]!,
+    flaky,
+    runs: repeats,
+    ...(flaky ? { reason: `verdict varied over ${repeats} runs: ${verdicts.map((v) => (v.resolved ? 'pass' : 'fail')).join(', ')}` } : {}),
+  };
 }

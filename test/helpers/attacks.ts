@@ -35,7 +35,8 @@ export function escapeCommand(hostDir: string, tag: string): string {
 /** Links where the host used to write files into the sandbox's /tmp. */
 export function plantLinksCommand(hostDir: string): string {
   return ['.probe-state.patch', '.probe-test.patch', '.probe-diff-index', '.probe-editor-state.json']
-    .map((name) => `ln -sf ${hostDir}/via-${name.replace(/^\./, '')} /tmp/${name}`).join('; ');
+    .map((name) => `ln -sf ${hostDir}/via-${name.replace(/^\./, '')} /tmp/${name}`)
+    .join('; ');
 }
 
 /**

@@ -19,13 +19,20 @@ const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-dev-shm
 
 /** The DOM after Chromium has loaded and laid out the page. */
 export function renderedDom(file: string): string {
-  const run = spawnSync(chromiumBinary()!, [...FLAGS, '--dump-dom', `file://${file}`], { encoding: 'utf8', timeout: 120_000, maxBuffer: 256 * 1024 * 1024 });
+  const run = spawnSync(chromiumBinary()!, [...FLAGS, '--dump-dom', `file://${file}`], {
+    encoding: 'utf8',
+    timeout: 120_000,
+    maxBuffer: 256 * 1024 * 1024,
+  });
   if (run.status !== 0) throw new Error(`chromium exited ${run.status}: ${run.stderr}`);
   return run.stdout;
 }
 
 /** A PNG screenshot of the page. */
 export function screenshot(file: string, png: string): void {
-  const run = spawnSync(chromiumBinary()!, [...FLAGS, `--screenshot=${png}`, '--window-size=1280,4000', `file://${file}`], { encoding: 'utf8', timeout: 120_000 });
+  const run = spawnSync(chromiumBinary()!, [...FLAGS, `--screenshot=${png}`, '--window-size=1280,4000', `file://${file}`], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   if (run.status !== 0) throw new Error(`chromium exited ${run.status}: ${run.stderr}`);
 }

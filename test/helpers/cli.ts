@@ -4,10 +4,19 @@ import { expect } from 'vitest';
 import { REPO_ROOT } from '../../src/embedded.ts';
 import { PROBE_BIN } from './paths.ts';
 
-export interface CliRun { code: number | null; stdout: string; stderr: string }
+export interface CliRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
 
 export function runProbe(args: string[], env: Record<string, string> = {}): CliRun {
-  const run = spawnSync(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000, env: { ...process.env, ...env } });
+  const run = spawnSync(process.execPath, [PROBE_BIN, ...args], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    timeout: 120_000,
+    env: { ...process.env, ...env },
+  });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 

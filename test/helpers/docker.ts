@@ -20,10 +20,29 @@ export const skipWithoutDocker = !dockerUp;
  */
 export async function buildRepoImage(task: LoadedTask, name: string): Promise<string> {
   const docker = new Docker();
-  const container = await docker.createContainer({ Image: BASE_IMAGE, Cmd: ['sleep', 'infinity'], NetworkDisabled: true, HostConfig: { NetworkMode: 'none' } });
+  const container = await docker.createContainer({
+    Image: BASE_IMAGE,
+    Cmd: ['sleep', 'infinity'],
+    NetworkDisabled: true,
+    HostConfig: { NetworkMode: 'none' },
+  });
   try {
     await container.start();
-    const checkout = spawn('tar', ['-C', checkoutTemplate(task), '--owner=0', '--group=0', '--numeric-owner', '--transform', `s,^\\.,${task.workdir.slice(1)},`, '-c', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const checkout = spawn(
+      'tar',
+      [
+        '-C',
+        checkoutTemplate(task),
+        '--owner=0',
+        '--group=0',
+        '--numeric-owner',
+        '--transform',
+        `s,^\\.,${task.workdir.slice(1)},`,
+        '-c',
+        '.',
+      ],
+      { stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     await container.putArchive(checkout.stdout, { path: '/' });
     await container.commit({ repo: name, tag: 'latest' });
   } finally {

@@ -18,7 +18,11 @@ export async function close(server: Server): Promise<void> {
   await new Promise((resolve) => server.close(resolve));
 }
 
-export async function serveCheckpoint(dir: string, batchWindowMs = 2, port = 0): Promise<{ url: string; server: Server; backend: OnnxBackend }> {
+export async function serveCheckpoint(
+  dir: string,
+  batchWindowMs = 2,
+  port = 0,
+): Promise<{ url: string; server: Server; backend: OnnxBackend }> {
   const backend = await OnnxBackend.open(dir);
   const server = createOpenAiServer(backend, { model: 'test-model', batchWindowMs });
   return { url: await listen(server, port), server, backend };
@@ -37,7 +41,11 @@ export class FaultProxy {
   private readonly server: Server;
   url = '';
 
-  constructor(private readonly target: string, public faults: Fault[] = [], private readonly match: (path: string) => boolean = () => true) {
+  constructor(
+    private readonly target: string,
+    public faults: Fault[] = [],
+    private readonly match: (path: string) => boolean = () => true,
+  ) {
     this.server = createServer((req, res) => {
       const path = req.url ?? '/';
       this.seen.push(`${req.method} ${path}`);
@@ -47,23 +55,30 @@ export class FaultProxy {
         return;
       }
       if (fault.kind === 'status') {
-        res.writeHead(fault.status, { 'content-type': 'application/json', ...(fault.retryAfter !== undefined ? { 'retry-after': String(fault.retryAfter) } : {}) });
+        res.writeHead(fault.status, {
+          'content-type': 'application/json',
+          ...(fault.retryAfter !== undefined ? { 'retry-after': String(fault.retryAfter) } : {}),
+        });
         res.end(JSON.stringify({ error: { message: `injected ${fault.status}`, code: fault.status } }));
         return;
       }
       const chunks: Buffer[] = [];
       req.on('data', (c) => chunks.push(c));
       req.on('end', () => {
-        const upstream = httpRequest(`${this.target}${path}`, { method: req.method, headers: { 'content-type': 'application/json' } }, (up) => {
-          const body: Buffer[] = [];
-          up.on('data', (c) => body.push(c));
-          up.on('end', () => {
-            let text = Buffer.concat(body).toString('utf8');
-            if (fault.kind === 'rewrite') text = JSON.stringify(fault.rewrite(JSON.parse(text)));
-            res.writeHead(up.statusCode ?? 500, { 'content-type': 'application/json' });
-            res.end(text);
-          });
-        });
+        const upstream = httpRequest(
+          `${this.target}${path}`,
+          { method: req.method, headers: { 'content-type': 'application/json' } },
+          (up) => {
+            const body: Buffer[] = [];
+            up.on('data', (c) => body.push(c));
+            up.on('end', () => {
+              let text = Buffer.concat(body).toString('utf8');
+              if (fault.kind === 'rewrite') text = JSON.stringify(fault.rewrite(JSON.parse(text)));
+              res.writeHead(up.statusCode ?? 500, { 'content-type': 'application/json' });
+              res.end(text);
+            });
+          },
+        );
         upstream.end(Buffer.concat(chunks));
       });
     });

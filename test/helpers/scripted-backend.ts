@@ -39,7 +39,16 @@ export class ScriptedBackend implements CompletionBackend {
       const kept = text.slice(0, cut);
       const consumed = cut + (stop?.length ?? 0);
       this.rest = { text: text.slice(consumed), prompt: request.prompt + text.slice(0, consumed) };
-      return [{ text: kept, tokens: this.encode(kept), logprob: 0, finishReason: stop ? 'stop' : 'length', ...(stop ? { stop } : {}), truncated: false }];
+      return [
+        {
+          text: kept,
+          tokens: this.encode(kept),
+          logprob: 0,
+          finishReason: stop ? 'stop' : 'length',
+          ...(stop ? { stop } : {}),
+          truncated: false,
+        },
+      ];
     });
   }
 

@@ -20,7 +20,10 @@ export class ScriptedServer {
   private server: Server | undefined;
   private readonly tokenizer: CheckpointTokenizer;
 
-  constructor(tokenizerDir: string, private readonly script: Script) {
+  constructor(
+    tokenizerDir: string,
+    private readonly script: Script,
+  ) {
     this.tokenizer = new CheckpointTokenizer(readTokenizerDir(tokenizerDir));
   }
 
@@ -30,8 +33,14 @@ export class ScriptedServer {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         void this.answer(req.url ?? '/', chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : {}).then(
-          (body) => { res.writeHead(200, { 'content-type': 'application/json' }); res.end(JSON.stringify(body)); },
-          (error: Error) => { res.writeHead(500, { 'content-type': 'application/json' }); res.end(JSON.stringify({ error: { message: error.message } })); },
+          (body) => {
+            res.writeHead(200, { 'content-type': 'application/json' });
+            res.end(JSON.stringify(body));
+          },
+          (error: Error) => {
+            res.writeHead(500, { 'content-type': 'application/json' });
+            res.end(JSON.stringify({ error: { message: error.message } }));
+          },
         );
       });
     });
@@ -40,12 +49,22 @@ export class ScriptedServer {
   }
 
   private async answer(path: string, body: any): Promise<unknown> {
-    if (path.startsWith('/v1/models')) return { object: 'list', data: [{ id: 'scripted', object: 'model', owned_by: 'scripted', max_model_len: 1_000_000 }] };
+    if (path.startsWith('/v1/models'))
+      return { object: 'list', data: [{ id: 'scripted', object: 'model', owned_by: 'scripted', max_model_len: 1_000_000 }] };
     if (path.startsWith('/tokenize')) return { tokens: this.tokenizer.encode(String(body.prompt ?? '')) };
     if (!path.startsWith('/v1/completions')) throw new Error(`no route ${path}`);
     const ids = body.prompt as number[];
     if (body.echo) {
-      return { choices: [{ index: 0, text: '', finish_reason: 'length', logprobs: { tokens: ids.map(String), token_logprobs: [null, ...ids.slice(1).map(() => -1), -1], top_logprobs: null } }] };
+      return {
+        choices: [
+          {
+            index: 0,
+            text: '',
+            finish_reason: 'length',
+            logprobs: { tokens: ids.map(String), token_logprobs: [null, ...ids.slice(1).map(() => -1), -1], top_logprobs: null },
+          },
+        ],
+      };
     }
     const prompt = this.tokenizer.decode(ids);
     const stops = (body.stop ?? []) as string[];
@@ -59,7 +78,13 @@ export class ScriptedServer {
         const at = raw.indexOf(s);
         if (at >= 0 && at < cut) [cut, matched] = [at, s];
       }
-      choices.push({ index: i, text: raw.slice(0, cut), finish_reason: matched ? 'stop' : 'length', stop_reason: matched ?? null, logprobs: null });
+      choices.push({
+        index: i,
+        text: raw.slice(0, cut),
+        finish_reason: matched ? 'stop' : 'length',
+        stop_reason: matched ?? null,
+        logprobs: null,
+      });
     }
     return { choices };
   }

@@ -45,12 +45,20 @@ async function run(container: Docker.Container, script: string, env: string[] = 
   const stream = await exec.start({ hijack: true, stdin: false });
   const chunks: Buffer[] = [];
   stream.on('data', (c: Buffer) => chunks.push(c));
-  await new Promise<void>((resolve, reject) => { stream.on('end', resolve); stream.on('close', resolve); stream.on('error', reject); });
+  await new Promise<void>((resolve, reject) => {
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', reject);
+  });
   const { ExitCode } = await exec.inspect();
   // Demultiplex: 8-byte frame headers before each chunk of output.
   const raw = Buffer.concat(chunks);
   const out: Buffer[] = [];
-  for (let i = 0; i + 8 <= raw.length;) { const size = raw.readUInt32BE(i + 4); out.push(raw.subarray(i + 8, i + 8 + size)); i += 8 + size; }
+  for (let i = 0; i + 8 <= raw.length; ) {
+    const size = raw.readUInt32BE(i + 4);
+    out.push(raw.subarray(i + 8, i + 8 + size));
+    i += 8 + size;
+  }
   const text = Buffer.concat(out).toString('utf8');
   if (ExitCode !== 0) throw new Error(`image build step failed (exit ${ExitCode}): ${text.slice(-2000)}`);
   return text;
@@ -79,10 +87,15 @@ export async function swebenchTestImage(spec: SwebenchImageSpec): Promise<{ name
   const docker = new Docker();
   // The Debian packages come as a task's environment would bring them: a derived image, built once.
   const base = await docker.getImage(await environmentImage(docker, BASE_IMAGE, spec.packages)).inspect();
-  const hash = createHash('sha256').update(JSON.stringify([base.Id, ACTIVATE_SHIM, SETUP, CHECKOUT])).update(readFileSync(spec.gitTar));
+  const hash = createHash('sha256')
+    .update(JSON.stringify([base.Id, ACTIVATE_SHIM, SETUP, CHECKOUT]))
+    .update(readFileSync(spec.gitTar));
   for (const f of spec.files ?? []) hash.update(f.path).update(f.content);
   const recipe = hash.digest('hex');
-  const existing = await docker.getImage(spec.name).inspect().catch(() => null);
+  const existing = await docker
+    .getImage(spec.name)
+    .inspect()
+    .catch(() => null);
   if (existing?.Config?.Labels?.[RECIPE_LABEL] === recipe) return { name: spec.name, built: false };
   const container = await docker.createContainer({ Image: base.Id, Cmd: ['sleep', 'infinity'], HostConfig: { NetworkMode: 'none' } });
   try {

@@ -11,7 +11,17 @@ import { splitContinuations } from '../boundary.ts';
 import { readTokenizerDir } from '../onnx/checkpoint.ts';
 import { CheckpointTokenizer } from '../onnx/tokenizer.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
-import { checkCanScore, parseSamples, parseScore, parseTokenize, sampleCall, scoreCall, ServerContractError, type ServerKind, tokenizeCall } from './servers.ts';
+import {
+  checkCanScore,
+  parseSamples,
+  parseScore,
+  parseTokenize,
+  sampleCall,
+  scoreCall,
+  ServerContractError,
+  type ServerKind,
+  tokenizeCall,
+} from './servers.ts';
 import { DEFAULT_ENDPOINT_OPTIONS, Endpoint, EndpointPool, type EndpointOptions } from './transport.ts';
 
 export interface HttpBackendOptions {
@@ -30,10 +40,18 @@ export interface HttpBackendOptions {
 
 /** `http://host:8000/v1,http://host2:8000/v1` → server roots (`/v1` is added per call). */
 export function serverRoots(spec: string): string[] {
-  return spec.split(',').map((u) => u.trim()).filter(Boolean).map((u) => u.replace(/\/+$/, '').replace(/\/v1$/, ''));
+  return spec
+    .split(',')
+    .map((u) => u.trim())
+    .filter(Boolean)
+    .map((u) => u.replace(/\/+$/, '').replace(/\/v1$/, ''));
 }
 
-interface ModelCard { id?: string; owned_by?: string; max_model_len?: number }
+interface ModelCard {
+  id?: string;
+  owned_by?: string;
+  max_model_len?: number;
+}
 
 /** The server kind from what `/v1/models` says about its models' owner. */
 export function kindFromModels(cards: ModelCard[]): ServerKind {
@@ -69,7 +87,10 @@ export class HttpBackend implements CompletionBackend {
 
   static async open(spec: string, options: HttpBackendOptions = {}): Promise<HttpBackend> {
     const endpointOptions = { ...DEFAULT_ENDPOINT_OPTIONS, ...options.endpoint };
-    const pool = new EndpointPool(serverRoots(spec).map((root) => new Endpoint(root, endpointOptions)), { cooldownMs: options.cooldownMs ?? 30_000 });
+    const pool = new EndpointPool(
+      serverRoots(spec).map((root) => new Endpoint(root, endpointOptions)),
+      { cooldownMs: options.cooldownMs ?? 30_000 },
+    );
     const tokenizer = options.tokenizerDir ? new CheckpointTokenizer(readTokenizerDir(options.tokenizerDir)) : undefined;
     tokenizer?.bos(options.bos ?? 'auto'); // a policy the tokenizer cannot honour is bad input, before any request
     let cards: ModelCard[] = [];
@@ -122,25 +143,32 @@ export class HttpBackend implements CompletionBackend {
    */
   private async serverBos(): Promise<BosUse> {
     const policy = this.bosPolicy;
-    const adds = this.kind === 'tgi'
-      ? (await (this.tgiSpecials ??= this.serverTokenize('', true)))[0]
-      : prependedToken(await this.serverTokenize(BOS_PROBE_TEXT, true), await this.serverTokenize(BOS_PROBE_TEXT, false));
+    const adds =
+      this.kind === 'tgi'
+        ? (await (this.tgiSpecials ??= this.serverTokenize('', true)))[0]
+        : prependedToken(await this.serverTokenize(BOS_PROBE_TEXT, true), await this.serverTokenize(BOS_PROBE_TEXT, false));
     const where = { file: '--bos' };
     if (this.kind === 'tgi' && policy === 'never' && adds !== undefined) {
-      throw new InputError(where, `--bos never: TGI at ${this.pool.urls.join(',')} tokenises the text itself and its tokenizer puts token ${adds} first, which TGI cannot be told to leave out; use --bos auto, or serve the checkpoint with vLLM, SGLang or probe serve`);
+      throw new InputError(
+        where,
+        `--bos never: TGI at ${this.pool.urls.join(',')} tokenises the text itself and its tokenizer puts token ${adds} first, which TGI cannot be told to leave out; use --bos auto, or serve the checkpoint with vLLM, SGLang or probe serve`,
+      );
     }
     if (policy === 'never') return { policy, id: null, source: '--bos never' };
     if (policy === 'always') {
       if (adds === undefined) {
-        throw new InputError(where, this.kind === 'tgi'
-          ? `--bos always: TGI at ${this.pool.urls.join(',')} tokenises the text itself and its tokenizer adds no BOS; use --bos never/auto, or serve the checkpoint with vLLM, SGLang or probe serve`
-          : `--bos always: the server's /tokenize adds no BOS with add_special_tokens, so its BOS id is unknown; give --tokenizer DIR (the checkpoint's tokenizer_config.json names it)`);
+        throw new InputError(
+          where,
+          this.kind === 'tgi'
+            ? `--bos always: TGI at ${this.pool.urls.join(',')} tokenises the text itself and its tokenizer adds no BOS; use --bos never/auto, or serve the checkpoint with vLLM, SGLang or probe serve`
+            : `--bos always: the server's /tokenize adds no BOS with add_special_tokens, so its BOS id is unknown; give --tokenizer DIR (the checkpoint's tokenizer_config.json names it)`,
+        );
       }
-      return { policy, id: adds, source: '--bos always (the BOS the server\'s tokenizer adds)' };
+      return { policy, id: adds, source: "--bos always (the BOS the server's tokenizer adds)" };
     }
     return adds === undefined
-      ? { policy, id: null, source: 'the server\'s tokenizer adds none (/tokenize with add_special_tokens)' }
-      : { policy, id: adds, source: 'the server\'s tokenizer prepends it (/tokenize with add_special_tokens)' };
+      ? { policy, id: null, source: "the server's tokenizer adds none (/tokenize with add_special_tokens)" }
+      : { policy, id: adds, source: "the server's tokenizer prepends it (/tokenize with add_special_tokens)" };
   }
 
   /**
@@ -158,10 +186,12 @@ export class HttpBackend implements CompletionBackend {
   }
 
   async score(requests: ScoreRequest[]): Promise<ScoreResult[][]> {
-    return this.named((async () => {
-      checkCanScore(this.kind);
-      return Promise.all(requests.map((r) => this.scoreOne(r)));
-    })());
+    return this.named(
+      (async () => {
+        checkCanScore(this.kind);
+        return Promise.all(requests.map((r) => this.scoreOne(r)));
+      })(),
+    );
   }
 
   /** A server that breaks the contract is bad input: exit 2, naming the server and the field. */
@@ -169,7 +199,8 @@ export class HttpBackend implements CompletionBackend {
     try {
       return await work;
     } catch (error) {
-      if (error instanceof ServerContractError) throw new InputError({ file: this.pool.urls.join(','), field: error.field }, error.message, { cause: error });
+      if (error instanceof ServerContractError)
+        throw new InputError({ file: this.pool.urls.join(','), field: error.field }, error.message, { cause: error });
       throw error;
     }
   }
@@ -185,30 +216,49 @@ export class HttpBackend implements CompletionBackend {
     const bos = await this.bos();
     const head = bosHead(bos);
     const prefix = head.length === 0 && pairs.some((p) => p.contextTokens.length === 0) ? await this.prefixIds() : [];
-    return Promise.all(pairs.map(async (pair) => {
-      const room = (this.maxModelLen ?? Infinity) - 1 - pair.continuationTokens.length;
-      if (room < 1) throw new ProbeError(`a continuation of ${pair.continuationTokens.length} tokens does not fit the ${this.maxModelLen}-token window of ${this.id}`);
-      // BOS stays first when the context is cut (bos.ts); token-id prompts carry it, TGI adds its own.
-      const { ids: context, truncated } = fitContext(pair.contextTokens, head, prefix, room);
-      const sent = [...(this.kind === 'tgi' ? context.slice(head.length) : context), ...pair.continuationTokens];
-      const call = scoreCall(this.kind, this.model, sent, this.tokenizer ? this.tokenizer.decode(sent) : pair.context + pair.continuation);
-      const scored = parseScore(this.kind, await this.pool.json(call.path, call.body, this.signal), sent);
-      if (this.kind === 'tgi') this.checkTgiBos(scored.prepended, bos);
-      const at = sent.length - pair.continuationTokens.length;
-      const tokenLogprobs = scored.logprobs.slice(at).map((v, i) => {
-        if (v === null) throw new ProbeError(`${this.id} returned no log-prob for continuation token ${i}`);
-        return v;
-      });
-      return { tokenLogprobs, tokens: pair.continuationTokens, bytes: utf8.encode(pair.continuation).length, greedy: scored.greedy.slice(at).every((g) => g === true), truncated };
-    }));
+    return Promise.all(
+      pairs.map(async (pair) => {
+        const room = (this.maxModelLen ?? Infinity) - 1 - pair.continuationTokens.length;
+        if (room < 1)
+          throw new ProbeError(
+            `a continuation of ${pair.continuationTokens.length} tokens does not fit the ${this.maxModelLen}-token window of ${this.id}`,
+          );
+        // BOS stays first when the context is cut (bos.ts); token-id prompts carry it, TGI adds its own.
+        const { ids: context, truncated } = fitContext(pair.contextTokens, head, prefix, room);
+        const sent = [...(this.kind === 'tgi' ? context.slice(head.length) : context), ...pair.continuationTokens];
+        const call = scoreCall(
+          this.kind,
+          this.model,
+          sent,
+          this.tokenizer ? this.tokenizer.decode(sent) : pair.context + pair.continuation,
+        );
+        const scored = parseScore(this.kind, await this.pool.json(call.path, call.body, this.signal), sent);
+        if (this.kind === 'tgi') this.checkTgiBos(scored.prepended, bos);
+        const at = sent.length - pair.continuationTokens.length;
+        const tokenLogprobs = scored.logprobs.slice(at).map((v, i) => {
+          if (v === null) throw new ProbeError(`${this.id} returned no log-prob for continuation token ${i}`);
+          return v;
+        });
+        return {
+          tokenLogprobs,
+          tokens: pair.continuationTokens,
+          bytes: utf8.encode(pair.continuation).length,
+          greedy: scored.greedy.slice(at).every((g) => g === true),
+          truncated,
+        };
+      }),
+    );
   }
 
   /** TGI adds its tokenizer's specials itself: what it put first must be the BOS the policy asks for. */
   private checkTgiBos(prepended: number | undefined, bos: BosUse): void {
     if (prepended === (bos.id ?? undefined)) return;
-    throw new InputError({ file: '--bos', field: 'details.prefill' }, prepended === undefined
-      ? `--bos ${bos.policy} resolved to BOS ${bos.id} (${bos.source}), but TGI at ${this.pool.urls.join(',')} put no BOS before the prompt, and it takes text, so it cannot be given one; use --bos never, or serve the checkpoint with vLLM, SGLang or probe serve`
-      : `--bos ${bos.policy} resolved to ${bos.id === null ? 'no BOS' : `BOS ${bos.id}`} (${bos.source}), but TGI at ${this.pool.urls.join(',')} put token ${prepended} before the prompt and cannot be told not to; use --bos auto or always, or serve the checkpoint with vLLM, SGLang or probe serve`);
+    throw new InputError(
+      { file: '--bos', field: 'details.prefill' },
+      prepended === undefined
+        ? `--bos ${bos.policy} resolved to BOS ${bos.id} (${bos.source}), but TGI at ${this.pool.urls.join(',')} put no BOS before the prompt, and it takes text, so it cannot be given one; use --bos never, or serve the checkpoint with vLLM, SGLang or probe serve`
+        : `--bos ${bos.policy} resolved to ${bos.id === null ? 'no BOS' : `BOS ${bos.id}`} (${bos.source}), but TGI at ${this.pool.urls.join(',')} put token ${prepended} before the prompt and cannot be told not to; use --bos auto or always, or serve the checkpoint with vLLM, SGLang or probe serve`,
+    );
   }
 
   async sample(requests: SampleRequest[]): Promise<Sample[][]> {
@@ -220,19 +270,31 @@ export class HttpBackend implements CompletionBackend {
     const head = bosHead(await this.bos());
     const prefix = tokens.length === 0 && head.length === 0 ? await this.prefixIds() : [];
     const room = (this.maxModelLen ?? Infinity) - request.maxTokens;
-    if (room < 1) throw new ProbeError(`maxTokens ${request.maxTokens} leaves no room for a prompt in the ${this.maxModelLen}-token window of ${this.id}`);
+    if (room < 1)
+      throw new ProbeError(
+        `maxTokens ${request.maxTokens} leaves no room for a prompt in the ${this.maxModelLen}-token window of ${this.id}`,
+      );
     const { ids: prompt, truncated } = fitContext(tokens, head, prefix, room);
     // TGI takes text and adds its own specials: the text is the prompt's without the BOS.
     const text = this.tokenizer ? this.tokenizer.decode(prompt.slice(head.length)) : request.prompt;
     // TGI has no n: one request per sample, seeded seed + i as vLLM seeds its children.
     const perRequest = this.kind === 'tgi' ? 1 : request.n;
-    const calls = Array.from({ length: request.n / perRequest }, (_, i) => sampleCall(this.kind, this.model, { ...request, prompt: text, promptIds: prompt, n: perRequest, seed: request.seed + i }));
+    const calls = Array.from({ length: request.n / perRequest }, (_, i) =>
+      sampleCall(this.kind, this.model, { ...request, prompt: text, promptIds: prompt, n: perRequest, seed: request.seed + i }),
+    );
     const answers = await Promise.all(calls.map((c) => this.pool.json(c.path, c.body, this.signal)));
     const parsed = answers.flatMap((a) => parseSamples(this.kind, a, request.stop));
     if (parsed.length !== request.n) throw new ProbeError(`${this.id} returned ${parsed.length} samples for n = ${request.n}`);
     return parsed.map((p) => {
       const tokens = this.tokenizer ? this.tokenizer.encode(p.text) : new Array<number>(p.tokens ?? 0).fill(-1);
-      return { text: p.text, tokens, logprob: p.logprob ?? NaN, finishReason: p.finishReason, ...(p.stop ? { stop: p.stop } : {}), truncated };
+      return {
+        text: p.text,
+        tokens,
+        logprob: p.logprob ?? NaN,
+        finishReason: p.finishReason,
+        ...(p.stop ? { stop: p.stop } : {}),
+        truncated,
+      };
     });
   }
 

@@ -70,8 +70,11 @@ export async function readCanary(backend: HttpBackend): Promise<CanaryReading | 
     }
   }
   try {
-    const sample = (await backend.sample([{ prompt: CANARY.context, n: 1, temperature: 0, topP: 1, maxTokens: GREEDY_TOKENS, stop: [], seed: 0 }]))[0]![0]!;
-    if (!Number.isFinite(sample.logprob)) return `${scoreProblem}, and it reports no log-prob for a greedy sample (its text alone cannot tell close weights apart)`;
+    const sample = (
+      await backend.sample([{ prompt: CANARY.context, n: 1, temperature: 0, topP: 1, maxTokens: GREEDY_TOKENS, stop: [], seed: 0 }])
+    )[0]![0]!;
+    if (!Number.isFinite(sample.logprob))
+      return `${scoreProblem}, and it reports no log-prob for a greedy sample (its text alone cannot tell close weights apart)`;
     return { method: 'greedy', tokens: sample.tokens, logprobs: [sample.logprob], text: sample.text };
   } catch (error) {
     if (!refused(error)) throw error;
@@ -81,17 +84,29 @@ export async function readCanary(backend: HttpBackend): Promise<CanaryReading | 
 
 /** Two readings of the same weights: the same method, tokens and text, and every log-prob within the tolerance. */
 export function sameWeights(a: CanaryReading, b: CanaryReading): boolean {
-  return a.method === b.method && a.text === b.text
-    && a.tokens.length === b.tokens.length && a.tokens.every((t, i) => t === b.tokens[i])
-    && a.logprobs.length === b.logprobs.length
-    && a.logprobs.every((v, i) => Object.is(v, b.logprobs[i]) || Math.abs(v - b.logprobs[i]!) <= CANARY_TOLERANCE);
+  return (
+    a.method === b.method &&
+    a.text === b.text &&
+    a.tokens.length === b.tokens.length &&
+    a.tokens.every((t, i) => t === b.tokens[i]) &&
+    a.logprobs.length === b.logprobs.length &&
+    a.logprobs.every((v, i) => Object.is(v, b.logprobs[i]) || Math.abs(v - b.logprobs[i]!) <= CANARY_TOLERANCE)
+  );
 }
 
 function isReading(value: unknown): value is CanaryReading {
   const r = value as CanaryReading;
-  return typeof r === 'object' && r !== null && (r.method === 'score' || r.method === 'greedy') && typeof r.text === 'string'
-    && Array.isArray(r.tokens) && r.tokens.every((t) => Number.isInteger(t))
-    && Array.isArray(r.logprobs) && r.logprobs.length > 0 && r.logprobs.every((v) => typeof v === 'number' && !Number.isNaN(v) && v !== Infinity);
+  return (
+    typeof r === 'object' &&
+    r !== null &&
+    (r.method === 'score' || r.method === 'greedy') &&
+    typeof r.text === 'string' &&
+    Array.isArray(r.tokens) &&
+    r.tokens.every((t) => Number.isInteger(t)) &&
+    Array.isArray(r.logprobs) &&
+    r.logprobs.length > 0 &&
+    r.logprobs.every((v) => typeof v === 'number' && !Number.isNaN(v) && v !== Infinity)
+  );
 }
 
 function checkReadings(answer: unknown): string | undefined {
@@ -108,7 +123,9 @@ function checkReadings(answer: unknown): string | undefined {
 export async function serverFingerprint(backend: HttpBackend, cache: ResultCache): Promise<string | undefined> {
   const reading = await readCanary(backend);
   if (typeof reading === 'string') {
-    process.stderr.write(`probe: warning: the weights behind ${backend.id} cannot be fingerprinted (${reading}); its answers are not cached\n`);
+    process.stderr.write(
+      `probe: warning: the weights behind ${backend.id} cannot be fingerprinted (${reading}); its answers are not cached\n`,
+    );
     return undefined;
   }
   const identity = `server:${backend.id}`;

@@ -17,20 +17,26 @@ export type ServerKind = (typeof SERVER_KINDS)[number];
 /** How each kind scores a prompt (for `--help` and error messages). */
 export const SCORING_METHOD: Record<ServerKind, string> = {
   openai: '/v1/completions with echo, logprobs and max_tokens 1 (the generated token dropped)',
-  vllm: '/v1/completions with vLLM\'s prompt_logprobs',
-  sglang: 'SGLang\'s /generate with return_logprob and logprob_start_len 0',
-  tgi: 'TGI\'s /generate with decoder_input_details',
-  llamacpp: 'none: llama.cpp\'s /v1/completions ignores or rejects echo, so prompt log-probs cannot be had',
+  vllm: "/v1/completions with vLLM's prompt_logprobs",
+  sglang: "SGLang's /generate with return_logprob and logprob_start_len 0",
+  tgi: "TGI's /generate with decoder_input_details",
+  llamacpp: "none: llama.cpp's /v1/completions ignores or rejects echo, so prompt log-probs cannot be had",
 };
 
 /** The server's answer breaks the contract scoring relies on (the backend turns it into an InputError naming the server). */
 export class ServerContractError extends ProbeError {
-  constructor(message: string, readonly field: string) {
+  constructor(
+    message: string,
+    readonly field: string,
+  ) {
     super(message);
   }
 }
 
-export interface ScoreCall { path: string; body: Record<string, unknown> }
+export interface ScoreCall {
+  path: string;
+  body: Record<string, unknown>;
+}
 
 /** Per prompt position (0 = first token, which has none): the token's log-prob and whether it was the argmax. */
 export interface PromptLogprobs {
@@ -47,7 +53,16 @@ export function scoreCall(kind: ServerKind, model: string, ids: number[], text: 
     case 'vllm':
       return { path: '/v1/completions', body: { model, prompt: ids, prompt_logprobs: 1, max_tokens: 1, temperature: 0, top_p: 1 } };
     case 'sglang':
-      return { path: '/generate', body: { input_ids: ids, sampling_params: { max_new_tokens: 0, temperature: 0, top_p: 1 }, return_logprob: true, logprob_start_len: 0, top_logprobs_num: 1 } };
+      return {
+        path: '/generate',
+        body: {
+          input_ids: ids,
+          sampling_params: { max_new_tokens: 0, temperature: 0, top_p: 1 },
+          return_logprob: true,
+          logprob_start_len: 0,
+          top_logprobs_num: 1,
+        },
+      };
     case 'tgi':
       return { path: '/generate', body: { inputs: text, parameters: { max_new_tokens: 1, details: true, decoder_input_details: true } } };
     case 'llamacpp':
@@ -66,11 +81,20 @@ export function checkCanScore(kind: ServerKind): void {
 }
 
 function refuseScoring(kind: ServerKind): never {
-  throw new ServerContractError(`server kind ${kind} cannot score prompts: ${SCORING_METHOD[kind]}; serve the checkpoint with vLLM, SGLang, TGI or probe serve`, 'echo');
+  throw new ServerContractError(
+    `server kind ${kind} cannot score prompts: ${SCORING_METHOD[kind]}; serve the checkpoint with vLLM, SGLang, TGI or probe serve`,
+    'echo',
+  );
 }
 
 /** The request field a server ignored or answered wrongly, per kind (what an error message names). */
-const SCORE_FIELD: Record<ServerKind, string> = { openai: 'echo', vllm: 'prompt_logprobs', sglang: 'return_logprob', tgi: 'decoder_input_details', llamacpp: 'echo' };
+const SCORE_FIELD: Record<ServerKind, string> = {
+  openai: 'echo',
+  vllm: 'prompt_logprobs',
+  sglang: 'return_logprob',
+  tgi: 'decoder_input_details',
+  llamacpp: 'echo',
+};
 
 function fail(kind: ServerKind, problem: string): never {
   throw new ServerContractError(`server kind ${kind}: ${problem}`, SCORE_FIELD[kind]);
@@ -88,27 +112,38 @@ export function parseScore(kind: ServerKind, answer: unknown, ids: number[]): Pr
     case 'openai': {
       const choice = a?.choices?.[0];
       const lp = choice?.logprobs;
-      if (!lp || !Array.isArray(lp.token_logprobs)) fail(kind, 'the answer has no choices[0].logprobs.token_logprobs (the server ignored logprobs)');
+      if (!lp || !Array.isArray(lp.token_logprobs))
+        fail(kind, 'the answer has no choices[0].logprobs.token_logprobs (the server ignored logprobs)');
       // echo ignored: only the generated token comes back.
-      if (lp.token_logprobs.length <= 1 && ids.length > 1) fail(kind, `the server ignored echo: ${lp.token_logprobs.length} log-prob(s) for a ${ids.length}-token prompt`);
+      if (lp.token_logprobs.length <= 1 && ids.length > 1)
+        fail(kind, `the server ignored echo: ${lp.token_logprobs.length} log-prob(s) for a ${ids.length}-token prompt`);
       check(kind, lp.token_logprobs.length, ids);
-      if (lp.token_logprobs.length > ids.length + 1) fail(kind, `returned ${lp.token_logprobs.length} log-probs for a ${ids.length}-token prompt and one generated token (the prompt was tokenised differently)`);
+      if (lp.token_logprobs.length > ids.length + 1)
+        fail(
+          kind,
+          `returned ${lp.token_logprobs.length} log-probs for a ${ids.length}-token prompt and one generated token (the prompt was tokenised differently)`,
+        );
       const logprobs = lp.token_logprobs.slice(0, ids.length) as Array<number | null>;
       const top = (Array.isArray(lp.top_logprobs) ? lp.top_logprobs : []) as Array<Record<string, number> | null>;
       const greedy = logprobs.map((v, i) => (v === null || !top[i] ? null : v >= Math.max(...Object.values(top[i]!)) - 1e-6));
       return { logprobs, greedy };
     }
     case 'vllm': {
-      const entries = a?.choices?.[0]?.prompt_logprobs as Array<Record<string, { logprob: number; rank?: number | null }> | null> | undefined;
+      const entries = a?.choices?.[0]?.prompt_logprobs as
+        | Array<Record<string, { logprob: number; rank?: number | null }> | null>
+        | undefined;
       if (!Array.isArray(entries)) fail(kind, 'the answer has no choices[0].prompt_logprobs (the server ignored prompt_logprobs)');
       check(kind, entries.length, ids);
-      if (entries.length > ids.length) fail(kind, `returned ${entries.length} prompt log-probs for a ${ids.length}-token prompt (the prompt was tokenised differently)`);
+      if (entries.length > ids.length)
+        fail(kind, `returned ${entries.length} prompt log-probs for a ${ids.length}-token prompt (the prompt was tokenised differently)`);
       const logprobs: Array<number | null> = [];
       const greedy: Array<boolean | null> = [];
       entries.forEach((entry, i) => {
         if (entry === null) {
           if (i > 0) fail(kind, `prompt_logprobs[${i}] is null`);
-          logprobs.push(null); greedy.push(null); return;
+          logprobs.push(null);
+          greedy.push(null);
+          return;
         }
         const mine = entry[String(ids[i])];
         if (!mine) fail(kind, `prompt_logprobs[${i}] has no entry for token ${ids[i]} (the prompt was tokenised differently)`);
@@ -122,7 +157,8 @@ export function parseScore(kind: ServerKind, answer: unknown, ids: number[]): Pr
       const input = meta?.input_token_logprobs as Array<[number | null, number, string | null]> | undefined;
       if (!Array.isArray(input)) fail(kind, 'the answer has no meta_info.input_token_logprobs (return_logprob ignored)');
       // Versions differ on whether the first token is included: align on token ids from the end.
-      if (input.length < ids.length - 1) fail(kind, `returned ${input.length} prompt log-probs for a ${ids.length}-token prompt (truncated)`);
+      if (input.length < ids.length - 1)
+        fail(kind, `returned ${input.length} prompt log-probs for a ${ids.length}-token prompt (truncated)`);
       const offset = ids.length - input.length;
       if (offset < 0 || offset > 1) fail(kind, `returned ${input.length} prompt log-probs for a ${ids.length}-token prompt`);
       const top = (meta.input_top_logprobs ?? []) as Array<Array<[number, number, unknown]> | null>;
@@ -130,7 +166,11 @@ export function parseScore(kind: ServerKind, answer: unknown, ids: number[]): Pr
       const greedy: Array<boolean | null> = offset ? [null] : [];
       input.forEach(([logprob, id], k) => {
         const i = k + offset;
-        if (id !== ids[i]) fail(kind, `input_token_logprobs[${k}] is for token ${id}, the prompt has ${ids[i]} there (the prompt was tokenised differently)`);
+        if (id !== ids[i])
+          fail(
+            kind,
+            `input_token_logprobs[${k}] is for token ${id}, the prompt has ${ids[i]} there (the prompt was tokenised differently)`,
+          );
         logprobs.push(i === 0 ? null : logprob);
         const best = top[k]?.[0]?.[0];
         greedy.push(i === 0 || logprob === null || best === undefined ? null : logprob >= best - 1e-6);
@@ -139,14 +179,27 @@ export function parseScore(kind: ServerKind, answer: unknown, ids: number[]): Pr
     }
     case 'tgi': {
       const prefill = a?.details?.prefill as Array<{ id: number; logprob: number | null }> | undefined;
-      if (!Array.isArray(prefill) || prefill.length === 0) fail(kind, 'the answer has no details.prefill (TGI ≥ 3 needs --enable-prefill-logprobs; decoder_input_details was ignored)');
+      if (!Array.isArray(prefill) || prefill.length === 0)
+        fail(kind, 'the answer has no details.prefill (TGI ≥ 3 needs --enable-prefill-logprobs; decoder_input_details was ignored)');
       check(kind, prefill.length, ids);
       // TGI tokenises the text itself and may put a BOS token first.
       const offset = prefill.length - ids.length;
       if (offset > 1 || ids.some((id, i) => prefill[i + offset]!.id !== id)) {
-        fail(kind, `details.prefill holds tokens [${prefill.slice(0, 8).map((p) => p.id).join(', ')}…], the prompt is [${ids.slice(0, 8).join(', ')}…] (TGI tokenises the text itself; give --tokenizer the checkpoint's own tokenizer)`);
+        fail(
+          kind,
+          `details.prefill holds tokens [${prefill
+            .slice(0, 8)
+            .map((p) => p.id)
+            .join(
+              ', ',
+            )}…], the prompt is [${ids.slice(0, 8).join(', ')}…] (TGI tokenises the text itself; give --tokenizer the checkpoint's own tokenizer)`,
+        );
       }
-      return { logprobs: ids.map((_, i) => (i + offset === 0 ? null : prefill[i + offset]!.logprob)), greedy: ids.map(() => null), ...(offset === 1 ? { prepended: prefill[0]!.id } : {}) };
+      return {
+        logprobs: ids.map((_, i) => (i + offset === 0 ? null : prefill[i + offset]!.logprob)),
+        greedy: ids.map(() => null),
+        ...(offset === 1 ? { prepended: prefill[0]!.id } : {}),
+      };
     }
     case 'llamacpp':
       return fail(kind, SCORING_METHOD.llamacpp);
@@ -170,13 +223,55 @@ export interface ParsedSample {
 
 export function sampleCall(kind: ServerKind, model: string, o: SampleCallOptions): ScoreCall {
   if (kind === 'sglang') {
-    return { path: '/generate', body: { input_ids: o.promptIds, sampling_params: { n: o.n, temperature: o.temperature, top_p: o.topP, ...(o.topK ? { top_k: o.topK } : {}), max_new_tokens: o.maxTokens, stop: o.stop, sampling_seed: o.seed }, return_logprob: true } };
+    return {
+      path: '/generate',
+      body: {
+        input_ids: o.promptIds,
+        sampling_params: {
+          n: o.n,
+          temperature: o.temperature,
+          top_p: o.topP,
+          ...(o.topK ? { top_k: o.topK } : {}),
+          max_new_tokens: o.maxTokens,
+          stop: o.stop,
+          sampling_seed: o.seed,
+        },
+        return_logprob: true,
+      },
+    };
   }
   if (kind === 'tgi') {
     // TGI has no n: the caller sends one request per sample (seeds seed + i).
-    return { path: '/generate', body: { inputs: o.prompt, parameters: { max_new_tokens: o.maxTokens, ...(o.temperature > 0 ? { do_sample: true, temperature: o.temperature, ...(o.topP < 1 ? { top_p: o.topP } : {}) } : {}), ...(o.topK ? { top_k: o.topK } : {}), stop: o.stop, seed: o.seed, details: true } } };
+    return {
+      path: '/generate',
+      body: {
+        inputs: o.prompt,
+        parameters: {
+          max_new_tokens: o.maxTokens,
+          ...(o.temperature > 0 ? { do_sample: true, temperature: o.temperature, ...(o.topP < 1 ? { top_p: o.topP } : {}) } : {}),
+          ...(o.topK ? { top_k: o.topK } : {}),
+          stop: o.stop,
+          seed: o.seed,
+          details: true,
+        },
+      },
+    };
   }
-  return { path: '/v1/completions', body: { model, prompt: o.promptIds, n: o.n, temperature: o.temperature, top_p: o.topP, ...(o.topK ? { top_k: o.topK } : {}), max_tokens: o.maxTokens, stop: o.stop, seed: o.seed, logprobs: 0 } };
+  return {
+    path: '/v1/completions',
+    body: {
+      model,
+      prompt: o.promptIds,
+      n: o.n,
+      temperature: o.temperature,
+      top_p: o.topP,
+      ...(o.topK ? { top_k: o.topK } : {}),
+      max_tokens: o.maxTokens,
+      stop: o.stop,
+      seed: o.seed,
+      logprobs: 0,
+    },
+  };
 }
 
 function stopOf(reason: unknown, stops: string[]): string | undefined {
@@ -194,7 +289,13 @@ export function parseSamples(kind: ServerKind, answer: unknown, stops: string[])
       if (typeof o?.text !== 'string' || !finish) fail(kind, 'the answer has no text and meta_info.finish_reason');
       const stop = finish.type === 'stop' ? stopOf(finish.matched, stops) : undefined;
       const out = (o.meta_info.output_token_logprobs ?? []) as Array<[number, number, unknown]>;
-      return { text: o.text, finishReason: finish.type === 'length' ? 'length' : stop ? 'stop' : 'eos', ...(stop ? { stop } : {}), tokens: o.meta_info.completion_tokens ?? out.length, logprob: out.length ? out.reduce((s, [lp]) => s + lp, 0) : null };
+      return {
+        text: o.text,
+        finishReason: finish.type === 'length' ? 'length' : stop ? 'stop' : 'eos',
+        ...(stop ? { stop } : {}),
+        tokens: o.meta_info.completion_tokens ?? out.length,
+        logprob: out.length ? out.reduce((s, [lp]) => s + lp, 0) : null,
+      };
     });
   }
   if (kind === 'tgi') {
@@ -204,20 +305,36 @@ export function parseSamples(kind: ServerKind, answer: unknown, stops: string[])
     const stop = d.finish_reason === 'stop_sequence' ? stops.find((s) => a.generated_text.endsWith(s)) : undefined;
     const text = stop ? a.generated_text.slice(0, -stop.length) : a.generated_text;
     const tokens = (d.tokens ?? []) as Array<{ logprob: number }>;
-    return [{ text, finishReason: d.finish_reason === 'length' ? 'length' : stop ? 'stop' : 'eos', ...(stop ? { stop } : {}), tokens: d.generated_tokens ?? tokens.length, logprob: tokens.length ? tokens.reduce((s, t) => s + t.logprob, 0) : null }];
+    return [
+      {
+        text,
+        finishReason: d.finish_reason === 'length' ? 'length' : stop ? 'stop' : 'eos',
+        ...(stop ? { stop } : {}),
+        tokens: d.generated_tokens ?? tokens.length,
+        logprob: tokens.length ? tokens.reduce((s, t) => s + t.logprob, 0) : null,
+      },
+    ];
   }
   const choices = a?.choices as any[] | undefined;
   if (!Array.isArray(choices) || choices.length === 0) fail(kind, 'the answer has no choices');
-  return [...choices].sort((x, y) => (x.index ?? 0) - (y.index ?? 0)).map((c) => {
-    if (typeof c.text !== 'string') fail(kind, 'a choice has no text');
-    // vLLM (and probe serve) say which stop string matched in stop_reason; with a single stop string it can only be that one.
-    const stop = c.finish_reason === 'stop' ? (stopOf(c.stop_reason, stops) ?? (c.stop_reason === undefined && stops.length === 1 ? stops[0] : undefined)) : undefined;
-    const lps = c.logprobs?.token_logprobs as Array<number | null> | undefined;
-    return {
-      text: c.text, finishReason: c.finish_reason === 'length' ? 'length' : stop ? 'stop' : 'eos', ...(stop ? { stop } : {}),
-      tokens: Array.isArray(lps) ? lps.length : null, logprob: Array.isArray(lps) ? lps.reduce<number>((s, v) => s + (v ?? 0), 0) : null,
-    };
-  });
+  return [...choices]
+    .sort((x, y) => (x.index ?? 0) - (y.index ?? 0))
+    .map((c) => {
+      if (typeof c.text !== 'string') fail(kind, 'a choice has no text');
+      // vLLM (and probe serve) say which stop string matched in stop_reason; with a single stop string it can only be that one.
+      const stop =
+        c.finish_reason === 'stop'
+          ? (stopOf(c.stop_reason, stops) ?? (c.stop_reason === undefined && stops.length === 1 ? stops[0] : undefined))
+          : undefined;
+      const lps = c.logprobs?.token_logprobs as Array<number | null> | undefined;
+      return {
+        text: c.text,
+        finishReason: c.finish_reason === 'length' ? 'length' : stop ? 'stop' : 'eos',
+        ...(stop ? { stop } : {}),
+        tokens: Array.isArray(lps) ? lps.length : null,
+        logprob: Array.isArray(lps) ? lps.reduce<number>((s, v) => s + (v ?? 0), 0) : null,
+      };
+    });
 }
 
 /** `/tokenize` per kind: what to send, and the ids in the answer. */

@@ -9,7 +9,11 @@ import { ProbeError } from '../../errors.ts';
 
 /** The server answered with an error status that retrying will not fix (4xx other than 429). */
 export class HttpStatusError extends ProbeError {
-  constructor(readonly url: string, readonly status: number, readonly body: string) {
+  constructor(
+    readonly url: string,
+    readonly status: number,
+    readonly body: string,
+  ) {
     super(`${url} answered HTTP ${status}: ${body.slice(0, 500)}`);
   }
 }
@@ -31,11 +35,19 @@ export const DEFAULT_ENDPOINT_OPTIONS: EndpointOptions = { concurrency: 8, timeo
 
 const RETRYABLE_STATUS = new Set([408, 429, 500, 502, 503, 504]);
 
-const sleep = (ms: number, signal?: AbortSignal) => new Promise<void>((resolve, reject) => {
-  if (signal?.aborted) return reject(signal.reason);
-  const timer = setTimeout(resolve, ms);
-  signal?.addEventListener('abort', () => { clearTimeout(timer); reject(signal.reason); }, { once: true });
-});
+const sleep = (ms: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(signal.reason);
+      },
+      { once: true },
+    );
+  });
 
 /** A counting semaphore: at most `limit` holders at once, first come first served. */
 class Semaphore {
@@ -46,19 +58,26 @@ class Semaphore {
     return this.held + this.waiting.length;
   }
   async acquire(): Promise<void> {
-    if (this.held < this.limit) { this.held++; return; }
+    if (this.held < this.limit) {
+      this.held++;
+      return;
+    }
     await new Promise<void>((resolve) => this.waiting.push(resolve));
   }
   release(): void {
     const next = this.waiting.shift();
-    if (next) next(); else this.held--;
+    if (next) next();
+    else this.held--;
   }
 }
 
 export class Endpoint {
   private readonly slots: Semaphore;
 
-  constructor(readonly baseUrl: string, readonly options: EndpointOptions = DEFAULT_ENDPOINT_OPTIONS) {
+  constructor(
+    readonly baseUrl: string,
+    readonly options: EndpointOptions = DEFAULT_ENDPOINT_OPTIONS,
+  ) {
     this.slots = new Semaphore(options.concurrency);
   }
 
@@ -80,7 +99,9 @@ export class Endpoint {
             method: body === undefined ? 'GET' : 'POST',
             headers: body === undefined ? {} : { 'content-type': 'application/json' },
             body: body === undefined ? undefined : JSON.stringify(body),
-            signal: signal ? AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs)]) : AbortSignal.timeout(this.options.timeoutMs),
+            signal: signal
+              ? AbortSignal.any([signal, AbortSignal.timeout(this.options.timeoutMs)])
+              : AbortSignal.timeout(this.options.timeoutMs),
           });
           const text = await response.text();
           if (response.ok) {
@@ -111,7 +132,7 @@ export class Endpoint {
     const hinted = (lastError as { retryAfterMs?: number } | undefined)?.retryAfterMs;
     if (hinted !== undefined) return hinted;
     const base = this.options.backoffMs * 2 ** (attempt - 1);
-    return base / 2 + Math.random() * base / 2;
+    return base / 2 + (Math.random() * base) / 2;
   }
 }
 
@@ -147,7 +168,10 @@ export class EndpointPool {
   private readonly lastUsed = new Map<Endpoint, number>();
   private dispatched = 0;
 
-  constructor(readonly endpoints: Endpoint[], private readonly options: PoolOptions = { cooldownMs: 30_000 }) {
+  constructor(
+    readonly endpoints: Endpoint[],
+    private readonly options: PoolOptions = { cooldownMs: 30_000 },
+  ) {
     if (endpoints.length === 0) throw new ProbeError('an endpoint pool needs at least one URL');
   }
 
@@ -162,7 +186,8 @@ export class EndpointPool {
 
   /** Healthy replicas, least loaded first. */
   private healthy(now: number, exclude: Set<Endpoint>): Endpoint[] {
-    return this.endpoints.filter((e) => !exclude.has(e) && (this.downUntil.get(e) ?? 0) <= now)
+    return this.endpoints
+      .filter((e) => !exclude.has(e) && (this.downUntil.get(e) ?? 0) <= now)
       .sort((a, b) => a.load - b.load || (this.lastUsed.get(a) ?? -1) - (this.lastUsed.get(b) ?? -1));
   }
 

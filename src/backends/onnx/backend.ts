@@ -59,7 +59,14 @@ export class OnnxBackend implements CompletionBackend {
   private readonly sampler: BatchSampler | undefined;
   private readonly prompts: PromptCaches | undefined;
 
-  private constructor(readonly dir: string, private readonly tokenizer: CheckpointTokenizer, private readonly graph: OnnxGraph, private readonly rows: LogSoftmaxSession, bosUse: BosUse, options: OnnxBackendOptions) {
+  private constructor(
+    readonly dir: string,
+    private readonly tokenizer: CheckpointTokenizer,
+    private readonly graph: OnnxGraph,
+    private readonly rows: LogSoftmaxSession,
+    bosUse: BosUse,
+    options: OnnxBackendOptions,
+  ) {
     this.id = `onnx:${dir}`;
     this.bosUse = bosUse;
     this.window = options.window ?? graph.window;
@@ -116,14 +123,22 @@ export class OnnxBackend implements CompletionBackend {
 
   private async scoreOne(request: ScoreRequest): Promise<ScoreResult[]> {
     // Only the last window's worth of a context can be scored: a far longer one is tokenised from a tail (boundary.ts).
-    const pairs = splitContinuations(request.context, request.continuations, (text) => this.tokenizer.encode(text), { keepTokens: this.window });
+    const pairs = splitContinuations(request.context, request.continuations, (text) => this.tokenizer.encode(text), {
+      keepTokens: this.window,
+    });
     // Options share one context token array, except those split apart by a boundary merge.
     const groups = new Map<number[], number[]>();
     pairs.forEach((pair, i) => groups.set(pair.contextTokens, [...(groups.get(pair.contextTokens) ?? []), i]));
     const results: ScoreResult[] = new Array(pairs.length);
     for (const [contextTokens, members] of groups) {
-      const scored = await this.scoreShared(contextTokens, members.map((i) => pairs[i]!), bosHead(this.bosUse));
-      members.forEach((i, k) => { results[i] = scored[k]!; });
+      const scored = await this.scoreShared(
+        contextTokens,
+        members.map((i) => pairs[i]!),
+        bosHead(this.bosUse),
+      );
+      members.forEach((i, k) => {
+        results[i] = scored[k]!;
+      });
     }
     return results;
   }
@@ -189,7 +204,7 @@ export class OnnxBackend implements CompletionBackend {
    */
   private async feed(ids: number[], cache: KvCache | undefined): Promise<{ cache: KvCache | undefined; lastRow: Float32Array }> {
     let lastRow: Float32Array = new Float32Array(0);
-    for (let start = 0; start < ids.length;) {
+    for (let start = 0; start < ids.length; ) {
       let size = Math.min(this.chunkAfter(cache?.length ?? 0), ids.length - start);
       if (ids.length - start - size === 1 && size > 1) size--;
       const chunk = ids.slice(start, start + size);
@@ -202,13 +217,19 @@ export class OnnxBackend implements CompletionBackend {
   }
 
   /** Scores `tokens` after `cache`, whose last logits row (`firstRow`) predicts the first; each chunk is scored as it comes back, so no chunk's logits outlive it. */
-  private async scoreAfterCache(tokens: number[], cache: KvCache, firstRow: Float32Array, text: string, truncated: boolean): Promise<ScoreResult> {
+  private async scoreAfterCache(
+    tokens: number[],
+    cache: KvCache,
+    firstRow: Float32Array,
+    text: string,
+    truncated: boolean,
+  ): Promise<ScoreResult> {
     const vocab = this.graph.vocab;
     const scores = new TokenScores();
     scores.add(await this.rows.score(firstRow, 0, vocab, tokens.slice(0, 1)), tokens.slice(0, 1));
     let current: KvCache | undefined = cache;
     const inputs = tokens.slice(0, -1);
-    for (let start = 0; start < inputs.length;) {
+    for (let start = 0; start < inputs.length; ) {
       const chunk = inputs.slice(start, start + this.chunkAfter(current?.length ?? 0));
       const out = await this.graph.forward(chunk, current);
       current = out.cache;
@@ -231,7 +252,10 @@ export class OnnxBackend implements CompletionBackend {
    */
   async promptLogprobs(ids: number[]): Promise<ScoreResult> {
     if (ids.length === 0) throw new ProbeError('an empty prompt has no log-probs');
-    const [result] = await this.scoreShared([ids[0]!], [{ context: '', continuation: this.tokenizer.decode(ids.slice(1)), contextTokens: [ids[0]!], continuationTokens: ids.slice(1) }]);
+    const [result] = await this.scoreShared(
+      [ids[0]!],
+      [{ context: '', continuation: this.tokenizer.decode(ids.slice(1)), contextTokens: [ids[0]!], continuationTokens: ids.slice(1) }],
+    );
     return result!;
   }
 
@@ -246,12 +270,13 @@ export class OnnxBackend implements CompletionBackend {
     const batch = prompts.length;
     const vocab = this.graph.vocab;
     const longest = Math.max(...prompts.map((p) => p.length));
-    if (longest > this.window) throw new ProbeError(`a prompt of ${longest} tokens does not fit the ${this.window}-token window of ${this.dir}`);
+    if (longest > this.window)
+      throw new ProbeError(`a prompt of ${longest} tokens does not fit the ${this.window}-token window of ${this.dir}`);
     // Row b, position t: the logits after token t of prompt b (predicting token t + 1), scored as each chunk comes back.
     const scores = prompts.map(() => new TokenScores());
     const padded = (b: number, t: number) => prompts[b]![t] ?? 0;
     let cache: KvCache | undefined;
-    for (let start = 0; start < longest - 1;) {
+    for (let start = 0; start < longest - 1; ) {
       const size = this.graph.hasCache ? Math.max(1, Math.floor(this.chunkAfter(cache?.length ?? 0) / batch)) : longest - 1;
       const chunk = Math.min(size, longest - 1 - start);
       const from = this.graph.hasCache ? start : 0;
@@ -274,13 +299,18 @@ export class OnnxBackend implements CompletionBackend {
   }
 
   private async sampleOne(request: SampleRequest): Promise<Sample[]> {
-    return this.sampleIds(encodeTail(request.prompt, this.window, (text) => this.tokenizer.encode(text)), request, bosHead(this.bosUse));
+    return this.sampleIds(
+      encodeTail(request.prompt, this.window, (text) => this.tokenizer.encode(text)),
+      request,
+      bosHead(this.bosUse),
+    );
   }
 
   /** Samples continuations of `head` (the BOS, or nothing) and a token-id prompt (`request.prompt` is ignored). */
   async sampleIds(promptIds: number[], request: SampleRequest, head: number[] = []): Promise<Sample[]> {
     const room = this.window - request.maxTokens;
-    if (room < 1) throw new ProbeError(`maxTokens ${request.maxTokens} leaves no room for a prompt in the ${this.window}-token window of ${this.dir}`);
+    if (room < 1)
+      throw new ProbeError(`maxTokens ${request.maxTokens} leaves no room for a prompt in the ${this.window}-token window of ${this.dir}`);
     const { ids: prompt, truncated } = fitContext(promptIds, head, [this.tokenizer.prefixId], room);
     if (this.sampler) return this.sampler.sample({ prompt, request, truncated });
     const samples: Sample[] = [];
@@ -324,7 +354,15 @@ class TokenScores {
   }
 
   result(tokens: number[], text: string, truncated: boolean): ScoreResult {
-    if (this.tokenLogprobs.length !== tokens.length) throw new ProbeError(`scored ${this.tokenLogprobs.length} of ${tokens.length} continuation tokens`);
-    return { tokenLogprobs: this.tokenLogprobs, tokens, bytes: utf8.encode(text).length, greedy: this.greedy, truncated, argmax: this.argmax };
+    if (this.tokenLogprobs.length !== tokens.length)
+      throw new ProbeError(`scored ${this.tokenLogprobs.length} of ${tokens.length} continuation tokens`);
+    return {
+      tokenLogprobs: this.tokenLogprobs,
+      tokens,
+      bytes: utf8.encode(text).length,
+      greedy: this.greedy,
+      truncated,
+      argmax: this.argmax,
+    };
   }
 }

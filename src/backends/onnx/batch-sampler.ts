@@ -34,7 +34,10 @@ export interface SampleJob {
 }
 
 /** The prompt's cache and the logits row that predicts its first new token. */
-export interface Prefix { cache: KvCache; lastRow: Float32Array }
+export interface Prefix {
+  cache: KvCache;
+  lastRow: Float32Array;
+}
 
 interface PendingJob extends SampleJob {
   samples: Sample[];
@@ -51,7 +54,12 @@ class Sequence {
   /** Where its cache row is: row 0 of its prompt's cache, then its row in the last pass it took part in. */
   source: RowSource;
 
-  constructor(readonly job: PendingJob, readonly index: number, prefix: Prefix, tokenizer: CheckpointTokenizer) {
+  constructor(
+    readonly job: PendingJob,
+    readonly index: number,
+    prefix: Prefix,
+    tokenizer: CheckpointTokenizer,
+  ) {
     this.draws = new SampleDraws(job.request, index, job.truncated, tokenizer);
     this.next = prefix.lastRow;
     this.source = { cache: prefix.cache, row: 0 };
@@ -77,7 +85,13 @@ export class BatchSampler {
    * @param feed runs a prompt through the graph (chunked) and returns its cache.
    * @param maxRows most rows per pass (1: one sequence at a time); default: as PASS_BUDGET_BYTES allows.
    */
-  constructor(private readonly graph: OnnxGraph, private readonly tokenizer: CheckpointTokenizer, private readonly window: number, private readonly feed: (ids: number[]) => Promise<Prefix>, private readonly maxRows?: number) {}
+  constructor(
+    private readonly graph: OnnxGraph,
+    private readonly tokenizer: CheckpointTokenizer,
+    private readonly window: number,
+    private readonly feed: (ids: number[]) => Promise<Prefix>,
+    private readonly maxRows?: number,
+  ) {}
 
   /** Samples `job.request.n` continuations of the job's prompt, in the same steps as whatever else is being sampled. */
   sample(job: SampleJob): Promise<Sample[]> {
@@ -131,7 +145,12 @@ export class BatchSampler {
           const perPass = this.rowsPerPass(length, bytesPerCachedToken(group[0]!.source.cache));
           for (let start = 0; start < group.length; start += perPass) {
             const rows = group.slice(start, start + perPass);
-            const out = await this.graph.forward(rows.map((s) => s.draws.lastToken), cacheOf(rows), rows.length, 'last');
+            const out = await this.graph.forward(
+              rows.map((s) => s.draws.lastToken),
+              cacheOf(rows),
+              rows.length,
+              'last',
+            );
             const vocab = out.logits.length / rows.length;
             rows.forEach((s, b) => {
               s.next = out.logits.subarray(b * vocab, (b + 1) * vocab);

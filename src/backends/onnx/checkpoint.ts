@@ -24,7 +24,10 @@ export const ModelConfig = z.looseObject({
    */
   probe_receptive_field: z.number().int().positive().optional(),
   bos_token_id: z.number().int().nonnegative().nullable().optional(),
-  eos_token_id: z.union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())]).nullable().optional(),
+  eos_token_id: z
+    .union([z.number().int().nonnegative(), z.array(z.number().int().nonnegative())])
+    .nullable()
+    .optional(),
 });
 export type ModelConfig = z.infer<typeof ModelConfig>;
 
@@ -69,10 +72,18 @@ export type TokenizerFiles = Pick<CheckpointFiles, 'dir' | 'config' | 'tokenizer
 
 export function readTokenizerDir(dirArg: string): TokenizerFiles {
   const dir = resolve(dirArg);
-  if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InputError({ file: dirArg }, 'not a tokenizer directory (expected tokenizer.json, optionally tokenizer_config.json and config.json)');
+  if (!existsSync(dir) || !statSync(dir).isDirectory())
+    throw new InputError(
+      { file: dirArg },
+      'not a tokenizer directory (expected tokenizer.json, optionally tokenizer_config.json and config.json)',
+    );
   const config = validate(ModelConfig, readJson(join(dir, 'config.json'), false) ?? {}, join(dir, 'config.json'));
   const tokenizerJson = validate(TokenizerJson, readJson(join(dir, 'tokenizer.json'), true), join(dir, 'tokenizer.json'));
-  const tokenizerConfig = validate(z.record(z.string(), z.unknown()), readJson(join(dir, 'tokenizer_config.json'), false) ?? {}, join(dir, 'tokenizer_config.json'));
+  const tokenizerConfig = validate(
+    z.record(z.string(), z.unknown()),
+    readJson(join(dir, 'tokenizer_config.json'), false) ?? {},
+    join(dir, 'tokenizer_config.json'),
+  );
   return { dir, config, tokenizerJson, tokenizerConfig };
 }
 

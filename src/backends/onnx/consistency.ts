@@ -27,7 +27,10 @@ export function checkSpecialTokens(dir: string, config: ModelConfig, tokenizer: 
     const ids = Array.isArray(value) ? value : value === null || value === undefined ? [] : [value];
     for (const id of ids) {
       if (id >= tokenizer.vocabSize) {
-        throw new InputError({ file: configFile, field }, `is ${id}, but ${join(dir, 'tokenizer.json')} has only ids 0–${tokenizer.vocabSize - 1}: the tokenizer and config.json come from different models`);
+        throw new InputError(
+          { file: configFile, field },
+          `is ${id}, but ${join(dir, 'tokenizer.json')} has only ids 0–${tokenizer.vocabSize - 1}: the tokenizer and config.json come from different models`,
+        );
       }
     }
   }
@@ -36,10 +39,15 @@ export function checkSpecialTokens(dir: string, config: ModelConfig, tokenizer: 
 /** The graph's logits width against config.json's vocab_size and every id the tokenizer can produce. */
 export function checkLogitsWidth(dir: string, modelPath: string, config: ModelConfig, tokenizer: TokenizerIds, width: number): void {
   if (config.vocab_size !== undefined && config.vocab_size !== width) {
-    throw new InputError({ file: join(dir, 'config.json'), field: 'vocab_size' }, `is ${config.vocab_size}, but the graph ${modelPath} produces ${width} logits per token`);
+    throw new InputError(
+      { file: join(dir, 'config.json'), field: 'vocab_size' },
+      `is ${config.vocab_size}, but the graph ${modelPath} produces ${width} logits per token`,
+    );
   }
   if (tokenizer.vocabSize > width) {
-    throw new InputError({ file: join(dir, 'tokenizer.json'), field: 'model.vocab' },
-      `has token ids up to ${tokenizer.vocabSize - 1}, but the graph ${modelPath} produces only ${width} logits per token (ids 0–${width - 1}): the tokenizer belongs to another model`);
+    throw new InputError(
+      { file: join(dir, 'tokenizer.json'), field: 'model.vocab' },
+      `has token ids up to ${tokenizer.vocabSize - 1}, but the graph ${modelPath} produces only ${width} logits per token (ids 0–${width - 1}): the tokenizer belongs to another model`,
+    );
   }
 }

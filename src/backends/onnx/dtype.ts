@@ -44,7 +44,11 @@ export function modelPathOf(dir: string, dtype: Dtype): string {
   const path = join(dir, modelFileOf(dtype));
   if (existsSync(path)) return path;
   const present = dtypesIn(dir);
-  const has = present.length ? `it has ${present.map((d) => `${d} (${modelFileOf(d)})`).join(', ')}` : 'it has no onnx/model*.onnx graph at all';
-  throw new InputError({ file: path, ...(dtype === DEFAULT_DTYPE ? {} : { field: '--dtype' }) },
-    `file is missing (the ${dtype} graph of the checkpoint); ${has}${present.length ? ': choose one with --dtype' : ''}`);
+  const has = present.length
+    ? `it has ${present.map((d) => `${d} (${modelFileOf(d)})`).join(', ')}`
+    : 'it has no onnx/model*.onnx graph at all';
+  throw new InputError(
+    { file: path, ...(dtype === DEFAULT_DTYPE ? {} : { field: '--dtype' }) },
+    `file is missing (the ${dtype} graph of the checkpoint); ${has}${present.length ? ': choose one with --dtype' : ''}`,
+  );
 }

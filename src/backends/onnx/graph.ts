@@ -45,7 +45,8 @@ export interface ForwardResult {
  * and no slower on 512-token chunks.
  */
 export const SESSION_OPTIONS: ort.InferenceSession.SessionOptions = {
-  logSeverityLevel: 4, graphOptimizationLevel: 'all',
+  logSeverityLevel: 4,
+  graphOptimizationLevel: 'all',
   extra: { session: { intra_op: { allow_spinning: '0' }, inter_op: { allow_spinning: '0' } } },
 };
 
@@ -71,7 +72,11 @@ export class OnnxGraph {
   private readonly kvType: FloatType;
   private readonly modelPath: string;
 
-  private constructor(private readonly session: ort.InferenceSession, files: CheckpointFiles, width: number) {
+  private constructor(
+    private readonly session: ort.InferenceSession,
+    files: CheckpointFiles,
+    width: number,
+  ) {
     const inputs = session.inputNames;
     const configFile = `${files.dir}/config.json`;
     this.modelPath = files.modelPath;
@@ -80,7 +85,10 @@ export class OnnxGraph {
     this.wantsMask = inputs.includes('attention_mask');
     this.keepInput = KEEP_INPUTS.find((name) => inputs.includes(name));
     if (!inputs.includes('input_ids') || !session.outputNames.includes('logits')) {
-      throw new InputError({ file: files.modelPath }, `graph must take "input_ids" and produce "logits" (has inputs ${inputs.join(', ')}; outputs ${session.outputNames.join(', ')})`);
+      throw new InputError(
+        { file: files.modelPath },
+        `graph must take "input_ids" and produce "logits" (has inputs ${inputs.join(', ')}; outputs ${session.outputNames.join(', ')})`,
+      );
     }
     const pastKeys = inputs.filter((n) => /^past_key_values\.\d+\.key$/.test(n));
     this.hasCache = pastKeys.length > 0;
@@ -97,16 +105,25 @@ export class OnnxGraph {
     this.kvHeads = fromGraph(1) ?? c.num_key_value_heads ?? heads ?? 0;
     this.headDim = fromGraph(3) ?? c.head_dim ?? (c.hidden_size && heads ? c.hidden_size / heads : 0);
     if (declared?.isTensor && !FLOAT_TYPES.includes(declared.type)) {
-      throw new InputError({ file: files.modelPath }, `past_key_values are ${declared.type}; this backend serves float32 and float16 caches`);
+      throw new InputError(
+        { file: files.modelPath },
+        `past_key_values are ${declared.type}; this backend serves float32 and float16 caches`,
+      );
     }
     // A float16 cache (fp16 exports) is fed as onnxruntime hands it back: presents pass through unchanged.
     this.kvType = declared?.isTensor && declared.type === 'float16' ? 'float16' : 'float32';
     if (this.hasCache) {
       if (!this.kvHeads || !Number.isInteger(this.headDim) || !this.headDim) {
-        throw new InputError({ file: configFile, field: 'num_key_value_heads' }, 'a graph with past_key_values needs num_attention_heads (or num_key_value_heads) and hidden_size or head_dim');
+        throw new InputError(
+          { file: configFile, field: 'num_key_value_heads' },
+          'a graph with past_key_values needs num_attention_heads (or num_key_value_heads) and hidden_size or head_dim',
+        );
       }
       if (c.num_hidden_layers !== undefined && c.num_hidden_layers !== this.layers) {
-        throw new InputError({ file: configFile, field: 'num_hidden_layers' }, `is ${c.num_hidden_layers} but the graph has ${this.layers} past_key_values layers`);
+        throw new InputError(
+          { file: configFile, field: 'num_hidden_layers' },
+          `is ${c.num_hidden_layers} but the graph has ${this.layers} past_key_values layers`,
+        );
       }
     }
   }
@@ -137,7 +154,10 @@ export class OnnxGraph {
     for (let l = 0; l < this.layers; l++) {
       for (const kind of ['key', 'value']) {
         const dims = [batch, this.kvHeads, 0, this.headDim];
-        tensors[`past_key_values.${l}.${kind}`] = this.kvType === 'float16' ? new ort.Tensor('float16', new Uint16Array(0), dims) : new ort.Tensor('float32', new Float32Array(0), dims);
+        tensors[`past_key_values.${l}.${kind}`] =
+          this.kvType === 'float16'
+            ? new ort.Tensor('float16', new Uint16Array(0), dims)
+            : new ort.Tensor('float32', new Float32Array(0), dims);
       }
     }
     return { tensors, length: 0 };
@@ -152,15 +172,20 @@ export class OnnxGraph {
    * only that row; others are sliced here).
    */
   async forward(ids: ArrayLike<number>, cache: KvCache | undefined, batch = 1, rows: 'all' | 'last' = 'all'): Promise<ForwardResult> {
-    const past = this.hasCache ? cache ?? this.emptyCache(batch) : undefined;
+    const past = this.hasCache ? (cache ?? this.emptyCache(batch)) : undefined;
     const offset = past?.length ?? 0;
     const n = ids.length / batch;
     const feeds: Record<string, ort.Tensor> = {
       input_ids: new ort.Tensor('int64', int64Of(ids), [batch, n]),
     };
-    if (this.wantsMask) feeds.attention_mask = new ort.Tensor('int64', new BigInt64Array(batch * (offset + n)).fill(1n), [batch, offset + n]);
+    if (this.wantsMask)
+      feeds.attention_mask = new ort.Tensor('int64', new BigInt64Array(batch * (offset + n)).fill(1n), [batch, offset + n]);
     if (this.wantsPositions) {
-      feeds.position_ids = new ort.Tensor('int64', BigInt64Array.from({ length: batch * n }, (_, i) => BigInt(offset + (i % n))), [batch, n]);
+      feeds.position_ids = new ort.Tensor(
+        'int64',
+        BigInt64Array.from({ length: batch * n }, (_, i) => BigInt(offset + (i % n))),
+        [batch, n],
+      );
     }
     // HF semantics: 0 keeps every position, 1 only the last.
     if (this.keepInput) feeds[this.keepInput] = new ort.Tensor('int64', BigInt64Array.of(rows === 'last' ? 1n : 0n), []);
@@ -170,17 +195,25 @@ export class OnnxGraph {
       out = await this.session.run(feeds, { logSeverityLevel: 4 });
     } catch (error) {
       // A graph that fails on some input fails its checkpoint, as a message: the run goes on with the others.
-      throw new ProbeError(`${this.modelPath}: onnxruntime failed on ${batch} × ${n} tokens${offset ? ` after ${offset} cached` : ''}: ${describeCause(error).split('\n')[0]}`, { cause: error });
+      throw new ProbeError(
+        `${this.modelPath}: onnxruntime failed on ${batch} × ${n} tokens${offset ? ` after ${offset} cached` : ''}: ${describeCause(error).split('\n')[0]}`,
+        { cause: error },
+      );
     }
     const logits = out.logits!;
     if (!FLOAT_TYPES.includes(logits.type)) {
       throw new InputError({ file: this.modelPath }, `logits are ${logits.type}; this backend serves float32 and float16 logits`);
     }
     const vocab = logits.dims[2]!;
-    if (this.width && vocab !== this.width) throw new InputError({ file: this.modelPath }, `the graph declares ${this.width} logits per token but produced ${vocab}`);
+    if (this.width && vocab !== this.width)
+      throw new InputError({ file: this.modelPath }, `the graph declares ${this.width} logits per token but produced ${vocab}`);
     const produced = logits.dims[1]!;
     const expected = rows === 'last' && this.keepInput ? 1 : n;
-    if (produced !== expected) throw new InputError({ file: this.modelPath }, `the graph produced logits for ${produced} positions where ${expected} were asked for`);
+    if (produced !== expected)
+      throw new InputError(
+        { file: this.modelPath },
+        `the graph produced logits for ${produced} positions where ${expected} were asked for`,
+      );
     let next: KvCache | undefined;
     if (past) {
       const tensors: Record<string, ort.Tensor> = {};
@@ -193,7 +226,8 @@ export class OnnxGraph {
     let data = logits.type === 'float16' ? halvesToFloats(logits.data as Uint16Array) : (logits.data as Float32Array);
     if (rows === 'last' && produced > 1) {
       const last = new Float32Array(batch * vocab);
-      for (let b = 0; b < batch; b++) last.set(data.subarray((b * produced + produced - 1) * vocab, (b * produced + produced) * vocab), b * vocab);
+      for (let b = 0; b < batch; b++)
+        last.set(data.subarray((b * produced + produced - 1) * vocab, (b * produced + produced) * vocab), b * vocab);
       data = last;
     }
     return { logits: data, cache: next };

@@ -14,7 +14,8 @@ function halfTable(): Float32Array {
     const sign = bits & 0x8000 ? -1 : 1;
     const exp = (bits >>> 10) & 0x1f;
     const mant = bits & 0x3ff;
-    table[bits] = exp === 0 ? sign * mant * 2 ** -24 : exp === 31 ? (mant ? NaN : sign * Infinity) : sign * (1 + mant / 1024) * 2 ** (exp - 15);
+    table[bits] =
+      exp === 0 ? sign * mant * 2 ** -24 : exp === 31 ? (mant ? NaN : sign * Infinity) : sign * (1 + mant / 1024) * 2 ** (exp - 15);
   }
   return table;
 }

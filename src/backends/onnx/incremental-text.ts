@@ -6,7 +6,10 @@ export class IncrementalText {
   private readonly decoder = new TextDecoder('utf-8');
   private readonly longestStop: number;
 
-  constructor(private readonly tokenizer: CheckpointTokenizer, private readonly stops: string[]) {
+  constructor(
+    private readonly tokenizer: CheckpointTokenizer,
+    private readonly stops: string[],
+  ) {
     this.longestStop = Math.max(0, ...stops.map((s) => s.length));
   }
 
@@ -22,7 +25,10 @@ export class IncrementalText {
     for (const stop of this.stops) {
       if (stop === '') continue;
       const at = this.value.indexOf(stop, from);
-      if (at >= 0 && (earliest < 0 || at < earliest)) { earliest = at; matched = stop; }
+      if (at >= 0 && (earliest < 0 || at < earliest)) {
+        earliest = at;
+        matched = stop;
+      }
     }
     if (matched !== undefined) this.value = this.value.slice(0, earliest);
     return matched;

@@ -9,7 +9,10 @@ import { ProbeError } from '../../errors.ts';
 import type { KvCache } from './graph.ts';
 
 /** One row to copy: row `row` of `cache`. */
-export interface RowSource { cache: KvCache; row: number }
+export interface RowSource {
+  cache: KvCache;
+  row: number;
+}
 
 type CacheData = Float32Array | Uint16Array;
 

@@ -60,7 +60,8 @@ export class LogSoftmaxSession {
     const rows = targets.length;
     if (rows === 0) return { logprob: new Float64Array(0), argmax: new Int32Array(0), argmaxLogprob: new Float64Array(0) };
     const view = logits.subarray(firstRow * vocab, (firstRow + rows) * vocab);
-    if (view.length !== rows * vocab) throw new ProbeError(`log-softmax: ${rows} rows of ${vocab} from row ${firstRow} overrun ${logits.length} logits`);
+    if (view.length !== rows * vocab)
+      throw new ProbeError(`log-softmax: ${rows} rows of ${vocab} from row ${firstRow} overrun ${logits.length} logits`);
     const ids = new BigInt64Array(rows);
     for (let i = 0; i < rows; i++) {
       const t = targets[i]!;
@@ -79,7 +80,11 @@ export class LogSoftmaxSession {
     const argmax64 = out.argmax!.data as BigInt64Array;
     const argmax = new Int32Array(rows);
     for (let i = 0; i < rows; i++) argmax[i] = Number(argmax64[i]!);
-    return { logprob: Float64Array.from(out.logprob!.data as Float64Array), argmax, argmaxLogprob: Float64Array.from(out.argmax_logprob!.data as Float64Array) };
+    return {
+      logprob: Float64Array.from(out.logprob!.data as Float64Array),
+      argmax,
+      argmaxLogprob: Float64Array.from(out.argmax_logprob!.data as Float64Array),
+    };
   }
 
   async close(): Promise<void> {
@@ -114,7 +119,11 @@ function buildGraph(precision: LogSoftmaxPrecision): Uint8Array {
   }
   const logSum = op('Log', [op('ReduceSum', [terms, 'axis1'], 'sum', [int('keepdims', 1)])], 'log_sum');
   op('Neg', [logSum], 'argmax_logprob');
-  const targetShift = op('Sub', [op('Cast', [target], 'wide_target', [int('to', T.DOUBLE)]), op('Cast', [max], 'max64', [int('to', T.DOUBLE)])], 'target_shift');
+  const targetShift = op(
+    'Sub',
+    [op('Cast', [target], 'wide_target', [int('to', T.DOUBLE)]), op('Cast', [max], 'max64', [int('to', T.DOUBLE)])],
+    'target_shift',
+  );
   op('Sub', [targetShift, logSum], 'logprob');
 
   const tensorType = (elemType: number, dims: Array<number | string>): OnnxTypes.ITypeProto => ({

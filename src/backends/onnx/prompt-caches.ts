@@ -16,7 +16,11 @@
 import { bytesPerCachedToken, headOf } from './kv-rows.ts';
 import type { KvCache } from './graph.ts';
 
-export interface FedPrompt { ids: number[]; cache: KvCache; lastRow: Float32Array }
+export interface FedPrompt {
+  ids: number[];
+  cache: KvCache;
+  lastRow: Float32Array;
+}
 
 /** Cache bytes the remembered prompts may hold. */
 const BUDGET_BYTES = 256 * 2 ** 20;
@@ -35,7 +39,10 @@ export class PromptCaches {
         this.touch(entry);
         return { exact: entry };
       }
-      if (n > shared) { shared = n; best = entry; }
+      if (n > shared) {
+        shared = n;
+        best = entry;
+      }
     }
     // At least two tokens are fed: the last one's logits row is needed (the prompt may be a head of a longer one), and a
     // one-token remainder would be fed alone, which rounds differently.

@@ -18,7 +18,12 @@ export class SampleDraws {
   private readonly params: SamplingParams;
   private readonly text: IncrementalText;
 
-  constructor(private readonly request: SampleRequest, index: number, private readonly truncated: boolean, private readonly tokenizer: CheckpointTokenizer) {
+  constructor(
+    private readonly request: SampleRequest,
+    index: number,
+    private readonly truncated: boolean,
+    private readonly tokenizer: CheckpointTokenizer,
+  ) {
     this.rng = createRng('sample', request.seed, index);
     this.params = { temperature: request.temperature, topP: request.topP, topK: request.topK };
     this.text = new IncrementalText(tokenizer, request.stop);

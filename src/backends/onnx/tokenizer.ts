@@ -46,7 +46,11 @@ export class CheckpointTokenizer {
       : Object.entries((vocab ?? {}) as Record<string, number>);
     for (const t of files.tokenizerJson.added_tokens ?? []) entries.push([t.content, t.id]);
     this.vocabSize = entries.reduce((max, [, id]) => Math.max(max, id + 1), 0);
-    this.bytesById = buildByteTable(entries, decoderTypes(files.tokenizerJson.decoder), new Set((files.tokenizerJson.added_tokens ?? []).map((t) => t.id)));
+    this.bytesById = buildByteTable(
+      entries,
+      decoderTypes(files.tokenizerJson.decoder),
+      new Set((files.tokenizerJson.added_tokens ?? []).map((t) => t.id)),
+    );
 
     const eos = files.config.eos_token_id ?? this.inner.eos_token_id;
     this.eosIds = new Set((Array.isArray(eos) ? eos : eos == null ? [] : [eos]).filter((id): id is number => typeof id === 'number'));
@@ -73,14 +77,21 @@ export class CheckpointTokenizer {
     if (policy === 'never') return { policy, id: null, source: '--bos never' };
     if (policy === 'always') {
       if (bosId === undefined || bosId === null) {
-        throw new InputError({ file: configFile, field: 'bos_token' }, `--bos always: the tokenizer has no BOS token (no bos_token in tokenizer_config.json, and the post-processor in ${this.files.dir}/tokenizer.json prepends none)`);
+        throw new InputError(
+          { file: configFile, field: 'bos_token' },
+          `--bos always: the tokenizer has no BOS token (no bos_token in tokenizer_config.json, and the post-processor in ${this.files.dir}/tokenizer.json prepends none)`,
+        );
       }
       return { policy, id: bosId, source: '--bos always' };
     }
     const explicit = this.files.tokenizerConfig.add_bos_token;
     if (typeof explicit === 'boolean') {
       if (!explicit) return { policy, id: null, source: 'tokenizer_config.json add_bos_token: false' };
-      if (bosId === undefined || bosId === null) throw new InputError({ file: configFile, field: 'add_bos_token' }, 'add_bos_token is true but the tokenizer has no BOS token (bos_token)');
+      if (bosId === undefined || bosId === null)
+        throw new InputError(
+          { file: configFile, field: 'add_bos_token' },
+          'add_bos_token is true but the tokenizer has no BOS token (bos_token)',
+        );
       return { policy, id: bosId, source: 'tokenizer_config.json add_bos_token: true' };
     }
     if (prepended !== undefined) return { policy, id: prepended, source: 'tokenizer.json post_processor prepends it' };
@@ -103,7 +114,10 @@ function buildByteTable(entries: Array<[string, number]>, decoders: string[], sp
   if (decoders.includes('ByteLevel')) {
     const byteOf = gpt2ByteDecoder();
     for (const [piece, id] of entries) {
-      if (special.has(id)) { table[id] = utf8.encode(piece); continue; }
+      if (special.has(id)) {
+        table[id] = utf8.encode(piece);
+        continue;
+      }
       const bytes = [...piece].map((ch) => byteOf.get(ch));
       table[id] = bytes.every((b) => b !== undefined) ? Uint8Array.from(bytes as number[]) : undefined;
     }

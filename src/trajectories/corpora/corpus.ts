@@ -54,7 +54,18 @@ export async function* corpusRows(file: string, options: { includeUnresolved: bo
       facts = rowFacts(row, source);
     } catch (error) {
       if (!(error instanceof InputError)) throw error;
-      yield { index, source, key, name: key, label: key, instanceId: null, problem: error, trajectory: () => { throw error; } };
+      yield {
+        index,
+        source,
+        key,
+        name: key,
+        label: key,
+        instanceId: null,
+        problem: error,
+        trajectory: () => {
+          throw error;
+        },
+      };
       continue;
     }
     if (facts.resolved === false && !options.includeUnresolved) {
@@ -63,8 +74,17 @@ export async function* corpusRows(file: string, options: { includeUnresolved: bo
     }
     const trajId = facts.trajId;
     // SWE-smith's traj_id repeats the instance id: `<instance_id>.<run>`; the run tells rows of one task apart.
-    const label = trajId && facts.instanceId && trajId.startsWith(`${facts.instanceId}.`) ? trajId.slice(facts.instanceId.length + 1) : trajId ?? key;
+    const label =
+      trajId && facts.instanceId && trajId.startsWith(`${facts.instanceId}.`) ? trajId.slice(facts.instanceId.length + 1) : (trajId ?? key);
     let parsed: Trajectory | undefined; // parsed once, whether to find its task or to build it
-    yield { index, source, key, name: trajId ?? key, label, instanceId: facts.instanceId, trajectory: () => (parsed ??= { ...rowTrajectory(row, source), label }) };
+    yield {
+      index,
+      source,
+      key,
+      name: trajId ?? key,
+      label,
+      instanceId: facts.instanceId,
+      trajectory: () => (parsed ??= { ...rowTrajectory(row, source), label }),
+    };
   }
 }

@@ -27,7 +27,8 @@ export interface RowFacts {
 function optionalString(row: Row, key: string, source: string): string | null {
   const value = row[key];
   if (value === undefined || value === null) return null;
-  if (typeof value !== 'string' || !value) throw new InputError({ file: source, field: key }, `expected a non-empty string, got ${JSON.stringify(value)?.slice(0, 80)}`);
+  if (typeof value !== 'string' || !value)
+    throw new InputError({ file: source, field: key }, `expected a non-empty string, got ${JSON.stringify(value)?.slice(0, 80)}`);
   return value;
 }
 
@@ -35,12 +36,14 @@ function outcome(row: Row, source: string): boolean | null {
   for (const key of ['resolved', 'target'] as const) {
     const value = row[key];
     if (value === undefined || value === null) continue;
-    if (typeof value !== 'boolean') throw new InputError({ file: source, field: key }, `expected true or false, got ${JSON.stringify(value)}`);
+    if (typeof value !== 'boolean')
+      throw new InputError({ file: source, field: key }, `expected true or false, got ${JSON.stringify(value)}`);
     return value;
   }
   const reward = row.reward;
   if (reward === undefined || reward === null) return null;
-  if (typeof reward !== 'number') throw new InputError({ file: source, field: 'reward' }, `expected a number, got ${JSON.stringify(reward)}`);
+  if (typeof reward !== 'number')
+    throw new InputError({ file: source, field: 'reward' }, `expected a number, got ${JSON.stringify(reward)}`);
   return reward === 1;
 }
 

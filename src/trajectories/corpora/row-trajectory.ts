@@ -25,8 +25,15 @@ import { hasToolCalls, openHandsEventsFromToolCalls, type ToolCallMessage } from
 
 /** Columns any layout reads: a Parquet corpus is read for these only (eval logs, tool schemas and test output are skipped). */
 export const TRAJECTORY_COLUMNS = [
-  'trajectory', 'messages', 'trajectory_steps', 'problem_statement', 'docker_image',
-  'generated_patch', 'patch', 'output_patch', 'true_output_patch',
+  'trajectory',
+  'messages',
+  'trajectory_steps',
+  'problem_statement',
+  'docker_image',
+  'generated_patch',
+  'patch',
+  'output_patch',
+  'true_output_patch',
 ] as const;
 
 /** A list column, also when a dataset stores it as a JSON string. */
@@ -37,18 +44,21 @@ function listColumn(row: Row, key: string, source: string): unknown[] | undefine
     try {
       value = JSON.parse(value);
     } catch (error) {
-      throw new InputError({ file: source, field: key }, 'expected a list (or a JSON string of one), got text that is not JSON', { cause: error });
+      throw new InputError({ file: source, field: key }, 'expected a list (or a JSON string of one), got text that is not JSON', {
+        cause: error,
+      });
     }
   }
   if (!Array.isArray(value)) throw new InputError({ file: source, field: key }, `expected a list, got ${typeof value}`);
   value.forEach((item, i) => {
-    if (item === null || typeof item !== 'object' || Array.isArray(item)) throw new InputError({ file: source, field: `${key}.${i}` }, `expected an object, got ${JSON.stringify(item)?.slice(0, 80)}`);
+    if (item === null || typeof item !== 'object' || Array.isArray(item))
+      throw new InputError({ file: source, field: `${key}.${i}` }, `expected an object, got ${JSON.stringify(item)?.slice(0, 80)}`);
   });
   return value;
 }
 
 function text(row: Row, key: string): string | null {
-  return typeof row[key] === 'string' ? row[key] as string : null;
+  return typeof row[key] === 'string' ? (row[key] as string) : null;
 }
 
 const FUNCTION_CALL = /<function=[\w.-]+>/;
@@ -57,9 +67,17 @@ const FUNCTION_CALL = /<function=[\w.-]+>/;
 function nebiusTurns(items: unknown[], source: string): ChatTurn[] {
   return items.map((item, i) => {
     const { role, text: body, system_prompt: system } = item as { role?: unknown; text?: unknown; system_prompt?: unknown };
-    if (typeof role !== 'string') throw new InputError({ file: source, field: `trajectory.${i}.role` }, `expected a string, got ${JSON.stringify(role)}`);
-    for (const [value, key] of [[body, 'text'], [system, 'system_prompt']] as const) {
-      if (value !== undefined && value !== null && typeof value !== 'string') throw new InputError({ file: source, field: `trajectory.${i}.${key}` }, `expected a string, got ${JSON.stringify(value)?.slice(0, 80)}`);
+    if (typeof role !== 'string')
+      throw new InputError({ file: source, field: `trajectory.${i}.role` }, `expected a string, got ${JSON.stringify(role)}`);
+    for (const [value, key] of [
+      [body, 'text'],
+      [system, 'system_prompt'],
+    ] as const) {
+      if (value !== undefined && value !== null && typeof value !== 'string')
+        throw new InputError(
+          { file: source, field: `trajectory.${i}.${key}` },
+          `expected a string, got ${JSON.stringify(value)?.slice(0, 80)}`,
+        );
     }
     return { role, content: (body as string | null | undefined) || (system as string | null | undefined) || '' };
   });
@@ -79,18 +97,29 @@ export function rowTrajectory(row: Row, source: string): Trajectory {
   }
   const history = listColumn(row, 'trajectory', source);
   if (history) {
-    return markUnparsed(importTrajectoryData(sweAgentTrajFromChat(nebiusTurns(history, source), text(row, 'generated_patch')), source, 'swe-agent'));
+    return markUnparsed(
+      importTrajectoryData(sweAgentTrajFromChat(nebiusTurns(history, source), text(row, 'generated_patch')), source, 'swe-agent'),
+    );
   }
   const messages = listColumn(row, 'messages', source) as ToolCallMessage[] | undefined;
-  if (!messages) throw new InputError({ file: source, field: 'messages' }, 'no trajectory in the row (expected a "messages", "trajectory" or "trajectory_steps" column)');
+  if (!messages)
+    throw new InputError(
+      { file: source, field: 'messages' },
+      'no trajectory in the row (expected a "messages", "trajectory" or "trajectory_steps" column)',
+    );
   messages.forEach((m, i) => {
-    if (typeof m.role !== 'string') throw new InputError({ file: source, field: `messages.${i}.role` }, `expected a string, got ${JSON.stringify(m.role)}`);
+    if (typeof m.role !== 'string')
+      throw new InputError({ file: source, field: `messages.${i}.role` }, `expected a string, got ${JSON.stringify(m.role)}`);
   });
   checkMessageContents(messages, source, 'messages');
   const submission = text(row, 'patch') ?? text(row, 'output_patch');
   if (hasToolCalls(messages)) return importTrajectoryData(openHandsEventsFromToolCalls(messages, source, 'messages'), source, 'openhands');
   if (messages.some((m) => FUNCTION_CALL.test(contentText(m.content)))) {
-    return importTrajectoryData({ messages, problem_statement: text(row, 'problem_statement') ?? undefined, output_patch: submission ?? undefined }, source, 'r2e-gym');
+    return importTrajectoryData(
+      { messages, problem_statement: text(row, 'problem_statement') ?? undefined, output_patch: submission ?? undefined },
+      source,
+      'r2e-gym',
+    );
   }
   const turns = messages.map((m) => ({ role: m.role, content: contentText(m.content) }));
   return markUnparsed(importTrajectoryData(sweAgentTrajFromChat(turns, submission), source, 'swe-agent'));

@@ -5,7 +5,10 @@
  * importer reads it: each model turn's action is the command block SWE-agent's
  * `thought_action` parser takes, its observation the next environment message.
  */
-export interface ChatTurn { role: string; content: string }
+export interface ChatTurn {
+  role: string;
+  content: string;
+}
 
 /**
  * SWE-agent's `ThoughtActionParser` (sweagent/tools/parsing.py): the action is the last
@@ -44,7 +47,14 @@ export function sweAgentTrajFromChat(turns: readonly ChatTurn[], submission: str
     if (!MODEL_ROLES.has(turn.role)) return [];
     const reply = turns[i + 1]; // what the environment answered, unless the model spoke again
     const parsed = thoughtAction(turn.content);
-    return [{ action: parsed?.action ?? '', thought: parsed?.thought ?? turn.content, response: turn.content, observation: reply && !MODEL_ROLES.has(reply.role) ? reply.content : null }];
+    return [
+      {
+        action: parsed?.action ?? '',
+        thought: parsed?.thought ?? turn.content,
+        response: turn.content,
+        observation: reply && !MODEL_ROLES.has(reply.role) ? reply.content : null,
+      },
+    ];
   });
   const history = turns.map((t) => ({ role: MODEL_ROLES.has(t.role) ? 'assistant' : t.role, content: t.content }));
   return { trajectory, history, info: { submission } };

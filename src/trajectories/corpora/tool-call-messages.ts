@@ -24,9 +24,11 @@ export function hasToolCalls(messages: readonly ToolCallMessage[]): boolean {
 
 /** The OpenHands action each tool stands for. */
 const ACTIONS: Record<string, string> = {
-  execute_bash: 'run', bash: 'run',
+  execute_bash: 'run',
+  bash: 'run',
   str_replace_editor: 'edit',
-  finish: 'finish', submit: 'finish',
+  finish: 'finish',
+  submit: 'finish',
 };
 
 function parseArguments(text: string | undefined, source: string, field: string): Record<string, unknown> {
@@ -52,7 +54,11 @@ export function openHandsEventsFromToolCalls(messages: readonly ToolCallMessage[
     } else if (message.role === 'tool') {
       const named = message.tool_call_id ?? message.tool_call_ids?.[0];
       const cause = (named === undefined ? undefined : actionIds.get(named)) ?? pending[0];
-      if (cause === undefined) throw new InputError({ file: source, field: `${field}.${i}` }, `a tool reply to no earlier tool call (${JSON.stringify(named ?? null)})`);
+      if (cause === undefined)
+        throw new InputError(
+          { file: source, field: `${field}.${i}` },
+          `a tool reply to no earlier tool call (${JSON.stringify(named ?? null)})`,
+        );
       if (pending.includes(cause)) pending.splice(pending.indexOf(cause), 1);
       events.push({ id: events.length, cause, observation: 'run', content: text });
     } else if (message.role === 'assistant') {
@@ -68,12 +74,18 @@ export function openHandsEventsFromToolCalls(messages: readonly ToolCallMessage[
         const at = `${field}.${i}.tool_calls.${k}`;
         const name = call.function?.name ?? '';
         const action = ACTIONS[name];
-        if (!action) throw new InputError({ file: source, field: `${at}.function.name` }, `unsupported tool "${name}" (known: ${Object.keys(ACTIONS).join(', ')})`);
+        if (!action)
+          throw new InputError(
+            { file: source, field: `${at}.function.name` },
+            `unsupported tool "${name}" (known: ${Object.keys(ACTIONS).join(', ')})`,
+          );
         const args = parseArguments(call.function?.arguments, source, `${at}.function.arguments`);
         if (call.id) actionIds.set(call.id, events.length);
         pending.push(events.length);
         events.push({
-          id: events.length, source: 'agent', action,
+          id: events.length,
+          source: 'agent',
+          action,
           args,
           tool_call_metadata: { model_response: { choices: [{ message: { tool_calls: [call] } }] } },
         });

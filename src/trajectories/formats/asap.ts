@@ -12,8 +12,10 @@ export function looksLikeAsap(text: string): boolean {
 /** An md+xml action as a normalized trajectory action. */
 export function normalizeMdXml(action: Action, text: string): TrajectoryAction {
   switch (action.kind) {
-    case 'bash': return bashAction(text, action.command);
-    case 'submit': return submitAction(text);
+    case 'bash':
+      return bashAction(text, action.command);
+    case 'submit':
+      return submitAction(text);
     case 'str_replace_editor': {
       const { kind: _kind, fileText, oldStr, newStr, insertLine, ...rest } = action;
       return editorAction(text, { ...rest, file_text: fileText, old_str: oldStr, new_str: newStr, insert_line: insertLine });
@@ -26,12 +28,22 @@ export function importAsap(text: string, file: string): Trajectory {
   try {
     parsed = parseTranscript(text);
   } catch (error) {
-    if (error instanceof ActionParseError) throw new InputError({ file }, `not a valid md+xml transcript: ${error.message}`, { cause: error });
+    if (error instanceof ActionParseError)
+      throw new InputError({ file }, `not a valid md+xml transcript: ${error.message}`, { cause: error });
     throw error;
   }
   return {
-    format: 'asap', source: file, problemStatement: parsed.problemStatement, preamble: [],
-    steps: parsed.steps.map((s, index) => ({ index, thought: s.thought, response: s.response, action: normalizeMdXml(s.action, s.actionText), observation: s.observation ?? null })),
+    format: 'asap',
+    source: file,
+    problemStatement: parsed.problemStatement,
+    preamble: [],
+    steps: parsed.steps.map((s, index) => ({
+      index,
+      thought: s.thought,
+      response: s.response,
+      action: normalizeMdXml(s.action, s.actionText),
+      observation: s.observation ?? null,
+    })),
     submission: null,
   };
 }

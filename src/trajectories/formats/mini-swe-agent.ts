@@ -39,19 +39,29 @@ export function checkMessageContents(messages: readonly unknown[], file: string,
       content.forEach((part, k) => {
         const text = (part as { text?: unknown } | null)?.text;
         if (typeof part !== 'string' && (typeof part !== 'object' || part === null || !isText(text))) {
-          throw new InputError({ file, field: `${at}.${k}` }, `expected a content part (a string or {"type", "text"}), got ${JSON.stringify(part)}`);
+          throw new InputError(
+            { file, field: `${at}.${k}` },
+            `expected a content part (a string or {"type", "text"}), got ${JSON.stringify(part)}`,
+          );
         }
       });
       return;
     }
-    throw new InputError({ file, field: at }, `expected text (a string or a list of content parts), got ${JSON.stringify(content)?.slice(0, 80)}`);
+    throw new InputError(
+      { file, field: at },
+      `expected text (a string or a list of content parts), got ${JSON.stringify(content)?.slice(0, 80)}`,
+    );
   });
 }
 
 export function looksLikeMiniSweAgent(data: unknown): boolean {
   const messages = Array.isArray(data) ? data : (data as { messages?: unknown })?.messages;
-  return Array.isArray(messages) && messages.length > 0 && messages.every((m) => typeof m === 'object' && m !== null && 'role' in m)
-    && (!Array.isArray(data) || !(data as object[]).some((m) => 'action' in m || 'observation' in m));
+  return (
+    Array.isArray(messages) &&
+    messages.length > 0 &&
+    messages.every((m) => typeof m === 'object' && m !== null && 'role' in m) &&
+    (!Array.isArray(data) || !(data as object[]).some((m) => 'action' in m || 'observation' in m))
+  );
 }
 
 export function miniSweAgentFormat(data: unknown): TrajectoryFormat {
@@ -74,7 +84,8 @@ export function importMiniSweAgent(data: unknown, file: string, format: Trajecto
   if (!Array.isArray(messages)) throw new InputError({ file, field: 'messages' }, 'expected a list of chat messages');
   checkMessageContents(messages, file, Array.isArray(data) ? '' : 'messages');
   const firstAssistant = messages.findIndex((m) => m.role === 'assistant');
-  const preamble = messages.slice(0, firstAssistant < 0 ? messages.length : firstAssistant)
+  const preamble = messages
+    .slice(0, firstAssistant < 0 ? messages.length : firstAssistant)
     .map((m) => ({ role: m.role, content: contentText(m.content) }));
   const task = preamble.find((m) => m.role === 'user')?.content ?? null;
   const block = new RegExp(`\`\`\`${BLOCK[format as keyof typeof BLOCK] ?? 'bash'}\\s*\\n([\\s\\S]*?)\\n\`\`\``, 'g');
@@ -91,11 +102,21 @@ export function importMiniSweAgent(data: unknown, file: string, format: Trajecto
     const actions = message.extra?.actions ?? [];
     if (message.tool_calls?.length || actions.length) {
       // Tool-call mode: one step per call, each observed by its `role: "tool"` reply.
-      const calls = actions.length ? actions : (message.tool_calls ?? []).map((c) => ({ command: parseCommand(c.function?.arguments), tool_call_id: c.id }));
+      const calls = actions.length
+        ? actions
+        : (message.tool_calls ?? []).map((c) => ({ command: parseCommand(c.function?.arguments), tool_call_id: c.id }));
       calls.forEach((call, k) => {
         const command = call.command ?? '';
-        const reply = replies.find((m) => m.role === 'tool' && (m as { tool_call_id?: string }).tool_call_id === call.tool_call_id) ?? replies.filter((m) => m.role === 'tool')[k];
-        steps.push({ index: steps.length, thought: k === 0 ? content.trim() : '', response: content, action: bashAction(command, command), observation: reply ? contentText(reply.content) : null });
+        const reply =
+          replies.find((m) => m.role === 'tool' && (m as { tool_call_id?: string }).tool_call_id === call.tool_call_id) ??
+          replies.filter((m) => m.role === 'tool')[k];
+        steps.push({
+          index: steps.length,
+          thought: k === 0 ? content.trim() : '',
+          response: content,
+          action: bashAction(command, command),
+          observation: reply ? contentText(reply.content) : null,
+        });
       });
       return;
     }
@@ -103,13 +124,22 @@ export function importMiniSweAgent(data: unknown, file: string, format: Trajecto
     const observation = replies.find((m) => m.role === 'user' || m.role === 'tool');
     if (matches.length !== 1) {
       // mini-swe-agent rejected this turn (no block, or several): nothing ran.
-      steps.push({ index: steps.length, thought: content.trim(), response: content, action: { text: '', kind: 'other', tool: 'none', args: { reason: `${matches.length} action blocks` } }, observation: observation ? contentText(observation.content) : null });
+      steps.push({
+        index: steps.length,
+        thought: content.trim(),
+        response: content,
+        action: { text: '', kind: 'other', tool: 'none', args: { reason: `${matches.length} action blocks` } },
+        observation: observation ? contentText(observation.content) : null,
+      });
       return;
     }
     const match = matches[0]!;
     steps.push({
       index: steps.length,
-      thought: content.slice(0, match.index).replace(/^THOUGHT:\s*/, '').trim(),
+      thought: content
+        .slice(0, match.index)
+        .replace(/^THOUGHT:\s*/, '')
+        .trim(),
       response: content,
       action: bashAction(match[0], match[1]!),
       observation: observation ? contentText(observation.content) : null,

@@ -17,7 +17,9 @@ interface Event {
   content?: string;
   message?: string;
   cause?: number;
-  tool_call_metadata?: { model_response?: { choices?: Array<{ message?: { tool_calls?: Array<{ function?: { arguments?: string } }> } }> } };
+  tool_call_metadata?: {
+    model_response?: { choices?: Array<{ message?: { tool_calls?: Array<{ function?: { arguments?: string } }> } }> };
+  };
 }
 
 export function looksLikeOpenHands(data: unknown): boolean {
@@ -43,8 +45,14 @@ export function importOpenHands(data: unknown, file: string): Trajectory {
   let pendingThought = '';
   events.forEach((event, i) => {
     // Text that becomes the task, a thought or an observation must be text, not a value String() would flatten.
-    for (const [value, field] of [[event.content, `${i}.content`], [event.message, `${i}.message`], [event.args?.content, `${i}.args.content`], [event.args?.thought, `${i}.args.thought`]] as const) {
-      if (value !== undefined && value !== null && typeof value !== 'string') throw new InputError({ file, field }, `expected a string, got ${JSON.stringify(value)?.slice(0, 80)}`);
+    for (const [value, field] of [
+      [event.content, `${i}.content`],
+      [event.message, `${i}.message`],
+      [event.args?.content, `${i}.args.content`],
+      [event.args?.thought, `${i}.args.thought`],
+    ] as const) {
+      if (value !== undefined && value !== null && typeof value !== 'string')
+        throw new InputError({ file, field }, `expected a string, got ${JSON.stringify(value)?.slice(0, 80)}`);
     }
     if (!event.action) return;
     const args = event.args ?? {};
@@ -61,20 +69,41 @@ export function importOpenHands(data: unknown, file: string): Trajectory {
     const text = actionText(event);
     let action;
     switch (event.action) {
-      case 'run': action = bashAction(text, String(args.command ?? '')); break;
-      case 'edit': action = editorAction(text, { ...args, command: args.command ?? (args.file_text !== undefined ? 'create' : 'str_replace') }); break;
-      case 'read': action = editorAction(text, { command: 'view', path: args.path, ...(args.view_range ? { view_range: args.view_range } : {}) }); break;
-      case 'write': action = editorAction(text, { command: 'create', path: args.path, file_text: args.content }); break;
-      case 'finish': action = submitAction(text, args); break;
-      default: throw new InputError({ file, field: `${i}.action` }, `unsupported OpenHands action "${event.action}"`);
+      case 'run':
+        action = bashAction(text, String(args.command ?? ''));
+        break;
+      case 'edit':
+        action = editorAction(text, { ...args, command: args.command ?? (args.file_text !== undefined ? 'create' : 'str_replace') });
+        break;
+      case 'read':
+        action = editorAction(text, { command: 'view', path: args.path, ...(args.view_range ? { view_range: args.view_range } : {}) });
+        break;
+      case 'write':
+        action = editorAction(text, { command: 'create', path: args.path, file_text: args.content });
+        break;
+      case 'finish':
+        action = submitAction(text, args);
+        break;
+      default:
+        throw new InputError({ file, field: `${i}.action` }, `unsupported OpenHands action "${event.action}"`);
     }
     pendingThought = '';
     const obs = event.id !== undefined ? observations.get(event.id) : undefined;
-    steps.push({ index: steps.length, thought, response: thought ? `${thought}\n${text}` : text, action, observation: obs ? String(obs.content ?? '') : null });
+    steps.push({
+      index: steps.length,
+      thought,
+      response: thought ? `${thought}\n${text}` : text,
+      action,
+      observation: obs ? String(obs.content ?? '') : null,
+    });
   });
   const finish = [...events].reverse().find((e) => e.action === 'finish');
   return {
-    format: 'openhands', source: file, problemStatement: preamble[0]?.content ?? null, preamble, steps,
+    format: 'openhands',
+    source: file,
+    problemStatement: preamble[0]?.content ?? null,
+    preamble,
+    steps,
     submission: finish ? String(finish.args?.final_thought ?? finish.args?.message ?? '') || null : null,
   };
 }

@@ -15,7 +15,10 @@ export function looksLikeR2eGym(data: unknown): boolean {
   const root = data as { trajectory_steps?: unknown; messages?: unknown };
   if (Array.isArray(root?.trajectory_steps)) return true;
   const messages = Array.isArray(data) ? data : root?.messages;
-  return Array.isArray(messages) && messages.some((m) => typeof m === 'object' && m !== null && CALL.test(contentText((m as { content?: unknown }).content)));
+  return (
+    Array.isArray(messages) &&
+    messages.some((m) => typeof m === 'object' && m !== null && CALL.test(contentText((m as { content?: unknown }).content)))
+  );
 }
 
 /** One function call, parsed. */
@@ -24,7 +27,8 @@ export function functionCallAction(text: string): TrajectoryAction {
   if (!call) return { text, kind: 'other', tool: 'none', args: { reason: 'no <function=…> call' } };
   const name = call[1]!;
   const params: Record<string, unknown> = {};
-  for (const p of call[2]!.matchAll(/<parameter=(\w+)>([\s\S]*?)<\/parameter>/g)) params[p[1]!] = p[2]!.replace(/^\n/, '').replace(/\n$/, '');
+  for (const p of call[2]!.matchAll(/<parameter=(\w+)>([\s\S]*?)<\/parameter>/g))
+    params[p[1]!] = p[2]!.replace(/^\n/, '').replace(/\n$/, '');
   const written = call[0];
   if (name === 'execute_bash' || name === 'bash') return bashAction(written, String(params.cmd ?? params.command ?? ''));
   if (name === 'file_editor' || name === 'str_replace_editor') {
@@ -39,14 +43,26 @@ export function functionCallAction(text: string): TrajectoryAction {
 }
 
 export function importR2eGym(data: unknown, file: string): Trajectory {
-  const root = data as { trajectory_steps?: Array<Record<string, unknown>>; problem_statement?: string; output_patch?: string; true_output_patch?: string; messages?: unknown };
+  const root = data as {
+    trajectory_steps?: Array<Record<string, unknown>>;
+    problem_statement?: string;
+    output_patch?: string;
+    true_output_patch?: string;
+    messages?: unknown;
+  };
   const steps: TrajectoryStep[] = [];
   const preamble: Array<{ role: string; content: string }> = [];
   if (Array.isArray(root.trajectory_steps)) {
     root.trajectory_steps.forEach((s, index) => {
       if (typeof s.action !== 'string') throw new InputError({ file, field: `trajectory_steps.${index}.action` }, 'expected a string');
       const thought = typeof s.thought === 'string' ? s.thought : '';
-      steps.push({ index, thought: thought.trim(), response: thought ? `${thought}\n${s.action}` : s.action, action: functionCallAction(s.action), observation: typeof s.observation === 'string' ? s.observation : null });
+      steps.push({
+        index,
+        thought: thought.trim(),
+        response: thought ? `${thought}\n${s.action}` : s.action,
+        action: functionCallAction(s.action),
+        observation: typeof s.observation === 'string' ? s.observation : null,
+      });
     });
   } else {
     const messages = (Array.isArray(data) ? data : root.messages) as Array<{ role: string; content: unknown }>;
@@ -59,12 +75,21 @@ export function importR2eGym(data: unknown, file: string): Trajectory {
       }
       const call = CALL.exec(content);
       const reply = messages.slice(i + 1).find((n) => n.role !== 'assistant');
-      steps.push({ index: steps.length, thought: (call ? content.slice(0, call.index) : content).trim(), response: content, action: functionCallAction(content), observation: reply ? contentText(reply.content) : null });
+      steps.push({
+        index: steps.length,
+        thought: (call ? content.slice(0, call.index) : content).trim(),
+        response: content,
+        action: functionCallAction(content),
+        observation: reply ? contentText(reply.content) : null,
+      });
     });
   }
   return {
-    format: 'r2e-gym', source: file,
+    format: 'r2e-gym',
+    source: file,
     problemStatement: root.problem_statement ?? preamble.find((m) => m.role === 'user')?.content ?? null,
-    preamble, steps, submission: root.output_patch ?? root.true_output_patch ?? null,
+    preamble,
+    steps,
+    submission: root.output_patch ?? root.true_output_patch ?? null,
   };
 }

@@ -8,13 +8,23 @@ import type { Trajectory, TrajectoryStep } from '../../schema/trajectory.ts';
 import { sweAgentAction } from '../actions.ts';
 import { checkMessageContents, contentText } from './mini-swe-agent.ts';
 
-interface SweAgentStep { action?: unknown; observation?: unknown; response?: unknown; thought?: unknown; state?: unknown }
+interface SweAgentStep {
+  action?: unknown;
+  observation?: unknown;
+  response?: unknown;
+  thought?: unknown;
+  state?: unknown;
+}
 
 /** `working_dir` of a step's `state`: an object (newer files) or its JSON text (older ones). */
 function stateWorkdir(state: unknown): string | undefined {
   let value = state;
   if (typeof state === 'string') {
-    try { value = JSON.parse(state); } catch { return undefined; }
+    try {
+      value = JSON.parse(state);
+    } catch {
+      return undefined;
+    }
   }
   const dir = (value as { working_dir?: unknown } | null)?.working_dir;
   return typeof dir === 'string' && dir.startsWith('/') ? dir : undefined;
@@ -32,9 +42,16 @@ export function importSweAgent(data: unknown, file: string): Trajectory {
   if (!Array.isArray(history)) throw new InputError({ file, field: 'history' }, 'expected a list of chat messages');
   checkMessageContents(history, file, 'history');
   const firstAssistant = history.findIndex((m) => m.role === 'assistant');
-  const preamble = history.slice(0, firstAssistant < 0 ? history.length : firstAssistant).map((m) => ({ role: m.role, content: contentText(m.content) }));
+  const preamble = history
+    .slice(0, firstAssistant < 0 ? history.length : firstAssistant)
+    .map((m) => ({ role: m.role, content: contentText(m.content) }));
   // The task is the last user message before the first action: earlier ones may be demonstrations.
-  const task = preamble.filter((m) => m.role === 'user').map((m) => m.content).reverse().find((c) => c.includes('ISSUE:')) ?? null;
+  const task =
+    preamble
+      .filter((m) => m.role === 'user')
+      .map((m) => m.content)
+      .reverse()
+      .find((c) => c.includes('ISSUE:')) ?? null;
   const steps: TrajectoryStep[] = root.trajectory.map((step, index) => {
     if (typeof step.action !== 'string') throw new InputError({ file, field: `trajectory.${index}.action` }, 'expected a string');
     return {
@@ -45,7 +62,15 @@ export function importSweAgent(data: unknown, file: string): Trajectory {
       observation: typeof step.observation === 'string' ? step.observation : null,
     };
   });
-  const issue = task ? /ISSUE:\n([\s\S]*?)\n\s*\nINSTRUCTIONS:/.exec(task)?.[1] ?? task : null;
+  const issue = task ? (/ISSUE:\n([\s\S]*?)\n\s*\nINSTRUCTIONS:/.exec(task)?.[1] ?? task) : null;
   const recordedWorkdir = root.trajectory.map((s) => stateWorkdir(s.state)).find((d) => d !== undefined);
-  return { format: 'swe-agent', source: file, problemStatement: issue, preamble, steps, submission: root.info?.submission ?? null, ...(recordedWorkdir ? { recordedWorkdir } : {}) };
+  return {
+    format: 'swe-agent',
+    source: file,
+    problemStatement: issue,
+    preamble,
+    steps,
+    submission: root.info?.submission ?? null,
+    ...(recordedWorkdir ? { recordedWorkdir } : {}),
+  };
 }
