@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { asapFormat, type AsapFormatName } from '../asap/formats.ts';
+import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
 import { prepareInstances } from '../asap/prepare.ts';
 import type { ToolProfile } from '../asap/profiles.ts';
 import { type AsapResult, runAsap } from '../asap/run.ts';
@@ -55,6 +56,42 @@ export interface AsapRunSettings {
    */
   resume?: boolean;
   quiet: boolean;
+}
+
+/** What a run of the ASAP protocol leaves to its caller. */
+export type AsapProtocolChoices = Pick<
+  AsapRunSettings,
+  | 'tasksPath'
+  | 'reference'
+  | 'runs'
+  | 'concurrency'
+  | 'profile'
+  | 'maxSteps'
+  | 'maxTokens'
+  | 'seed'
+  | 'out'
+  | 'quiet'
+  | 'http'
+  | 'cache'
+  | 'dtype'
+  | 'bos'
+>;
+
+/**
+ * The ASAP protocol as `probe screen` and `probe validate` run it: the caller's choices, and
+ * the protocol's own settings (mission.md) written once — md+xml, the 3-step reference
+ * prefix, T = 0.7, top-p 0.95, 120 s per action, the local sandbox.
+ */
+export function asapProtocolSettings(choices: AsapProtocolChoices): AsapRunSettings {
+  return {
+    ...choices,
+    format: 'md+xml',
+    prefixSteps: DEFAULT_PREFIX_STEPS,
+    temperature: 0.7,
+    topP: 0.95,
+    actionTimeoutS: 120,
+    sandbox: 'local',
+  };
 }
 
 export interface AsapRunOutcome {

@@ -6,7 +6,6 @@
  */
 import { join, resolve } from 'node:path';
 import { referenceFiles } from '../asap/prepare.ts';
-import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
 import type { BpbItem, BpbResult } from '../probes/bpb.ts';
 import { scoreBpb } from '../probes/bpb.ts';
 import { rankingAccuracy, scoreMcq, type McqItem, type McqResult } from '../probes/mcq.ts';
@@ -17,7 +16,7 @@ import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { LadderRow } from '../report/collect.ts';
 import { averageRanks } from '../stats/correlation.ts';
-import { runAsapOverCheckpoints } from './asap.ts';
+import { asapProtocolSettings, runAsapOverCheckpoints } from './asap.ts';
 import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from './checkpoint-loop.ts';
 import { checkpointFacts } from '../store/checkpoint-facts.ts';
 
@@ -177,28 +176,26 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   // The last rung: whole episodes for the shortlist only, on the tasks the probes come from.
   let asapOut: string | null = null;
   if (s.asapRuns > 0 && shortlist.length > 0) {
-    const asap = await runAsapOverCheckpoints(shortlist, asapTasksOf(run, s), {
-      tasksPath: s.tasksPath,
-      reference: s.reference,
-      runs: s.asapRuns,
-      concurrency: s.concurrency,
-      profile: 'bash',
-      format: 'md+xml',
-      prefixSteps: DEFAULT_PREFIX_STEPS,
-      maxSteps: s.asapMaxSteps,
-      maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS,
-      temperature: 0.7,
-      topP: 0.95,
-      seed: s.seed,
-      actionTimeoutS: 120,
-      sandbox: 'local',
-      out: dir ? join(dir.dir, 'asap') : s.asapOut,
-      quiet: run.quiet,
-      http: run.http,
-      cache: run.cache,
-      dtype: run.dtype,
-      bos: run.bos,
-    });
+    const asap = await runAsapOverCheckpoints(
+      shortlist,
+      asapTasksOf(run, s),
+      asapProtocolSettings({
+        tasksPath: s.tasksPath,
+        reference: s.reference,
+        runs: s.asapRuns,
+        concurrency: s.concurrency,
+        profile: 'bash',
+        maxSteps: s.asapMaxSteps,
+        maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS,
+        seed: s.seed,
+        out: dir ? join(dir.dir, 'asap') : s.asapOut,
+        quiet: run.quiet,
+        http: run.http,
+        cache: run.cache,
+        dtype: run.dtype,
+        bos: run.bos,
+      }),
+    );
     asapOut = asap.out;
     failures.push(...asap.failures);
     for (const r of asap.results) {

@@ -6,7 +6,6 @@
  * each rung × checkpoint its cost when it ends: a killed study resumes where it stopped.
  */
 import { join, resolve } from 'node:path';
-import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
 import { referenceFiles } from '../asap/prepare.ts';
 import type { AsapResult } from '../asap/run.ts';
 import { AsapStore } from '../asap/store.ts';
@@ -22,7 +21,7 @@ import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { checkpointFacts } from '../store/checkpoint-facts.ts';
 import type { RunDir } from '../store/run-dir.ts';
-import { ASAP_K_VALUES, runAsapOverCheckpoints } from '../pipeline/asap.ts';
+import { ASAP_K_VALUES, asapProtocolSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
 import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from '../pipeline/checkpoint-loop.ts';
 import { ASAP_MAX_TOKENS, PASSK_MAX_TOKENS } from '../pipeline/ladder.ts';
 import { codePieces } from './code-text.ts';
@@ -191,28 +190,26 @@ async function groundTruth(run: StudyRun, s: StudySettings, asapTasks: LoadedTas
       0,
     );
   const reusedOf = new Map(run.checkpoints.map((c) => [c, finishedBefore(c)]));
-  const asap = await runAsapOverCheckpoints(run.checkpoints, asapTasks, {
-    tasksPath: s.tasksPath,
-    reference: s.reference,
-    runs: s.asapRuns,
-    concurrency: s.concurrency,
-    profile: s.asapProfile ?? 'bash',
-    format: 'md+xml',
-    prefixSteps: DEFAULT_PREFIX_STEPS,
-    maxSteps: s.asapMaxSteps,
-    maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS,
-    temperature: 0.7,
-    topP: 0.95,
-    seed: s.seed,
-    actionTimeoutS: 120,
-    sandbox: 'local',
-    out,
-    quiet: run.quiet,
-    http: run.http,
-    cache: run.cache,
-    dtype: run.dtype,
-    bos: run.bos,
-  });
+  const asap = await runAsapOverCheckpoints(
+    run.checkpoints,
+    asapTasks,
+    asapProtocolSettings({
+      tasksPath: s.tasksPath,
+      reference: s.reference,
+      runs: s.asapRuns,
+      concurrency: s.concurrency,
+      profile: s.asapProfile ?? 'bash',
+      maxSteps: s.asapMaxSteps,
+      maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS,
+      seed: s.seed,
+      out,
+      quiet: run.quiet,
+      http: run.http,
+      cache: run.cache,
+      dtype: run.dtype,
+      bos: run.bos,
+    }),
+  );
   const records = new Map<string, AsapInstanceRecord[]>();
   const costs: RungCost[] = [];
   for (const r of asap.results) {
