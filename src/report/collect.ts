@@ -10,7 +10,7 @@ import { InputError } from '../errors.ts';
 import type { AptResult } from '../probes/aptbench.ts';
 import type { BpbResult } from '../probes/bpb.ts';
 import { loadProbeItems } from '../probes/load.ts';
-import type { McqResult } from '../probes/mcq.ts';
+import { rankingAccuracy, type McqResult } from '../probes/mcq.ts';
 import type { PasskResult } from '../probes/passk.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import { probeSetRecord, type RunManifest } from '../store/run-dir.ts';
@@ -32,6 +32,11 @@ export interface LadderRow {
   control?: boolean;
   /** Held-out code BPB measured when the checkpoint was trained, where known: the order the probes are checked against. */
   heldout_code_bpb?: number | null;
+}
+
+/** The MCQ accuracy a ladder row is ranked and shown by (`rankingAccuracy`: acc_norm). */
+export function ladderMcqAccuracy(r: Pick<LadderRow, 'mcq_acc' | 'mcq_acc_norm'>): number {
+  return rankingAccuracy({ acc: r.mcq_acc, acc_norm: r.mcq_acc_norm });
 }
 
 export interface ReportRun {

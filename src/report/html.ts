@@ -8,7 +8,7 @@ import type { AsapResult } from '../asap/run.ts';
 import type { BpbResult } from '../probes/bpb.ts';
 import { RANKING_ACCURACY_LABEL, rankingAccuracy } from '../probes/mcq.ts';
 import { spearman } from '../stats/correlation.ts';
-import type { ReportData } from './collect.ts';
+import { ladderMcqAccuracy, type ReportData } from './collect.ts';
 import { downstreamScore, formatPercent, shortCheckpointName } from './table.ts';
 import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
 import { knownOrder } from './known-order.ts';
@@ -110,7 +110,7 @@ function rankingSection(data: ReportData): string {
         named(data, r.checkpoint),
         ...(known ? [num(r.heldout_code_bpb, 3)] : []),
         num(r.bpb),
-        pct(rankingAccuracy({ acc: r.mcq_acc, acc_norm: r.mcq_acc_norm })),
+        pct(ladderMcqAccuracy(r)),
         num(r.cheap_rank, 1),
         pct(r.pass_at?.['1']),
         pct(r.asap?.pass_at_1),

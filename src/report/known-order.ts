@@ -4,8 +4,8 @@
  * makes before trusting a probe on checkpoints whose order nobody knows.
  */
 import { kendallTauB } from '../stats/correlation.ts';
-import { RANKING_ACCURACY_LABEL, rankingAccuracy } from '../probes/mcq.ts';
-import type { LadderRow } from './collect.ts';
+import { RANKING_ACCURACY_LABEL } from '../probes/mcq.ts';
+import { ladderMcqAccuracy, type LadderRow } from './collect.ts';
 
 export interface OrderCheck {
   metric: string;
@@ -28,7 +28,7 @@ export interface KnownOrder {
 /** Higher is better for every metric here (BPB is negated). */
 const METRICS: Array<{ metric: string; value: (r: LadderRow) => number | null | undefined }> = [
   { metric: 'BPB', value: (r) => -r.bpb },
-  { metric: `MCQ ${RANKING_ACCURACY_LABEL}`, value: (r) => rankingAccuracy({ acc: r.mcq_acc, acc_norm: r.mcq_acc_norm }) },
+  { metric: `MCQ ${RANKING_ACCURACY_LABEL}`, value: ladderMcqAccuracy },
   { metric: 'pass@1', value: (r) => r.pass_at?.['1'] },
   { metric: 'ASAP pass@1', value: (r) => r.asap?.pass_at_1 },
 ];

@@ -1,8 +1,8 @@
 /** The screen's ladder as a reader takes it in: one table with every rung, each probe against the known order, the recommendation. */
 import { join } from 'node:path';
-import { RANKING_ACCURACY_LABEL, rankingAccuracy } from '../probes/mcq.ts';
+import { RANKING_ACCURACY_LABEL } from '../probes/mcq.ts';
 import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
-import type { LadderRow } from './collect.ts';
+import { ladderMcqAccuracy, type LadderRow } from './collect.ts';
 import { knownOrder } from './known-order.ts';
 import { formatPercent, formatTable, shortCheckpointName } from './table.ts';
 
@@ -37,7 +37,7 @@ export function printLadder(outcome: LadderSummary, items: number, n: number): v
         r.control ? `${r.checkpoint} ${CONTROL_LABEL}` : r.checkpoint,
         ...(known ? [typeof r.heldout_code_bpb === 'number' ? r.heldout_code_bpb.toFixed(3) : ''] : []),
         r.bpb.toFixed(3),
-        formatPercent(rankingAccuracy({ acc: r.mcq_acc, acc_norm: r.mcq_acc_norm })),
+        formatPercent(ladderMcqAccuracy(r)),
         r.cheap_rank.toFixed(1),
         formatPercent(r.pass_at?.['1']),
         formatPercent(r.pass_at?.[String(n)]),
