@@ -9,7 +9,7 @@
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { asapFormat } from '../src/asap/formats.ts';
+import { asapFormat } from '../src/formats/asap-transcripts.ts';
 import { prepareInstances } from '../src/asap/prepare.ts';
 import { runAsap } from '../src/asap/run.ts';
 import { AsapStore } from '../src/asap/store.ts';

@@ -8,7 +8,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { renderAction, renderStepHead, renderTranscript, type Action, type TranscriptStep } from '../src/trajectories/mdxml.ts';
+import { renderAction, renderStepHead, renderTranscript, type Action, type TranscriptStep } from '../src/formats/md-xml.ts';
 
 interface Fixture {
   task: string;

@@ -6,10 +6,20 @@ export { scoreContinuation, sampleOne } from './backends/single.ts';
 export { splitContinuations, splitPair, type SplitPair } from './backends/boundary.ts';
 export { ProbeItem, EnvState } from './schema/probe-item.ts';
 export { Task, type LoadedTask } from './schema/task.ts';
-export { Trajectory, type TrajectoryAction, type TrajectoryStep, type TrajectoryFormat } from './schema/trajectory.ts';
+export { Trajectory, type TrajectoryAction, type TrajectoryStep } from './schema/trajectory.ts';
 export { importTrajectory, detectFormat } from './trajectories/import.ts';
-export { parseActionText } from './trajectories/parse-action.ts';
-export { renderTranscript, renderAction, renderObservation, type Action, type TranscriptStep } from './trajectories/mdxml.ts';
+export { type ActionFormat, type NativeFormat, UnparsableAction } from './formats/action-format.ts';
+export {
+  formatOf,
+  nativeFormat,
+  parseActionText,
+  SCAFFOLDS,
+  type ItemFormatName,
+  type ScaffoldName,
+  type ScaffoldName as TrajectoryFormat,
+  UnknownFormat,
+} from './formats/registry.ts';
+export { renderTranscript, renderAction, renderObservation, type Action, type TranscriptStep } from './formats/md-xml.ts';
 export { LIMITS, type Sandbox, type ExecResult, type ExecOptions } from './sandbox/types.ts';
 export { checkRequirements, ensureRequirements, MissingRequirements } from './setup/requirements.ts';
 export { openSandbox, SANDBOX_KINDS, type SandboxKind } from './sandbox/open.ts';
@@ -37,7 +47,7 @@ export {
   type EpisodeResult,
   type Termination,
 } from './asap/episode.ts';
-export { asapFormat, ASAP_FORMATS, type AsapFormat, type AsapFormatName } from './asap/formats.ts';
+export { asapFormat, ASAP_FORMATS, type AsapFormat, type AsapFormatName } from './formats/asap-transcripts.ts';
 export { TOOL_PROFILES, type ToolProfile } from './asap/profiles.ts';
 export { buildPrefix, PrefixLeakError, type AsapPrefix } from './asap/prefix.ts';
 export { prepareInstances } from './asap/prepare.ts';

@@ -2,10 +2,10 @@
 import { describe, expect, it } from 'vitest';
 import { isTestingCommand, isValidToolCall, networkAttempts, runBehaviour, summarizeBehaviour } from '../src/asap/behaviour.ts';
 import { decide, type EpisodeStep } from '../src/asap/episode.ts';
-import { ASAP_FORMATS, asapFormat, jsonValueEnd } from '../src/asap/formats.ts';
+import { ASAP_FORMATS, asapFormat, jsonValueEnd } from '../src/formats/asap-transcripts.ts';
 import { isTestPath, patchFiles, sourceChanges } from '../src/asap/patch.ts';
 import { renderPrefixText } from '../src/asap/prefix.ts';
-import { type Action, renderTranscript } from '../src/trajectories/mdxml.ts';
+import { type Action, renderTranscript } from '../src/formats/md-xml.ts';
 
 const ACTIONS: Action[] = [
   { kind: 'bash', command: 'grep -rn "def total" --include=*.py .\necho "done" | tee log' },

@@ -11,8 +11,8 @@ import { importTrajectory } from '../src/trajectories/import.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 import { buildTaskRecord } from '../src/verify/task-files.ts';
 import { verifySandbox } from '../src/verify/verifier.ts';
-import { runAction, writeToolState } from '../src/replay/execute.ts';
-import { parseActionText } from '../src/trajectories/parse-action.ts';
+import { runAction, writeToolState } from '../src/sandbox/run-action.ts';
+import { parseActionText } from '../src/formats/registry.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
 
 /** T* of each demo trajectory: some have edits before it that do not fix the task yet. */

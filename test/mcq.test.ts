@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { scoreContinuation } from '../src/backends/single.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { LETTER_REGEX, letterPrompt, MCQ_MIN_DISTRACTORS, scoreMcq } from '../src/probes/mcq.ts';
+import { LETTER_REGEX, letterPrompt, scoreMcq } from '../src/probes/mcq.ts';
+import { MCQ_MIN_DISTRACTORS } from '../src/schema/probe-item.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { CKPT } from './helpers/paths.ts';
 

@@ -5,9 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { mutateAction, writableRegion } from '../src/replay/mutations.ts';
 import { changedFiles } from '../src/replay/tree-change.ts';
-import { renderAction } from '../src/trajectories/mdxml.ts';
+import { renderAction } from '../src/formats/md-xml.ts';
 import { importTrajectory } from '../src/trajectories/import.ts';
-import { toMdXml } from '../src/replay/render-context.ts';
+import { toMdXml } from '../src/formats/md-xml-format.ts';
 
 const HELDOUT = join(REPO_ROOT, '..', 'shared', 'synth', 'heldout-a');
 const manifest = existsSync(HELDOUT)

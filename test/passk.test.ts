@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { judgeSample, scorePassk, stopsFor } from '../src/probes/passk.ts';
+import { judgeSample, scorePassk } from '../src/probes/passk.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { restoreProbeState } from '../src/probes/restore.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
@@ -13,7 +13,7 @@ import type { LoadedTask } from '../src/schema/task.ts';
 import { meanPassAtK } from '../src/stats/pass-at-k.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 import { CKPT } from './helpers/paths.ts';
-import { parseActionText } from '../src/trajectories/parse-action.ts';
+import { formatOf, parseActionText } from '../src/formats/registry.ts';
 
 const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl'));
 const tasks = new Map((await loadTasks(join(REPO_ROOT, 'verifiers'))).map((t) => [t.instance_id, t]));
@@ -25,7 +25,7 @@ const options = {
 describe('stop strings per format', () => {
   it('cut a sampled action where the gold ends, and put the stop back where it belongs', () => {
     for (const item of items) {
-      const { stops, keepStop } = stopsFor(item.format);
+      const { stops, keepStop } = formatOf(item.format);
       const at = Math.min(...stops.map((s) => item.gold.indexOf(s)).filter((i) => i >= 0));
       if (!Number.isFinite(at)) continue; // actions that run to the end of the sample (SWE-agent, OpenHands)
       const stop = stops.find((s) => item.gold.indexOf(s) === at)!;
@@ -35,7 +35,8 @@ describe('stop strings per format', () => {
 
   it('treat an ASAP log rendered natively (native:asap) as the md+xml it is', () => {
     const gold = items.find((i) => i.format === 'md+xml')!.gold;
-    expect(stopsFor('native:asap')).toEqual(stopsFor('md+xml'));
+    const ending = ({ stops, keepStop }: { stops: readonly string[]; keepStop: boolean }) => ({ stops, keepStop });
+    expect(ending(formatOf('native:asap'))).toEqual(ending(formatOf('md+xml')));
     expect(parseActionText(gold, 'native:asap')).toEqual(parseActionText(gold, 'md+xml'));
   });
 });

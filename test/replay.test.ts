@@ -8,7 +8,7 @@ import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import type { LoadedTask } from '../src/schema/task.ts';
 import { importTrajectory } from '../src/trajectories/import.ts';
-import { renderTranscript } from '../src/trajectories/mdxml.ts';
+import { renderTranscript } from '../src/formats/md-xml.ts';
 import { loadTaskFile } from '../src/verify/load-task.ts';
 import { tempDir } from './helpers/paths.ts';
 import { hasRealData, real } from './helpers/shared-data.ts';

@@ -4,13 +4,14 @@
  * (pydicom__pydicom-1458, read in place) and on the real test-repo fixture.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { drift, recordedOutput } from '../src/replay/drift.ts';
-import { runAction } from '../src/replay/execute.ts';
+import { nativeFormat } from '../src/formats/registry.ts';
+import { drift } from '../src/replay/drift.ts';
+import { runAction } from '../src/sandbox/run-action.ts';
 import { inferWorkdir } from '../src/replay/workdir.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import type { Sandbox } from '../src/sandbox/types.ts';
-import { sweAgentAction } from '../src/trajectories/actions.ts';
+import { sweAgentAction } from '../src/formats/swe-agent.ts';
 import { importTrajectory } from '../src/trajectories/import.ts';
 import { hasRealData, real } from './helpers/shared-data.ts';
 import { fixtureTask } from './helpers/tasks.ts';
@@ -57,7 +58,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('SWE-agent windowed editor, as
       const output = hasFlake8 ? r.output : r.output.replace(LINT_ABSENT, '');
       if (!hasFlake8 && step.action.args.command === 'edit') expect(r.output).toMatch(LINT_ABSENT);
       expect(
-        drift(output, recordedOutput(step.observation!, pydicom!.format)),
+        drift(output, nativeFormat(pydicom!.format).recordedOutput(step.observation!)),
         `step ${index}: ${step.action.text.split('\n')[0]}\n${r.output}`,
       ).toBe(0);
     }

@@ -3,10 +3,10 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../src/errors.ts';
-import { shellWords } from '../src/trajectories/actions.ts';
+import { shellWords } from '../src/formats/actions.ts';
 import { importTrajectory } from '../src/trajectories/import.ts';
-import { renderTranscript } from '../src/trajectories/mdxml.ts';
-import { parseAction } from '../src/trajectories/mdxml-parse.ts';
+import { renderTranscript } from '../src/formats/md-xml.ts';
+import { parseAction } from '../src/formats/md-xml-parse.ts';
 import { hasRealData, real } from './helpers/shared-data.ts';
 import { tempDir } from './helpers/paths.ts';
 

@@ -7,7 +7,7 @@
  * any probe's answer. Outputs of `ls`, `grep -n`, `sed -n`, `cat -n` and `git diff`
  * are computed from the files; test-runner output is templated.
  */
-import { renderTranscript, type Action, type TranscriptStep } from '../../src/trajectories/mdxml.ts';
+import { renderTranscript, type Action, type TranscriptStep } from '../../src/formats/md-xml.ts';
 import { createRng, type Rng } from '../../src/util/rng.ts';
 
 export interface SourceFile {

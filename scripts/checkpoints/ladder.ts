@@ -9,7 +9,7 @@ import { PreTrainedTokenizer } from '@huggingface/transformers';
 import { synthesizeAgentLogs, type SourceFile } from './agent-logs.ts';
 import { attentionGraph, COPY_ORDER, HASH_BASE, HASH_MODULUS, ngramGraph, type CopyTables } from './graphs.ts';
 import { bigramTable, classTrigramTable, CLASS_COUNT, CLASS_NAMES } from './ngram.ts';
-import { stopsFor } from '../../src/probes/passk.ts';
+import { formatOf } from '../../src/formats/registry.ts';
 import { buildTokenizer, trainBpe, type BuiltTokenizer } from './tokenizer.ts';
 
 export type CorpusName = 'prose' | 'code' | 'agent';
@@ -97,7 +97,7 @@ export function loadCorpora(root: string): Corpora {
       .split('\n')
       .map((l) => JSON.parse(l) as { context: string; gold: string; format: string })
       .map(({ context, gold, format }) => {
-        const { stops, keepStop } = stopsFor(format);
+        const { stops, keepStop } = formatOf(format);
         return { context, gold: keepStop ? gold : gold + stops[0]!, whole: format === 'md+xml' };
       }),
   };

@@ -5,11 +5,12 @@
  */
 import { chmodSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { runAction } from '../../src/replay/execute.ts';
+import { runAction } from '../../src/sandbox/run-action.ts';
 import { LocalSandbox } from '../../src/sandbox/local.ts';
 import type { LogParserName } from '../../src/schema/task.ts';
 import type { TrajectoryAction } from '../../src/schema/trajectory.ts';
-import { bashAction, editorAction, submitAction, sweAgentAction } from '../../src/trajectories/actions.ts';
+import { bashAction, editorAction, submitAction } from '../../src/formats/actions.ts';
+import { sweAgentAction } from '../../src/formats/swe-agent.ts';
 import { loadTaskFile } from '../../src/verify/load-task.ts';
 import { writeTaskRecord } from '../../src/verify/task-files.ts';
 

@@ -16,13 +16,13 @@
  */
 import type { CompletionBackend } from '../backends/types.ts';
 import { sampleOne } from '../backends/single.ts';
-import { runAction, readToolState } from '../replay/execute.ts';
+import { runAction, readToolState } from '../sandbox/run-action.ts';
 import { treeDiff } from '../sandbox/git-state.ts';
 import type { Sandbox } from '../sandbox/types.ts';
-import { normalizeMdXml } from '../trajectories/formats/asap.ts';
-import { type Action, renderAction } from '../trajectories/mdxml.ts';
+import { normalizeMdXml } from '../formats/md-xml-format.ts';
+import { type Action, renderAction } from '../formats/md-xml.ts';
 import { deriveSeed } from '../util/rng.ts';
-import type { AsapFormat, Extracted } from './formats.ts';
+import type { AsapFormat, Extracted } from '../formats/asap-transcripts.ts';
 import { sourceChanges } from './patch.ts';
 import { allowsAction, type ToolProfile } from './profiles.ts';
 

@@ -9,15 +9,15 @@
  * solution (its final source changes).
  */
 import { InputError } from '../errors.ts';
-import { recordedOutput } from '../replay/drift.ts';
-import { readToolState, runAction, shellQuote } from '../replay/execute.ts';
-import { toMdXml } from '../replay/render-context.ts';
+import { readToolState, runAction, shellQuote } from '../sandbox/run-action.ts';
+import { toMdXml } from '../formats/md-xml-format.ts';
+import { nativeFormat } from '../formats/registry.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { Trajectory, TrajectoryStep } from '../schema/trajectory.ts';
 import { treeDiff } from '../sandbox/git-state.ts';
 import type { Sandbox } from '../sandbox/types.ts';
-import type { Action } from '../trajectories/mdxml.ts';
-import type { AsapFormat } from './formats.ts';
+import type { Action } from '../formats/md-xml.ts';
+import type { AsapFormat } from '../formats/asap-transcripts.ts';
 import { isTestPath, patchFiles, sourceChanges } from './patch.ts';
 import type { ToolProfile } from './profiles.ts';
 
@@ -130,7 +130,8 @@ export async function buildPrefix(trajectory: Trajectory, task: LoadedTask, opti
       sb,
       converted ? { text: '', kind: 'bash', tool: 'bash', args: { command: (action as { command: string }).command } } : step.action,
     );
-    const observation = !converted && step.observation !== null ? recordedOutput(step.observation, trajectory.format) : ran.output;
+    const observation =
+      !converted && step.observation !== null ? nativeFormat(trajectory.format).recordedOutput(step.observation) : ran.output;
     steps.push({ from: step.index, thought: step.thought.trim() || '(no thought recorded)', action, observation });
   }
   const state = { patch: await treeDiff(sb, task.base_commit), toolState: await readToolState(sb) };

@@ -3,7 +3,7 @@
  * style (one shell); `editor` is SWE-agent / OpenHands style (a shell plus
  * `str_replace_editor`). `<submit/>` belongs to both.
  */
-import type { Action } from '../trajectories/mdxml.ts';
+import type { Action } from '../formats/md-xml.ts';
 
 export const TOOL_PROFILES = ['bash', 'editor'] as const;
 export type ToolProfile = (typeof TOOL_PROFILES)[number];

@@ -8,7 +8,7 @@
  * task's verifier; Pass@k is unbiased, Intersection@n counts instances solved in all n runs.
  */
 import type { CompletionBackend } from '../backends/types.ts';
-import { writeToolState } from '../replay/execute.ts';
+import { writeToolState } from '../sandbox/run-action.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
 import type { Sandbox } from '../sandbox/types.ts';

@@ -1,7 +1,7 @@
 /** `probe asap`: frozen base models drive whole episodes; Pass@k, Intersection@n and behaviour. */
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { ASAP_FORMATS, type AsapFormatName } from '../asap/formats.ts';
+import { ASAP_FORMATS, type AsapFormatName } from '../formats/asap-transcripts.ts';
 import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
 import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
 import type { AsapResult } from '../asap/run.ts';

@@ -1,7 +1,8 @@
 /** `probe mcq`: gold decisive action vs verifier-rejected distractors. */
 import { Command, Option } from 'commander';
-import { MCQ_MIN_DISTRACTORS, rankingAccuracy, scoreMcq, type McqItem, type McqResult, type McqStyle } from '../probes/mcq.ts';
+import { rankingAccuracy, scoreMcq, type McqItem, type McqResult, type McqStyle } from '../probes/mcq.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
+import { MCQ_MIN_DISTRACTORS } from '../schema/probe-item.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
 import { integer } from './args.ts';
 import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';

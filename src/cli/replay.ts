@@ -4,7 +4,7 @@ import { InputError } from '../errors.ts';
 import { formatTable } from '../report/table.ts';
 import { describeMissingAtBase, replayTrajectory, type ReplayStep } from '../replay/replay.ts';
 import { describeWorkdir } from '../replay/workdir.ts';
-import { TRAJECTORY_FORMATS, type TrajectoryFormat } from '../schema/trajectory.ts';
+import { SCAFFOLDS, type ScaffoldName } from '../formats/registry.ts';
 import { importTrajectory } from '../trajectories/import.ts';
 import { loadTaskFile } from '../verify/load-task.ts';
 import type { StableVerdict, Verdict } from '../verify/verifier.ts';
@@ -37,7 +37,7 @@ function verdictJson(v: Verdict | StableVerdict | null) {
 
 interface ReplayFlags extends SandboxFlags {
   task: string;
-  format?: TrajectoryFormat;
+  format?: ScaffoldName;
   json?: boolean;
   imageNamespace?: string | null;
 }
@@ -52,7 +52,7 @@ export function replayCommand(): Command {
         'the task record: task.json, or a one-row dataset file as published (SWE-bench .jsonl, .json, .parquet)',
       )
       .option('--image-namespace <ns>', IMAGE_NAMESPACE_HELP, parseImageNamespace)
-      .addOption(new Option('--format <format>', 'trajectory format (default: detected)').choices([...TRAJECTORY_FORMATS]))
+      .addOption(new Option('--format <format>', 'trajectory format (default: detected)').choices([...SCAFFOLDS]))
       .option('--json', 'print one JSON document on stdout'),
   )
     .addHelpText(

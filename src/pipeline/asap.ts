@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
-import { asapFormat, type AsapFormatName } from '../asap/formats.ts';
+import { asapFormat, type AsapFormatName } from '../formats/asap-transcripts.ts';
 import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
 import { prepareInstances } from '../asap/prepare.ts';
 import type { ToolProfile } from '../asap/profiles.ts';

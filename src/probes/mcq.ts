@@ -19,7 +19,7 @@
 import { sampleOne } from '../backends/single.ts';
 import type { CompletionBackend, ScoreResult } from '../backends/types.ts';
 import { ProbeError } from '../errors.ts';
-import type { ProbeItem } from '../schema/probe-item.ts';
+import { MCQ_MIN_DISTRACTORS, type ProbeItem } from '../schema/probe-item.ts';
 import { createRng } from '../util/rng.ts';
 import { mapLimit } from '../util/pool.ts';
 import { memoized, type ItemHooks } from './memo.ts';
@@ -37,9 +37,6 @@ export interface McqItem {
   logliks?: number[];
   generated?: string;
 }
-
-/** Items asked need this many distractors (options = 1 + this, at least). */
-export const MCQ_MIN_DISTRACTORS = 3;
 
 /** Shares over the asked items; null where the style has no such rule. */
 export interface McqDiagnostics {

@@ -12,44 +12,12 @@ import type { TrajectoryAction } from '../schema/trajectory.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
 import type { Sandbox } from '../sandbox/types.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
-import { parseActionText, UnparsableAction, writesMdXml } from '../trajectories/parse-action.ts';
-import { runAction } from '../replay/execute.ts';
+import { type ActionFormat, sampledActionText, UnparsableAction } from '../formats/action-format.ts';
+import { itemFormat } from '../formats/registry.ts';
+import { runAction } from '../sandbox/run-action.ts';
 import { unresolvedCauses, verifySandbox, type Tampering, type Verdict } from '../verify/verifier.ts';
 import { InputError } from '../errors.ts';
-import { renderObservation } from '../trajectories/mdxml.ts';
 import { memoized, type ItemHooks } from './memo.ts';
-
-/** How a sampled action ends, per item format, and how to put the stop back. */
-export function stopsFor(format: string): { stops: string[]; keepStop: boolean } {
-  if (writesMdXml(format)) return { stops: ['</bash>', '</str_replace_editor>', '<submit/>'], keepStop: true };
-  if (format === 'native:mini-swe-agent-1' || format === 'native:mini-swe-agent-1.1') return { stops: ['\n```'], keepStop: true };
-  if (format === 'native:swe-agent') return { stops: ['\n```'], keepStop: false };
-  if (format === 'native:r2e-gym') return { stops: ['</function>'], keepStop: true };
-  return { stops: ['\n\n'], keepStop: false };
-}
-
-/**
- * For `--steps S` rollouts: how the harness shows an action's output to the model and
- * what ends the model's next step (thought and action), per item format.
- */
-export function rolloutFormat(format: string): { observe: (output: string, exitCode: number) => string; nextStops: string[] } | undefined {
-  if (writesMdXml(format)) {
-    return {
-      observe: (output) => `\n${renderObservation(output)}\n\n## Thinking\n`,
-      nextStops: ['</bash>', '</str_replace_editor>', '<submit/>'],
-    };
-  }
-  if (format === 'native:mini-swe-agent-1' || format === 'native:mini-swe-agent-1.1') {
-    // The opening fence follows a newline too, so a later step ends at a fence that closes a line.
-    return { observe: (output, code) => `\n\n<returncode>${code}</returncode>\n<output>\n${output}</output>\n\n`, nextStops: ['\n```\n'] };
-  }
-  return undefined;
-}
-
-/** A sampled action's text: the sample, with its stop put back where the format's action includes it. */
-export function sampledActionText(sample: { text: string; stop?: string }, format: string): string {
-  return stopsFor(format).keepStop && sample.stop ? sample.text + sample.stop : sample.text;
-}
 
 export interface PasskSample {
   text: string;
@@ -107,7 +75,7 @@ export async function judgeSample(
 ): Promise<PasskSample> {
   let action: TrajectoryAction;
   try {
-    action = parseActionText(text, item.format);
+    action = itemFormat(item).parse(text);
   } catch (error) {
     if (!(error instanceof UnparsableAction)) throw error;
     return { text, parsed: false, resolved: false, reason: `unparsable: ${error.message}` };
@@ -139,8 +107,8 @@ async function rollout(
   options: PasskOptions,
   index: number,
 ): Promise<PasskSample> {
-  const format = rolloutFormat(item.format)!;
-  const { stops, keepStop } = stopsFor(item.format);
+  const format = itemFormat(item);
+  const turn = format.rollout!;
   const lease = options.leaseFor(task);
   return lease(async (sb) => {
     await options.restore(sb, item, task);
@@ -153,15 +121,15 @@ async function rollout(
         temperature: options.temperature,
         topP: options.topP,
         maxTokens: options.maxTokens,
-        stop: step === 0 ? stops : format.nextStops,
+        stop: [...(step === 0 ? format.stops : turn.nextStops)],
         seed: options.seed * 1_000_003 + index * 1009 + step,
       });
       const stop = sample?.stop;
-      const text = (sample?.text ?? '') + (stop && (keepStop || step > 0) ? stop.replace(/\n$/, '') : '');
+      const text = (sample?.text ?? '') + (stop && (format.keepStop || step > 0) ? stop.replace(/\n$/, '') : '');
       texts.push(text);
       let action: TrajectoryAction;
       try {
-        action = parseActionText(text, item.format);
+        action = format.parse(text);
       } catch (error) {
         if (!(error instanceof UnparsableAction)) throw error;
         if (step === 0) return { text, parsed: false, resolved: false, reason: `unparsable: ${error.message}` };
@@ -169,7 +137,7 @@ async function rollout(
       }
       if (action.tool === 'submit') break;
       const ran = await runAction(sb, action, 60_000);
-      prompt += text + format.observe(ran.output, ran.exitCode);
+      prompt += text + turn.observe(ran.output, ran.exitCode);
     }
     const verdict = await verifySandbox(sb, task);
     return {
@@ -188,9 +156,10 @@ export async function scorePassk(
   hooks: ItemHooks<PasskItem> = {},
 ): Promise<PasskResult> {
   const scored: PasskItem[] = [];
+  const formats = new Map<string, ActionFormat>(items.map((item) => [item.id, itemFormat(item)]));
   if ((options.steps ?? 1) > 1) {
     for (const item of items) {
-      if (!rolloutFormat(item.format))
+      if (!formats.get(item.id)!.rollout)
         throw new InputError(
           { file: item.source.file, field: 'format' },
           `--steps > 1 is supported for md+xml and mini-swe-agent items, not ${item.format} (probe ${item.id})`,
@@ -214,14 +183,14 @@ export async function scorePassk(
   const samplesOf = (item: ProbeItem) => {
     let pending = sampling.get(item.id);
     if (!pending) {
-      const { stops } = stopsFor(item.format);
+      const { stops } = formats.get(item.id)!;
       const request: SampleRequest = {
         prompt: item.context,
         n: options.n,
         temperature: options.temperature,
         topP: options.topP,
         maxTokens: options.maxTokens,
-        stop: stops,
+        stop: [...stops],
         seed: options.seed,
       };
       pending = sampleOne(backend, request);
@@ -240,7 +209,7 @@ export async function scorePassk(
         const task = options.taskOf(item);
         const cache = new Map<string, PasskSample>();
         const judged: PasskSample[] = [];
-        for (const s of samples) judged.push(await judgeSample(sampledActionText(s, item.format), item, task, options, cache));
+        for (const s of samples) judged.push(await judgeSample(sampledActionText(formats.get(item.id)!, s), item, task, options, cache));
         return passkItem(item, judged);
       }),
     );

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
-import { runAction, writeToolState } from '../replay/execute.ts';
+import { runAction, writeToolState } from '../sandbox/run-action.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { Sandbox } from '../sandbox/types.ts';

@@ -5,12 +5,15 @@ import type { ProbeItem } from '../schema/probe-item.ts';
 import type { Trajectory } from '../schema/trajectory.ts';
 import { sampleOne } from '../backends/single.ts';
 import type { CompletionBackend } from '../backends/types.ts';
-import { MCQ_MIN_DISTRACTORS } from '../probes/mcq.ts';
-import { sampledActionText, stopsFor } from '../probes/passk.ts';
+import { sampledActionText } from '../formats/action-format.ts';
+import { toMdXml } from '../formats/md-xml-format.ts';
+import { renderAction } from '../formats/md-xml.ts';
+import { itemFormat } from '../formats/registry.ts';
+import { SWE_AGENT_TOOL } from '../formats/swe-agent.ts';
+import { MCQ_MIN_DISTRACTORS } from '../schema/probe-item.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
-import { renderAction } from '../trajectories/mdxml.ts';
 import { findDistractors, type Candidate, type VerdictCache } from './distractors.ts';
-import { renderProbeContext, toMdXml, type ContextFormat } from './render-context.ts';
+import { renderProbeContext, type ContextFormat } from './render-context.ts';
 import { changedFiles } from './tree-change.ts';
 import type { ReplayResult } from './replay.ts';
 
@@ -47,7 +50,7 @@ export function probeItemFrom(
   if (!replay.decisiveStep) return undefined;
   const index = replay.decisiveStep.index;
   // A windowed-editor edit has no md+xml form that would run: such a gold would not pass its own verifier.
-  if (format === 'asap' && trajectory.steps[index]!.action.tool === 'swe-agent') return undefined;
+  if (format === 'asap' && trajectory.steps[index]!.action.tool === SWE_AGENT_TOOL) return undefined;
   const rendered = renderProbeContext(trajectory, index, format);
   const step = replay.steps.find((s) => s.index === index)!;
   return {
@@ -107,9 +110,6 @@ export function allowedFiles(
   return { gold: changedFiles(step.patchBefore, step.patchAfter), read: repoFiles.filter(named) };
 }
 
-/** Fewer distractors than this and an item is flagged (Patch MCQ leaves it out). */
-export const MIN_DISTRACTORS = MCQ_MIN_DISTRACTORS;
-
 /** Adds verifier-rejected distractors (and the log of every candidate) to a probe item. */
 export async function withDistractors(
   item: ProbeItem,
@@ -143,7 +143,7 @@ export async function withDistractors(
     ...item,
     distractors,
     distractor_log: log,
-    ...(distractors.length < MIN_DISTRACTORS ? { flags: [`fewer than ${MIN_DISTRACTORS} distractors`] } : {}),
+    ...(distractors.length < MCQ_MIN_DISTRACTORS ? { flags: [`fewer than ${MCQ_MIN_DISTRACTORS} distractors`] } : {}),
   };
 }
 
@@ -162,8 +162,8 @@ async function sampledCandidates(item: ProbeItem, sampler: DistractorSampler): P
     temperature: 0.7,
     topP: 0.95,
     maxTokens: 1024,
-    stop: stopsFor(item.format).stops,
+    stop: [...itemFormat(item).stops],
     seed: sampler.seed,
   });
-  return samples.map((s, i) => ({ text: sampledActionText(s, item.format), source: `sample:${sampler.name}#${i}` }));
+  return samples.map((s, i) => ({ text: sampledActionText(itemFormat(item), s), source: `sample:${sampler.name}#${i}` }));
 }

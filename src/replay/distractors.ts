@@ -20,9 +20,10 @@
 import type { LoadedTask } from '../schema/task.ts';
 import type { TrajectoryAction } from '../schema/trajectory.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
-import { parseActionText, UnparsableAction } from '../trajectories/parse-action.ts';
+import { UnparsableAction } from '../formats/action-format.ts';
+import { formatOf } from '../formats/registry.ts';
 import { unresolvedCauses, verifySandbox } from '../verify/verifier.ts';
-import { runAction, writeToolState } from './execute.ts';
+import { runAction, writeToolState } from '../sandbox/run-action.ts';
 import { mutateAction } from './mutations.ts';
 import { changedFiles } from './tree-change.ts';
 
@@ -151,7 +152,7 @@ export async function findDistractors(options: DistractorOptions): Promise<Distr
     }
     let action: TrajectoryAction;
     try {
-      action = parseActionText(candidate.text, options.format, options.goldAction);
+      action = formatOf(options.format).parse(candidate.text, options.goldAction);
     } catch (error) {
       if (!(error instanceof UnparsableAction)) throw error;
       reject(`not a well-formed action: ${error.message}`);

@@ -2,20 +2,6 @@
  * Replay drift: how far a replayed observation is from the recorded one, as
  * 1 − 2·LCS(lines) / (lines_a + lines_b) over normalised lines (0 = identical).
  */
-import type { TrajectoryFormat } from '../schema/trajectory.ts';
-
-/** The command output inside a scaffold's observation wrapper. */
-export function recordedOutput(observation: string, format: TrajectoryFormat): string {
-  const text = observation.replace(/\r\n/g, '\n');
-  if (format.startsWith('mini-swe-agent')) {
-    // The templates write `<output>\n{{ output.output -}}</output>`: the output ends where `</output>` starts, its own last newline included.
-    const m = /<output>\n?([\s\S]*?)<\/output>/.exec(text);
-    if (m) return m[1]!;
-  }
-  if (format === 'swe-agent') return text.replace(/\n\(Open file: [^\n]*\)\n\(Current directory: [^\n]*\)\n?bash-\$\s*$/, '');
-  return text;
-}
-
 function lines(text: string): string[] {
   return text
     .replace(/\r\n/g, '\n')

@@ -3,16 +3,17 @@
  * scaffold's text (`native`, as a base model would continue that log) or in the ASAP
  * `md+xml` transcript format.
  */
-import type { Trajectory, TrajectoryAction, TrajectoryStep } from '../schema/trajectory.ts';
-import { renderAction, renderStepHead, renderTranscript, type Action } from '../trajectories/mdxml.ts';
-import { recordedOutput } from './drift.ts';
+import { mdXml, toMdXml } from '../formats/md-xml-format.ts';
+import { renderAction, renderStepHead, renderTranscript } from '../formats/md-xml.ts';
+import { type ItemFormatName, nativeFormat } from '../formats/registry.ts';
+import type { Trajectory, TrajectoryStep } from '../schema/trajectory.ts';
 
 export const CONTEXT_FORMATS = ['native', 'asap'] as const;
 export type ContextFormat = (typeof CONTEXT_FORMATS)[number];
 
 export interface RenderedProbe {
   /** The item's `format` field: `native:<scaffold>` or `md+xml`. */
-  format: string;
+  format: ItemFormatName;
   context: string;
   gold: string;
 }
@@ -31,23 +32,7 @@ function renderNative(trajectory: Trajectory, decisive: TrajectoryStep): Rendere
   const written = decisive.action.text.replace(/\n+$/, '');
   const at = decisive.response.lastIndexOf(written);
   const lead = at >= 0 ? decisive.response.slice(0, at) : decisive.thought ? `${decisive.thought}\n\n` : '';
-  return { format: `native:${trajectory.format}`, context: `${parts.join('\n\n')}\n\n${lead}`, gold: written };
-}
-
-/** The md+xml action for a normalized one; SWE-agent's windowed-editor commands stay as written, inside <bash>. */
-export function toMdXml(action: TrajectoryAction): Action {
-  const a = action.args;
-  if (action.tool === 'submit') return { kind: 'submit' };
-  if (action.tool === 'bash') return { kind: 'bash', command: String(a.command ?? '') };
-  if (action.tool === 'str_replace_editor' && ['view', 'create', 'str_replace', 'insert'].includes(String(a.command))) {
-    const out: Action = { kind: 'str_replace_editor', command: a.command as 'view', path: String(a.path ?? '') };
-    if (a.file_text !== undefined) out.fileText = String(a.file_text);
-    if (a.old_str !== undefined) out.oldStr = String(a.old_str);
-    if (a.new_str !== undefined) out.newStr = String(a.new_str);
-    if (a.insert_line !== undefined) out.insertLine = Number(a.insert_line);
-    return out;
-  }
-  return { kind: 'bash', command: action.text.replace(/\n+$/, '') };
+  return { format: nativeFormat(trajectory.format).name, context: `${parts.join('\n\n')}\n\n${lead}`, gold: written };
 }
 
 function renderAsap(trajectory: Trajectory, decisive: TrajectoryStep): RenderedProbe {
@@ -57,10 +42,10 @@ function renderAsap(trajectory: Trajectory, decisive: TrajectoryStep): RenderedP
     .map((s) => ({
       thought: s.thought || '(no thought recorded)',
       action: toMdXml(s.action),
-      observation: s.observation === null ? '' : recordedOutput(s.observation, trajectory.format),
+      observation: s.observation === null ? '' : nativeFormat(trajectory.format).recordedOutput(s.observation),
     }));
   return {
-    format: 'md+xml',
+    format: mdXml.name,
     context:
       renderTranscript(trajectory.problemStatement ?? '', earlier) +
       renderStepHead({ thought: decisive.thought || '(no thought recorded)' }),

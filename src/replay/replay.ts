@@ -8,6 +8,8 @@
  * The base state must fail and the final state must pass, stably over R runs.
  */
 import { createHash } from 'node:crypto';
+import { nativeFormat } from '../formats/registry.ts';
+import { SWE_AGENT_TOOL } from '../formats/swe-agent.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { Trajectory, TrajectoryAction } from '../schema/trajectory.ts';
 import type { Sandbox } from '../sandbox/types.ts';
@@ -21,8 +23,8 @@ import {
   type Tampering,
   type Verdict,
 } from '../verify/verifier.ts';
-import { drift, recordedOutput } from './drift.ts';
-import { readToolState, runAction } from './execute.ts';
+import { drift } from './drift.ts';
+import { readToolState, runAction } from '../sandbox/run-action.ts';
 import { placeTask, type ChosenWorkdir } from './workdir.ts';
 
 export interface ReplayStep {
@@ -118,7 +120,7 @@ const hash = (patch: string) => createHash('sha256').update(patch).digest('hex')
 async function runSteps(sb: Sandbox, trajectory: Trajectory, actionTimeoutMs?: number): Promise<RanStep[]> {
   const steps: RanStep[] = [];
   let before = '';
-  const statefulTools = trajectory.steps.some((s) => s.action.tool === 'swe-agent' || s.action.tool === 'str_replace_editor');
+  const statefulTools = trajectory.steps.some((s) => s.action.tool === SWE_AGENT_TOOL || s.action.tool === 'str_replace_editor');
   let toolState: string | null = null;
   for (const step of trajectory.steps) {
     const toolStateBefore = toolState;
@@ -135,7 +137,7 @@ async function runSteps(sb: Sandbox, trajectory: Trajectory, actionTimeoutMs?: n
       drift:
         step.observation === null || step.action.tool === 'submit'
           ? null
-          : drift(result.output, recordedOutput(step.observation, trajectory.format)),
+          : drift(result.output, nativeFormat(trajectory.format).recordedOutput(step.observation)),
       patchBefore: before,
       patchAfter: after,
       toolStateBefore,

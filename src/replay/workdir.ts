@@ -8,6 +8,8 @@
  * `(Current directory: …)` observation footer, OpenHands' `/workspace/<repo>` paths, and
  * a `cd /dir && …` prefix on the first command that has one (mini-swe-agent).
  */
+import { openHands } from '../formats/openhands.ts';
+import { SWE_AGENT_TOOL } from '../formats/swe-agent.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { Trajectory, TrajectoryAction } from '../schema/trajectory.ts';
 
@@ -71,7 +73,7 @@ function shownWorkdir(trajectory: Trajectory): Inferred | null {
     const m = /\(Current directory: (\/[^)\n]*)\)/.exec(step.observation ?? '');
     if (m) return { dir: clean(m[1]!), evidence: `step ${step.index}'s "(Current directory: ${m[1]})"` };
   }
-  if (trajectory.format === 'openhands') {
+  if (trajectory.format === openHands.scaffold) {
     // OpenHands mounts the repository at /workspace, or for SWE-bench at /workspace/<owner>__<repo>__<version>.
     for (const pattern of [
       /(?<![\w.-])\/workspace\/([^\s/'"`;|&<>()]+__[^\s/'"`;|&<>()]+)(?![\w.-])/,
@@ -144,7 +146,7 @@ export function pathsOutside(trajectory: Trajectory, dir: string): OutsidePath[]
 function actionStrings(action: TrajectoryAction): string[] {
   if (action.tool === 'bash') return [String(action.args.command ?? '')];
   if (action.tool === 'str_replace_editor') return [String(action.args.path ?? '')];
-  if (action.tool === 'swe-agent') return ((action.args.argv as unknown[] | undefined) ?? []).map(String);
+  if (action.tool === SWE_AGENT_TOOL) return ((action.args.argv as unknown[] | undefined) ?? []).map(String);
   return [];
 }
 

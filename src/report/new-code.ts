@@ -8,7 +8,8 @@
  * substitutions and insertions, a heredoc written to a file, a Python script's
  * `.replace(old, new)`. Anything else (an arbitrary script) has no new code we can name.
  */
-import { parseActionText } from '../trajectories/parse-action.ts';
+import { parseActionText } from '../formats/registry.ts';
+import { SWE_AGENT_TOOL } from '../formats/swe-agent.ts';
 
 export interface NewCode {
   /** How the action writes it, for the report: `str_replace`, `sed`, `heredoc`, `python-replace`, … */
@@ -35,7 +36,7 @@ export function newCode(action: string, format: string): NewCode | null {
     if (args.command === 'create') return { how: 'create', added: str('file_text'), removed: '' };
     return null;
   }
-  if (parsed.tool === 'swe-agent') {
+  if (parsed.tool === SWE_AGENT_TOOL) {
     if (args.command === 'edit') return { how: 'edit-range', added: str('replacement'), removed: '' };
     if (args.command === 'edit_replace') return { how: 'edit-replace', added: str('replace'), removed: str('search') };
     return null;

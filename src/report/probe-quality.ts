@@ -7,9 +7,8 @@
  * A pure function of the items (plus trajectory lengths and a token counter, when the caller
  * has them): no I/O, so `probe build` and `probe inspect` report the same thing.
  */
-import { MIN_DISTRACTORS } from '../replay/build.ts';
-import type { ProbeItem } from '../schema/probe-item.ts';
-import { parseActionText } from '../trajectories/parse-action.ts';
+import { parseActionText } from '../formats/registry.ts';
+import { MCQ_MIN_DISTRACTORS, type ProbeItem } from '../schema/probe-item.ts';
 import { distinctiveLines, newCode } from './new-code.ts';
 
 /** Five-number summary and mean of a sample; all null when it is empty. */
@@ -328,7 +327,7 @@ export function probeQuality(items: readonly ProbeItem[], options: QualityOption
   }
 
   const ids = (list: readonly { id: string }[]) => list.map((i) => i.id);
-  const belowMinimum = perItem.filter((i) => i.distractors < MIN_DISTRACTORS);
+  const belowMinimum = perItem.filter((i) => i.distractors < MCQ_MIN_DISTRACTORS);
   const duplicateContexts = groupsOf(items, (i) => i.context)
     .filter((g) => g.length > 1)
     .map(ids);
@@ -349,7 +348,7 @@ export function probeQuality(items: readonly ProbeItem[], options: QualityOption
       format: g[0]!.format,
       items: g.length,
       tasks: new Set(g.map((i) => i.task)).size,
-      mcq_ready: g.filter((i) => i.distractors.length >= MIN_DISTRACTORS).length,
+      mcq_ready: g.filter((i) => i.distractors.length >= MCQ_MIN_DISTRACTORS).length,
     }))
     .sort((a, b) => a.format.localeCompare(b.format));
 
@@ -359,7 +358,7 @@ export function probeQuality(items: readonly ProbeItem[], options: QualityOption
     formats,
     distractors: {
       total: perItem.reduce((n, i) => n + i.distractors, 0),
-      mcq_minimum: MIN_DISTRACTORS,
+      mcq_minimum: MCQ_MIN_DISTRACTORS,
       per_item: distribution(perItem.map((i) => i.distractors)),
       below_minimum: ids(belowMinimum),
       by_source: [...bySource.values()]

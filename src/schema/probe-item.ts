@@ -20,6 +20,9 @@ export const EnvState = z.discriminatedUnion('kind', [
 ]);
 export type EnvState = z.infer<typeof EnvState>;
 
+/** Patch MCQ asks only items with this many distractors (options = 1 + this, at least); the builder flags items with fewer. */
+export const MCQ_MIN_DISTRACTORS = 3;
+
 export const ProbeItem = z.looseObject({
   id: z.string().min(1),
   /** Instance id of the task (`verifiers/<id>/task.json`). */

@@ -1,10 +1,6 @@
 /** The normalized trajectory every importer produces (zod). */
 import { z } from 'zod';
 
-export const TRAJECTORY_FORMATS = ['mini-swe-agent-1', 'mini-swe-agent-1.1', 'swe-agent', 'openhands', 'r2e-gym', 'asap'] as const;
-export const TrajectoryFormat = z.enum(TRAJECTORY_FORMATS);
-export type TrajectoryFormat = z.infer<typeof TrajectoryFormat>;
-
 /**
  * What an action does, for reports and diagnostics. Whether a step changed the working
  * tree is decided by diffing during replay, never from this kind.
@@ -35,7 +31,8 @@ export const TrajectoryStep = z.object({
 export type TrajectoryStep = z.infer<typeof TrajectoryStep>;
 
 export const Trajectory = z.object({
-  format: TrajectoryFormat,
+  /** The scaffold that wrote it, as its importer names it (`SCAFFOLDS` in formats/registry.ts, which sits above this schema). */
+  format: z.string().min(1),
   /** File the trajectory was read from; `FILE#INDEX` for a row of a trajectory corpus. */
   source: z.string(),
   /**

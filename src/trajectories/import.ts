@@ -1,7 +1,12 @@
 /** Reads a trajectory file of any supported format into the normalized `Trajectory`. */
 import { readFileSync } from 'node:fs';
 import { describeCause, InputError } from '../errors.ts';
-import { Trajectory, TRAJECTORY_FORMATS, type TrajectoryFormat } from '../schema/trajectory.ts';
+import { asapLog } from '../formats/md-xml-format.ts';
+import { openHands } from '../formats/openhands.ts';
+import { r2eGym } from '../formats/r2e-gym.ts';
+import { SCAFFOLDS, type ScaffoldName } from '../formats/registry.ts';
+import { sweAgent } from '../formats/swe-agent.ts';
+import { Trajectory } from '../schema/trajectory.ts';
 import { importAsap, looksLikeAsap } from './formats/asap.ts';
 import { importMiniSweAgent, looksLikeMiniSweAgent, miniSweAgentFormat } from './formats/mini-swe-agent.ts';
 import { importOpenHands, looksLikeOpenHands } from './formats/openhands.ts';
@@ -9,17 +14,17 @@ import { importR2eGym, looksLikeR2eGym } from './formats/r2e-gym.ts';
 import { importSweAgent, looksLikeSweAgent } from './formats/swe-agent.ts';
 
 /** The format of a parsed file (JSON value, or the raw text for ASAP logs). */
-export function detectFormat(data: unknown, text: string): TrajectoryFormat | undefined {
-  if (looksLikeAsap(text)) return 'asap';
+export function detectFormat(data: unknown, text: string): ScaffoldName | undefined {
+  if (looksLikeAsap(text)) return asapLog.scaffold;
   if (data === undefined) return undefined;
-  if (looksLikeSweAgent(data)) return 'swe-agent';
-  if (looksLikeOpenHands(data)) return 'openhands';
-  if (looksLikeR2eGym(data)) return 'r2e-gym';
+  if (looksLikeSweAgent(data)) return sweAgent.scaffold;
+  if (looksLikeOpenHands(data)) return openHands.scaffold;
+  if (looksLikeR2eGym(data)) return r2eGym.scaffold;
   if (looksLikeMiniSweAgent(data)) return miniSweAgentFormat(data);
   return undefined;
 }
 
-export function importTrajectory(file: string, format?: TrajectoryFormat): Trajectory {
+export function importTrajectory(file: string, format?: ScaffoldName): Trajectory {
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -38,36 +43,35 @@ export function importTrajectory(file: string, format?: TrajectoryFormat): Traje
   const chosen = format ?? detectFormat(data, text);
   if (!chosen) {
     if (jsonError) throw new InputError({ file }, `not valid JSON (truncated?): ${describeCause(jsonError)}`, { cause: jsonError });
-    throw new InputError({ file, field: 'format' }, `cannot tell the trajectory format; pass --format ${TRAJECTORY_FORMATS.join('|')}`);
+    throw new InputError({ file, field: 'format' }, `cannot tell the trajectory format; pass --format ${SCAFFOLDS.join('|')}`);
   }
-  if (chosen !== 'asap' && data === undefined) {
+  if (chosen !== asapLog.scaffold && data === undefined) {
     throw new InputError({ file }, `not valid JSON (truncated?): ${describeCause(jsonError)}`, { cause: jsonError });
   }
-  return chosen === 'asap' ? checked(importAsap(text, file), chosen) : importTrajectoryData(data, file, chosen);
+  return chosen === asapLog.scaffold ? checked(importAsap(text, file), chosen) : importTrajectoryData(data, file, chosen);
 }
 
 /**
  * A trajectory already parsed into one scaffold's shape (a `.traj` object, an OpenHands
  * event list, …), e.g. a row of a trajectory corpus; `source` names where it came from.
  */
-export function importTrajectoryData(data: unknown, source: string, format: Exclude<TrajectoryFormat, 'asap'>): Trajectory {
+export function importTrajectoryData(data: unknown, source: string, format: Exclude<ScaffoldName, typeof asapLog.scaffold>): Trajectory {
   const trajectory = (() => {
     switch (format) {
-      case 'swe-agent':
+      case sweAgent.scaffold:
         return importSweAgent(data, source);
-      case 'openhands':
+      case openHands.scaffold:
         return importOpenHands(data, source);
-      case 'r2e-gym':
+      case r2eGym.scaffold:
         return importR2eGym(data, source);
-      case 'mini-swe-agent-1':
-      case 'mini-swe-agent-1.1':
+      default:
         return importMiniSweAgent(data, source, format);
     }
   })();
   return checked(trajectory, format);
 }
 
-function checked(trajectory: Trajectory, format: TrajectoryFormat): Trajectory {
+function checked(trajectory: Trajectory, format: ScaffoldName): Trajectory {
   if (trajectory.steps.length === 0) throw new InputError({ file: trajectory.source }, `no agent steps found (read as ${format})`);
   return Trajectory.parse(trajectory);
 }

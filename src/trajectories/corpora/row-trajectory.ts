@@ -21,6 +21,9 @@ import type { Trajectory } from '../../schema/trajectory.ts';
 import { checkMessageContents, contentText } from '../formats/mini-swe-agent.ts';
 import { importTrajectoryData } from '../import.ts';
 import { sweAgentTrajFromChat, type ChatTurn } from './swe-agent-history.ts';
+import { openHands } from '../../formats/openhands.ts';
+import { r2eGym } from '../../formats/r2e-gym.ts';
+import { sweAgent } from '../../formats/swe-agent.ts';
 import { hasToolCalls, openHandsEventsFromToolCalls, type ToolCallMessage } from './tool-call-messages.ts';
 
 /** Columns any layout reads: a Parquet corpus is read for these only (eval logs, tool schemas and test output are skipped). */
@@ -93,12 +96,12 @@ function markUnparsed(trajectory: Trajectory): Trajectory {
 
 export function rowTrajectory(row: Row, source: string): Trajectory {
   if (row.trajectory_steps !== undefined && row.trajectory_steps !== null) {
-    return importTrajectoryData({ ...row, trajectory_steps: listColumn(row, 'trajectory_steps', source) }, source, 'r2e-gym');
+    return importTrajectoryData({ ...row, trajectory_steps: listColumn(row, 'trajectory_steps', source) }, source, r2eGym.scaffold);
   }
   const history = listColumn(row, 'trajectory', source);
   if (history) {
     return markUnparsed(
-      importTrajectoryData(sweAgentTrajFromChat(nebiusTurns(history, source), text(row, 'generated_patch')), source, 'swe-agent'),
+      importTrajectoryData(sweAgentTrajFromChat(nebiusTurns(history, source), text(row, 'generated_patch')), source, sweAgent.scaffold),
     );
   }
   const messages = listColumn(row, 'messages', source) as ToolCallMessage[] | undefined;
@@ -113,14 +116,15 @@ export function rowTrajectory(row: Row, source: string): Trajectory {
   });
   checkMessageContents(messages, source, 'messages');
   const submission = text(row, 'patch') ?? text(row, 'output_patch');
-  if (hasToolCalls(messages)) return importTrajectoryData(openHandsEventsFromToolCalls(messages, source, 'messages'), source, 'openhands');
+  if (hasToolCalls(messages))
+    return importTrajectoryData(openHandsEventsFromToolCalls(messages, source, 'messages'), source, openHands.scaffold);
   if (messages.some((m) => FUNCTION_CALL.test(contentText(m.content)))) {
     return importTrajectoryData(
       { messages, problem_statement: text(row, 'problem_statement') ?? undefined, output_patch: submission ?? undefined },
       source,
-      'r2e-gym',
+      r2eGym.scaffold,
     );
   }
   const turns = messages.map((m) => ({ role: m.role, content: contentText(m.content) }));
-  return markUnparsed(importTrajectoryData(sweAgentTrajFromChat(turns, submission), source, 'swe-agent'));
+  return markUnparsed(importTrajectoryData(sweAgentTrajFromChat(turns, submission), source, sweAgent.scaffold));
 }

@@ -1,26 +1,11 @@
 /** ASAP logs: the `md+xml` transcript text itself. */
 import { InputError } from '../../errors.ts';
-import type { Trajectory, TrajectoryAction } from '../../schema/trajectory.ts';
-import { bashAction, editorAction, submitAction } from '../actions.ts';
-import type { Action } from '../mdxml.ts';
-import { ActionParseError, parseTranscript } from '../mdxml-parse.ts';
+import type { Trajectory } from '../../schema/trajectory.ts';
+import { asapLog, normalizeMdXml } from '../../formats/md-xml-format.ts';
+import { ActionParseError, parseTranscript } from '../../formats/md-xml-parse.ts';
 
 export function looksLikeAsap(text: string): boolean {
   return text.startsWith('# Task\n<task>\n');
-}
-
-/** An md+xml action as a normalized trajectory action. */
-export function normalizeMdXml(action: Action, text: string): TrajectoryAction {
-  switch (action.kind) {
-    case 'bash':
-      return bashAction(text, action.command);
-    case 'submit':
-      return submitAction(text);
-    case 'str_replace_editor': {
-      const { kind: _kind, fileText, oldStr, newStr, insertLine, ...rest } = action;
-      return editorAction(text, { ...rest, file_text: fileText, old_str: oldStr, new_str: newStr, insert_line: insertLine });
-    }
-  }
 }
 
 export function importAsap(text: string, file: string): Trajectory {
@@ -33,7 +18,7 @@ export function importAsap(text: string, file: string): Trajectory {
     throw error;
   }
   return {
-    format: 'asap',
+    format: asapLog.scaffold,
     source: file,
     problemStatement: parsed.problemStatement,
     preamble: [],

@@ -5,8 +5,11 @@
  * of messages or `{info, messages, trajectory_format}`.
  */
 import { InputError } from '../../errors.ts';
-import type { Trajectory, TrajectoryFormat, TrajectoryStep } from '../../schema/trajectory.ts';
-import { bashAction } from '../actions.ts';
+import { bashAction } from '../../formats/actions.ts';
+import { fencedCommands, miniSweAgentV1, miniSweAgentV2 } from '../../formats/mini-swe-agent.ts';
+import type { Trajectory, TrajectoryStep } from '../../schema/trajectory.ts';
+
+type MiniSweAgentScaffold = (typeof miniSweAgentV1 | typeof miniSweAgentV2)['scaffold'];
 
 interface Message {
   role: string;
@@ -14,8 +17,6 @@ interface Message {
   tool_calls?: Array<{ id?: string; function?: { name?: string; arguments?: string } }>;
   extra?: { actions?: Array<{ command?: string; tool_call_id?: string }>; submission?: string; exit_status?: string };
 }
-
-const BLOCK = { 'mini-swe-agent-1': 'bash', 'mini-swe-agent-1.1': 'mswea_bash_command' } as const;
 
 /** Message content as text (v2 may store a list of content parts). */
 export function contentText(content: unknown): string {
@@ -64,12 +65,13 @@ export function looksLikeMiniSweAgent(data: unknown): boolean {
   );
 }
 
-export function miniSweAgentFormat(data: unknown): TrajectoryFormat {
+export function miniSweAgentFormat(data: unknown): MiniSweAgentScaffold {
   const declared = (data as { trajectory_format?: string })?.trajectory_format;
-  if (declared === 'mini-swe-agent-1' || declared === 'mini-swe-agent-1.1') return declared;
+  const named = [miniSweAgentV1, miniSweAgentV2].find((f) => f.scaffold === declared);
+  if (named) return named.scaffold;
   const messages = (Array.isArray(data) ? data : (data as { messages: Message[] }).messages) as Message[];
   const v2 = messages.some((m) => m.role === 'exit' || m.tool_calls?.length || contentText(m.content).includes('```mswea_bash_command'));
-  return v2 ? 'mini-swe-agent-1.1' : 'mini-swe-agent-1';
+  return (v2 ? miniSweAgentV2 : miniSweAgentV1).scaffold;
 }
 
 function problemStatement(task: string): string {
@@ -79,7 +81,7 @@ function problemStatement(task: string): string {
   return issue ? issue[1]! : task;
 }
 
-export function importMiniSweAgent(data: unknown, file: string, format: TrajectoryFormat): Trajectory {
+export function importMiniSweAgent(data: unknown, file: string, format: MiniSweAgentScaffold): Trajectory {
   const messages = (Array.isArray(data) ? data : (data as { messages?: unknown })?.messages) as Message[] | undefined;
   if (!Array.isArray(messages)) throw new InputError({ file, field: 'messages' }, 'expected a list of chat messages');
   checkMessageContents(messages, file, Array.isArray(data) ? '' : 'messages');
@@ -88,7 +90,7 @@ export function importMiniSweAgent(data: unknown, file: string, format: Trajecto
     .slice(0, firstAssistant < 0 ? messages.length : firstAssistant)
     .map((m) => ({ role: m.role, content: contentText(m.content) }));
   const task = preamble.find((m) => m.role === 'user')?.content ?? null;
-  const block = new RegExp(`\`\`\`${BLOCK[format as keyof typeof BLOCK] ?? 'bash'}\\s*\\n([\\s\\S]*?)\\n\`\`\``, 'g');
+  const { fence } = format === miniSweAgentV2.scaffold ? miniSweAgentV2 : miniSweAgentV1;
   const steps: TrajectoryStep[] = [];
   let submission = (data as { info?: { submission?: string } })?.info?.submission ?? null;
 
@@ -120,7 +122,7 @@ export function importMiniSweAgent(data: unknown, file: string, format: Trajecto
       });
       return;
     }
-    const matches = [...content.matchAll(block)];
+    const matches = fencedCommands(content, fence);
     const observation = replies.find((m) => m.role === 'user' || m.role === 'tool');
     if (matches.length !== 1) {
       // mini-swe-agent rejected this turn (no block, or several): nothing ran.

@@ -6,7 +6,8 @@
  */
 import { InputError } from '../../errors.ts';
 import type { Trajectory, TrajectoryStep } from '../../schema/trajectory.ts';
-import { bashAction, editorAction, submitAction } from '../actions.ts';
+import { bashAction, editorAction, submitAction } from '../../formats/actions.ts';
+import { openHands } from '../../formats/openhands.ts';
 
 interface Event {
   id?: number;
@@ -99,7 +100,7 @@ export function importOpenHands(data: unknown, file: string): Trajectory {
   });
   const finish = [...events].reverse().find((e) => e.action === 'finish');
   return {
-    format: 'openhands',
+    format: openHands.scaffold,
     source: file,
     problemStatement: preamble[0]?.content ?? null,
     preamble,

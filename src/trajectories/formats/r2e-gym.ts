@@ -5,11 +5,9 @@
  * or as a chat message list whose assistant turns contain such calls.
  */
 import { InputError } from '../../errors.ts';
-import type { Trajectory, TrajectoryAction, TrajectoryStep } from '../../schema/trajectory.ts';
-import { bashAction, editorAction, submitAction } from '../actions.ts';
+import type { Trajectory, TrajectoryStep } from '../../schema/trajectory.ts';
+import { FUNCTION_CALL, functionCallAction, r2eGym } from '../../formats/r2e-gym.ts';
 import { checkMessageContents, contentText } from './mini-swe-agent.ts';
-
-const CALL = /<function=([\w.-]+)>([\s\S]*?)<\/function>/;
 
 export function looksLikeR2eGym(data: unknown): boolean {
   const root = data as { trajectory_steps?: unknown; messages?: unknown };
@@ -17,29 +15,8 @@ export function looksLikeR2eGym(data: unknown): boolean {
   const messages = Array.isArray(data) ? data : root?.messages;
   return (
     Array.isArray(messages) &&
-    messages.some((m) => typeof m === 'object' && m !== null && CALL.test(contentText((m as { content?: unknown }).content)))
+    messages.some((m) => typeof m === 'object' && m !== null && FUNCTION_CALL.test(contentText((m as { content?: unknown }).content)))
   );
-}
-
-/** One function call, parsed. */
-export function functionCallAction(text: string): TrajectoryAction {
-  const call = CALL.exec(text);
-  if (!call) return { text, kind: 'other', tool: 'none', args: { reason: 'no <function=…> call' } };
-  const name = call[1]!;
-  const params: Record<string, unknown> = {};
-  for (const p of call[2]!.matchAll(/<parameter=(\w+)>([\s\S]*?)<\/parameter>/g))
-    params[p[1]!] = p[2]!.replace(/^\n/, '').replace(/\n$/, '');
-  const written = call[0];
-  if (name === 'execute_bash' || name === 'bash') return bashAction(written, String(params.cmd ?? params.command ?? ''));
-  if (name === 'file_editor' || name === 'str_replace_editor') {
-    const args: Record<string, unknown> = { ...params };
-    if (typeof params.view_range === 'string') args.view_range = JSON.parse(params.view_range);
-    if (typeof params.insert_line === 'string') args.insert_line = Number(params.insert_line);
-    return editorAction(written, args);
-  }
-  if (name === 'search') return { text: written, kind: 'search', tool: 'search', args: params };
-  if (name === 'finish' || name === 'submit') return submitAction(written, params);
-  return { text: written, kind: 'other', tool: name, args: params };
 }
 
 export function importR2eGym(data: unknown, file: string): Trajectory {
@@ -73,7 +50,7 @@ export function importR2eGym(data: unknown, file: string): Trajectory {
         if (steps.length === 0) preamble.push({ role: m.role, content });
         return;
       }
-      const call = CALL.exec(content);
+      const call = FUNCTION_CALL.exec(content);
       const reply = messages.slice(i + 1).find((n) => n.role !== 'assistant');
       steps.push({
         index: steps.length,
@@ -85,7 +62,7 @@ export function importR2eGym(data: unknown, file: string): Trajectory {
     });
   }
   return {
-    format: 'r2e-gym',
+    format: r2eGym.scaffold,
     source: file,
     problemStatement: root.problem_statement ?? preamble.find((m) => m.role === 'user')?.content ?? null,
     preamble,

@@ -5,7 +5,7 @@
  */
 import { InputError } from '../../errors.ts';
 import type { Trajectory, TrajectoryStep } from '../../schema/trajectory.ts';
-import { sweAgentAction } from '../actions.ts';
+import { sweAgent, sweAgentAction } from '../../formats/swe-agent.ts';
 import { checkMessageContents, contentText } from './mini-swe-agent.ts';
 
 interface SweAgentStep {
@@ -65,7 +65,7 @@ export function importSweAgent(data: unknown, file: string): Trajectory {
   const issue = task ? (/ISSUE:\n([\s\S]*?)\n\s*\nINSTRUCTIONS:/.exec(task)?.[1] ?? task) : null;
   const recordedWorkdir = root.trajectory.map((s) => stateWorkdir(s.state)).find((d) => d !== undefined);
   return {
-    format: 'swe-agent',
+    format: sweAgent.scaffold,
     source: file,
     problemStatement: issue,
     preamble,

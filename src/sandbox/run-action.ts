@@ -1,4 +1,5 @@
 /** Runs one normalized trajectory action in a sandbox, the way its scaffold would. */
+import { SWE_AGENT_TOOL } from '../formats/swe-agent.ts';
 import type { TrajectoryAction } from '../schema/trajectory.ts';
 import { TOOLS_MOUNT } from '../sandbox/local.ts';
 import type { ExecResult, Sandbox } from '../sandbox/types.ts';
@@ -27,7 +28,7 @@ export async function runAction(sb: Sandbox, action: TrajectoryAction, timeoutMs
     case 'bash':
       return sb.exec(String(action.args.command ?? ''), { timeoutMs });
     case 'str_replace_editor':
-    case 'swe-agent':
+    case SWE_AGENT_TOOL:
       return sb.exec(`python3 ${TOOLS_MOUNT}/editor.py`, {
         timeoutMs,
         env: { PROBE_TOOL_ARGS: JSON.stringify({ tool: action.tool, ...action.args }) },

@@ -4,8 +4,8 @@
  * how the task, a step and an observation are written, what text cues the model's next
  * step, which stop strings can end an action, and how to find the action in a completion.
  */
-import { type Action, OBSERVATION_LIMIT, renderAction, renderObservation, renderTask } from '../trajectories/mdxml.ts';
-import { ActionParseError, findAction, parseAction } from '../trajectories/mdxml-parse.ts';
+import { type Action, MD_XML_STOPS, OBSERVATION_LIMIT, renderAction, renderObservation, renderTask } from './md-xml.ts';
+import { ActionParseError, findAction, parseAction } from './md-xml-parse.ts';
 
 export const ASAP_FORMATS = ['md+xml', 'xml', 'json', 'markdown'] as const;
 export type AsapFormatName = (typeof ASAP_FORMATS)[number];
@@ -44,7 +44,7 @@ function truncated(output: string): string {
     : output;
 }
 
-const XML_STOPS = ['</bash>', '</str_replace_editor>', '<submit/>'];
+const XML_STOPS = [...MD_XML_STOPS];
 
 /** Finds and parses the first md+xml action element; the thought is what precedes it. */
 function extractXmlAction(completion: string, thoughtOf: (before: string) => string): Extracted {

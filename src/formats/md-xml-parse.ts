@@ -1,8 +1,8 @@
 /**
  * Parsing the `md+xml` format: one action element out of a model's step, and whole
- * transcripts (ASAP logs). The inverse of `mdxml.ts`.
+ * transcripts (ASAP logs). The inverse of `md-xml.ts`.
  */
-import type { Action, TranscriptStep } from './mdxml.ts';
+import type { Action, TranscriptStep } from './md-xml.ts';
 
 export class ActionParseError extends Error {}
 

@@ -7,6 +7,9 @@
 /** Observations longer than this are cut, with a visible marker (ASAP default). */
 export const OBSERVATION_LIMIT = 100_000;
 
+/** The strings at which an md+xml action element is complete (its closing tag, or `<submit/>`). */
+export const MD_XML_STOPS: readonly string[] = ['</bash>', '</str_replace_editor>', '<submit/>'];
+
 export type Action =
   | { kind: 'bash'; command: string }
   | {
