@@ -21,8 +21,6 @@ import type { AsapFormat } from '../formats/asap-transcripts.ts';
 import { isTestPath, patchFiles, sourceChanges } from './patch.ts';
 import type { ToolProfile } from './profiles.ts';
 
-export const DEFAULT_PREFIX_STEPS = 3;
-
 /** The prefix would show the model the answer; the instance cannot be run with it. */
 export class PrefixLeakError extends InputError {}
 

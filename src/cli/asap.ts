@@ -1,44 +1,52 @@
 /** `probe asap`: frozen base models drive whole episodes; Pass@k, Intersection@n and behaviour. */
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { ASAP_FORMATS, type AsapFormatName } from '../formats/asap-transcripts.ts';
-import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
-import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
+import { ASAP_FORMATS } from '../formats/asap-transcripts.ts';
+import { TOOL_PROFILES } from '../asap/profiles.ts';
 import type { AsapResult } from '../asap/run.ts';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
-import { SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
+import { SANDBOX_KINDS } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger, probability } from './args.ts';
-import { ASAP_K_VALUES, runAsapOverCheckpoints } from '../pipeline/asap.ts';
+import { ASAP_RUN_DEFAULTS, type AsapRunSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
+import { passAtKs } from '../protocol.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
 import { addDtypeOption, type DtypeFlags } from './dtype-option.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { addRunOptions, resultCache, type RunFlags } from './run-options.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
 
-interface AsapFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags {
+/** The settings a flag sets under the setting's own name. */
+const SETTING_FLAGS = [
+  'reference',
+  'runs',
+  'concurrency',
+  'profile',
+  'format',
+  'prefixSteps',
+  'maxSteps',
+  'maxTokens',
+  'temperature',
+  'topP',
+  'seed',
+  'sandbox',
+] as const satisfies ReadonlyArray<keyof AsapRunSettings>;
+type AsapSettingFlags = Pick<AsapRunSettings, (typeof SETTING_FLAGS)[number]>;
+
+interface AsapFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags, AsapSettingFlags {
   ckpt?: string[];
   tasks: string;
-  reference: string;
   instances?: string[];
   limit?: number;
-  runs: number;
-  concurrency: number;
-  profile: ToolProfile;
-  format: AsapFormatName;
-  prefixSteps: number;
-  maxSteps: number;
-  maxTokens: number;
-  temperature: number;
-  topP: number;
-  seed: number;
+  /** `--action-timeout`, in seconds (`actionTimeoutS`). */
   actionTimeout: number;
-  sandbox: SandboxKind;
   json?: boolean;
 }
+
+const DEFAULTS = ASAP_RUN_DEFAULTS;
 
 export function asapCommand(): Command {
   return addRunOptions(
@@ -61,25 +69,25 @@ export function asapCommand(): Command {
             )
             .option('--instances <id...>', 'only these instances')
             .option('--limit <n>', 'only the first N instances', positiveInteger)
-            .option('--runs <n>', 'episodes per instance (distinct seeds)', positiveInteger, 8)
-            .option('--concurrency <n>', 'episodes at once (one shared backend, one sandbox each)', positiveInteger, 2)
-            .addOption(new Option('--profile <profile>', 'tools the model may use').choices([...TOOL_PROFILES]).default('bash'))
+            .option('--runs <n>', 'episodes per instance (distinct seeds)', positiveInteger, DEFAULTS.runs)
+            .option('--concurrency <n>', 'episodes at once (one shared backend, one sandbox each)', positiveInteger, DEFAULTS.concurrency)
+            .addOption(new Option('--profile <profile>', 'tools the model may use').choices([...TOOL_PROFILES]).default(DEFAULTS.profile))
             .addOption(
               new Option('--format <format>', 'transcript format (md+xml is the protocol; the others are for the ablation)')
                 .choices([...ASAP_FORMATS])
-                .default('md+xml'),
+                .default(DEFAULTS.format),
             )
-            .option('--prefix-steps <k>', 'reference steps before the model starts', nonNegativeInteger, DEFAULT_PREFIX_STEPS)
-            .option('--max-steps <n>', 'model steps per episode', positiveInteger, 30)
-            .option('--max-tokens <n>', 'new tokens per step', positiveInteger, 2048)
-            .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, 0.7)
-            .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, 0.95)
-            .option('--seed <n>', 'seed of the run (episode seeds derive from it, the same for every checkpoint)', integer, 0)
-            .option('--action-timeout <s>', 'seconds one action may run', positiveInteger, 120)
+            .option('--prefix-steps <k>', 'reference steps before the model starts', nonNegativeInteger, DEFAULTS.prefixSteps)
+            .option('--max-steps <n>', 'model steps per episode', positiveInteger, DEFAULTS.maxSteps)
+            .option('--max-tokens <n>', 'new tokens per step', positiveInteger, DEFAULTS.maxTokens)
+            .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, DEFAULTS.temperature)
+            .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, DEFAULTS.topP)
+            .option('--seed <n>', 'seed of the run (episode seeds derive from it, the same for every checkpoint)', integer, DEFAULTS.seed)
+            .option('--action-timeout <s>', 'seconds one action may run', positiveInteger, DEFAULTS.actionTimeoutS)
             .addOption(
               new Option('--sandbox <kind>', "where the model's actions run (always jailed, network off)")
                 .choices([...SANDBOX_KINDS])
-                .default('local'),
+                .default(DEFAULTS.sandbox),
             )
             .option('--json', 'print one JSON document on stdout'),
         ),
@@ -112,19 +120,8 @@ export function asapCommand(): Command {
         resume: Boolean(flags.resume),
         bos: flags.bos,
         tasksPath: flags.tasks,
-        reference: flags.reference,
-        runs: flags.runs,
-        concurrency: flags.concurrency,
-        profile: flags.profile,
-        format: flags.format,
-        prefixSteps: flags.prefixSteps,
-        maxSteps: flags.maxSteps,
-        maxTokens: flags.maxTokens,
-        temperature: flags.temperature,
-        topP: flags.topP,
-        seed: flags.seed,
+        ...pickSettings(flags),
         actionTimeoutS: flags.actionTimeout,
-        sandbox: flags.sandbox,
         out: flags.out,
         quiet: Boolean(flags.json),
       });
@@ -138,8 +135,12 @@ export function asapCommand(): Command {
     });
 }
 
+function pickSettings(flags: AsapFlags): AsapSettingFlags {
+  return Object.fromEntries(SETTING_FLAGS.map((name) => [name, flags[name]])) as AsapSettingFlags;
+}
+
 function printTables(results: AsapResult[], flags: AsapFlags, instances: number): void {
-  const ks = ASAP_K_VALUES.filter((k) => k <= flags.runs);
+  const ks = passAtKs(flags.runs);
   const kMax = ks.at(-1)!;
   process.stderr.write(
     `\nASAP on ${instances} instances × ${flags.runs} runs (${flags.format}, ${flags.profile} profile, ${flags.prefixSteps}-step prefix)\n\n`,

@@ -24,6 +24,7 @@ import { INCLUDE_CONTROLS_HELP, prepareScoringRun, reportFailures, timestampedRu
 import { ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
 import { printLadder } from '../report/ladder-table.ts';
 import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
+import { ASAP_PROTOCOL } from '../protocol.ts';
 
 interface DemoFlags extends RunFlags {
   json?: boolean;
@@ -51,7 +52,7 @@ export function demoCommand(): Command {
       .option('--shortlist <n>', 'checkpoints that get ASAP episodes', positiveInteger, 2)
       .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
       .option('--asap-runs <n>', 'ASAP episodes per instance', positiveInteger, 2)
-      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
+      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, ASAP_PROTOCOL.maxSteps)
       // The demo's longest gold action is 595 tokens (byte-level rungs): 640 leaves every gold room, and keeps rambling samples of the real rungs from costing minutes.
       .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, 640)
       .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, 1024)

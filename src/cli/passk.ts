@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
-import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
+import { PASSK_DEFAULTS, scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
 import { restoreProbeState, taskForItem } from '../probes/restore.ts';
 import { formatTable } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
@@ -13,6 +13,7 @@ import { loadTasks } from '../verify/load-task.ts';
 import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
 import { integer, nonNegativeNumber, positiveInteger, probability } from './args.ts';
+import { passAtKs } from '../protocol.ts';
 
 interface PasskFlags extends ScoringFlags {
   tasks: string;
@@ -26,19 +27,22 @@ interface PasskFlags extends ScoringFlags {
   concurrency: number;
 }
 
-const K_VALUES = [1, 2, 4, 8, 16, 32, 64];
-
 export function passkCommand(): Command {
   return addScoringOptions(
     new Command('passk')
       .description("Prefix-conditioned pass@K: sample actions at T*, apply them in a jailed sandbox, let the task's tests decide.")
       .option('--tasks <dir|file>', "task records of the probes' tasks", join(REPO_ROOT, 'verifiers'))
-      .option('-n, --n <n>', 'samples per item', positiveInteger, 16)
-      .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, 0.7)
-      .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, 0.95)
-      .option('--max-tokens <n>', 'tokens per sampled action', positiveInteger, 1024)
-      .option('--seed <n>', 'sampling seed (a whole number)', integer, 0)
-      .option('--steps <s>', 'a short rollout of S actions (each output shown to the model) instead of one', positiveInteger, 1)
+      .option('-n, --n <n>', 'samples per item', positiveInteger, PASSK_DEFAULTS.n)
+      .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, PASSK_DEFAULTS.temperature)
+      .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, PASSK_DEFAULTS.topP)
+      .option('--max-tokens <n>', 'tokens per sampled action', positiveInteger, PASSK_DEFAULTS.maxTokens)
+      .option('--seed <n>', 'sampling seed (a whole number)', integer, PASSK_DEFAULTS.seed)
+      .option(
+        '--steps <s>',
+        'a short rollout of S actions (each output shown to the model) instead of one',
+        positiveInteger,
+        PASSK_DEFAULTS.steps,
+      )
       .addOption(new Option('--sandbox <kind>', 'where sampled actions run (always jailed)').choices([...SANDBOX_KINDS]).default('local'))
       .option('--concurrency <n>', 'sandboxes per task', positiveInteger, 2),
   )
@@ -73,7 +77,7 @@ export function passkCommand(): Command {
             run.items,
             {
               n: flags.n,
-              ks: K_VALUES,
+              ks: passAtKs(flags.n),
               steps: flags.steps,
               temperature: flags.temperature,
               topP: flags.topP,
@@ -88,7 +92,7 @@ export function passkCommand(): Command {
         );
         const errors = reportFailures(failures);
         if (!run.quiet) {
-          const ks = K_VALUES.filter((k) => k <= flags.n);
+          const ks = passAtKs(flags.n);
           const rows = results.map((r) => [
             tableName(r.checkpoint),
             ...ks.map((k) => `${(100 * r.pass_at[String(k)]!).toFixed(1)}%`),

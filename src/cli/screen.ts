@@ -16,8 +16,9 @@ import {
   reportFailures,
   type ScoringFlags,
 } from './scoring-options.ts';
-import { ASAP_MAX_TOKENS, PASSK_MAX_TOKENS, ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
+import { ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
 import { printLadder } from '../report/ladder-table.ts';
+import { ACTION_MAX_TOKENS, ASAP_PROTOCOL } from '../protocol.ts';
 
 interface ScreenFlags extends ScoringFlags {
   shortlist: number;
@@ -47,9 +48,9 @@ export function screenCommand(): Command {
       .option('--seed <n>', 'sampling seed (a whole number)', integer, 0)
       .option('--tasks <dir|file>', "task records of the probes' tasks (and of the ASAP episodes)", join(REPO_ROOT, 'verifiers'))
       .option('--asap-runs <n>', 'ASAP episodes per instance for each shortlisted checkpoint (0: none)', nonNegativeInteger, 2)
-      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
-      .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, PASSK_MAX_TOKENS)
-      .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, ASAP_MAX_TOKENS)
+      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, ASAP_PROTOCOL.maxSteps)
+      .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, ACTION_MAX_TOKENS)
+      .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, ASAP_PROTOCOL.maxTokens)
       .option('--reference <dir>', 'reference trajectories for the ASAP prefixes', join(REPO_ROOT, 'trajectories'))
       .option(
         '--asap-out <dir>',

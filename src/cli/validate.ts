@@ -24,9 +24,9 @@ import {
   timestampedRunDir,
   type ScoringFlags,
 } from './scoring-options.ts';
-import { ASAP_MAX_TOKENS, PASSK_MAX_TOKENS } from '../pipeline/ladder.ts';
 import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
 import { checkResume } from './run-options.ts';
+import { ACTION_MAX_TOKENS, ASAP_PROTOCOL } from '../protocol.ts';
 
 interface ValidateFlags extends ScoringFlags {
   trajectories?: string;
@@ -67,10 +67,10 @@ export function validateCommand(): Command {
       .option('--code <file|dir>', 'plain held-out code for general code BPB (source files under a directory)', EMBEDDED_CODE)
       .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
       .option('--seed <n>', 'sampling and bootstrap seed (a whole number)', integer, 0)
-      .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, PASSK_MAX_TOKENS)
+      .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, ACTION_MAX_TOKENS)
       .option('--asap-runs <n>', 'ASAP episodes per instance for every checkpoint (0: no ground truth)', nonNegativeInteger, 4)
-      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, 30)
-      .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, ASAP_MAX_TOKENS)
+      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, ASAP_PROTOCOL.maxSteps)
+      .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, ASAP_PROTOCOL.maxTokens)
       .option('--asap-instances <n>', "only the first N of the probes' tasks get ASAP episodes", positiveInteger)
       .addOption(
         new Option('--asap-profile <profile>', 'tools the ASAP episodes may use (editor adds str_replace_editor)')

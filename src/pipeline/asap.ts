@@ -6,7 +6,6 @@
 import { createHash } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { asapFormat, type AsapFormatName } from '../formats/asap-transcripts.ts';
-import { DEFAULT_PREFIX_STEPS } from '../asap/prefix.ts';
 import { prepareInstances } from '../asap/prepare.ts';
 import type { ToolProfile } from '../asap/profiles.ts';
 import { type AsapResult, runAsap } from '../asap/run.ts';
@@ -23,8 +22,7 @@ import { TaskPools } from '../sandbox/pool.ts';
 import { forEachCheckpoint, servedAs } from './checkpoint-loop.ts';
 import { bosConfig } from '../backends/bos.ts';
 import type { BosPolicy } from '../backends/bos.ts';
-
-export const ASAP_K_VALUES = [1, 2, 4, 8, 16, 32, 64];
+import { ASAP_PROTOCOL, passAtKs } from '../protocol.ts';
 
 export interface AsapRunSettings {
   /** For checkpoints behind servers. */
@@ -77,21 +75,23 @@ export type AsapProtocolChoices = Pick<
   | 'bos'
 >;
 
+/** An ASAP run's defaults: the protocol's (protocol.ts), then the harness's own (bash tools, 2 episodes at once, the local sandbox, seed 0). */
+export const ASAP_RUN_DEFAULTS = {
+  ...ASAP_PROTOCOL,
+  profile: 'bash',
+  concurrency: 2,
+  sandbox: 'local',
+  seed: 0,
+} as const satisfies Partial<AsapRunSettings>;
+
 /**
  * The ASAP protocol as `probe screen` and `probe validate` run it: the caller's choices, and
- * the protocol's own settings (mission.md) written once — md+xml, the 3-step reference
- * prefix, T = 0.7, top-p 0.95, 120 s per action, the local sandbox.
+ * the protocol's own settings (md+xml, the reference prefix, sampling, the action timeout,
+ * the local sandbox) from `ASAP_RUN_DEFAULTS`.
  */
 export function asapProtocolSettings(choices: AsapProtocolChoices): AsapRunSettings {
-  return {
-    ...choices,
-    format: 'md+xml',
-    prefixSteps: DEFAULT_PREFIX_STEPS,
-    temperature: 0.7,
-    topP: 0.95,
-    actionTimeoutS: 120,
-    sandbox: 'local',
-  };
+  const { format, prefixSteps, temperature, topP, actionTimeoutS, sandbox } = ASAP_RUN_DEFAULTS;
+  return { ...choices, format, prefixSteps, temperature, topP, actionTimeoutS, sandbox };
 }
 
 export interface AsapRunOutcome {
@@ -167,7 +167,7 @@ export async function runAsapOverCheckpoints(checkpoints: string[], tasks: Loade
           runs: s.runs,
           concurrency: s.concurrency,
           seed: s.seed,
-          ks: ASAP_K_VALUES,
+          ks: passAtKs(s.runs),
           store,
           leaseFor: pools.leaseFor,
           onEpisode: tick,

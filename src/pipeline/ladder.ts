@@ -14,11 +14,12 @@ import { restoreProbeState, taskForItem } from '../probes/restore.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
-import type { LadderRow } from '../report/collect.ts';
+import type { LadderRow } from '../schema/ladder-row.ts';
 import { averageRanks } from '../stats/correlation.ts';
 import { asapProtocolSettings, runAsapOverCheckpoints } from './asap.ts';
 import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from './checkpoint-loop.ts';
 import { checkpointFacts } from '../store/checkpoint-facts.ts';
+import { ACTION_MAX_TOKENS, ASAP_PROTOCOL, passAtKs, SAMPLING } from '../protocol.ts';
 
 export interface LadderSettings {
   shortlist: number;
@@ -43,9 +44,6 @@ export interface LadderSettings {
   includeControls?: boolean | undefined;
 }
 
-export const PASSK_MAX_TOKENS = 1024;
-export const ASAP_MAX_TOKENS = 2048;
-
 export interface LadderOutcome {
   rows: LadderRow[];
   shortlist: string[];
@@ -63,8 +61,8 @@ export function ladderConfig(s: LadderSettings): Record<string, unknown> {
     reference: resolve(s.reference),
     asap_runs: s.asapRuns,
     asap_max_steps: s.asapMaxSteps,
-    passk_max_tokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS,
-    asap_max_tokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS,
+    passk_max_tokens: s.passkMaxTokens ?? ACTION_MAX_TOKENS,
+    asap_max_tokens: s.asapMaxTokens ?? ASAP_PROTOCOL.maxTokens,
     asap_instances: s.asapInstances ?? null,
     include_controls: Boolean(s.includeControls),
   };
@@ -148,10 +146,9 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
           passkItems,
           {
             n: s.n,
-            ks: [1, 2, 4, 8, 16].filter((k) => k <= s.n),
-            temperature: 0.7,
-            topP: 0.95,
-            maxTokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS,
+            ks: passAtKs(s.n),
+            ...SAMPLING,
+            maxTokens: s.passkMaxTokens ?? ACTION_MAX_TOKENS,
             seed: s.seed,
             taskOf: (item) => taskForItem(tasks.get(item.task)!, item),
             leaseFor: pools.leaseFor,
@@ -186,7 +183,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
         concurrency: s.concurrency,
         profile: 'bash',
         maxSteps: s.asapMaxSteps,
-        maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS,
+        maxTokens: s.asapMaxTokens ?? ASAP_PROTOCOL.maxTokens,
         seed: s.seed,
         out: dir ? join(dir.dir, 'asap') : s.asapOut,
         quiet: run.quiet,

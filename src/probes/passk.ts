@@ -18,6 +18,7 @@ import { runAction } from '../sandbox/run-action.ts';
 import { unresolvedCauses, verifySandbox, type Tampering, type Verdict } from '../verify/verifier.ts';
 import { InputError } from '../errors.ts';
 import { memoized, type ItemHooks } from './memo.ts';
+import { ACTION_MAX_TOKENS, SAMPLING } from '../protocol.ts';
 
 export interface PasskSample {
   text: string;
@@ -59,6 +60,15 @@ export interface PasskOptions {
   /** Restores the state before T* (patch, or replay of the earlier actions). */
   restore: (sb: Sandbox, item: ProbeItem, task: LoadedTask) => Promise<void>;
 }
+
+/** `probe passk`'s defaults: 16 samples per item of one action each, sampled as the protocol samples (protocol.ts). */
+export const PASSK_DEFAULTS = {
+  n: 16,
+  ...SAMPLING,
+  maxTokens: ACTION_MAX_TOKENS,
+  seed: 0,
+  steps: 1,
+} as const satisfies Partial<PasskOptions>;
 
 /** A sample's record of its verdict: the outcome, and what was dropped as tampering (new field, absent in older runs). */
 function judged(verdict: Verdict, reason: string): Pick<PasskSample, 'resolved' | 'reason' | 'tampering'> {

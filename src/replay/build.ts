@@ -16,6 +16,7 @@ import { findDistractors, type Candidate, type VerdictCache } from './distractor
 import { renderProbeContext, type ContextFormat } from './render-context.ts';
 import { changedFiles } from './tree-change.ts';
 import type { ReplayResult } from './replay.ts';
+import { ACTION_MAX_TOKENS, SAMPLING } from '../protocol.ts';
 
 /** The task a trajectory file belongs to: the longest instance id its file name starts with, then a dot. */
 export function taskForTrajectory(file: string, tasks: LoadedTask[]): LoadedTask | undefined {
@@ -159,9 +160,8 @@ async function sampledCandidates(item: ProbeItem, sampler: DistractorSampler): P
   const samples = await sampleOne(sampler.backend, {
     prompt: item.context,
     n: sampler.n,
-    temperature: 0.7,
-    topP: 0.95,
-    maxTokens: 1024,
+    ...SAMPLING,
+    maxTokens: ACTION_MAX_TOKENS,
     stop: [...itemFormat(item).stops],
     seed: sampler.seed,
   });

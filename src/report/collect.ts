@@ -15,24 +15,7 @@ import type { PasskResult } from '../probes/passk.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import { probeSetRecord, type RunManifest } from '../store/run-dir.ts';
 import { readResults } from './results-schema.ts';
-
-/** A row of the ladder, as `probe screen` and `probe demo` write it in results.json. */
-export interface LadderRow {
-  checkpoint: string;
-  bpb: number;
-  mcq_acc: number;
-  mcq_acc_norm: number | null;
-  /** Mean of the BPB rank and the MCQ rank (1 = best). */
-  cheap_rank: number;
-  pass_at: Record<string, number> | null;
-  shortlisted: boolean;
-  /** ASAP on the shortlist: Pass@1, Intersection@n and the headline behaviour rates. */
-  asap: { pass_at_1: number; intersection: number; parsable_turns: number; valid_tool_calls: number; autonomous_edits: number } | null;
-  /** Has seen the probes: a ceiling shown beside the ladder, never shortlisted (checkpoint-facts.ts). Absent in runs from before. */
-  control?: boolean;
-  /** Held-out code BPB measured when the checkpoint was trained, where known: the order the probes are checked against. */
-  heldout_code_bpb?: number | null;
-}
+import type { LadderRow } from '../schema/ladder-row.ts';
 
 /** The MCQ accuracy a ladder row is ranked and shown by (`rankingAccuracy`: acc_norm). */
 export function ladderMcqAccuracy(r: Pick<LadderRow, 'mcq_acc' | 'mcq_acc_norm'>): number {

@@ -5,7 +5,8 @@
  */
 import { kendallTauB } from '../stats/correlation.ts';
 import { RANKING_ACCURACY_LABEL } from '../probes/mcq.ts';
-import { ladderMcqAccuracy, type LadderRow } from './collect.ts';
+import type { LadderRow } from '../schema/ladder-row.ts';
+import { ladderMcqAccuracy } from './collect.ts';
 
 export interface OrderCheck {
   metric: string;

@@ -2,7 +2,8 @@
 import { join } from 'node:path';
 import { RANKING_ACCURACY_LABEL } from '../probes/mcq.ts';
 import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
-import { ladderMcqAccuracy, type LadderRow } from './collect.ts';
+import type { LadderRow } from '../schema/ladder-row.ts';
+import { ladderMcqAccuracy } from './collect.ts';
 import { knownOrder } from './known-order.ts';
 import { formatPercent, formatTable, shortCheckpointName } from './table.ts';
 

@@ -12,7 +12,7 @@ import type { AptResult } from '../probes/aptbench.ts';
 import type { BpbResult } from '../probes/bpb.ts';
 import type { McqResult } from '../probes/mcq.ts';
 import type { PasskResult } from '../probes/passk.ts';
-import type { LadderRow } from './collect.ts';
+import type { LadderRow } from '../schema/ladder-row.ts';
 
 /** JSON has no NaN: an undefined rate (nothing to average) is written as null. */
 const rate = z.number().min(0).max(1);

@@ -1,5 +1,6 @@
 /** Runs one normalized trajectory action in a sandbox, the way its scaffold would. */
 import { SWE_AGENT_TOOL } from '../formats/swe-agent.ts';
+import { ACTION_TIMEOUT_S } from '../protocol.ts';
 import type { TrajectoryAction } from '../schema/trajectory.ts';
 import { TOOLS_MOUNT } from '../sandbox/local.ts';
 import type { ExecResult, Sandbox } from '../sandbox/types.ts';
@@ -21,7 +22,7 @@ export async function writeToolState(sb: Sandbox, state: string | null | undefin
 }
 
 /** Per-action time limit during replay. */
-export const ACTION_TIMEOUT_MS = 120_000;
+export const ACTION_TIMEOUT_MS = ACTION_TIMEOUT_S * 1000;
 
 export async function runAction(sb: Sandbox, action: TrajectoryAction, timeoutMs = ACTION_TIMEOUT_MS): Promise<ExecResult> {
   switch (action.tool) {

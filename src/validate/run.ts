@@ -21,14 +21,14 @@ import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { checkpointFacts } from '../store/checkpoint-facts.ts';
 import type { RunDir } from '../store/run-dir.ts';
-import { ASAP_K_VALUES, asapProtocolSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
+import { asapProtocolSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
 import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from '../pipeline/checkpoint-loop.ts';
-import { ASAP_MAX_TOKENS, PASSK_MAX_TOKENS } from '../pipeline/ladder.ts';
 import { codePieces } from './code-text.ts';
 import { correlatePair, ranking, type Correlation } from './correlate.ts';
 import { countingBackend } from './counting-backend.ts';
 import { asapRecords, probeSeries, truthSeries, seriesValue, type AsapInstanceRecord, type StudySeries } from './series.ts';
 import type { ToolProfile } from '../asap/profiles.ts';
+import { ACTION_MAX_TOKENS, ASAP_PROTOCOL, passAtKs, SAMPLING } from '../protocol.ts';
 
 export interface StudySettings {
   tasks: LoadedTask[];
@@ -52,8 +52,6 @@ export interface StudySettings {
   includeControls?: boolean | undefined;
 }
 
-export const PASSK_K_VALUES = [1, 2, 4, 8, 16, 32, 64];
-
 /** What decides a study's results, for run.json (a resumed study must match it). */
 export function studyConfig(s: StudySettings): Record<string, unknown> {
   return {
@@ -61,10 +59,10 @@ export function studyConfig(s: StudySettings): Record<string, unknown> {
     reference: resolve(s.reference),
     code: resolve(s.code),
     n: s.n,
-    passk_max_tokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS,
+    passk_max_tokens: s.passkMaxTokens ?? ACTION_MAX_TOKENS,
     asap_runs: s.asapRuns,
     asap_max_steps: s.asapMaxSteps,
-    asap_max_tokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS,
+    asap_max_tokens: s.asapMaxTokens ?? ASAP_PROTOCOL.maxTokens,
     asap_instances: s.asapInstances ?? null,
     // Recorded only when not the default, so studies run before the option resume unchanged.
     ...(s.asapProfile && s.asapProfile !== 'bash' ? { asap_profile: s.asapProfile } : {}),
@@ -200,7 +198,7 @@ async function groundTruth(run: StudyRun, s: StudySettings, asapTasks: LoadedTas
       concurrency: s.concurrency,
       profile: s.asapProfile ?? 'bash',
       maxSteps: s.asapMaxSteps,
-      maxTokens: s.asapMaxTokens ?? ASAP_MAX_TOKENS,
+      maxTokens: s.asapMaxTokens ?? ASAP_PROTOCOL.maxTokens,
       seed: s.seed,
       out,
       quiet: run.quiet,
@@ -251,7 +249,7 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
   if (s.asapRuns > 0) referenceFiles(s.reference, asapTasks);
   const tasks = new Map(s.tasks.map((t) => [t.instance_id, t]));
   const passkItems = items.filter((i) => tasks.has(i.task));
-  const ks = PASSK_K_VALUES.filter((k) => k <= s.n);
+  const ks = passAtKs(s.n);
   const costs: RungCost[] = [];
   // Two passes, as `probe screen` makes them: a checkpoint whose sampling fails keeps its scores.
   const loop = (label: string, units: number) => ({
@@ -291,9 +289,8 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
           {
             n: s.n,
             ks,
-            temperature: 0.7,
-            topP: 0.95,
-            maxTokens: s.passkMaxTokens ?? PASSK_MAX_TOKENS,
+            ...SAMPLING,
+            maxTokens: s.passkMaxTokens ?? ACTION_MAX_TOKENS,
             seed: s.seed,
             taskOf: (item) => taskForItem(tasks.get(item.task)!, item),
             leaseFor: pools.leaseFor,
@@ -327,7 +324,7 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
 
   const taskOfItem = new Map(items.map((i) => [i.id, i.task]));
   const probes = probeSeries({ ...rungs, passkKs: [...new Set([1, ks.at(-1)!])] }, (id) => taskOfItem.get(id) ?? id);
-  const truthKs = [...new Set([1, ASAP_K_VALUES.filter((k) => k <= s.asapRuns).at(-1) ?? 1])];
+  const truthKs = [...new Set([1, passAtKs(s.asapRuns).at(-1) ?? 1])];
   const truths = s.asapRuns > 0 ? truthSeries(truth.records, truthKs) : [];
   const correlated = checkpoints.filter((c) => s.includeControls || !checkpointFacts(c).control);
   const correlations = probes.flatMap((p) =>
