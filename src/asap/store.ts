@@ -13,9 +13,8 @@
  */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { InputError } from '../errors.ts';
 import { JsonlLog, readJsonl } from '../store/jsonl-log.ts';
-import { changedSettings } from '../store/settings-diff.ts';
+import { changedSettings, checkResume } from '../store/resume.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import type { RunBehaviour } from './behaviour.ts';
 import type { EpisodeStep, Termination } from './episode.ts';
@@ -81,24 +80,29 @@ export class AsapStore {
     return log;
   }
 
-  /** Records the settings, or checks that a resumed run uses the same ones. */
+  /**
+   * Records the settings, or checks that a resumed run uses the same ones. The run
+   * directory around the store (run.json) has already said whether to resume.
+   */
   claim(settings: Record<string, unknown>): 'new' | 'resumed' {
     const file = join(this.dir, 'asap.json');
+    const started = existsSync(join(this.dir, 'episodes'));
     // A directory whose episodes have not started yet takes the new settings (and drops its prefixes).
-    if (existsSync(file) && !existsSync(join(this.dir, 'episodes'))) rmSync(join(this.dir, 'prefixes'), { recursive: true, force: true });
-    else if (existsSync(file)) {
-      const previous = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
-      const differs = changedSettings(previous, settings);
-      if (differs.length > 0) {
-        throw new InputError(
-          { file, field: differs[0] },
-          `this directory holds an ASAP run with other settings (${differs.map((k) => `${k}: ${JSON.stringify(previous[k])} → ${JSON.stringify(settings[k])}`).join('; ')}); use another --out or the same settings to resume`,
-        );
-      }
-      return 'resumed';
-    }
-    writeJsonAtomic(file, settings);
-    return 'new';
+    if (existsSync(file) && !started) rmSync(join(this.dir, 'prefixes'), { recursive: true, force: true });
+    const stored = existsSync(file) && started ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>) : undefined;
+    const status = checkResume({
+      file,
+      stored,
+      settings,
+      resume: 'implicit',
+      refusal: '',
+      differs: () =>
+        `this directory holds an ASAP run with other settings (${changedSettings(stored!, settings)
+          .map((k) => `${k}: ${JSON.stringify(stored![k])} → ${JSON.stringify(settings[k])}`)
+          .join('; ')}); use another --out or the same settings to resume`,
+    });
+    if (status === 'new') writeJsonAtomic(file, settings);
+    return status;
   }
 
   prefixFile(instance: string): string {

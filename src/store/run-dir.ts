@@ -25,7 +25,7 @@ import { writeFileAtomic } from '../util/atomic-file.ts';
 import { JsonlLog } from './jsonl-log.ts';
 import { lockRunDir } from './run-lock.ts';
 import { ensureOutputDir } from './output-path.ts';
-import { changedSettings } from './settings-diff.ts';
+import { checkResume, flattenSettings } from './resume.ts';
 import { checkpointFacts } from './checkpoint-facts.ts';
 
 export interface CheckpointRecord {
@@ -99,10 +99,14 @@ export function probeSetRecord(source: string, items: readonly unknown[]): NonNu
 
 /** A run directory that holds a run is continued only when asked to (also said by `probe demo` before its build). */
 export function existingRunError(manifestFile: string): InputError {
-  return new InputError(
-    { file: manifestFile },
-    'this directory already holds a run: pass --resume to continue it, or choose another --out',
-  );
+  return new InputError({ file: manifestFile }, EXISTING_RUN);
+}
+
+const EXISTING_RUN = 'this directory already holds a run: pass --resume to continue it, or choose another --out';
+
+/** What must match for a run to be continued, flat, in the order a mismatch is reported. */
+function resumeKey(m: Pick<RunManifest, 'verb' | 'config' | 'seeds' | 'probe_set'>): Record<string, unknown> {
+  return { verb: m.verb, ...flattenSettings('config', m.config), seeds: m.seeds, 'probe_set.sha256': m.probe_set?.sha256 };
 }
 
 /** Files a run writes when a stage or the whole run is done. */
@@ -143,7 +147,29 @@ export class RunDir {
     ensureOutputDir(dir, '--out');
     lockRunDir(dir);
     // A run that stopped on bad input before any work is simply started again.
-    if (!existsSync(file) || !holdsWork(dir)) {
+    let previous: RunManifest | undefined;
+    if (existsSync(file) && holdsWork(dir)) {
+      if (!options.resume) throw existingRunError(file);
+      try {
+        previous = JSON.parse(readFileSync(file, 'utf8')) as RunManifest;
+      } catch (error) {
+        throw new InputError({ file }, 'not a run manifest (JSON)', { cause: error });
+      }
+    }
+    // Checkpoints may be added to a run; one that is in it must be byte-for-byte the same.
+    const known = (c: CheckpointRecord) => previous?.checkpoints.find((p) => (p.path ?? resolve(p.name)) === c.path);
+    const hashes = (of: (c: CheckpointRecord) => CheckpointRecord | undefined) =>
+      Object.fromEntries(input.checkpoints.filter(known).map((c) => [`checkpoints.${c.name}.content_hash`, of(c)!.content_hash]));
+    const status = checkResume({
+      file,
+      stored: previous && { ...resumeKey(previous), ...hashes(known) },
+      settings: { ...resumeKey(input), ...hashes((c) => c) },
+      resume: options.resume,
+      refusal: EXISTING_RUN,
+      differs: (_field, was, now) =>
+        `the run here was started with ${JSON.stringify(was)}, this one has ${JSON.stringify(now)}; resume with the same settings or choose another --out`,
+    });
+    if (status === 'new') {
       const manifest: RunManifest = {
         verb: input.verb,
         probe_version: probeVersion(),
@@ -159,33 +185,9 @@ export class RunDir {
       writeFileAtomic(file, `${JSON.stringify(manifest, null, 2)}\n`);
       return new RunDir(dir, manifest, 'new');
     }
-    if (!options.resume) throw existingRunError(file);
-    let previous: RunManifest;
-    try {
-      previous = JSON.parse(readFileSync(file, 'utf8')) as RunManifest;
-    } catch (error) {
-      throw new InputError({ file }, 'not a run manifest (JSON)', { cause: error });
-    }
-    const mismatch = (field: string, was: unknown, now: unknown) =>
-      new InputError(
-        { file, field },
-        `the run here was started with ${JSON.stringify(was)}, this one has ${JSON.stringify(now)}; resume with the same settings or choose another --out`,
-      );
-    if (previous.verb !== input.verb) throw mismatch('verb', previous.verb, input.verb);
-    const [changed] = changedSettings(previous.config ?? {}, input.config);
-    if (changed !== undefined) throw mismatch(`config.${changed}`, previous.config?.[changed], input.config[changed]);
-    if (JSON.stringify(previous.seeds) !== JSON.stringify(input.seeds)) throw mismatch('seeds', previous.seeds, input.seeds);
-    if (previous.probe_set?.sha256 !== input.probe_set?.sha256)
-      throw mismatch('probe_set.sha256', previous.probe_set?.sha256, input.probe_set?.sha256);
-    // Checkpoints may be added to a run; one that is in it must be byte-for-byte the same.
-    const checkpoints = [...previous.checkpoints];
-    for (const c of input.checkpoints) {
-      const known = checkpoints.find((p) => (p.path ?? resolve(p.name)) === c.path);
-      if (!known) checkpoints.push(c);
-      else if (known.content_hash !== c.content_hash)
-        throw mismatch(`checkpoints.${c.name}.content_hash`, known.content_hash, c.content_hash);
-    }
-    const manifest: RunManifest = { ...previous, checkpoints, resumed: [...(previous.resumed ?? []), now] };
+    const resumed = previous!;
+    const checkpoints = [...resumed.checkpoints, ...input.checkpoints.filter((c) => !known(c))];
+    const manifest: RunManifest = { ...resumed, checkpoints, resumed: [...(resumed.resumed ?? []), now] };
     writeFileAtomic(file, `${JSON.stringify(manifest, null, 2)}\n`);
     // What the run concluded before is no longer its conclusion: a report must wait for this one to finish.
     for (const concluded of CONCLUSIONS) rmSync(join(dir, concluded), { force: true });

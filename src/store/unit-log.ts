@@ -4,10 +4,9 @@
  * Rerunning with `resume` reads the finished units back; a log left by an interrupted job is
  * never silently restarted or mixed with other settings.
  */
-import { InputError } from '../errors.ts';
 import type { ItemMemo } from '../probes/memo.ts';
 import { JsonlLog } from './jsonl-log.ts';
-import { changedSettings } from './settings-diff.ts';
+import { checkResume } from './resume.ts';
 
 type Line<T> = { header: Record<string, unknown> } | { id: string; value: T };
 
@@ -22,19 +21,17 @@ export class UnitLog<T> implements ItemMemo<T> {
     const lines = log.read();
     const previous = lines[0] && 'header' in lines[0] ? lines[0].header : undefined;
     const unit = new UnitLog<T>(log);
-    if (previous && lines.length > 1) {
-      if (!options.resume)
-        throw new InputError(
-          { file },
-          `an interrupted ${options.what} left its progress here: pass --resume to continue it, or delete the file to start over`,
-        );
-      const [key] = changedSettings(previous, header);
-      if (key !== undefined) {
-        throw new InputError(
-          { file, field: key },
-          `the interrupted ${options.what} used ${JSON.stringify(previous[key])}, this one ${JSON.stringify(header[key])}; use the same settings to resume, or delete the file`,
-        );
-      }
+    const status = checkResume({
+      file,
+      // A log with a header and no finished unit holds no work: it is started again.
+      stored: lines.length > 1 ? previous : undefined,
+      settings: header,
+      resume: options.resume,
+      refusal: `an interrupted ${options.what} left its progress here: pass --resume to continue it, or delete the file to start over`,
+      differs: (_field, was, now) =>
+        `the interrupted ${options.what} used ${JSON.stringify(was)}, this one ${JSON.stringify(now)}; use the same settings to resume, or delete the file`,
+    });
+    if (status === 'resumed') {
       for (const line of lines.slice(1)) if ('id' in line) unit.done.set(line.id, line.value);
       return unit;
     }
