@@ -13,6 +13,7 @@ import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
 import { scoreBpb, type BpbItem } from '../src/probes/bpb.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../src/store/run-dir.ts';
+import { resolveCheckpoint } from '../src/backends/checkpoint.ts';
 
 const ckpt = join(EMBEDDED_CHECKPOINTS, 'attn-agent');
 const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl'));
@@ -23,7 +24,13 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 const newRun = () =>
   RunDir.open(
     mkdtempSync(join(tmpdir(), 'probe-bench-run-')),
-    { verb: 'bpb', config: {}, checkpoints: checkpointRecords([ckpt]), probe_set: probeSetRecord('demo', items), seeds: {} },
+    {
+      verb: 'bpb',
+      config: {},
+      checkpoints: checkpointRecords([resolveCheckpoint(ckpt)]),
+      probe_set: probeSetRecord('demo', items),
+      seeds: {},
+    },
     { resume: false },
   );
 
@@ -67,7 +74,13 @@ for (let r = 0; r < 9; r++) {
   let t = performance.now();
   const again = RunDir.open(
     run.dir,
-    { verb: 'bpb', config: {}, checkpoints: checkpointRecords([ckpt]), probe_set: probeSetRecord('demo', items), seeds: {} },
+    {
+      verb: 'bpb',
+      config: {},
+      checkpoints: checkpointRecords([resolveCheckpoint(ckpt)]),
+      probe_set: probeSetRecord('demo', items),
+      seeds: {},
+    },
     { resume: true },
   );
   await scoreBpb(ckpt, backend, items, { memo: again.memo<BpbItem>('bpb', ckpt) });

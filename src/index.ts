@@ -2,6 +2,7 @@
 export type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from './backends/types.ts';
 export { OnnxBackend, type OnnxBackendOptions } from './backends/onnx/backend.ts';
 export { openBackend, checkCheckpoint } from './backends/open.ts';
+export { type Checkpoint, type CheckpointFacts, resolveCheckpoint } from './backends/checkpoint.ts';
 export { scoreContinuation, sampleOne } from './backends/single.ts';
 export { splitContinuations, splitPair, type SplitPair } from './backends/boundary.ts';
 export { ProbeItem, EnvState } from './schema/probe-item.ts';

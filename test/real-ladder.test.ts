@@ -14,7 +14,7 @@ import { EMBEDDED_CHECKPOINTS, EMBEDDED_PROBES, readLadder, REPO_ROOT } from '..
 import { scoreBpb } from '../src/probes/bpb.ts';
 import { rankingAccuracy, scoreMcq } from '../src/probes/mcq.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
-import { checkpointFacts } from '../src/store/checkpoint-facts.ts';
+import { checkpointFacts } from '../src/backends/checkpoint.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { tempDir } from './helpers/paths.ts';
 

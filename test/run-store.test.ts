@@ -16,6 +16,7 @@ import type { EpisodeStep } from '../src/asap/episode.ts';
 import { JsonlLog, readJsonl } from '../src/store/jsonl-log.ts';
 import { checkpointRecords, probeSetRecord, RunDir, type RunManifest } from '../src/store/run-dir.ts';
 import { CKPT, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
+import { resolveCheckpoint } from '../src/backends/checkpoint.ts';
 
 describe('JsonlLog', () => {
   it('keeps only whole lines, and cuts a line left half-written by a kill before the next append', () => {
@@ -72,7 +73,7 @@ describe('RunDir', () => {
   const input = (config: Record<string, unknown>, ckpt = CKPT.agent) => ({
     verb: 'bpb',
     config,
-    checkpoints: checkpointRecords([ckpt]),
+    checkpoints: checkpointRecords([resolveCheckpoint(ckpt)]),
     probe_set: probeSetRecord('probes.jsonl', [{ id: 'a' }, { id: 'b' }]),
     seeds: { sampling: 0 },
   });

@@ -1,32 +1,16 @@
 /** Turns a `--ckpt` argument into a backend (design.md, "Checkpoints"): a directory, or server URLs. */
-import { InputError } from '../errors.ts';
+import { type Checkpoint, resolveCheckpoint } from './checkpoint.ts';
 import { HttpBackend, type HttpBackendOptions } from './http/backend.ts';
 import { OnnxBackend, type OnnxBackendOptions } from './onnx/backend.ts';
-import { readCheckpointDir, readTokenizerDir } from './onnx/checkpoint.ts';
 import { DEFAULT_DTYPE, type Dtype } from './onnx/dtype.ts';
 import type { CompletionBackend } from './types.ts';
 import { bosKey } from './bos.ts';
 import { CachedBackend, checkpointContentHash, type ResultCache } from './cache.ts';
 import { serverFingerprint } from './http/fingerprint.ts';
 
-export function isServerAddress(spec: string): boolean {
-  return /^https?:\/\//i.test(spec);
-}
-
 /** Checks a checkpoint's files (or a server URL's form) without loading anything, so bad input is caught before any work. */
 export function checkCheckpoint(spec: string, http: HttpBackendOptions = {}, dtype?: Dtype): void {
-  if (isServerAddress(spec)) {
-    for (const url of spec.split(',')) {
-      try {
-        new URL(url.trim());
-      } catch {
-        throw new InputError({ file: spec }, `not a server URL: ${url}`);
-      }
-    }
-    if (http.tokenizerDir) readTokenizerDir(http.tokenizerDir);
-    return;
-  }
-  readCheckpointDir(spec, dtype);
+  resolveCheckpoint(spec, { http, dtype });
 }
 
 export interface OpenOptions extends OnnxBackendOptions {
@@ -35,10 +19,11 @@ export interface OpenOptions extends OnnxBackendOptions {
   cache?: ResultCache;
 }
 
-export async function openBackend(spec: string, options: OpenOptions = {}): Promise<CompletionBackend> {
-  checkCheckpoint(spec, options.http, options.dtype);
-  if (isServerAddress(spec)) {
-    const server = await HttpBackend.open(spec, { ...options.http, ...(options.bos ? { bos: options.bos } : {}) });
+/** Opens a resolved checkpoint (or resolves a `--ckpt` argument first). */
+export async function openBackend(checkpoint: Checkpoint | string, options: OpenOptions = {}): Promise<CompletionBackend> {
+  const ckpt = typeof checkpoint === 'string' ? resolveCheckpoint(checkpoint, { http: options.http, dtype: options.dtype }) : checkpoint;
+  if (ckpt.kind === 'server') {
+    const server = await HttpBackend.open(ckpt.name, { ...options.http, ...(options.bos ? { bos: options.bos } : {}) });
     if (!options.cache) return server;
     // A server is keyed by what it says it serves, where, a canary reading of the weights behind it (taken on first use) and the BOS used.
     const cache = options.cache;
@@ -47,10 +32,10 @@ export async function openBackend(spec: string, options: OpenOptions = {}): Prom
       return weights === undefined ? undefined : `${weights}${bosKey(await server.bos())}`;
     });
   }
-  const backend = await OnnxBackend.open(spec, options);
+  const backend = await OnnxBackend.open(ckpt.name, options);
   if (!options.cache) return backend;
   // A directory is keyed by its content, the graph that runs (--dtype) and the BOS put before contexts.
-  return new CachedBackend(backend, options.cache, `${directoryFingerprint(spec, options.dtype)}${bosKey(backend.bosUse)}`);
+  return new CachedBackend(backend, options.cache, `${directoryFingerprint(ckpt.dir, options.dtype)}${bosKey(backend.bosUse)}`);
 }
 
 /**

@@ -1,7 +1,8 @@
 /** `probe build`: replay every trajectory against its task and write probe items at T*. */
 import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { checkCheckpoint, isServerAddress, openBackend } from '../backends/open.ts';
+import { resolveCheckpoint } from '../backends/checkpoint.ts';
+import { openBackend } from '../backends/open.ts';
 import { InputError } from '../errors.ts';
 import { checkOutputFile } from '../store/output-path.ts';
 import type { RestoreMode } from '../replay/build.ts';
@@ -19,7 +20,6 @@ import {
   type TrajectoryBuild,
 } from '../pipeline/build.ts';
 import { summarizeProbeQuality } from '../report/probe-quality-text.ts';
-import { checkpointContentHash } from '../backends/cache.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
@@ -76,17 +76,17 @@ export function buildCommand(): Command {
     )
     .action(async (flags: BuildFlags) => {
       const tasks = await loadTasks(flags.tasks, { imageNamespace: flags.imageNamespace });
-      if (flags.distractorCkpt && isServerAddress(flags.distractorCkpt)) {
+      const distractorCkpt = flags.distractorCkpt ? resolveCheckpoint(flags.distractorCkpt) : undefined;
+      if (distractorCkpt?.kind === 'server') {
         // A resumed build must sample from the same weights: it records the directory's content hash, which a server has not.
         throw new InputError(
-          { file: flags.distractorCkpt },
+          { file: distractorCkpt.name },
           "--distractor-ckpt takes a checkpoint directory, not a server URL (its samples are recorded by the checkpoint's content hash)",
         );
       }
-      if (flags.distractorCkpt) checkCheckpoint(flags.distractorCkpt);
       // The probe set is written once, after every replay: a path that cannot take it must fail now.
       checkOutputFile(flags.out, '--out');
-      const samplerBackend = flags.distractorCkpt && flags.distractors ? await openBackend(flags.distractorCkpt) : undefined;
+      const samplerBackend = distractorCkpt && flags.distractors ? await openBackend(distractorCkpt) : undefined;
       const sampler = samplerBackend
         ? { name: flags.distractorCkpt!, backend: samplerBackend, n: flags.distractorSamples, seed: 0 }
         : undefined;
@@ -99,7 +99,7 @@ export function buildCommand(): Command {
           context: flags.context,
           restore: flags.restore,
           distractors: flags.distractors,
-          distractor_ckpt: flags.distractorCkpt && flags.distractors ? checkpointContentHash(flags.distractorCkpt) : null,
+          distractor_ckpt: distractorCkpt && flags.distractors ? distractorCkpt.contentHash() : null,
           distractor_samples: flags.distractorSamples,
           sandbox: flags.sandbox,
           repeats: flags.repeats,

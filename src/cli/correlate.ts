@@ -7,7 +7,7 @@ import { bootstrap, kendallTauB, pearson, spearman, type Interval } from '../sta
 import { metricsFromDocument, type MetricSeries } from '../stats/metrics.ts';
 import { createRng } from '../util/rng.ts';
 import { integer, positiveInteger } from './args.ts';
-import { checkpointFacts } from '../store/checkpoint-facts.ts';
+import { checkpointFacts } from '../backends/checkpoint.ts';
 
 interface CorrelateFlags {
   results: string[];

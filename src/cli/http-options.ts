@@ -1,5 +1,6 @@
 /** Flags for checkpoints behind inference servers (`--ckpt http://…/v1`). */
 import { type Command, Option } from 'commander';
+import { isServerAddress } from '../backends/checkpoint.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { SERVER_KINDS, type ServerKind } from '../backends/http/servers.ts';
 import { nonNegativeInteger, positiveInteger } from './args.ts';
@@ -44,7 +45,7 @@ function interruptSignal(): AbortSignal {
 }
 
 export function httpOptions(flags: HttpFlags, ckpts: readonly string[] = []): HttpBackendOptions {
-  const remote = ckpts.some((c) => /^https?:\/\//i.test(c));
+  const remote = ckpts.some(isServerAddress);
   return {
     ...(remote ? { signal: interruptSignal() } : {}),
     ...(flags.serverKind ? { kind: flags.serverKind } : {}),

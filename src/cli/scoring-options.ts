@@ -6,7 +6,7 @@
 import { join, relative } from 'node:path';
 import type { Command } from 'commander';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
-import { checkCheckpoint } from '../backends/open.ts';
+import { type Checkpoint, resolveCheckpoint } from '../backends/checkpoint.ts';
 import type { Dtype } from '../backends/onnx/dtype.ts';
 import { embeddedCheckpointDirs, EMBEDDED_PROBES } from '../embedded.ts';
 import { InputError } from '../errors.ts';
@@ -47,10 +47,9 @@ export function addScoringOptions(command: Command): Command {
 }
 
 /** The checkpoints named by `--ckpt`, or the embedded ladder; each checked before any work. */
-export function resolveCheckpoints(ckpt: string[] | undefined, http: HttpBackendOptions = {}, dtype?: Dtype): string[] {
-  const checkpoints = ckpt ?? embeddedCheckpointDirs().map((dir) => relative(process.cwd(), dir) || '.');
-  for (const c of checkpoints) checkCheckpoint(c, http, dtype);
-  return checkpoints;
+export function resolveCheckpoints(ckpt: string[] | undefined, http: HttpBackendOptions = {}, dtype?: Dtype): Checkpoint[] {
+  const specs = ckpt ?? embeddedCheckpointDirs().map((dir) => relative(process.cwd(), dir) || '.');
+  return specs.map((spec) => resolveCheckpoint(spec, { http, dtype }));
 }
 
 /**

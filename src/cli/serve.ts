@@ -2,7 +2,8 @@
 import { basename } from 'node:path';
 import { Command } from 'commander';
 import { OnnxBackend } from '../backends/onnx/backend.ts';
-import { checkCheckpoint } from '../backends/open.ts';
+import { resolveCheckpoint } from '../backends/checkpoint.ts';
+import { InputError } from '../errors.ts';
 import { EnvironmentError, systemErrorCode, systemReason } from '../errors.ts';
 import { createOpenAiServer } from '../serve/openai-server.ts';
 import { nonNegativeInteger, positiveInteger, tcpPort } from './args.ts';
@@ -36,8 +37,10 @@ export function serveCommand(): Command {
       '\nExample:\n  probe serve --ckpt checkpoints/attn-agent --port 8000 &\n  probe bpb --ckpt http://127.0.0.1:8000/v1 --tokenizer checkpoints/attn-agent',
     )
     .action(async (flags: ServeFlags) => {
-      checkCheckpoint(flags.ckpt, {}, flags.dtype);
-      const backend = await OnnxBackend.open(flags.ckpt, flags.dtype ? { dtype: flags.dtype } : {});
+      const checkpoint = resolveCheckpoint(flags.ckpt, { dtype: flags.dtype });
+      if (checkpoint.kind === 'server')
+        throw new InputError({ file: flags.ckpt, field: '--ckpt' }, 'probe serve serves a checkpoint directory, not a server');
+      const backend = await OnnxBackend.open(checkpoint.name, flags.dtype ? { dtype: flags.dtype } : {});
       const server = createOpenAiServer(backend, {
         model: flags.model ?? basename(backend.dir),
         maxBatch: flags.maxBatch,

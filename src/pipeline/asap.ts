@@ -13,6 +13,7 @@ import { AsapStore } from '../asap/store.ts';
 import type { InputError } from '../errors.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import type { ResultCache } from '../backends/cache.ts';
+import type { Checkpoint } from '../backends/checkpoint.ts';
 import { DEFAULT_DTYPE, type Dtype } from '../backends/onnx/dtype.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import type { EndpointFailure } from '../backends/http/transport.ts';
@@ -103,7 +104,11 @@ export interface AsapRunOutcome {
   failures: Array<InputError | EndpointFailure>;
 }
 
-export async function runAsapOverCheckpoints(checkpoints: string[], tasks: LoadedTask[], s: AsapRunSettings): Promise<AsapRunOutcome> {
+export async function runAsapOverCheckpoints(
+  checkpoints: readonly Checkpoint[],
+  tasks: LoadedTask[],
+  s: AsapRunSettings,
+): Promise<AsapRunOutcome> {
   const format = asapFormat(s.format);
   // What defines the episodes: a rerun must match it to resume (runs and checkpoints may grow).
   const protocol = {

@@ -5,6 +5,7 @@
  */
 import { resolve } from 'node:path';
 import type { BosPolicy } from '../backends/bos.ts';
+import type { Checkpoint } from '../backends/checkpoint.ts';
 import type { ResultCache } from '../backends/cache.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { EndpointFailure } from '../backends/http/transport.ts';
@@ -23,7 +24,7 @@ export type Failure = ProbeError | EndpointFailure;
 /** A scoring run with its input checked: items, checkpoints, and where results go. */
 export interface ScoringRun {
   items: ProbeItem[];
-  checkpoints: string[];
+  checkpoints: Checkpoint[];
   http: HttpBackendOptions;
   /** Which graph of each checkpoint directory runs (`--dtype`). */
   dtype: Dtype | undefined;
@@ -86,20 +87,21 @@ export interface CheckpointLoopOptions {
 
 /** Runs `run` with each checkpoint's backend in turn, one open at a time, under one progress display. */
 export async function forEachCheckpoint<R>(
-  checkpoints: string[],
+  checkpoints: readonly Checkpoint[],
   options: CheckpointLoopOptions,
-  run: (checkpoint: string, backend: CompletionBackend, tick: (reused?: boolean) => void) => Promise<R>,
+  /** `name` is what results carry (`checkpoint`): the argument as written. */
+  run: (name: string, backend: CompletionBackend, tick: (reused?: boolean) => void, checkpoint: Checkpoint) => Promise<R>,
 ): Promise<{ results: R[]; failures: Failure[] }> {
   const progress = createProgress({
     total: checkpoints.length * options.units,
-    perCheckpoint: checkpoints.map((name) => ({ name, units: options.units })),
+    perCheckpoint: checkpoints.map(({ name }) => ({ name, units: options.units })),
     enabled: !options.quiet,
   });
   const results: R[] = [];
   const failures: Failure[] = [];
   try {
     for (const ckpt of checkpoints) {
-      progress.label(`${options.label ? `${options.label}: ` : ''}${ckpt}`);
+      progress.label(`${options.label ? `${options.label}: ` : ''}${ckpt.name}`);
       try {
         const backend = await openBackend(ckpt, {
           http: options.http ?? {},
@@ -109,8 +111,8 @@ export async function forEachCheckpoint<R>(
         });
         try {
           const bos = options.dir ? await backend.bos?.() : undefined;
-          if (bos) options.dir!.recordBos(ckpt, bos);
-          results.push(await run(ckpt, backend, (reused = false) => progress.tick(ckpt, reused)));
+          if (bos) options.dir!.recordBos(ckpt.name, bos);
+          results.push(await run(ckpt.name, backend, (reused = false) => progress.tick(ckpt.name, reused), ckpt));
         } finally {
           await backend.close();
         }

@@ -18,7 +18,6 @@ import type { LadderRow } from '../schema/ladder-row.ts';
 import { averageRanks } from '../stats/correlation.ts';
 import { asapProtocolSettings, runAsapOverCheckpoints } from './asap.ts';
 import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from './checkpoint-loop.ts';
-import { checkpointFacts } from '../store/checkpoint-facts.ts';
 import { ACTION_MAX_TOKENS, ASAP_PROTOCOL, passAtKs, SAMPLING } from '../protocol.ts';
 
 export interface LadderSettings {
@@ -100,9 +99,10 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   const results = cheap.results as Array<{ bpb: BpbResult; mcq: McqResult }>;
   const bpbRank = averageRanks(results.map((r) => r.bpb.bpb));
   const mcqRank = averageRanks(results.map((r) => -rankingAccuracy(r.mcq)));
+  const checkpointNamed = new Map(run.checkpoints.map((c) => [c.name, c]));
   const rows: LadderRow[] = results
     .map((r, i) => {
-      const facts = checkpointFacts(r.bpb.checkpoint);
+      const { facts } = checkpointNamed.get(r.bpb.checkpoint)!;
       return {
         checkpoint: r.bpb.checkpoint,
         bpb: r.bpb.bpb,
@@ -128,7 +128,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   const pools = new TaskPools((t) => openSandbox('local', t), 2);
   try {
     const passk = await forEachCheckpoint(
-      top.map((r) => r.checkpoint),
+      top.map((r) => checkpointNamed.get(r.checkpoint)!),
       {
         units: passkItems.length,
         quiet: run.quiet,
@@ -174,7 +174,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   let asapOut: string | null = null;
   if (s.asapRuns > 0 && shortlist.length > 0) {
     const asap = await runAsapOverCheckpoints(
-      shortlist,
+      shortlist.map((name) => checkpointNamed.get(name)!),
       asapTasksOf(run, s),
       asapProtocolSettings({
         tasksPath: s.tasksPath,

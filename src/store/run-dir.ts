@@ -16,8 +16,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { bosRecord, type BosRecord, type BosUse } from '../backends/bos.ts';
-import { checkpointContentHash } from '../backends/cache.ts';
-import { isServerAddress } from '../backends/open.ts';
+import { type Checkpoint, checkpointKey } from '../backends/checkpoint.ts';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import type { ItemMemo } from '../probes/memo.ts';
@@ -26,7 +25,6 @@ import { JsonlLog } from './jsonl-log.ts';
 import { lockRunDir } from './run-lock.ts';
 import { ensureOutputDir } from './output-path.ts';
 import { checkResume, flattenSettings } from './resume.ts';
-import { checkpointFacts } from './checkpoint-facts.ts';
 
 export interface CheckpointRecord {
   /** As given on the command line (what tables show). */
@@ -76,18 +74,13 @@ function gitState(): RunManifest['git'] {
   return { commit: head.stdout.trim(), dirty: status.status === 0 ? status.stdout.trim().length > 0 : null };
 }
 
-export function checkpointRecords(checkpoints: string[]): CheckpointRecord[] {
-  return checkpoints.map((name) => ({
-    name,
-    path: checkpointPath(name),
-    content_hash: isServerAddress(name) ? null : checkpointContentHash(name),
-    ...checkpointFacts(name),
+export function checkpointRecords(checkpoints: readonly Checkpoint[]): CheckpointRecord[] {
+  return checkpoints.map((c) => ({
+    name: c.name,
+    path: c.key,
+    content_hash: c.kind === 'directory' ? c.contentHash() : null,
+    ...c.facts,
   }));
-}
-
-/** The key of a checkpoint in a run: `./a`, `a` and `/abs/a` are one checkpoint. */
-export function checkpointPath(checkpoint: string): string {
-  return isServerAddress(checkpoint) ? checkpoint : resolve(checkpoint);
 }
 
 /** The probe set as used (after selection and --limit): where it came from and a hash of its items. */
@@ -196,7 +189,7 @@ export class RunDir {
 
   /** Records how `--bos` resolved for a checkpoint (known once its backend is open) in run.json. */
   recordBos(checkpoint: string, use: BosUse): void {
-    const path = checkpointPath(checkpoint);
+    const path = checkpointKey(checkpoint);
     const record = this.manifest.checkpoints.find((c) => (c.path ?? resolve(c.name)) === path);
     if (!record || JSON.stringify(record.bos) === JSON.stringify(bosRecord(use))) return;
     record.bos = bosRecord(use);
@@ -212,7 +205,7 @@ export class RunDir {
     if (!entry) {
       const log = new JsonlLog<SampleLine<unknown>>(this.samplesFile(probe));
       const done = new Map<string, unknown>();
-      for (const line of log.read()) done.set(JSON.stringify([checkpointPath(line.checkpoint), line.item]), line.result);
+      for (const line of log.read()) done.set(JSON.stringify([checkpointKey(line.checkpoint), line.item]), line.result);
       entry = { log, done };
       this.logs.set(probe, entry);
     }
@@ -222,7 +215,7 @@ export class RunDir {
   /** The finished items of one probe × checkpoint, and where new ones are saved. */
   memo<T>(probe: string, checkpoint: string): ItemMemo<T> {
     const entry = this.logOf(probe);
-    const path = checkpointPath(checkpoint);
+    const path = checkpointKey(checkpoint);
     return {
       get: (id) => entry.done.get(JSON.stringify([path, id])) as T | undefined,
       put: (id, result) => {

@@ -19,7 +19,6 @@ import { restoreProbeState, taskForItem } from '../probes/restore.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
-import { checkpointFacts } from '../store/checkpoint-facts.ts';
 import type { RunDir } from '../store/run-dir.ts';
 import { asapProtocolSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
 import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from '../pipeline/checkpoint-loop.ts';
@@ -187,7 +186,7 @@ async function groundTruth(run: StudyRun, s: StudySettings, asapTasks: LoadedTas
       (a, t) => a + Array.from({ length: s.asapRuns }, (_, r) => store.readEpisode(ckpt, t.instance_id, r).end).filter(Boolean).length,
       0,
     );
-  const reusedOf = new Map(run.checkpoints.map((c) => [c, finishedBefore(c)]));
+  const reusedOf = new Map(run.checkpoints.map(({ name }) => [name, finishedBefore(name)]));
   const asap = await runAsapOverCheckpoints(
     run.checkpoints,
     asapTasks,
@@ -326,7 +325,7 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
   const probes = probeSeries({ ...rungs, passkKs: [...new Set([1, ks.at(-1)!])] }, (id) => taskOfItem.get(id) ?? id);
   const truthKs = [...new Set([1, passAtKs(s.asapRuns).at(-1) ?? 1])];
   const truths = s.asapRuns > 0 ? truthSeries(truth.records, truthKs) : [];
-  const correlated = checkpoints.filter((c) => s.includeControls || !checkpointFacts(c).control);
+  const correlated = checkpoints.filter((c) => s.includeControls || !c.facts.control).map((c) => c.name);
   const correlations = probes.flatMap((p) =>
     truths.map((t) => correlatePair(p, t, correlated, s.seed, s.resamples)).filter((c): c is Correlation => c !== undefined),
   );
@@ -334,9 +333,9 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
     const v = seriesValue(series, c);
     return Number.isFinite(v) ? v : null;
   };
-  const rows: CheckpointRow[] = checkpoints.map((c) => ({
+  const rows: CheckpointRow[] = checkpoints.map(({ name: c, facts }) => ({
     checkpoint: c,
-    ...checkpointFacts(c),
+    ...facts,
     probes: Object.fromEntries(probes.map((p) => [p.name, value(p, c)])),
     truths: Object.fromEntries(truths.map((t) => [t.name, value(t, c)])),
   }));

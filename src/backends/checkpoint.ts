@@ -1,0 +1,110 @@
+/**
+ * A `--ckpt` argument resolved once (design.md, "Checkpoints"): a checkpoint directory, or
+ * the URLs of servers that serve one model (replicas comma-separated). Resolving checks it
+ * before any work — the directory's files, or the URLs' form — and reads what it says
+ * about itself; stages pass this value down, so nothing below classifies the string again.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { InputError } from '../errors.ts';
+import { checkpointContentHash } from './cache.ts';
+import type { HttpBackendOptions } from './http/backend.ts';
+import { type ModelConfig, readCheckpointDir, readTokenizerDir } from './onnx/checkpoint.ts';
+import type { Dtype } from './onnx/dtype.ts';
+
+/** What a checkpoint directory says about itself in the `probe_ladder` block of its config.json. */
+export interface CheckpointFacts {
+  /** Has seen the probes: shown as a ceiling, never shortlisted, recommended or correlated (unless asked for). */
+  control: boolean;
+  /** Held-out code BPB measured when it was made (lower is better), where known. */
+  heldout_code_bpb: number | null;
+}
+
+/** A checkpoint behind a server, or a directory without the block: a candidate with no known quality. */
+export const NO_FACTS: CheckpointFacts = { control: false, heldout_code_bpb: null };
+
+interface Resolved {
+  /** As the user wrote it: the name results and tables carry (`checkpoint`). */
+  name: string;
+  /** What identifies it in a run directory: `./a`, `a` and `/abs/a` are one checkpoint. */
+  key: string;
+  facts: CheckpointFacts;
+}
+
+export interface DirectoryCheckpoint extends Resolved {
+  kind: 'directory';
+  /** The directory, absolute. */
+  dir: string;
+  config: ModelConfig;
+  /** sha256 over every file (read once per process while the files are unchanged: cache.ts). */
+  contentHash(): string;
+}
+
+export interface ServerCheckpoint extends Resolved {
+  kind: 'server';
+  urls: string[];
+}
+
+export type Checkpoint = DirectoryCheckpoint | ServerCheckpoint;
+
+/** Whether a `--ckpt` argument names servers rather than a directory: the one place that tells them apart. */
+export function isServerAddress(spec: string): boolean {
+  return /^https?:\/\//i.test(spec);
+}
+
+/** The key of a `--ckpt` argument in a run directory (`Checkpoint.key`), for names read back from results. */
+export function checkpointKey(spec: string): string {
+  return isServerAddress(spec) ? spec : resolve(spec);
+}
+
+/** Reads the facts of a checkpoint named in results; a server, a directory gone or without the block has none. */
+export function checkpointFacts(spec: string): CheckpointFacts {
+  return isServerAddress(spec) ? NO_FACTS : directoryFacts(spec);
+}
+
+function directoryFacts(dir: string): CheckpointFacts {
+  const file = join(dir, 'config.json');
+  if (!existsSync(file)) return NO_FACTS;
+  let ladder: unknown;
+  try {
+    ladder = (JSON.parse(readFileSync(file, 'utf8')) as { probe_ladder?: unknown }).probe_ladder;
+  } catch {
+    return NO_FACTS; // reading the checkpoint itself reports a malformed config.json
+  }
+  if (!ladder || typeof ladder !== 'object') return NO_FACTS;
+  const { control, contaminated, heldout_code_bpb: bpb } = ladder as Record<string, unknown>;
+  return {
+    control: control === true || contaminated === true,
+    heldout_code_bpb: typeof bpb === 'number' && Number.isFinite(bpb) ? bpb : null,
+  };
+}
+
+/**
+ * Checks a `--ckpt` argument without loading weights and resolves it: a directory's files
+ * (config, tokenizer, the graph `dtype` picks), or each URL's form and the `--tokenizer`
+ * directory a server's text is counted with.
+ */
+export function resolveCheckpoint(spec: string, options: { http?: HttpBackendOptions; dtype?: Dtype | undefined } = {}): Checkpoint {
+  if (isServerAddress(spec)) {
+    const urls = spec.split(',').map((url) => url.trim());
+    for (const url of urls) {
+      try {
+        new URL(url);
+      } catch {
+        throw new InputError({ file: spec }, `not a server URL: ${url}`);
+      }
+    }
+    if (options.http?.tokenizerDir) readTokenizerDir(options.http.tokenizerDir);
+    return { kind: 'server', name: spec, key: checkpointKey(spec), urls, facts: NO_FACTS };
+  }
+  const files = readCheckpointDir(spec, options.dtype);
+  return {
+    kind: 'directory',
+    name: spec,
+    key: checkpointKey(spec),
+    dir: files.dir,
+    config: files.config,
+    facts: directoryFacts(files.dir),
+    contentHash: () => checkpointContentHash(files.dir),
+  };
+}
