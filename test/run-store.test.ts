@@ -17,6 +17,7 @@ import { JsonlLog, readJsonl } from '../src/store/jsonl-log.ts';
 import { checkpointRecords, probeSetRecord, RunDir, type RunManifest } from '../src/store/run-dir.ts';
 import { CKPT, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
 import { resolveCheckpoint } from '../src/backends/checkpoint.ts';
+import { itemHooks } from '../src/pipeline/checkpoint-loop.ts';
 
 describe('JsonlLog', () => {
   it('keeps only whole lines, and cuts a line left half-written by a kill before the next append', () => {
@@ -248,4 +249,30 @@ describe.skipIf(!hasBubblewrap())('a scoring run killed with SIGKILL', () => {
     expect(JSON.parse(resumed.stdout)).toEqual(JSON.parse(uninterrupted.stdout));
     expect(readJsonl(join(interrupted, 'passk', 'samples.jsonl'))).toHaveLength(10);
   }, 900_000);
+});
+
+describe('itemHooks', () => {
+  it('tells progress which items were read back, per item, when items finish out of order (a server takes several at once)', () => {
+    const dir = RunDir.open(
+      join(tempDir(), 'run'),
+      { verb: 'bpb', config: {}, checkpoints: [], probe_set: probeSetRecord('p.jsonl', []), seeds: {} },
+      { resume: false },
+    );
+    dir.memo<number>('bpb', CKPT.agent).put('old', 1);
+    const ticks: Array<[string, boolean]> = [];
+    let current = '';
+    const hooks = itemHooks<number>(dir, 'bpb', CKPT.agent, (reused) => ticks.push([current, reused]));
+    // Both items are looked up before either finishes: the old one read back, the new one computed.
+    expect(hooks.memo!.get('old')).toBe(1);
+    expect(hooks.memo!.get('new')).toBeUndefined();
+    hooks.memo!.put('new', 2);
+    for (const id of ['new', 'old']) {
+      current = id;
+      hooks.onItem!(id);
+    }
+    expect(ticks).toEqual([
+      ['new', false],
+      ['old', true],
+    ]);
+  });
 });

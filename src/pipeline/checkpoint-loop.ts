@@ -48,7 +48,8 @@ export function servedAs(http: HttpBackendOptions): Record<string, unknown> {
 /** Progress and the run directory's memo for one probe × checkpoint. */
 export function itemHooks<T>(dir: RunDir | undefined, probe: string, checkpoint: string, tick: (reused: boolean) => void): ItemHooks<T> {
   const memo = dir?.memo<T>(probe, checkpoint);
-  let reused = false;
+  // Items run concurrently (a server takes several): which were read back is kept per item, not in one flag.
+  const readBack = new Set<string>();
   return {
     // A finished item read back from the log is progress, but not work for the ETA.
     ...(memo
@@ -56,17 +57,14 @@ export function itemHooks<T>(dir: RunDir | undefined, probe: string, checkpoint:
           memo: {
             get: (id: string) => {
               const v = memo.get(id);
-              reused = v !== undefined;
+              if (v !== undefined) readBack.add(id);
               return v;
             },
             put: (id: string, v: T) => memo.put(id, v),
           },
         }
       : {}),
-    onItem: () => {
-      tick(reused);
-      reused = false;
-    },
+    onItem: (id: string) => tick(readBack.delete(id)),
   };
 }
 

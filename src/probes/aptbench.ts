@@ -199,8 +199,9 @@ export async function scoreAptbench(
   const results: AptItemResult[] = [];
   for (const [i, item] of items.entries()) {
     // Keyed by position and uuid: uuids are not checked to be unique, and a file edited under a resumed run changes the key.
-    results.push(await memoized(hooks.memo, `${i}:${item.uuid ?? ''}`, () => scoreItem(backend, item, fillTemplate(template, item, file))));
-    hooks.onItem?.();
+    const id = `${i}:${item.uuid ?? ''}`;
+    results.push(await memoized(hooks.memo, id, () => scoreItem(backend, item, fillTemplate(template, item, file))));
+    hooks.onItem?.(id);
   }
   const rate = (list: AptItemResult[], f: (r: AptItemResult) => boolean) => (list.length ? list.filter(f).length / list.length : null);
   const choice = results.filter((r) => r.kind === 'choice');

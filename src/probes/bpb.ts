@@ -60,7 +60,7 @@ export async function scoreBpb(
   // Items go to the backend as it can take them (a server: several at once); results keep the items' order.
   const scored = await mapLimit(items, backend.concurrency ?? 1, async (item) => {
     const result = await memoized(hooks.memo, item.id, () => scoreItem(backend, item));
-    hooks.onItem?.();
+    hooks.onItem?.(item.id);
     return result;
   });
   const nats = scored.reduce((a, i) => a + i.nats, 0);

@@ -193,13 +193,13 @@ export async function scoreMcq(
 ): Promise<McqResult> {
   const skipped = items.filter((item) => item.distractors.length < MCQ_MIN_DISTRACTORS);
   const toAsk = items.filter((item) => item.distractors.length >= MCQ_MIN_DISTRACTORS);
-  skipped.forEach(() => hooks.onItem?.());
+  skipped.forEach((item) => hooks.onItem?.(item.id));
   // Items go to the backend as it can take them (a server: several at once); results keep the items' order.
   const asked = await mapLimit(toAsk, backend.concurrency ?? 1, async (item) => {
     const scored = await memoized(hooks.memo, item.id, () =>
       style === 'likelihood' ? likelihoodItem(backend, item) : letterItem(backend, item, seed),
     );
-    hooks.onItem?.();
+    hooks.onItem?.(item.id);
     return { item, scored };
   });
   const scored = asked.map((a) => a.scored);

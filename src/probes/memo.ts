@@ -16,6 +16,7 @@ export async function memoized<T>(memo: ItemMemo<T> | undefined, id: string, com
 
 /** What a scoring loop is told besides its items: progress, and the memo of a resumable run. */
 export interface ItemHooks<T> {
-  onItem?: () => void;
+  /** An item is done (its id as the memo knows it): called once per item, computed or read back. */
+  onItem?: (id: string) => void;
   memo?: ItemMemo<T>;
 }

@@ -184,7 +184,7 @@ export async function scorePassk(
           return passkItem(item, judged);
         }),
       );
-      hooks.onItem?.();
+      hooks.onItem?.(item.id);
     }
     return summarize(checkpoint, backend, options, scored);
   }
@@ -223,7 +223,7 @@ export async function scorePassk(
         return passkItem(item, judged);
       }),
     );
-    hooks.onItem?.();
+    hooks.onItem?.(item.id);
   }
   return summarize(checkpoint, backend, options, scored);
 }
