@@ -21,10 +21,9 @@ import { lockRunDir } from '../store/run-lock.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { INCLUDE_CONTROLS_HELP, prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './scoring-options.ts';
-import { ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
+import { LADDER_DEFAULTS, ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
 import { printLadder } from '../report/ladder-table.ts';
 import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
-import { ASAP_PROTOCOL } from '../protocol.ts';
 
 interface DemoFlags extends RunFlags {
   json?: boolean;
@@ -49,15 +48,15 @@ export function demoCommand(): Command {
       .description(
         'The whole ladder on the embedded checkpoints and demo suite: build probes, BPB, MCQ, pass@K, ASAP for the shortlist; ends with the ranking and an HTML report.',
       )
-      .option('--shortlist <n>', 'checkpoints that get ASAP episodes', positiveInteger, 2)
-      .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
-      .option('--asap-runs <n>', 'ASAP episodes per instance', positiveInteger, 2)
-      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, ASAP_PROTOCOL.maxSteps)
+      .option('--shortlist <n>', 'checkpoints that get ASAP episodes', positiveInteger, LADDER_DEFAULTS.shortlist)
+      .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, LADDER_DEFAULTS.n)
+      .option('--asap-runs <n>', 'ASAP episodes per instance', positiveInteger, LADDER_DEFAULTS.asapRuns)
+      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, LADDER_DEFAULTS.asapMaxSteps)
       // The demo's longest gold action is 595 tokens (byte-level rungs): 640 leaves every gold room, and keeps rambling samples of the real rungs from costing minutes.
       .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, 640)
       .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, 1024)
       .option('--asap-instances <n>', 'instances that get ASAP episodes', positiveInteger, 6)
-      .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
+      .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, LADDER_DEFAULTS.concurrency)
       .option('--include-controls', INCLUDE_CONTROLS_HELP)
       .option('--no-install', 'do not install missing system packages (bubblewrap, python3-pytest, git) even as root')
       .option('--json', 'print one JSON document on stdout'),

@@ -3,6 +3,7 @@ import { type Command, Option } from 'commander';
 import { isServerAddress } from '../backends/checkpoint.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { SERVER_KINDS, type ServerKind } from '../backends/http/servers.ts';
+import { DEFAULT_ENDPOINT_OPTIONS as DEFAULTS } from '../backends/http/transport.ts';
 import { nonNegativeInteger, positiveInteger } from './args.ts';
 import { onShutdown } from '../util/shutdown.ts';
 
@@ -24,9 +25,9 @@ export function addHttpOptions(command: Command): Command {
     )
     .option('--tokenizer <dir>', "the served checkpoint's tokenizer (tokenizer.json); default: the server's /tokenize")
     .option('--model <name>', 'model name to request from a server (default: its first model)')
-    .option('--http-concurrency <n>', 'requests in flight per server replica', positiveInteger, 8)
-    .option('--http-timeout <s>', 'seconds one server request may take', positiveInteger, 600)
-    .option('--http-retries <n>', 'retries on 429, 5xx, timeouts and dropped connections', nonNegativeInteger, 4);
+    .option('--http-concurrency <n>', 'requests in flight per server replica', positiveInteger, DEFAULTS.concurrency)
+    .option('--http-timeout <s>', 'seconds one server request may take', positiveInteger, DEFAULTS.timeoutMs / 1000)
+    .option('--http-retries <n>', 'retries on 429, 5xx, timeouts and dropped connections', nonNegativeInteger, DEFAULTS.retries);
 }
 
 let interrupt: AbortController | undefined;
@@ -51,6 +52,10 @@ export function httpOptions(flags: HttpFlags, ckpts: readonly string[] = []): Ht
     ...(flags.serverKind ? { kind: flags.serverKind } : {}),
     ...(flags.tokenizer ? { tokenizerDir: flags.tokenizer } : {}),
     ...(flags.model ? { model: flags.model } : {}),
-    endpoint: { concurrency: flags.httpConcurrency ?? 8, timeoutMs: (flags.httpTimeout ?? 600) * 1000, retries: flags.httpRetries ?? 4 },
+    endpoint: {
+      concurrency: flags.httpConcurrency ?? DEFAULTS.concurrency,
+      timeoutMs: flags.httpTimeout === undefined ? DEFAULTS.timeoutMs : flags.httpTimeout * 1000,
+      retries: flags.httpRetries ?? DEFAULTS.retries,
+    },
   };
 }

@@ -16,9 +16,8 @@ import {
   reportFailures,
   type ScoringFlags,
 } from './scoring-options.ts';
-import { ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
+import { LADDER_DEFAULTS, ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
 import { printLadder } from '../report/ladder-table.ts';
-import { ACTION_MAX_TOKENS, ASAP_PROTOCOL } from '../protocol.ts';
 
 interface ScreenFlags extends ScoringFlags {
   shortlist: number;
@@ -42,21 +41,26 @@ export function screenCommand(): Command {
       .description(
         'Run the ladder: BPB and MCQ for all, pass@K for the best, a shortlist for post-training, ASAP episodes for the shortlist.',
       )
-      .option('--shortlist <n>', 'checkpoints to recommend', positiveInteger, 2)
+      .option('--shortlist <n>', 'checkpoints to recommend', positiveInteger, LADDER_DEFAULTS.shortlist)
       .option('--passk-top <n>', 'checkpoints that get pass@K (default: twice the shortlist)', positiveInteger)
-      .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
-      .option('--seed <n>', 'sampling seed (a whole number)', integer, 0)
+      .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, LADDER_DEFAULTS.n)
+      .option('--seed <n>', 'sampling seed (a whole number)', integer, LADDER_DEFAULTS.seed)
       .option('--tasks <dir|file>', "task records of the probes' tasks (and of the ASAP episodes)", join(REPO_ROOT, 'verifiers'))
-      .option('--asap-runs <n>', 'ASAP episodes per instance for each shortlisted checkpoint (0: none)', nonNegativeInteger, 2)
-      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, ASAP_PROTOCOL.maxSteps)
-      .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, ACTION_MAX_TOKENS)
-      .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, ASAP_PROTOCOL.maxTokens)
+      .option(
+        '--asap-runs <n>',
+        'ASAP episodes per instance for each shortlisted checkpoint (0: none)',
+        nonNegativeInteger,
+        LADDER_DEFAULTS.asapRuns,
+      )
+      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, LADDER_DEFAULTS.asapMaxSteps)
+      .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, LADDER_DEFAULTS.passkMaxTokens)
+      .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, LADDER_DEFAULTS.asapMaxTokens)
       .option('--reference <dir>', 'reference trajectories for the ASAP prefixes', join(REPO_ROOT, 'trajectories'))
       .option(
         '--asap-out <dir>',
         'ASAP run directory without --out (a rerun resumes it); default: runs/asap-<settings hash>, or <out>/asap',
       )
-      .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
+      .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, LADDER_DEFAULTS.concurrency)
       .option('--include-controls', INCLUDE_CONTROLS_HELP),
   )
     .addHelpText('after', '\nExample:\n  probe screen --probes probes/demo.jsonl --shortlist 2 --out runs/screen-demo')

@@ -13,7 +13,7 @@ import { ensureOutputDir } from '../store/output-path.ts';
 import { lockRunDir } from '../store/run-lock.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { printStudy } from '../validate/table.ts';
-import { runStudy, studyConfig, type StudySettings } from '../validate/run.ts';
+import { runStudy, STUDY_DEFAULTS, studyConfig, type StudySettings } from '../validate/run.ts';
 import { studyProbeSet } from '../validate/probe-set.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
 import {
@@ -26,7 +26,6 @@ import {
 } from './scoring-options.ts';
 import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
 import { checkResume } from './run-options.ts';
-import { ACTION_MAX_TOKENS, ASAP_PROTOCOL } from '../protocol.ts';
 
 interface ValidateFlags extends ScoringFlags {
   trajectories?: string;
@@ -65,20 +64,25 @@ export function validateCommand(): Command {
       .option('--tasks <dir|file>', "task records of the probes' tasks (and of the ASAP episodes)", join(REPO_ROOT, 'verifiers'))
       .option('--reference <dir>', 'reference trajectories for the ASAP prefixes (default: --trajectories, else the demo trajectories)')
       .option('--code <file|dir>', 'plain held-out code for general code BPB (source files under a directory)', EMBEDDED_CODE)
-      .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, 8)
-      .option('--seed <n>', 'sampling and bootstrap seed (a whole number)', integer, 0)
-      .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, ACTION_MAX_TOKENS)
-      .option('--asap-runs <n>', 'ASAP episodes per instance for every checkpoint (0: no ground truth)', nonNegativeInteger, 4)
-      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, ASAP_PROTOCOL.maxSteps)
-      .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, ASAP_PROTOCOL.maxTokens)
+      .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, STUDY_DEFAULTS.n)
+      .option('--seed <n>', 'sampling and bootstrap seed (a whole number)', integer, STUDY_DEFAULTS.seed)
+      .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, STUDY_DEFAULTS.passkMaxTokens)
+      .option(
+        '--asap-runs <n>',
+        'ASAP episodes per instance for every checkpoint (0: no ground truth)',
+        nonNegativeInteger,
+        STUDY_DEFAULTS.asapRuns,
+      )
+      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, STUDY_DEFAULTS.asapMaxSteps)
+      .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, STUDY_DEFAULTS.asapMaxTokens)
       .option('--asap-instances <n>', "only the first N of the probes' tasks get ASAP episodes", positiveInteger)
       .addOption(
         new Option('--asap-profile <profile>', 'tools the ASAP episodes may use (editor adds str_replace_editor)')
           .choices([...TOOL_PROFILES])
           .default('bash'),
       )
-      .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, 2)
-      .option('--resamples <n>', 'bootstrap resamples', positiveInteger, 1000)
+      .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, STUDY_DEFAULTS.concurrency)
+      .option('--resamples <n>', 'bootstrap resamples', positiveInteger, STUDY_DEFAULTS.resamples)
       .option(
         '--include-controls',
         'correlate controls too (config.json probe_ladder.control: checkpoints that have seen the probes; by default shown, not correlated)',

@@ -43,6 +43,18 @@ export interface LadderSettings {
   includeControls?: boolean | undefined;
 }
 
+/** `probe screen`'s defaults: a shortlist of 2, pass@K with n = 8 on twice the shortlist, 2 ASAP runs per instance, the protocol's token limits. */
+export const LADDER_DEFAULTS = {
+  shortlist: 2,
+  n: 8,
+  seed: 0,
+  asapRuns: 2,
+  asapMaxSteps: ASAP_PROTOCOL.maxSteps,
+  passkMaxTokens: ACTION_MAX_TOKENS,
+  asapMaxTokens: ASAP_PROTOCOL.maxTokens,
+  concurrency: 2,
+} as const satisfies Partial<LadderSettings>;
+
 export interface LadderOutcome {
   rows: LadderRow[];
   shortlist: string[];
@@ -60,8 +72,8 @@ export function ladderConfig(s: LadderSettings): Record<string, unknown> {
     reference: resolve(s.reference),
     asap_runs: s.asapRuns,
     asap_max_steps: s.asapMaxSteps,
-    passk_max_tokens: s.passkMaxTokens ?? ACTION_MAX_TOKENS,
-    asap_max_tokens: s.asapMaxTokens ?? ASAP_PROTOCOL.maxTokens,
+    passk_max_tokens: s.passkMaxTokens ?? LADDER_DEFAULTS.passkMaxTokens,
+    asap_max_tokens: s.asapMaxTokens ?? LADDER_DEFAULTS.asapMaxTokens,
     asap_instances: s.asapInstances ?? null,
     include_controls: Boolean(s.includeControls),
   };
@@ -148,7 +160,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
             n: s.n,
             ks: passAtKs(s.n),
             ...SAMPLING,
-            maxTokens: s.passkMaxTokens ?? ACTION_MAX_TOKENS,
+            maxTokens: s.passkMaxTokens ?? LADDER_DEFAULTS.passkMaxTokens,
             seed: s.seed,
             taskOf: (item) => taskForItem(tasks.get(item.task)!, item),
             leaseFor: pools.leaseFor,
@@ -183,7 +195,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
         concurrency: s.concurrency,
         profile: 'bash',
         maxSteps: s.asapMaxSteps,
-        maxTokens: s.asapMaxTokens ?? ASAP_PROTOCOL.maxTokens,
+        maxTokens: s.asapMaxTokens ?? LADDER_DEFAULTS.asapMaxTokens,
         seed: s.seed,
         out: dir ? join(dir.dir, 'asap') : s.asapOut,
         quiet: run.quiet,

@@ -51,6 +51,18 @@ export interface StudySettings {
   includeControls?: boolean | undefined;
 }
 
+/** `probe validate`'s defaults: the screen's pass@K, 4 ASAP runs per instance for every checkpoint (the ground truth), 1000 bootstrap resamples. */
+export const STUDY_DEFAULTS = {
+  n: 8,
+  seed: 0,
+  passkMaxTokens: ACTION_MAX_TOKENS,
+  asapRuns: 4,
+  asapMaxSteps: ASAP_PROTOCOL.maxSteps,
+  asapMaxTokens: ASAP_PROTOCOL.maxTokens,
+  concurrency: 2,
+  resamples: 1000,
+} as const satisfies Partial<StudySettings>;
+
 /** What decides a study's results, for run.json (a resumed study must match it). */
 export function studyConfig(s: StudySettings): Record<string, unknown> {
   return {
@@ -58,10 +70,10 @@ export function studyConfig(s: StudySettings): Record<string, unknown> {
     reference: resolve(s.reference),
     code: resolve(s.code),
     n: s.n,
-    passk_max_tokens: s.passkMaxTokens ?? ACTION_MAX_TOKENS,
+    passk_max_tokens: s.passkMaxTokens ?? STUDY_DEFAULTS.passkMaxTokens,
     asap_runs: s.asapRuns,
     asap_max_steps: s.asapMaxSteps,
-    asap_max_tokens: s.asapMaxTokens ?? ASAP_PROTOCOL.maxTokens,
+    asap_max_tokens: s.asapMaxTokens ?? STUDY_DEFAULTS.asapMaxTokens,
     asap_instances: s.asapInstances ?? null,
     // Recorded only when not the default, so studies run before the option resume unchanged.
     ...(s.asapProfile && s.asapProfile !== 'bash' ? { asap_profile: s.asapProfile } : {}),
@@ -197,7 +209,7 @@ async function groundTruth(run: StudyRun, s: StudySettings, asapTasks: LoadedTas
       concurrency: s.concurrency,
       profile: s.asapProfile ?? 'bash',
       maxSteps: s.asapMaxSteps,
-      maxTokens: s.asapMaxTokens ?? ASAP_PROTOCOL.maxTokens,
+      maxTokens: s.asapMaxTokens ?? STUDY_DEFAULTS.asapMaxTokens,
       seed: s.seed,
       out,
       quiet: run.quiet,
@@ -289,7 +301,7 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
             n: s.n,
             ks,
             ...SAMPLING,
-            maxTokens: s.passkMaxTokens ?? ACTION_MAX_TOKENS,
+            maxTokens: s.passkMaxTokens ?? STUDY_DEFAULTS.passkMaxTokens,
             seed: s.seed,
             taskOf: (item) => taskForItem(tasks.get(item.task)!, item),
             leaseFor: pools.leaseFor,
