@@ -159,6 +159,16 @@ describe('sampling values and seeds', () => {
 });
 
 describe('inputs that would make a run of nothing, or of wrong numbers', () => {
+  it('a probe item of an action format probe does not know is refused at load, naming file, line and field', () => {
+    const file = join(dir, 'unknown-format.jsonl');
+    const [first, second] = readFileSync(DEMO_PROBES, 'utf8').trim().split('\n');
+    writeFileSync(file, `${first}\n${JSON.stringify({ ...JSON.parse(second!), format: 'native:aider' })}\n`);
+    expectOneLineError(
+      runProbe(['bpb', '--ckpt', CKPT.prose, '--probes', file, '--no-cache', '--json']),
+      new RegExp(`^probe: ${file}:2: field "format": unknown action format "native:aider" \\(known: "md\\+xml", `),
+    );
+  });
+
   it('asap --tasks: a directory without task records', () => {
     const empty = join(dir, 'no-tasks');
     mkdirSync(empty);

@@ -2,6 +2,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeCause, InputError } from '../errors.ts';
+import { formatOf, UnknownFormat } from '../formats/registry.ts';
 import { ProbeItem } from '../schema/probe-item.ts';
 
 export function probeFiles(pathArg: string): string[] {
@@ -34,6 +35,13 @@ export function loadProbeItems(pathArg: string): ProbeItem[] {
         if (!parsed.success) {
           const issue = parsed.error.issues[0]!;
           throw new InputError({ file, line, field: issue.path.join('.') || undefined }, issue.message);
+        }
+        // A format probe does not know would be sampled with a guessed stop and parsed by nothing: refused here.
+        try {
+          formatOf(parsed.data.format);
+        } catch (error) {
+          if (!(error instanceof UnknownFormat)) throw error;
+          throw new InputError({ file, line, field: 'format' }, error.message, { cause: error });
         }
         const where = `${file}:${line}`;
         const earlier = seen.get(parsed.data.id);
