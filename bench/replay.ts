@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { taskForTrajectory } from '../src/replay/build.ts';
+import { taskForTrajectory } from '../src/verify/load-task.ts';
 import { replayTrajectory } from '../src/replay/replay.ts';
 import { dockerAvailable, DockerSandbox } from '../src/sandbox/docker.ts';
 import { LocalSandbox } from '../src/sandbox/local.ts';

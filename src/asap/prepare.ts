@@ -6,7 +6,7 @@
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { InputError } from '../errors.ts';
-import { taskForTrajectory } from '../replay/build.ts';
+import { taskForTrajectory } from '../verify/load-task.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { SandboxLease } from '../sandbox/pool.ts';
 import { importTrajectory } from '../trajectories/import.ts';

@@ -18,12 +18,6 @@ import { changedFiles } from './tree-change.ts';
 import type { ReplayResult } from './replay.ts';
 import { ACTION_MAX_TOKENS, SAMPLING } from '../protocol.ts';
 
-/** The task a trajectory file belongs to: the longest instance id its file name starts with, then a dot. */
-export function taskForTrajectory(file: string, tasks: LoadedTask[]): LoadedTask | undefined {
-  const name = basename(file);
-  return tasks.filter((t) => name.startsWith(`${t.instance_id}.`)).sort((a, b) => b.instance_id.length - a.instance_id.length)[0];
-}
-
 /** What tells a task's trajectories apart: a corpus row's label, else the file name after `<instance_id>.`, without the extension. */
 function trajectoryLabel(trajectory: Trajectory, task: LoadedTask): string {
   if (trajectory.label) return trajectory.label;

@@ -5,7 +5,7 @@
  * the harness's facts (src/swebench/row-facts.ts); a row's every gap is reported in one error.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { z } from 'zod';
 import { InputError } from '../errors.ts';
 import { isDatasetFile, readRows, type DatasetRow } from '../datasets/rows.ts';
@@ -75,4 +75,10 @@ export async function loadTasks(pathArg: string, options: LoadTaskOptions = {}):
   if (tasks.length === 0)
     throw new InputError({ file: pathArg }, 'no task records (expected <id>/task.json, *.jsonl, *.json or *.parquet)');
   return tasks;
+}
+
+/** The task a trajectory file belongs to: the longest instance id its file name starts with, then a dot. */
+export function taskForTrajectory(file: string, tasks: LoadedTask[]): LoadedTask | undefined {
+  const name = basename(file);
+  return tasks.filter((t) => name.startsWith(`${t.instance_id}.`)).sort((a, b) => b.instance_id.length - a.instance_id.length)[0];
 }
