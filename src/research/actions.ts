@@ -1,0 +1,84 @@
+/**
+ * The deep-research tools in the md+xml transcript: `<search>query</search>` (the top
+ * hits with document ids and snippets), `<open doc="ID" page="N"/>` (a document, a page
+ * at a time) and `<answer>text</answer>`, which ends the episode. Each step is free
+ * thinking, then exactly one of these; the harness answers in `<observation>`.
+ */
+import type { ResearchIndex } from './search-index.ts';
+
+export type ResearchAction =
+  | { kind: 'search'; query: string }
+  | { kind: 'open'; docid: string; page: number }
+  | { kind: 'answer'; text: string };
+
+/** The strings at which a research action is complete. */
+export const RESEARCH_STOPS: readonly string[] = ['</search>', '</answer>', '/>'];
+
+/** What a completion held: its first action and where it ended, or why there is none (`complete: false`: sampling may go on). */
+export type FoundResearchAction =
+  | { ok: true; action: ResearchAction; thought: string; end: number }
+  | { ok: false; complete: boolean; error: string };
+
+const OPEN = /<(search|answer)>|<open\b/;
+
+const unescape = (text: string) =>
+  text
+    .replace(/&quot;/g, '"')
+    .replace(/&lt;/g, '<')
+    .replace(/&gt;/g, '>')
+    .replace(/&amp;/g, '&');
+
+export function findResearchAction(completion: string): FoundResearchAction {
+  const opened = OPEN.exec(completion);
+  if (!opened) return { ok: false, complete: false, error: 'no action element (<search>, <open doc="…"/>, <answer>)' };
+  const thought = completion.slice(0, opened.index).trim();
+  if (opened[1]) {
+    const close = `</${opened[1]}>`;
+    const at = completion.indexOf(close, opened.index);
+    if (at < 0) return { ok: false, complete: false, error: `<${opened[1]}> is not closed` };
+    const body = unescape(completion.slice(opened.index + opened[0].length, at)).trim();
+    if (!body) return { ok: false, complete: true, error: `<${opened[1]}> is empty` };
+    const action: ResearchAction = opened[1] === 'search' ? { kind: 'search', query: body } : { kind: 'answer', text: body };
+    return { ok: true, action, thought, end: at + close.length };
+  }
+  const tagEnd = completion.indexOf('>', opened.index);
+  if (tagEnd < 0) return { ok: false, complete: false, error: 'the <open …/> element is not closed' };
+  const tag = completion.slice(opened.index, tagEnd + 1);
+  const attrs = Object.fromEntries([...tag.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, unescape(m[2]!)]));
+  if (!tag.endsWith('/>')) return { ok: false, complete: true, error: 'open is an empty element: <open doc="ID"/>' };
+  if (!attrs.doc) return { ok: false, complete: true, error: 'open needs doc="ID"' };
+  const page = attrs.page === undefined ? 1 : Number(attrs.page);
+  if (!Number.isInteger(page) || page < 1)
+    return { ok: false, complete: true, error: `page must be a whole number ≥ 1, not "${attrs.page}"` };
+  return { ok: true, action: { kind: 'open', docid: attrs.doc, page }, thought, end: tagEnd + 1 };
+}
+
+export function renderResearchAction(action: ResearchAction): string {
+  const escape = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  switch (action.kind) {
+    case 'search':
+      return `<search>${escape(action.query)}</search>`;
+    case 'answer':
+      return `<answer>${escape(action.text)}</answer>`;
+    case 'open':
+      return `<open doc="${action.docid.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"${action.page === 1 ? '' : ` page="${action.page}"`}/>`;
+  }
+}
+
+/** What the harness shows for a search or an open (an answer ends the episode and is graded instead). */
+export function researchObservation(index: ResearchIndex, action: Exclude<ResearchAction, { kind: 'answer' }>, k = 5): string {
+  if (action.kind === 'search') {
+    const hits = index.search(action.query, k);
+    if (hits.length === 0) return `No documents match "${action.query}".`;
+    return hits.map((h, i) => `${i + 1}. [${h.docid}] ${h.title}\n   ${h.snippet}`).join('\n');
+  }
+  const page = index.open(action.docid, action.page);
+  if (!page) {
+    return index.has(action.docid)
+      ? `Document ${action.docid} has no page ${action.page}.`
+      : `No document "${action.docid}": use an id from the search results.`;
+  }
+  const more =
+    page.page < page.pages ? `\n[page ${page.page} of ${page.pages}: <open doc="${page.docid}" page="${page.page + 1}"/> reads on]` : '';
+  return `[${page.docid}] ${page.title} (page ${page.page} of ${page.pages})\n\n${page.text}${more}`;
+}

@@ -1,0 +1,117 @@
+/** Deep research (issue 17, part 3): the corpus and query layout, the BM25 search tool, the actions, and grading. */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../src/embedded.ts';
+import { InputError } from '../src/errors.ts';
+import { findResearchAction, type ResearchAction, renderResearchAction, researchObservation } from '../src/research/actions.ts';
+import { loadCorpus, loadQueries } from '../src/research/corpus.ts';
+import { gradeAnswer, normalizeAnswer } from '../src/research/grade.ts';
+import { PAGE_CHARS, ResearchIndex } from '../src/research/search-index.ts';
+import { tempDir } from './helpers/paths.ts';
+
+const SET = join(REPO_ROOT, 'research', 'licenses');
+const corpus = loadCorpus(join(SET, 'corpus.jsonl'));
+const queries = loadQueries(join(SET, 'queries.jsonl'), corpus);
+const index = new ResearchIndex(corpus);
+
+describe('the shipped license set', () => {
+  it('reads as BrowseComp-Plus lays it out, every gold document in the corpus', () => {
+    expect(corpus).toHaveLength(173);
+    expect(queries).toHaveLength(13);
+    for (const q of queries) {
+      expect(q.gold_docs.length, q.query_id).toBeGreaterThan(0);
+      expect(q.gold_docs.every((d) => index.has(d))).toBe(true);
+      // The gold passage states the answer (or an accepted spelling of it).
+      const gold = corpus.find((d) => d.docid === q.gold_docs[0])!.text;
+      expect(
+        [q.answer, ...q.aliases].some((a) => normalizeAnswer(gold).includes(normalizeAnswer(a))),
+        q.query_id,
+      ).toBe(true);
+    }
+  });
+
+  it('is searchable but not trivially: the question as query finds the gold passage first for 9 of 13, in the top 5 for 12', () => {
+    const ranks = queries.map((q) => index.search(q.query, 5).findIndex((h) => h.docid === q.gold_docs[0]));
+    expect(ranks.filter((r) => r === 0)).toHaveLength(9);
+    expect(ranks.filter((r) => r >= 0)).toHaveLength(12);
+  });
+});
+
+describe('the search tool (BM25)', () => {
+  const tiny = new ResearchIndex([
+    { docid: 'a', title: 'Apples', text: 'apple apple apple orchard' },
+    { docid: 'b', title: 'Fruit', text: 'apple banana cherry and a great many other words that make this document long' },
+    { docid: 'c', title: 'Boats', text: 'sails and hulls' },
+  ]);
+
+  it('ranks by term frequency and length, leaves out documents without the terms, and ties by id', () => {
+    expect(tiny.search('apple').map((h) => h.docid)).toEqual(['a', 'b']);
+    expect(tiny.search('hulls')[0]).toMatchObject({ docid: 'c', title: 'Boats', snippet: 'sails and hulls' });
+    expect(tiny.search('zeppelin')).toEqual([]);
+  });
+
+  it('reads a long document a page at a time, and refuses a page or document that is not there', () => {
+    const long = new ResearchIndex([{ docid: 'long', text: 'x'.repeat(PAGE_CHARS * 2 + 10) }]);
+    expect(long.open('long', 3)).toMatchObject({ page: 3, pages: 3, text: 'x'.repeat(10) });
+    expect(long.open('long', 4)).toBeUndefined();
+    expect(researchObservation(long, { kind: 'open', docid: 'long', page: 1 })).toContain('<open doc="long" page="2"/> reads on');
+    expect(researchObservation(long, { kind: 'open', docid: 'long', page: 9 })).toBe('Document long has no page 9.');
+    expect(researchObservation(long, { kind: 'open', docid: 'nope', page: 1 })).toMatch(/^No document "nope"/);
+  });
+});
+
+describe('research actions', () => {
+  it('finds the first action after free thinking, and renders what it parses', () => {
+    const cases: Array<[string, ResearchAction]> = [
+      ['I should look it up.\n<search>Santa Clara venue</search> and more', { kind: 'search', query: 'Santa Clara venue' }],
+      ['<open doc="mpl-1.1-25" page="2"/>', { kind: 'open', docid: 'mpl-1.1-25', page: 2 }],
+      ['It says so.\n<answer>Santa Clara County</answer>', { kind: 'answer', text: 'Santa Clara County' }],
+    ];
+    for (const [text, action] of cases) {
+      const found = findResearchAction(text);
+      expect(found).toMatchObject({ ok: true, action });
+      expect(findResearchAction(renderResearchAction(action))).toMatchObject({ ok: true, action });
+    }
+    expect(findResearchAction('Thinking. <search>a</search>')).toMatchObject({ ok: true, thought: 'Thinking.', end: 28 });
+  });
+
+  it('tells an unfinished action (sampling may go on) from a wrong one', () => {
+    expect(findResearchAction('just prose')).toMatchObject({ ok: false, complete: false });
+    expect(findResearchAction('<search>half a que')).toMatchObject({ ok: false, complete: false });
+    expect(findResearchAction('<search> </search>')).toMatchObject({ ok: false, complete: true, error: '<search> is empty' });
+    expect(findResearchAction('<open page="2"/>')).toMatchObject({ ok: false, complete: true, error: 'open needs doc="ID"' });
+    expect(findResearchAction('<open doc="x" page="0"/>')).toMatchObject({ ok: false, complete: true });
+  });
+});
+
+describe('grading', () => {
+  const q = { answer: 'Santa Clara County', aliases: ['Santa Clara'] };
+  it('accepts the answer and its aliases up to case, punctuation, articles and spacing; nothing else', () => {
+    expect(gradeAnswer('  santa clara county. ', q)).toEqual({ correct: true, matched: 'Santa Clara County' });
+    expect(gradeAnswer('Santa-Clara', q)).toEqual({ correct: true, matched: 'Santa Clara' });
+    expect(gradeAnswer('The Santa Clara County', q).correct).toBe(true);
+    expect(gradeAnswer('San Mateo County', q).correct).toBe(false);
+    expect(gradeAnswer('', { answer: '!', aliases: [] }).correct).toBe(false);
+  });
+});
+
+describe('bad input names file, line and field', () => {
+  it('a duplicate document id, and a gold document missing from the corpus', () => {
+    const dir = tempDir();
+    const docs = join(dir, 'corpus.jsonl');
+    writeFileSync(docs, '{"docid":"a","text":"x"}\n\n{"docid":"a","text":"y"}\n');
+    expect(() => loadCorpus(docs)).toThrow(/corpus\.jsonl:3: field "docid": "a" appears twice/);
+    const qs = join(dir, 'queries.jsonl');
+    writeFileSync(qs, '{"query_id":"q1","query":"?","answer":"x","gold_docs":[{"docid":"b"}]}\n');
+    try {
+      loadQueries(qs, [{ docid: 'a', text: 'x' }]);
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(InputError);
+      expect((error as InputError).message).toMatch(/queries\.jsonl:1: field "gold_docs": document "b" is not in the corpus \(query q1\)/);
+    }
+    writeFileSync(qs, '{"query_id":"q1","answer":"x"}\n');
+    expect(() => loadQueries(qs, [])).toThrow(/queries\.jsonl:1: field "query"/);
+  });
+});
