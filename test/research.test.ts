@@ -6,9 +6,19 @@ import { REPO_ROOT } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
 import { findResearchAction, type ResearchAction, renderResearchAction, researchObservation } from '../src/research/actions.ts';
 import { loadCorpus, loadQueries } from '../src/research/corpus.ts';
+import {
+  decideResearch,
+  RESEARCH_TERMINATIONS,
+  type ResearchStep,
+  researchBehaviour,
+  researchTask,
+  researchTranscript,
+  runResearchEpisode,
+} from '../src/research/episode.ts';
+import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { gradeAnswer, normalizeAnswer } from '../src/research/grade.ts';
 import { PAGE_CHARS, ResearchIndex } from '../src/research/search-index.ts';
-import { tempDir } from './helpers/paths.ts';
+import { CKPT, tempDir } from './helpers/paths.ts';
 
 const SET = join(REPO_ROOT, 'research', 'licenses');
 const corpus = loadCorpus(join(SET, 'corpus.jsonl'));
@@ -114,4 +124,77 @@ describe('bad input names file, line and field', () => {
     writeFileSync(qs, '{"query_id":"q1","answer":"x"}\n');
     expect(() => loadQueries(qs, [])).toThrow(/queries\.jsonl:1: field "query"/);
   });
+});
+
+describe('the research episode', () => {
+  const step = (action: ResearchAction | null, outcome: ResearchStep['outcome']): ResearchStep => ({
+    index: 0,
+    completion: '',
+    finish: 'action',
+    tokens: 0,
+    action,
+    error: null,
+    outcome,
+    observation: '',
+    modelMs: 0,
+  });
+  const found = (action: ResearchAction) => ({ ok: true as const, action, thought: '', end: 0 });
+  const search: ResearchAction = { kind: 'search', query: 'venue' };
+  const answer: ResearchAction = { kind: 'answer', text: 'x' };
+
+  it('recovers once per failure kind: a format error, an answer before any search, a repeated action', () => {
+    const bad = { ok: false as const, complete: true, error: 'no action element' };
+    expect(decideResearch([], bad)).toMatchObject({ kind: 'hint', outcome: 'format_error' });
+    expect(decideResearch([step(null, 'format_error')], bad)).toMatchObject({ kind: 'end', termination: 'format_error' });
+    expect(decideResearch([], found(answer))).toMatchObject({ kind: 'hint', outcome: 'answer_rejected' });
+    expect(decideResearch([step(answer, 'answer_rejected')], found(answer))).toMatchObject({
+      kind: 'end',
+      termination: 'answered_unsearched',
+    });
+    expect(decideResearch([step(search, 'executed')], found(answer))).toMatchObject({ kind: 'end', termination: 'answered' });
+    expect(decideResearch([step(search, 'executed')], found(search))).toMatchObject({ kind: 'hint', outcome: 'repeat_suppressed' });
+    expect(decideResearch([step(search, 'executed'), step(search, 'repeat_suppressed')], found(search))).toMatchObject({
+      kind: 'end',
+      termination: 'repeated_action',
+    });
+    expect(decideResearch([step(search, 'executed')], found({ kind: 'open', docid: 'a', page: 1 }))).toMatchObject({ kind: 'execute' });
+  });
+
+  it('reads behaviour from the steps: searches, documents opened, whether the gold passage was opened or shown', () => {
+    const q = queries.find((x) => x.query_id === 'licenses-08')!;
+    const steps = [
+      step({ kind: 'search', query: 'Santa Clara County venue' }, 'executed'),
+      step({ kind: 'open', docid: q.gold_docs[0]!, page: 1 }, 'executed'),
+      step({ kind: 'answer', text: 'Santa Clara County' }, 'answered'),
+    ];
+    expect(researchBehaviour(steps, q, index, 5)).toEqual({
+      searches: 1,
+      documents_opened: 1,
+      gold_opened: true,
+      gold_seen: true,
+      answered: true,
+      parsable_turns: 1,
+    });
+  });
+
+  it('runs on a real checkpoint: the transcript is the md+xml task and steps, and a rerun with the seed is the same episode', async () => {
+    const backend = await OnnxBackend.open(CKPT.attention);
+    try {
+      const settings = { maxSteps: 4, maxTokens: 48, temperature: 0.7, topP: 0.95, seed: 3, searchK: 5 };
+      const first = await runResearchEpisode(backend, index, queries[0]!, settings);
+      const again = await runResearchEpisode(backend, index, queries[0]!, settings);
+      const untimed = (r: typeof first) => ({ ...r, steps: r.steps.map(({ modelMs: _ms, ...rest }) => rest) });
+      expect(untimed(again)).toEqual(untimed(first));
+      expect(first.steps.length).toBeGreaterThan(0);
+      expect(first.steps.length).toBeLessThanOrEqual(4);
+      expect(RESEARCH_TERMINATIONS).toContain(first.termination);
+      const prompt = researchTranscript(researchTask(queries[0]!.query, 5), first.steps.slice(0, 1));
+      expect(prompt).toMatch(
+        /^# Task\n<task>\nAnswer the question below[\s\S]*Question: Which version of the GNU General Public License[\s\S]*<\/task>\n\n## Thinking\n/,
+      );
+      expect(prompt.endsWith('\n## Thinking\n')).toBe(true);
+    } finally {
+      await backend.close();
+    }
+  }, 120_000);
 });
