@@ -12,6 +12,7 @@ import { REPO_ROOT } from '../src/embedded.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CKPT, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
+import { checkpointKey } from '../src/asap/store.ts';
 
 function probe(args: string[]) {
   const run = spawnSync(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 180_000 });
@@ -41,6 +42,27 @@ describe('probe serve', () => {
   afterAll(async () => {
     server.kill('SIGINT');
     await once(server, 'exit');
+  });
+
+  it('drives deep-research episodes through it (probe asap --env research), with transcripts and the documented JSON', () => {
+    const out = join(tempDir(), 'research');
+    const args = ['--runs', '1', '--limit', '2', '--max-steps', '3', '--max-tokens', '32', '--no-cache', '--json', '--out', out];
+    const run = probe(['asap', '--env', 'research', '--ckpt', url, '--tokenizer', CKPT.attention, ...args]);
+    expect(run.code, run.stderr).toBe(0);
+    const [result] = JSON.parse(run.stdout).results;
+    expect(result).toMatchObject({ checkpoint: url, env: 'research', runs: 1, queries: 2 });
+    expect(Object.keys(result.behaviour)).toEqual([
+      'searches',
+      'documents_opened',
+      'gold_opened',
+      'gold_seen',
+      'answered',
+      'parsable_turns',
+      'mean_turns',
+    ]);
+    expect(result.items.map((i: { query_id: string }) => i.query_id)).toEqual(['licenses-01', 'licenses-02']);
+    const transcript = readFileSync(join(out, 'episodes', checkpointKey(url), 'licenses-01', 'run-0.md'), 'utf8');
+    expect(transcript).toMatch(/^# Task\n<task>\nAnswer the question below/);
   });
 
   it('answers /v1/models, and probe bpb through it equals the in-process BPB within 1e-4', async () => {

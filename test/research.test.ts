@@ -1,5 +1,5 @@
 /** Deep research (issue 17, part 3): the corpus and query layout, the BM25 search tool, the actions, and grading. */
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
@@ -19,6 +19,8 @@ import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { gradeAnswer, normalizeAnswer } from '../src/research/grade.ts';
 import { PAGE_CHARS, ResearchIndex } from '../src/research/search-index.ts';
 import { CKPT, tempDir } from './helpers/paths.ts';
+import { expectOneLineError, runProbe } from './helpers/cli.ts';
+import { checkpointKey } from '../src/asap/store.ts';
 
 const SET = join(REPO_ROOT, 'research', 'licenses');
 const corpus = loadCorpus(join(SET, 'corpus.jsonl'));
@@ -197,4 +199,33 @@ describe('the research episode', () => {
       await backend.close();
     }
   }, 120_000);
+});
+
+describe('probe asap --env research', () => {
+  it('runs the shipped set on real checkpoints, refuses its run directory without --resume, and resumes to the same results', () => {
+    const out = join(tempDir(), 'research-run');
+    const args = ['asap', '--env', 'research', '--ckpt', CKPT.attention, CKPT.agent, '--runs', '2', '--limit', '2'];
+    const common = [...args, '--max-steps', '4', '--max-tokens', '48', '--no-cache', '--json', '--out', out];
+    const first = runProbe(common);
+    expect(first.code, first.stderr).toBe(0);
+    const { results } = JSON.parse(first.stdout);
+    expect(results.map((r: { checkpoint: string }) => r.checkpoint)).toEqual([CKPT.attention, CKPT.agent]);
+    for (const r of results) {
+      expect(r).toMatchObject({ env: 'research', runs: 2, queries: 2 });
+      expect(Object.keys(r.pass_at)).toEqual(['1', '2']);
+      expect(Object.values(r.terminations).reduce((a: number, b) => a + (b as number), 0)).toBe(4);
+    }
+    expectOneLineError(runProbe(common), /run\.json: this directory already holds a run: pass --resume/);
+    const resumed = runProbe([...common, '--resume']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout).results).toEqual(results);
+    expect(readFileSync(join(out, 'episodes', checkpointKey(CKPT.agent), 'licenses-02', 'run-1.md'), 'utf8')).toContain('Question: ');
+  }, 300_000);
+
+  it('names the set directory when it holds no corpus', () => {
+    expectOneLineError(
+      runProbe(['asap', '--env', 'research', '--research-set', tempDir(), '--ckpt', CKPT.agent]),
+      /field "--research-set": no corpus\.jsonl here/,
+    );
+  });
 });

@@ -18,6 +18,7 @@ import { addDtypeOption, type DtypeFlags } from './dtype-option.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { addRunOptions, resultCache, type RunFlags } from './run-options.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
+import { addEnvironmentOptions, type Environment, type ResearchFlags, runResearchVerb } from './asap-research.ts';
 
 /** The settings a flag sets under the setting's own name. */
 const SETTING_FLAGS = [
@@ -36,7 +37,8 @@ const SETTING_FLAGS = [
 ] as const satisfies ReadonlyArray<keyof AsapRunSettings>;
 type AsapSettingFlags = Pick<AsapRunSettings, (typeof SETTING_FLAGS)[number]>;
 
-interface AsapFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags, AsapSettingFlags {
+interface AsapFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags, AsapSettingFlags, Omit<ResearchFlags, keyof AsapSettingFlags> {
+  env: Environment;
   ckpt?: string[];
   tasks: string;
   instances?: string[];
@@ -53,9 +55,9 @@ export function asapCommand(): Command {
     addBosOption(
       addHttpOptions(
         addDtypeOption(
-          new Command('asap')
+          addEnvironmentOptions(new Command('asap'))
             .description(
-              'ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics.',
+              'ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics. --env research: deep-research episodes over a document corpus (search, open, answer) instead of repository tasks.',
             )
             .option(
               '--ckpt <dir|url...>',
@@ -97,9 +99,10 @@ export function asapCommand(): Command {
   )
     .addHelpText(
       'after',
-      '\nExample:\n  probe asap --ckpt checkpoints/attn-agent checkpoints/ngram-agent --runs 8 --concurrency 4 --out runs/asap-demo',
+      '\nExamples:\n  probe asap --ckpt checkpoints/attn-agent checkpoints/ngram-agent --runs 8 --concurrency 4 --out runs/asap-demo\n  probe asap --env research --ckpt checkpoints/attn-agent --runs 2 --limit 4 --out runs/research-demo',
     )
     .action(async (flags: AsapFlags) => {
+      if (flags.env === 'research') return runResearchVerb(flags);
       // All input is checked before any work.
       let tasks = await loadTasks(flags.tasks);
       // An empty task file would be a run of nothing that reports success.

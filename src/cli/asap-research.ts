@@ -1,0 +1,115 @@
+/** `probe asap --env research`: the deep-research environment of the ASAP verb (flags and its table). */
+import { join } from 'node:path';
+import { type Command, Option } from 'commander';
+import { REPO_ROOT } from '../embedded.ts';
+import { loadResearchSet, RESEARCH_RUN_DEFAULTS, runResearchOverCheckpoints } from '../pipeline/research.ts';
+import { passAtKs } from '../protocol.ts';
+import type { ResearchResult } from '../research/run.ts';
+import { formatPercent, formatTable } from '../report/table.ts';
+import { tableName } from '../store/checkpoint-facts.ts';
+import { positiveInteger } from './args.ts';
+import type { BosFlags } from './bos-option.ts';
+import type { DtypeFlags } from './dtype-option.ts';
+import { type HttpFlags, httpOptions } from './http-options.ts';
+import { resultCache, type RunFlags } from './run-options.ts';
+import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
+
+export const ENVIRONMENTS = ['swe', 'research'] as const;
+export type Environment = (typeof ENVIRONMENTS)[number];
+
+export interface ResearchFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags {
+  ckpt?: string[];
+  researchSet: string;
+  searchK: number;
+  limit?: number;
+  runs: number;
+  concurrency: number;
+  maxSteps: number;
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  seed: number;
+  json?: boolean;
+}
+
+export function addEnvironmentOptions(command: Command): Command {
+  return command
+    .addOption(
+      new Option('--env <kind>', 'environment: swe (repository tasks, tests decide) or research (a document corpus, the answer decides)')
+        .choices([...ENVIRONMENTS])
+        .default('swe'),
+    )
+    .option(
+      '--research-set <dir>',
+      'with --env research: corpus.jsonl + queries.jsonl (BrowseComp-Plus layout)',
+      join(REPO_ROOT, 'research', 'licenses'),
+    )
+    .option('--search-k <n>', 'with --env research: hits a search shows', positiveInteger, RESEARCH_RUN_DEFAULTS.searchK);
+}
+
+export async function runResearchVerb(flags: ResearchFlags): Promise<void> {
+  // All input is checked before any work.
+  const set = loadResearchSet(flags.researchSet, flags.limit);
+  const http = httpOptions(flags, flags.ckpt);
+  const checkpoints = resolveCheckpoints(flags.ckpt, http, flags.dtype);
+  const run = await runResearchOverCheckpoints(checkpoints, set, {
+    set: flags.researchSet,
+    limit: flags.limit,
+    runs: flags.runs,
+    maxSteps: flags.maxSteps,
+    maxTokens: flags.maxTokens,
+    temperature: flags.temperature,
+    topP: flags.topP,
+    seed: flags.seed,
+    searchK: flags.searchK,
+    concurrency: flags.concurrency,
+    http,
+    cache: resultCache(flags),
+    dtype: flags.dtype,
+    bos: flags.bos,
+    out: flags.out,
+    resume: Boolean(flags.resume),
+    quiet: Boolean(flags.json),
+  });
+  const errors = reportFailures(run.failures);
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ out: run.out, results: run.results, ...errors }, null, 2)}\n`);
+    return;
+  }
+  printResearchTable(run.results, flags.runs, set.queries.length);
+  process.stderr.write(`\nTranscripts: ${join(run.out, 'episodes')}   results: ${run.resultsFile}\n`);
+}
+
+function printResearchTable(results: ResearchResult[], runs: number, queries: number): void {
+  const kMax = passAtKs(runs).at(-1)!;
+  process.stderr.write(`\nDeep research on ${queries} questions × ${runs} runs\n\n`);
+  process.stderr.write(
+    `${formatTable(
+      [
+        'checkpoint',
+        'pass@1',
+        ...(kMax > 1 ? [`pass@${kMax}`] : []),
+        `∩@${runs}`,
+        'parsable',
+        'searches',
+        'opened',
+        'gold opened',
+        'answered',
+        'turns',
+      ],
+      results.map((r) => [
+        tableName(r.checkpoint),
+        formatPercent(r.pass_at['1']!),
+        ...(kMax > 1 ? [formatPercent(r.pass_at[String(kMax)]!)] : []),
+        formatPercent(r.intersection),
+        formatPercent(r.behaviour.parsable_turns),
+        r.behaviour.searches.toFixed(1),
+        r.behaviour.documents_opened.toFixed(1),
+        formatPercent(r.behaviour.gold_opened),
+        formatPercent(r.behaviour.answered),
+        r.behaviour.mean_turns.toFixed(1),
+      ]),
+      [1, 2, 3, 4, 5, 6, 7, 8, 9].slice(0, kMax > 1 ? 9 : 8),
+    )}\n`,
+  );
+}
