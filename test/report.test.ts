@@ -82,6 +82,7 @@ describe('renderReport', () => {
         },
       ],
       asap: [],
+      research: [],
       aptbench: [],
       ladder: { rows: [], shortlist: [evil] },
       items: new Map(),

@@ -220,6 +220,12 @@ describe('probe asap --env research', () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(JSON.parse(resumed.stdout).results).toEqual(results);
     expect(readFileSync(join(out, 'episodes', checkpointKey(CKPT.agent), 'licenses-02', 'run-1.md'), 'utf8')).toContain('Question: ');
+    // probe report reads it as deep research, not as SWE episodes, into its JSON and HTML.
+    const html = join(out, 'report.html');
+    const report = runProbe(['report', out, '--json', '--html', html]);
+    expect(report.code, report.stderr).toBe(0);
+    expect(JSON.parse(report.stdout).research.map((r: { checkpoint: string }) => r.checkpoint)).toEqual([CKPT.attention, CKPT.agent]);
+    expect(readFileSync(html, 'utf8')).toContain('Deep-research episodes');
   }, 300_000);
 
   it('names the set directory when it holds no corpus', () => {

@@ -66,6 +66,12 @@ function summary(data: ReportData, html: string | null) {
     mcq: data.mcq.map((r) => ({ checkpoint: r.checkpoint, acc: r.acc, acc_norm: r.acc_norm, acc_pmi: r.acc_pmi })),
     passk: data.passk.map((r) => ({ checkpoint: r.checkpoint, pass_at: r.pass_at })),
     asap: data.asap.map((r) => ({ checkpoint: r.checkpoint, pass_at: r.pass_at, intersection: r.intersection, behaviour: r.behaviour })),
+    research: data.research.map((r) => ({
+      checkpoint: r.checkpoint,
+      pass_at: r.pass_at,
+      intersection: r.intersection,
+      behaviour: r.behaviour,
+    })),
     shortlist: data.ladder?.shortlist ?? null,
     controls: [...new Set(data.runs.flatMap((r) => (r.manifest?.checkpoints ?? []).filter((c) => c.control).map((c) => c.name)))],
     html,
@@ -112,6 +118,23 @@ function printRankings(data: ReportData): void {
           formatPercent(r.intersection),
           formatPercent(r.behaviour.parsable_turns),
           formatPercent(r.behaviour.autonomous_edits),
+        ]),
+    );
+  if (data.research.length)
+    out(
+      'Deep research',
+      ['rank', 'checkpoint', 'pass@1', '∩@n', 'parsable', 'searches', 'gold opened', 'answered'],
+      [...data.research]
+        .sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0))
+        .map((r, i) => [
+          String(i + 1),
+          name(r.checkpoint),
+          formatPercent(r.pass_at['1']),
+          formatPercent(r.intersection),
+          formatPercent(r.behaviour.parsable_turns),
+          r.behaviour.searches.toFixed(1),
+          formatPercent(r.behaviour.gold_opened),
+          formatPercent(r.behaviour.answered),
         ]),
     );
   if (data.ladder) process.stderr.write(`\nShortlist: ${data.ladder.shortlist.join(', ') || 'none'}\n`);

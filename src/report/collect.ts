@@ -5,6 +5,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { basename, isAbsolute, join, resolve, sep } from 'node:path';
 import type { AsapResult } from '../asap/run.ts';
+import type { ResearchResult } from '../research/run.ts';
 import { AsapStore } from '../asap/store.ts';
 import { InputError } from '../errors.ts';
 import type { AptResult } from '../probes/aptbench.ts';
@@ -34,6 +35,8 @@ export interface ReportData {
   mcq: McqResult[];
   passk: PasskResult[];
   asap: AsapResult[];
+  /** Deep-research episodes (`probe asap --env research`). */
+  research: ResearchResult[];
   aptbench: AptResult[];
   ladder: { rows: LadderRow[]; shortlist: string[] } | null;
   /** The probe items the results refer to, by id (for the drill-down). */
@@ -105,6 +108,7 @@ export function collectRuns(dirs: string[]): ReportData {
     mcq: [],
     passk: [],
     asap: [],
+    research: [],
     aptbench: [],
     ladder: null,
     items: new Map(),
@@ -131,7 +135,9 @@ export function collectRuns(dirs: string[]): ReportData {
         data.passk.push(...readResults.passk(results, resultsFile).results);
         break;
       case 'asap':
-        data.asap.push(...withTranscriptsIn(dir, readResults.asap(results, resultsFile).results));
+        if ((results as { env?: unknown } | null)?.env === 'research')
+          data.research.push(...readResults.research(results, resultsFile).results);
+        else data.asap.push(...withTranscriptsIn(dir, readResults.asap(results, resultsFile).results));
         break;
       case 'screen':
       case 'demo': {

@@ -5,6 +5,8 @@
  */
 import { existsSync, readFileSync } from 'node:fs';
 import type { AsapResult } from '../asap/run.ts';
+import { RESEARCH_TERMINATIONS } from '../research/episode.ts';
+import type { ResearchResult } from '../research/run.ts';
 import type { BpbResult } from '../probes/bpb.ts';
 import { RANKING_ACCURACY_LABEL, rankingAccuracy } from '../probes/mcq.ts';
 import { spearman } from '../stats/correlation.ts';
@@ -329,6 +331,50 @@ function aptbenchSection(data: ReportData): string {
   );
 }
 
+function researchSection(data: ReportData): string {
+  if (!data.research.length) return '';
+  const b = (r: ResearchResult) => r.behaviour;
+  return section(
+    'research',
+    'Deep-research episodes',
+    table(
+      [
+        'checkpoint',
+        'runs',
+        'pass@1',
+        '∩@n',
+        'parsable turns',
+        'searches',
+        'documents opened',
+        'gold opened',
+        'gold seen',
+        'answered',
+        'turns',
+      ],
+      data.research.map((r) => [
+        r.checkpoint,
+        `${r.queries} × ${r.runs}`,
+        pct(r.pass_at['1']),
+        pct(r.intersection),
+        pct(b(r).parsable_turns),
+        num(b(r).searches, 1),
+        num(b(r).documents_opened, 1),
+        pct(b(r).gold_opened),
+        pct(b(r).gold_seen),
+        pct(b(r).answered),
+        num(b(r).mean_turns, 1),
+      ]),
+      [2, 3, 4, 5, 6, 7, 8, 9, 10],
+    ) +
+      stackedBars(
+        'How episodes ended',
+        [...RESEARCH_TERMINATIONS],
+        data.research.map((r) => ({ label: short(r.checkpoint), parts: RESEARCH_TERMINATIONS.map((t) => r.terminations[t] ?? 0) })),
+        'episodes',
+      ),
+  );
+}
+
 function correlationSection(data: ReportData, downstream: Map<string, number> | undefined, includeControls: boolean): string {
   if (!downstream)
     return section(
@@ -473,6 +519,7 @@ export function renderReport(data: ReportData, options: ReportOptions = {}): str
     mcqSection(data),
     passkSection(data),
     asapSection(data.asap),
+    researchSection(data),
     aptbenchSection(data),
     correlationSection(data, options.downstream, Boolean(options.includeControls)),
     itemsSection(data),

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import type { AsapResult } from '../asap/run.ts';
+import type { ResearchResult } from '../research/run.ts';
 import { InputError } from '../errors.ts';
 import type { AptResult } from '../probes/aptbench.ts';
 import type { BpbResult } from '../probes/bpb.ts';
@@ -40,6 +41,21 @@ const asap = z.looseObject({
   behaviour: z.looseObject({ parsable_turns: z.number().nullable(), autonomous_edits: z.number().nullable() }),
   items: z.array(z.looseObject({ instance: z.string(), runs: z.array(z.looseObject({ run: z.number() })) })),
 });
+const research = z.looseObject({
+  checkpoint: z.string(),
+  env: z.literal('research'),
+  pass_at: rates,
+  intersection: maybeRate,
+  behaviour: z.looseObject({
+    searches: finite,
+    documents_opened: finite,
+    gold_opened: maybeRate,
+    answered: maybeRate,
+    parsable_turns: maybeRate,
+    mean_turns: finite,
+  }),
+  items: z.array(z.looseObject({ query_id: z.string(), n: z.number(), c: z.number() })),
+});
 const aptbench = z.looseObject({
   checkpoint: z.string(),
   letter_acc: maybeRate,
@@ -71,6 +87,8 @@ export const readResults = {
   passk: reader<{ results: PasskResult[] }>(z.looseObject({ results: z.array(passk) })),
   asap: reader<{ results: AsapResult[] }>(z.looseObject({ results: z.array(asap) })),
   aptbench: reader<{ results: AptResult[] }>(z.looseObject({ results: z.array(aptbench) })),
+  /** results.json of `probe asap --env research`. */
+  research: reader<{ results: ResearchResult[] }>(z.looseObject({ env: z.literal('research'), results: z.array(research) })),
   /** results.json of `probe screen` and `probe demo`, and the stage files beside it. */
   ladder: reader<{ results: LadderRow[]; shortlist: string[] }>(
     z.looseObject({ results: z.array(ladderRow), shortlist: z.array(z.string()) }),
