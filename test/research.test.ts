@@ -16,6 +16,8 @@ import {
   runResearchEpisode,
 } from '../src/research/episode.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
+import type { CompletionBackend } from '../src/backends/types.ts';
+import { runResearch } from '../src/research/run.ts';
 import { gradeAnswer, normalizeAnswer } from '../src/research/grade.ts';
 import { PAGE_CHARS, ResearchIndex } from '../src/research/search-index.ts';
 import { CKPT, tempDir } from './helpers/paths.ts';
@@ -233,5 +235,64 @@ describe('probe asap --env research', () => {
       runProbe(['asap', '--env', 'research', '--research-set', tempDir(), '--ckpt', CKPT.agent]),
       /field "--research-set": no corpus\.jsonl here/,
     );
+  });
+});
+
+describe('runResearch: what a solved episode counts for (a scripted model: the harness, not a model, is under test)', () => {
+  /** Answers each step with the next line of its script, cut at the first stop string as a server cuts it. */
+  const scripted = (script: string[]): CompletionBackend => ({
+    id: 'scripted',
+    encode: (text) => [...new TextEncoder().encode(text)],
+    score: async () => [],
+    close: async () => {},
+    sample: async (requests) =>
+      requests.map((r) => {
+        const step = r.prompt.split('\n## Thinking\n').length - 2;
+        const text = script[Math.min(step, script.length - 1)]!;
+        const at = r.stop
+          .map((s) => [text.indexOf(s), s] as const)
+          .filter(([i]) => i >= 0)
+          .sort((a, b) => a[0] - b[0])[0];
+        return [
+          at
+            ? { text: text.slice(0, at[0]), tokens: [1], logprob: 0, finishReason: 'stop' as const, stop: at[1], truncated: false }
+            : { text, tokens: [1], logprob: 0, finishReason: 'eos' as const, truncated: false },
+        ];
+      }),
+  });
+  const query = queries.find((q) => q.query_id === 'licenses-08')!;
+  const options = { runs: 2, seed: 0, concurrency: 1, maxSteps: 6, maxTokens: 64, temperature: 0.7, topP: 0.95, searchK: 5 };
+
+  it('search, open the gold passage, answer right: pass@1 = ∩@2 = 100%, and the behaviour says how', async () => {
+    const backend = scripted([
+      'Find the venue clause.\n<search>venue Santa Clara County</search>',
+      `Read it.\n<open doc="${query.gold_docs[0]}"/>`,
+      'It says Santa Clara County.\n<answer>Santa Clara County</answer>',
+    ]);
+    const result = await runResearch('scripted', backend, index, [query], options);
+    expect(result).toMatchObject({ pass_at: { '1': 1, '2': 1 }, intersection: 1, terminations: { answered: 2 } });
+    expect(result.behaviour).toMatchObject({
+      searches: 1,
+      documents_opened: 1,
+      gold_opened: 1,
+      gold_seen: 1,
+      answered: 1,
+      parsable_turns: 1,
+      mean_turns: 3,
+    });
+  });
+
+  it('a wrong answer, and an answer before any search (hinted once, then taken as given), count as they are', async () => {
+    const wrong = await runResearch(
+      'scripted',
+      scripted(['<search>venue</search>', '<answer>San Mateo</answer>']),
+      index,
+      [query],
+      options,
+    );
+    expect(wrong).toMatchObject({ pass_at: { '1': 0 }, intersection: 0, terminations: { answered: 2 } });
+    const unsearched = await runResearch('scripted', scripted(['<answer>Santa Clara</answer>']), index, [query], options);
+    expect(unsearched).toMatchObject({ pass_at: { '1': 1 }, terminations: { answered_unsearched: 2 } });
+    expect(unsearched.behaviour).toMatchObject({ searches: 0, answered: 1, mean_turns: 2 });
   });
 });
