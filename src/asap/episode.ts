@@ -15,13 +15,12 @@
  * commands left in /tmp is not part of the saved steps.
  */
 import type { CompletionBackend } from '../backends/types.ts';
-import { sampleOne } from '../backends/single.ts';
+import { completeStep as completeUntilAction } from '../backends/step-completion.ts';
 import { runAction, readToolState } from '../sandbox/run-action.ts';
 import { treeDiff } from '../sandbox/git-state.ts';
 import type { Sandbox } from '../sandbox/types.ts';
 import { normalizeMdXml } from '../formats/md-xml-format.ts';
 import { type Action, renderAction } from '../formats/md-xml.ts';
-import { deriveSeed } from '../util/rng.ts';
 import type { AsapFormat, Extracted } from '../formats/asap-transcripts.ts';
 import { sourceChanges } from './patch.ts';
 import { allowsAction, type ToolProfile } from './profiles.ts';
@@ -149,50 +148,14 @@ export function transcriptText(prefixText: string, steps: readonly EpisodeStep[]
   return text;
 }
 
-interface Completion {
-  text: string;
-  extracted: Extracted;
-  finish: EpisodeStep['finish'];
-  tokens: number;
-  modelMs: number;
-}
-
-/**
- * One completion call per step. Where a stop string closed something other than an
- * action (a Markdown fence around prose), sampling goes on from there, within the same
- * token budget.
- */
-export async function completeStep(
-  backend: CompletionBackend,
-  prompt: string,
-  settings: EpisodeSettings,
-  stepIndex: number,
-): Promise<Completion> {
+/** One completion call per step (backends/step-completion.ts), in the episode's transcript format. */
+export function completeStep(backend: CompletionBackend, prompt: string, settings: EpisodeSettings, stepIndex: number) {
   const { format } = settings;
-  let text = '';
-  let tokens = 0;
-  let modelMs = 0;
-  for (let part = 0; ; part++) {
-    const started = performance.now();
-    const [sample] = await sampleOne(backend, {
-      prompt: prompt + text,
-      n: 1,
-      temperature: settings.temperature,
-      topP: settings.topP,
-      maxTokens: settings.maxTokens - tokens,
-      stop: format.stops,
-      seed: deriveSeed(settings.seed, stepIndex, part),
-    });
-    modelMs += performance.now() - started;
-    tokens += sample?.tokens.length ?? 0;
-    text += (sample?.text ?? '') + (sample?.stop ?? '');
-    const extracted = format.extract(text);
-    if (extracted.ok) return { text: text.slice(0, extracted.end), extracted, finish: 'action', tokens, modelMs };
-    const finish = sample?.finishReason ?? 'eos';
-    if (extracted.complete || finish !== 'stop' || !format.continueAfterStop || tokens >= settings.maxTokens) {
-      return { text, extracted, finish, tokens, modelMs };
-    }
-  }
+  return completeUntilAction(backend, prompt, settings, stepIndex, {
+    stops: format.stops,
+    find: (text) => format.extract(text),
+    continueAfterStop: format.continueAfterStop,
+  });
 }
 
 function stepError(extracted: Extracted, profile: ToolProfile): string | null {
@@ -227,14 +190,14 @@ export async function runEpisode(ctx: EpisodeContext, settings: EpisodeSettings)
     const index = steps.length;
     const prompt = transcriptText(ctx.prefixText, steps, settings.format) + settings.format.cue;
     const completion = await completeStep(ctx.backend, prompt, settings, index);
-    const decision = decide(steps, completion.extracted, patch, settings.format, settings.profile);
+    const decision = decide(steps, completion.found, patch, settings.format, settings.profile);
     const step: EpisodeStep = {
       index,
       completion: completion.text,
       finish: completion.finish,
       tokens: completion.tokens,
-      action: completion.extracted.ok ? completion.extracted.step.action : null,
-      error: stepError(completion.extracted, settings.profile),
+      action: completion.found.ok ? completion.found.step.action : null,
+      error: stepError(completion.found, settings.profile),
       outcome: decision.kind === 'execute' ? 'executed' : decision.outcome,
       observation: null,
       exitCode: null,

@@ -10,10 +10,9 @@
  *   then accepted (the counterpart of submitting with no source edit);
  * - the previous step's action again: suppressed with a hint, then the episode ends.
  */
-import { sampleOne } from '../backends/single.ts';
+import { completeStep } from '../backends/step-completion.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { renderObservation, renderTask } from '../formats/md-xml.ts';
-import { deriveSeed } from '../util/rng.ts';
 import { type FoundResearchAction, findResearchAction, RESEARCH_STOPS, type ResearchAction, researchObservation } from './actions.ts';
 import type { ResearchQuery } from './corpus.ts';
 import { gradeAnswer } from './grade.ts';
@@ -122,32 +121,6 @@ export function researchTranscript(task: string, steps: readonly ResearchStep[])
   return text + CUE;
 }
 
-/** One completion call per step; where a stop closed no action (`/>` of some other tag), sampling goes on within the budget. */
-async function completeStep(backend: CompletionBackend, prompt: string, s: ResearchEpisodeSettings, stepIndex: number) {
-  let text = '';
-  let tokens = 0;
-  let modelMs = 0;
-  for (let part = 0; ; part++) {
-    const started = performance.now();
-    const [sample] = await sampleOne(backend, {
-      prompt: prompt + text,
-      n: 1,
-      temperature: s.temperature,
-      topP: s.topP,
-      maxTokens: s.maxTokens - tokens,
-      stop: [...RESEARCH_STOPS],
-      seed: deriveSeed(s.seed, stepIndex, part),
-    });
-    modelMs += performance.now() - started;
-    tokens += sample?.tokens.length ?? 0;
-    text += (sample?.text ?? '') + (sample?.stop ?? '');
-    const found = findResearchAction(text);
-    if (found.ok) return { text: text.slice(0, found.end), found, finish: 'action' as const, tokens, modelMs };
-    const finish = sample?.finishReason ?? 'eos';
-    if (found.complete || finish !== 'stop' || tokens >= s.maxTokens) return { text, found, finish, tokens, modelMs };
-  }
-}
-
 export interface ResearchEpisodeResult {
   steps: ResearchStep[];
   termination: ResearchTermination;
@@ -166,7 +139,11 @@ export async function runResearchEpisode(
   const task = researchTask(query.query, settings.searchK);
   const steps: ResearchStep[] = [];
   while (steps.length < settings.maxSteps) {
-    const completion = await completeStep(backend, researchTranscript(task, steps), settings, steps.length);
+    const completion = await completeStep(backend, researchTranscript(task, steps), settings, steps.length, {
+      stops: RESEARCH_STOPS,
+      find: findResearchAction,
+      continueAfterStop: true,
+    });
     const decision = decideResearch(steps, completion.found);
     const step: ResearchStep = {
       index: steps.length,
