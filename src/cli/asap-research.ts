@@ -3,9 +3,8 @@ import { join } from 'node:path';
 import { type Command, Option } from 'commander';
 import { REPO_ROOT } from '../embedded.ts';
 import { loadResearchSet, RESEARCH_RUN_DEFAULTS, runResearchOverCheckpoints } from '../pipeline/research.ts';
-import { passAtKs } from '../protocol.ts';
 import type { ResearchResult } from '../research/run.ts';
-import { formatPercent, formatTable } from '../report/table.ts';
+import { formatPercent, formatTable, passColumns } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
 import { positiveInteger } from './args.ts';
 import type { BosFlags } from './bos-option.ts';
@@ -81,27 +80,15 @@ export async function runResearchVerb(flags: ResearchFlags): Promise<void> {
 }
 
 function printResearchTable(results: ResearchResult[], runs: number, queries: number): void {
-  const kMax = passAtKs(runs).at(-1)!;
+  const pass = passColumns(runs);
+  const headers = ['checkpoint', ...pass.headers, 'parsable', 'searches', 'opened', 'gold opened', 'answered', 'turns'];
   process.stderr.write(`\nDeep research on ${queries} questions × ${runs} runs\n\n`);
   process.stderr.write(
     `${formatTable(
-      [
-        'checkpoint',
-        'pass@1',
-        ...(kMax > 1 ? [`pass@${kMax}`] : []),
-        `∩@${runs}`,
-        'parsable',
-        'searches',
-        'opened',
-        'gold opened',
-        'answered',
-        'turns',
-      ],
+      headers,
       results.map((r) => [
         tableName(r.checkpoint),
-        formatPercent(r.pass_at['1']!),
-        ...(kMax > 1 ? [formatPercent(r.pass_at[String(kMax)]!)] : []),
-        formatPercent(r.intersection),
+        ...pass.cells(r),
         formatPercent(r.behaviour.parsable_turns),
         r.behaviour.searches.toFixed(1),
         r.behaviour.documents_opened.toFixed(1),
@@ -109,7 +96,7 @@ function printResearchTable(results: ResearchResult[], runs: number, queries: nu
         formatPercent(r.behaviour.answered),
         r.behaviour.mean_turns.toFixed(1),
       ]),
-      [1, 2, 3, 4, 5, 6, 7, 8, 9].slice(0, kMax > 1 ? 9 : 8),
+      headers.map((_, i) => i).slice(1),
     )}\n`,
   );
 }

@@ -6,13 +6,12 @@ import { TOOL_PROFILES } from '../asap/profiles.ts';
 import type { AsapResult } from '../asap/run.ts';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
-import { formatPercent, formatTable } from '../report/table.ts';
+import { formatPercent, formatTable, passColumns } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
 import { SANDBOX_KINDS } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger, probability } from './args.ts';
 import { ASAP_RUN_DEFAULTS, type AsapRunSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
-import { passAtKs } from '../protocol.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
 import { addDtypeOption, type DtypeFlags } from './dtype-option.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
@@ -143,31 +142,17 @@ function pickSettings(flags: AsapFlags): AsapSettingFlags {
 }
 
 function printTables(results: AsapResult[], flags: AsapFlags, instances: number): void {
-  const ks = passAtKs(flags.runs);
-  const kMax = ks.at(-1)!;
+  const pass = passColumns(flags.runs);
   process.stderr.write(
     `\nASAP on ${instances} instances × ${flags.runs} runs (${flags.format}, ${flags.profile} profile, ${flags.prefixSteps}-step prefix)\n\n`,
   );
+  const headers = ['checkpoint', ...pass.headers, 'parsable', 'valid calls', 'edits', 'testing', 'submitted', 'empty patch', 'turns'];
   process.stderr.write(
     `${formatTable(
-      [
-        'checkpoint',
-        'pass@1',
-        ...(kMax > 1 ? [`pass@${kMax}`] : []),
-        `∩@${flags.runs}`,
-        'parsable',
-        'valid calls',
-        'edits',
-        'testing',
-        'submitted',
-        'empty patch',
-        'turns',
-      ],
+      headers,
       results.map((r) => [
         tableName(r.checkpoint),
-        formatPercent(r.pass_at['1']!),
-        ...(kMax > 1 ? [formatPercent(r.pass_at[String(kMax)]!)] : []),
-        formatPercent(r.intersection),
+        ...pass.cells(r),
         formatPercent(r.behaviour.parsable_turns),
         formatPercent(r.behaviour.valid_tool_calls),
         formatPercent(r.behaviour.autonomous_edits),
@@ -176,7 +161,7 @@ function printTables(results: AsapResult[], flags: AsapFlags, instances: number)
         formatPercent(r.behaviour.empty_patch),
         r.behaviour.mean_turns.toFixed(1),
       ]),
-      [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].slice(0, kMax > 1 ? 10 : 9),
+      headers.map((_, i) => i).slice(1),
     )}\n`,
   );
   process.stderr.write(

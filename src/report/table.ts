@@ -1,5 +1,6 @@
 /** Plain aligned text tables for the terminal, and how they write rates and checkpoint names. */
 import { basename } from 'node:path';
+import { passAtKs } from '../protocol.ts';
 
 export function formatTable(headers: string[], rows: string[][], rightAligned: number[] = []): string {
   const widths = headers.map((h, c) => Math.max(h.length, ...rows.map((r) => (r[c] ?? '').length)));
@@ -24,4 +25,20 @@ export function shortCheckpointName(checkpoint: string): string {
 /** A checkpoint's downstream score: by its exact name, else by its directory's base name. */
 export function downstreamScore(scores: ReadonlyMap<string, number>, checkpoint: string): number | undefined {
   return scores.get(checkpoint) ?? scores.get(shortCheckpointName(checkpoint));
+}
+
+/** The pass@1, pass@n (where n > 1, n the largest reported k) and ∩@n columns of an episode table. */
+export function passColumns(runs: number): {
+  headers: string[];
+  cells: (r: { pass_at: Record<string, number>; intersection: number }) => string[];
+} {
+  const kMax = passAtKs(runs).at(-1) ?? 1;
+  return {
+    headers: ['pass@1', ...(kMax > 1 ? [`pass@${kMax}`] : []), `∩@${runs}`],
+    cells: (r) => [
+      formatPercent(r.pass_at['1']),
+      ...(kMax > 1 ? [formatPercent(r.pass_at[String(kMax)])] : []),
+      formatPercent(r.intersection),
+    ],
+  };
 }
