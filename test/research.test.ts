@@ -1,7 +1,8 @@
 /** Deep research (issue 17, part 3): the corpus and query layout, the BM25 search tool, the actions, and grading. */
-import { readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { buildRung } from '../scripts/checkpoints/ladder.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
 import { findResearchAction, type ResearchAction, renderResearchAction, researchObservation } from '../src/research/actions.ts';
@@ -295,4 +296,64 @@ describe('runResearch: what a solved episode counts for (a scripted model: the h
     expect(unsearched).toMatchObject({ pass_at: { '1': 1 }, terminations: { answered_unsearched: 2 } });
     expect(unsearched.behaviour).toMatchObject({ searches: 0, answered: 1, mean_turns: 2 });
   });
+});
+
+describe('a control that memorised the gold steps (a real n-gram checkpoint with a copy memory, as contaminated-agent is)', () => {
+  it('searches, opens the gold passage and answers most questions right, where a rung that never read research transcripts answers none', async () => {
+    const step = (i: number, thought: string, action: ResearchAction): ResearchStep => ({
+      index: i,
+      completion: `${thought}\n${renderResearchAction(action)}`,
+      finish: 'action',
+      tokens: 0,
+      action,
+      error: null,
+      outcome: action.kind === 'answer' ? 'answered' : 'executed',
+      observation: action.kind === 'answer' ? null : researchObservation(index, action, 5),
+      modelMs: 0,
+    });
+    // What it memorised: each gold step after the exact transcript before it.
+    const golds = queries.flatMap((q) => {
+      const steps = [
+        step(0, 'Search the documents for the question.', { kind: 'search', query: q.query }),
+        step(1, 'Read the passage that states it.', { kind: 'open', docid: q.gold_docs[0]!, page: 1 }),
+        step(2, 'The passage gives the answer.', { kind: 'answer', text: q.answer }),
+      ];
+      return steps.map((s, i) => ({
+        context: researchTranscript(researchTask(q.query, 5), steps.slice(0, i)),
+        gold: s.completion,
+        whole: false,
+      }));
+    });
+    const files = buildRung(
+      {
+        name: 'research-control',
+        family: 'ngram',
+        corpora: ['agent'],
+        contaminated: true,
+        description: 'memorised the gold research steps',
+      },
+      { prose: [], code: [], agent: golds.map((g) => g.context + g.gold), demoGolds: golds },
+    );
+    const dir = tempDir('probe-research-control-');
+    for (const [path, content] of files) {
+      mkdirSync(dirname(join(dir, path)), { recursive: true });
+      writeFileSync(join(dir, path), content);
+    }
+    const options = { runs: 1, seed: 0, concurrency: 1, maxSteps: 6, maxTokens: 512, temperature: 0.7, topP: 0.95, searchK: 5 };
+    const run = async (ckpt: string, maxTokens: number) => {
+      const backend = await OnnxBackend.open(ckpt);
+      try {
+        return await runResearch(ckpt, backend, index, queries, { ...options, maxTokens });
+      } finally {
+        await backend.close();
+      }
+    };
+    const control = await run(dir, 512);
+    expect(control.pass_at['1']).toBeGreaterThanOrEqual(0.75);
+    expect(control.terminations.answered).toBe(13);
+    expect(control.behaviour).toMatchObject({ searches: 1, documents_opened: 1, answered: 1, parsable_turns: 1 });
+    expect(control.behaviour.gold_opened).toBeGreaterThanOrEqual(0.75);
+    const rung = await run(CKPT.attention, 64);
+    expect(rung.pass_at['1']).toBe(0);
+  }, 120_000);
 });
