@@ -22,6 +22,7 @@ import { runResearch } from '../src/research/run.ts';
 import { gradeAnswer, normalizeAnswer } from '../src/research/grade.ts';
 import { PAGE_CHARS, ResearchIndex } from '../src/research/search-index.ts';
 import { CKPT, tempDir } from './helpers/paths.ts';
+import { metricsFromDocument } from '../src/stats/metrics.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { checkpointKey } from '../src/asap/store.ts';
 
@@ -356,4 +357,15 @@ describe('a control that memorised the gold steps (a real n-gram checkpoint with
     const rung = await run(CKPT.attention, 64);
     expect(rung.pass_at['1']).toBe(0);
   }, 120_000);
+});
+
+describe('probe correlate', () => {
+  it('reads a deep-research results file as research.pass@k, apart from prefix pass@K', () => {
+    const series = metricsFromDocument({
+      env: 'research',
+      results: [{ checkpoint: 'a', env: 'research', pass_at: { '1': 0.5, '2': 0.75 }, items: [{ query_id: 'q', n: 2, c: 1 }] }],
+    });
+    expect(series.map((s) => s.name)).toEqual(['research.pass@1', 'research.pass@2']);
+    expect(series[0]!.aggregate(series[0]!.items.get('a')!)).toBe(0.5);
+  });
 });

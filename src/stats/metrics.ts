@@ -68,8 +68,10 @@ export function metricsFromDocument(doc: unknown): MetricSeries[] {
   }
   if ('pass_at' in first) {
     const items = byCheckpoint((r) => (r as unknown as PasskDoc['results'][number]).items);
+    // Deep-research episodes (`probe asap --env research`) are pass@k over questions, named apart from prefix pass@K.
+    const family = first.env === 'research' ? 'research' : 'passk';
     return Object.keys(first.pass_at as object).map((k) => ({
-      name: `passk.pass@${k}`,
+      name: `${family}.pass@${k}`,
       higherIsBetter: true,
       items,
       aggregate: (its: unknown[]) => meanPassAtK(its as Array<{ n: number; c: number }>, Number(k)),
