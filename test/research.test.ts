@@ -173,7 +173,7 @@ describe('the research episode', () => {
       step({ kind: 'open', docid: q.gold_docs[0]!, page: 1 }, 'executed'),
       step({ kind: 'answer', text: 'Santa Clara County' }, 'answered'),
     ];
-    expect(researchBehaviour(steps, q, index, 5)).toEqual({
+    expect(researchBehaviour(steps, q)).toEqual({
       searches: 1,
       documents_opened: 1,
       gold_opened: true,

@@ -2,7 +2,8 @@
 import { join } from 'node:path';
 import { type Command, Option } from 'commander';
 import { REPO_ROOT } from '../embedded.ts';
-import { loadResearchSet, RESEARCH_RUN_DEFAULTS, runResearchOverCheckpoints } from '../pipeline/research.ts';
+import { loadResearchSet, runResearchOverCheckpoints } from '../pipeline/research.ts';
+import { SEARCH_K } from '../research/search-index.ts';
 import type { ResearchResult } from '../research/run.ts';
 import { formatPercent, formatTable, passColumns } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
@@ -43,7 +44,7 @@ export function addEnvironmentOptions(command: Command): Command {
       'with --env research: corpus.jsonl + queries.jsonl (BrowseComp-Plus layout)',
       join(REPO_ROOT, 'research', 'licenses'),
     )
-    .option('--search-k <n>', 'with --env research: hits a search shows', positiveInteger, RESEARCH_RUN_DEFAULTS.searchK);
+    .option('--search-k <n>', 'with --env research: hits a search shows', positiveInteger, SEARCH_K);
 }
 
 export async function runResearchVerb(flags: ResearchFlags): Promise<void> {
@@ -53,7 +54,6 @@ export async function runResearchVerb(flags: ResearchFlags): Promise<void> {
   const checkpoints = resolveCheckpoints(flags.ckpt, http, flags.dtype);
   const run = await runResearchOverCheckpoints(checkpoints, set, {
     set: flags.researchSet,
-    limit: flags.limit,
     runs: flags.runs,
     maxSteps: flags.maxSteps,
     maxTokens: flags.maxTokens,

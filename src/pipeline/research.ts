@@ -15,38 +15,16 @@ import { checkpointKey } from '../asap/store.ts';
 import { InputError } from '../errors.ts';
 import { type ResearchDoc, type ResearchQuery, loadCorpus, loadQueries } from '../research/corpus.ts';
 import { researchTranscript, researchTask } from '../research/episode.ts';
-import { type ResearchEpisodeRecord, type ResearchResult, runResearch } from '../research/run.ts';
+import { type ResearchEpisodeRecord, type ResearchResult, type ResearchRunOptions, runResearch } from '../research/run.ts';
 import { ResearchIndex } from '../research/search-index.ts';
 import { readJsonl } from '../store/jsonl-log.ts';
 import { checkpointRecords, probeSetRecord, RunDir, type SampleLine } from '../store/run-dir.ts';
-import { ASAP_PROTOCOL } from '../protocol.ts';
 import { type Failure, forEachCheckpoint, itemHooks, servedAs } from './checkpoint-loop.ts';
 
-/** A deep-research run's defaults: the ASAP protocol's sampling and limits; 5 hits a search. */
-export const RESEARCH_RUN_DEFAULTS = {
-  runs: ASAP_PROTOCOL.runs,
-  maxSteps: ASAP_PROTOCOL.maxSteps,
-  maxTokens: ASAP_PROTOCOL.maxTokens,
-  temperature: ASAP_PROTOCOL.temperature,
-  topP: ASAP_PROTOCOL.topP,
-  seed: 0,
-  searchK: 5,
-  concurrency: 2,
-} as const;
-
-export interface ResearchRunSettings {
+/** The episodes' settings (research/run.ts), and where the run is and how its checkpoints are served. */
+export interface ResearchRunSettings extends ResearchRunOptions {
   /** A directory holding corpus.jsonl and queries.jsonl. */
   set: string;
-  /** Only the first N queries. */
-  limit?: number | undefined;
-  runs: number;
-  maxSteps: number;
-  maxTokens: number;
-  temperature: number;
-  topP: number;
-  seed: number;
-  searchK: number;
-  concurrency: number;
   http?: HttpBackendOptions;
   cache?: ResultCache | undefined;
   dtype?: Dtype | undefined;
@@ -132,23 +110,7 @@ export async function runResearchOverCheckpoints(
       dir,
     },
     (ckpt, backend, tick) =>
-      runResearch(
-        ckpt,
-        backend,
-        set.index,
-        set.queries,
-        {
-          runs: s.runs,
-          seed: s.seed,
-          concurrency: s.concurrency,
-          maxSteps: s.maxSteps,
-          maxTokens: s.maxTokens,
-          temperature: s.temperature,
-          topP: s.topP,
-          searchK: s.searchK,
-        },
-        itemHooks<ResearchEpisodeRecord>(dir, 'research', ckpt, tick),
-      ),
+      runResearch(ckpt, backend, set.index, set.queries, s, itemHooks<ResearchEpisodeRecord>(dir, 'research', ckpt, tick)),
   );
   writeTranscripts(dir, set, checkpoints, s.searchK);
   const resultsFile = dir.writeResults({ env: 'research', settings: config, results });

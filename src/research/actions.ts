@@ -4,7 +4,7 @@
  * at a time) and `<answer>text</answer>`, which ends the episode. Each step is free
  * thinking, then exactly one of these; the harness answers in `<observation>`.
  */
-import type { ResearchIndex } from './search-index.ts';
+import { type ResearchIndex, SEARCH_K } from './search-index.ts';
 
 export type ResearchAction =
   | { kind: 'search'; query: string }
@@ -65,20 +65,37 @@ export function renderResearchAction(action: ResearchAction): string {
   }
 }
 
-/** What the harness shows for a search or an open (an answer ends the episode and is graded instead). */
-export function researchObservation(index: ResearchIndex, action: Exclude<ResearchAction, { kind: 'answer' }>, k = 5): string {
+/**
+ * Runs a search or an open (an answer ends the episode and is graded instead): what the
+ * harness shows, and the documents it showed (a search's hits, the page opened), so the
+ * behaviour is read from the episode without searching again.
+ */
+export function runResearchTool(
+  index: ResearchIndex,
+  action: Exclude<ResearchAction, { kind: 'answer' }>,
+  k = SEARCH_K,
+): { observation: string; shown: string[] } {
   if (action.kind === 'search') {
     const hits = index.search(action.query, k);
-    if (hits.length === 0) return `No documents match "${action.query}".`;
-    return hits.map((h, i) => `${i + 1}. [${h.docid}] ${h.title}\n   ${h.snippet}`).join('\n');
+    if (hits.length === 0) return { observation: `No documents match "${action.query}".`, shown: [] };
+    return {
+      observation: hits.map((h, i) => `${i + 1}. [${h.docid}] ${h.title}\n   ${h.snippet}`).join('\n'),
+      shown: hits.map((h) => h.docid),
+    };
   }
   const page = index.open(action.docid, action.page);
   if (!page) {
-    return index.has(action.docid)
+    const observation = index.has(action.docid)
       ? `Document ${action.docid} has no page ${action.page}.`
       : `No document "${action.docid}": use an id from the search results.`;
+    return { observation, shown: [] };
   }
   const more =
     page.page < page.pages ? `\n[page ${page.page} of ${page.pages}: <open doc="${page.docid}" page="${page.page + 1}"/> reads on]` : '';
-  return `[${page.docid}] ${page.title} (page ${page.page} of ${page.pages})\n\n${page.text}${more}`;
+  return { observation: `[${page.docid}] ${page.title} (page ${page.page} of ${page.pages})\n\n${page.text}${more}`, shown: [page.docid] };
+}
+
+/** What the harness shows for a search or an open. */
+export function researchObservation(index: ResearchIndex, action: Exclude<ResearchAction, { kind: 'answer' }>, k = SEARCH_K): string {
+  return runResearchTool(index, action, k).observation;
 }

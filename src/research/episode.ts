@@ -13,7 +13,7 @@
 import { completeStep } from '../backends/step-completion.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { renderObservation, renderTask } from '../formats/md-xml.ts';
-import { type FoundResearchAction, findResearchAction, RESEARCH_STOPS, type ResearchAction, researchObservation } from './actions.ts';
+import { type FoundResearchAction, findResearchAction, RESEARCH_STOPS, type ResearchAction, runResearchTool } from './actions.ts';
 import type { ResearchQuery } from './corpus.ts';
 import { gradeAnswer } from './grade.ts';
 import type { ResearchIndex } from './search-index.ts';
@@ -42,6 +42,8 @@ export interface ResearchStep {
   outcome: ResearchOutcome;
   /** What the harness appended (results, a page, a hint); null on the step that ended the episode. */
   observation: string | null;
+  /** Documents the observation showed: a search's hits, the page opened (absent where nothing ran). */
+  shown?: string[];
   modelMs: number;
 }
 
@@ -156,7 +158,11 @@ export async function runResearchEpisode(
       observation: decision.kind === 'hint' ? decision.message : null,
       modelMs: completion.modelMs,
     };
-    if (decision.kind === 'execute') step.observation = researchObservation(index, decision.action, settings.searchK);
+    if (decision.kind === 'execute') {
+      const ran = runResearchTool(index, decision.action, settings.searchK);
+      step.observation = ran.observation;
+      step.shown = ran.shown;
+    }
     steps.push(step);
     await onStep(step);
     if (decision.kind === 'end') {
@@ -178,17 +184,10 @@ export interface ResearchBehaviour {
 }
 
 /** What the model did, read from its steps. */
-export function researchBehaviour(
-  steps: readonly ResearchStep[],
-  query: ResearchQuery,
-  index: ResearchIndex,
-  searchK: number,
-): ResearchBehaviour {
+export function researchBehaviour(steps: readonly ResearchStep[], query: ResearchQuery): ResearchBehaviour {
   const executed = steps.filter((s) => s.outcome === 'executed' && s.action);
   const opened = new Set(executed.flatMap((s) => (s.action!.kind === 'open' ? [s.action!.docid] : [])));
-  const seen = new Set(
-    executed.flatMap((s) => (s.action!.kind === 'search' ? index.search(s.action!.query, searchK).map((h) => h.docid) : [])),
-  );
+  const seen = new Set(executed.flatMap((s) => s.shown ?? []));
   return {
     searches: executed.filter((s) => s.action!.kind === 'search').length,
     documents_opened: opened.size,

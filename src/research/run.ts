@@ -5,7 +5,7 @@
  * the behaviour of this kind of environment. Finished episodes are read back from the memo.
  */
 import type { CompletionBackend } from '../backends/types.ts';
-import type { ItemHooks } from '../probes/memo.ts';
+import { type ItemHooks, memoized } from '../probes/memo.ts';
 import { passAtKs } from '../protocol.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
 import { mapLimit } from '../util/pool.ts';
@@ -70,28 +70,23 @@ export async function runResearch(
   options: ResearchRunOptions,
   hooks: ItemHooks<ResearchEpisodeRecord> = {},
 ): Promise<ResearchResult> {
-  const jobs = queries.flatMap((query, q) => Array.from({ length: options.runs }, (_, run) => ({ query, q, run })));
+  const jobs = queries.flatMap((query) => Array.from({ length: options.runs }, (_, run) => ({ query, run })));
   const records = await mapLimit(jobs, options.concurrency, async ({ query, run }) => {
     const id = `${query.query_id}#${run}`;
-    const known = hooks.memo?.get(id);
-    const record =
-      known ??
-      (await (async () => {
-        const seed = deriveSeed(options.seed, query.query_id, run);
-        const episode = await runResearchEpisode(backend, index, query, { ...options, seed });
-        const computed: ResearchEpisodeRecord = {
-          query_id: query.query_id,
-          run,
-          seed,
-          answer: episode.answer,
-          correct: episode.correct,
-          termination: episode.termination,
-          behaviour: researchBehaviour(episode.steps, query, index, options.searchK),
-          steps: episode.steps,
-        };
-        hooks.memo?.put(id, computed);
-        return computed;
-      })());
+    const record = await memoized(hooks.memo, id, async (): Promise<ResearchEpisodeRecord> => {
+      const seed = deriveSeed(options.seed, query.query_id, run);
+      const episode = await runResearchEpisode(backend, index, query, { ...options, seed });
+      return {
+        query_id: query.query_id,
+        run,
+        seed,
+        answer: episode.answer,
+        correct: episode.correct,
+        termination: episode.termination,
+        behaviour: researchBehaviour(episode.steps, query),
+        steps: episode.steps,
+      };
+    });
     hooks.onItem?.(id);
     return record;
   });

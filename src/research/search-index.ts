@@ -27,6 +27,9 @@ export interface DocumentPage {
 export const SNIPPET_CHARS = 240;
 export const PAGE_CHARS = 4000;
 
+/** Hits a search shows unless told otherwise (`--search-k`). */
+export const SEARCH_K = 5;
+
 const title = (doc: ResearchDoc) => doc.title ?? doc.docid;
 
 export class ResearchIndex {
@@ -47,7 +50,7 @@ export class ResearchIndex {
   }
 
   /** The top `k` documents for a query, best first (ties by document id, so a result never depends on insertion order). */
-  search(query: string, k = 5): SearchHit[] {
+  search(query: string, k = SEARCH_K): SearchHit[] {
     return this.search_
       .search(query)
       .sort((a, b) => b.score - a.score || String(a.id).localeCompare(String(b.id)))
