@@ -88,7 +88,7 @@ export async function forEachCheckpoint<R>(
   checkpoints: readonly Checkpoint[],
   options: CheckpointLoopOptions,
   /** `name` is what results carry (`checkpoint`): the argument as written. */
-  run: (name: string, backend: CompletionBackend, tick: (reused?: boolean) => void, checkpoint: Checkpoint) => Promise<R>,
+  run: (name: string, backend: CompletionBackend, tick: (reused?: boolean) => void) => Promise<R>,
 ): Promise<{ results: R[]; failures: Failure[] }> {
   const progress = createProgress({
     total: checkpoints.length * options.units,
@@ -110,7 +110,7 @@ export async function forEachCheckpoint<R>(
         try {
           const bos = options.dir ? await backend.bos?.() : undefined;
           if (bos) options.dir!.recordBos(ckpt.name, bos);
-          results.push(await run(ckpt.name, backend, (reused = false) => progress.tick(ckpt.name, reused), ckpt));
+          results.push(await run(ckpt.name, backend, (reused = false) => progress.tick(ckpt.name, reused)));
         } finally {
           await backend.close();
         }
