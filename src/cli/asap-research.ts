@@ -14,7 +14,7 @@ import { type HttpFlags, httpOptions } from './http-options.ts';
 import { resultCache, type RunFlags } from './run-options.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
 
-export const ENVIRONMENTS = ['swe', 'research'] as const;
+export const ENVIRONMENTS = ['swe', 'terminal', 'research'] as const;
 export type Environment = (typeof ENVIRONMENTS)[number];
 
 export interface ResearchFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags {
@@ -35,7 +35,10 @@ export interface ResearchFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags
 export function addEnvironmentOptions(command: Command): Command {
   return command
     .addOption(
-      new Option('--env <kind>', 'environment: swe (repository tasks, tests decide) or research (a document corpus, the answer decides)')
+      new Option(
+        '--env <kind>',
+        'environment: swe (repository tasks, tests decide), terminal (Terminal-Bench tasks in a container, their tests decide) or research (a document corpus, the answer decides)',
+      )
         .choices([...ENVIRONMENTS])
         .default('swe'),
     )

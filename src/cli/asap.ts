@@ -18,6 +18,8 @@ import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { addRunOptions, resultCache, type RunFlags } from './run-options.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
 import { addEnvironmentOptions, type Environment, type ResearchFlags, runResearchVerb } from './asap-research.ts';
+import { addTerminalOptions, runTerminalVerb, type TerminalFlags } from './asap-terminal.ts';
+import { TERMINAL_PROFILES } from '../terminal/actions.ts';
 
 /** The settings a flag sets under the setting's own name. */
 const SETTING_FLAGS = [
@@ -36,7 +38,14 @@ const SETTING_FLAGS = [
 ] as const satisfies ReadonlyArray<keyof AsapRunSettings>;
 type AsapSettingFlags = Pick<AsapRunSettings, (typeof SETTING_FLAGS)[number]>;
 
-interface AsapFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags, AsapSettingFlags, Omit<ResearchFlags, keyof AsapSettingFlags> {
+interface AsapFlags
+  extends HttpFlags,
+    RunFlags,
+    BosFlags,
+    DtypeFlags,
+    AsapSettingFlags,
+    Omit<ResearchFlags, keyof AsapSettingFlags>,
+    Pick<TerminalFlags, 'terminalTasks'> {
   env: Environment;
   ckpt?: string[];
   tasks: string;
@@ -54,9 +63,9 @@ export function asapCommand(): Command {
     addBosOption(
       addHttpOptions(
         addDtypeOption(
-          addEnvironmentOptions(new Command('asap'))
+          addTerminalOptions(addEnvironmentOptions(new Command('asap')))
             .description(
-              'ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics. --env research: deep-research episodes over a document corpus (search, open, answer) instead of repository tasks.',
+              'ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics. --env terminal: Terminal-Bench tasks (keystrokes to a tmux shell, or bash commands, in the task container). --env research: deep-research episodes over a document corpus (search, open, answer).',
             )
             .option(
               '--ckpt <dir|url...>',
@@ -72,7 +81,11 @@ export function asapCommand(): Command {
             .option('--limit <n>', 'only the first N instances', positiveInteger)
             .option('--runs <n>', 'episodes per instance (distinct seeds)', positiveInteger, DEFAULTS.runs)
             .option('--concurrency <n>', 'episodes at once (one shared backend, one sandbox each)', positiveInteger, DEFAULTS.concurrency)
-            .addOption(new Option('--profile <profile>', 'tools the model may use').choices([...TOOL_PROFILES]).default(DEFAULTS.profile))
+            .addOption(
+              new Option('--profile <profile>', 'tools the model may use (--env terminal: terminus, the default there, or bash)')
+                .choices([...new Set([...TOOL_PROFILES, ...TERMINAL_PROFILES])])
+                .default(DEFAULTS.profile),
+            )
             .addOption(
               new Option('--format <format>', 'transcript format (md+xml is the protocol; the others are for the ablation)')
                 .choices([...ASAP_FORMATS])
@@ -98,10 +111,17 @@ export function asapCommand(): Command {
   )
     .addHelpText(
       'after',
-      '\nExamples:\n  probe asap --ckpt checkpoints/attn-agent checkpoints/ngram-agent --runs 8 --concurrency 4 --out runs/asap-demo\n  probe asap --env research --ckpt checkpoints/attn-agent --runs 2 --limit 4 --out runs/research-demo',
+      '\nExamples:\n  probe asap --ckpt checkpoints/attn-agent checkpoints/ngram-agent --runs 8 --concurrency 4 --out runs/asap-demo\n  probe asap --env terminal --ckpt checkpoints/attn-agent --runs 2 --out runs/terminal-demo\n  probe asap --env research --ckpt checkpoints/attn-agent --runs 2 --limit 4 --out runs/research-demo',
     )
-    .action(async (flags: AsapFlags) => {
+    .action(async (flags: AsapFlags, command: Command) => {
       if (flags.env === 'research') return runResearchVerb(flags);
+      const profileGiven = command.getOptionValueSource('profile') !== 'default';
+      if (flags.env === 'terminal') return runTerminalVerb(flags, profileGiven);
+      if (!(TOOL_PROFILES as readonly string[]).includes(flags.profile))
+        throw new InputError(
+          { file: '--profile' },
+          `the ${flags.profile} profile is for --env terminal; repository tasks take ${TOOL_PROFILES.join(' or ')}`,
+        );
       // All input is checked before any work.
       let tasks = await loadTasks(flags.tasks);
       // An empty task file would be a run of nothing that reports success.

@@ -49,7 +49,8 @@ import {
 
 /** Image for tasks that bring a repository rather than an image (built by scripts/docker-base-image.sh). */
 export const BASE_IMAGE = process.env.PROBE_DOCKER_IMAGE ?? 'probe-base:bookworm';
-const LABEL = 'probe.sandbox';
+/** Every sandbox container carries it (and `probe.pid`): leftovers of a killed run are found by it. */
+export const LABEL = 'probe.sandbox';
 /** Where the read-only base tree lives: `${PRISTINE_ROOT}${workdir}`. */
 export const PRISTINE_ROOT = '/opt/probe-pristine';
 /**
@@ -79,7 +80,8 @@ const GIT_IDENTITY = {
 };
 
 let docker: Docker | undefined;
-function client(): Docker {
+/** The one engine client of this process. */
+export function client(): Docker {
   docker ??= new Docker();
   return docker;
 }

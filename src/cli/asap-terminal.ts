@@ -1,0 +1,118 @@
+/** `probe asap --env terminal`: Terminal-Bench tasks in the ASAP verb (flags, checks and its table). */
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { REPO_ROOT } from '../embedded.ts';
+import { InputError } from '../errors.ts';
+import { runTerminalOverCheckpoints } from '../pipeline/terminal.ts';
+import { formatPercent, formatTable, passColumns } from '../report/table.ts';
+import { tableName } from '../store/checkpoint-facts.ts';
+import { TERMINAL_PROFILES, type TerminalProfile } from '../terminal/actions.ts';
+import type { TerminalResult } from '../terminal/run.ts';
+import { loadTerminalTasks } from '../terminal/task.ts';
+import type { BosFlags } from './bos-option.ts';
+import type { DtypeFlags } from './dtype-option.ts';
+import { type HttpFlags, httpOptions } from './http-options.ts';
+import { resultCache, type RunFlags } from './run-options.ts';
+import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
+
+export const TERMINAL_TASKS = join(REPO_ROOT, 'terminal');
+
+export interface TerminalFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags {
+  ckpt?: string[];
+  terminalTasks: string;
+  instances?: string[];
+  limit?: number;
+  profile: string;
+  runs: number;
+  concurrency: number;
+  prefixSteps: number;
+  maxSteps: number;
+  maxTokens: number;
+  temperature: number;
+  topP: number;
+  seed: number;
+  actionTimeout: number;
+  json?: boolean;
+}
+
+export function addTerminalOptions(command: Command): Command {
+  return command.option(
+    '--terminal-tasks <dir>',
+    'with --env terminal: Terminal-Bench 2.x task directories (task.toml, instruction.md, environment/, tests/, solution/), or one of them',
+    TERMINAL_TASKS,
+  );
+}
+
+/** `--profile` for this environment: terminus (the default: keystrokes to one tmux shell) or bash. */
+function terminalProfile(flags: TerminalFlags, profileGiven: boolean): TerminalProfile {
+  if (!profileGiven) return 'terminus';
+  if (!(TERMINAL_PROFILES as readonly string[]).includes(flags.profile))
+    throw new InputError({ file: '--profile' }, `with --env terminal the profile is terminus or bash, not ${flags.profile}`);
+  return flags.profile as TerminalProfile;
+}
+
+export async function runTerminalVerb(flags: TerminalFlags, profileGiven: boolean): Promise<void> {
+  // All input is checked before any work.
+  const profile = terminalProfile(flags, profileGiven);
+  let tasks = loadTerminalTasks(flags.terminalTasks);
+  if (flags.instances) {
+    const known = new Set(tasks.map((t) => t.id));
+    const missing = flags.instances.filter((i) => !known.has(i));
+    if (missing.length)
+      throw new InputError({ file: flags.terminalTasks, field: '--instances' }, `no task directory ${missing.join(', ')}`);
+    tasks = tasks.filter((t) => flags.instances!.includes(t.id));
+  }
+  if (flags.limit !== undefined) tasks = tasks.slice(0, flags.limit);
+  const http = httpOptions(flags, flags.ckpt);
+  const checkpoints = resolveCheckpoints(flags.ckpt, http, flags.dtype);
+  const run = await runTerminalOverCheckpoints(checkpoints, tasks, {
+    tasksPath: flags.terminalTasks,
+    profile,
+    runs: flags.runs,
+    concurrency: flags.concurrency,
+    prefixSteps: flags.prefixSteps,
+    maxSteps: flags.maxSteps,
+    maxTokens: flags.maxTokens,
+    temperature: flags.temperature,
+    topP: flags.topP,
+    seed: flags.seed,
+    actionTimeoutMs: flags.actionTimeout * 1000,
+    http,
+    cache: resultCache(flags),
+    dtype: flags.dtype,
+    bos: flags.bos,
+    out: flags.out,
+    resume: Boolean(flags.resume),
+    quiet: Boolean(flags.json),
+  });
+  const errors = reportFailures(run.failures);
+  if (flags.json) {
+    process.stdout.write(`${JSON.stringify({ out: run.out, tasks: run.tasks, results: run.results, ...errors }, null, 2)}\n`);
+    return;
+  }
+  printTerminalTable(run.results, flags.runs, tasks.length, profile);
+  const notes = run.tasks.filter((t) => t.notes.length > 0);
+  if (notes.length) process.stderr.write(`\nBuilt offline: ${notes.map((t) => `${t.task}: ${t.notes.join('; ')}`).join(' · ')}\n`);
+  process.stderr.write(`\nTranscripts: ${join(run.out, 'episodes')}   results: ${run.resultsFile}\n`);
+}
+
+function printTerminalTable(results: TerminalResult[], runs: number, tasks: number, profile: TerminalProfile): void {
+  const pass = passColumns(runs);
+  const headers = ['checkpoint', ...pass.headers, 'parsable', 'actions', 'submitted', 'agent timeout', 'turns'];
+  process.stderr.write(`\nTerminal tasks: ${tasks} tasks × ${runs} runs (${profile} profile)\n\n`);
+  process.stderr.write(
+    `${formatTable(
+      headers,
+      results.map((r) => [
+        tableName(r.checkpoint),
+        ...pass.cells(r),
+        formatPercent(r.behaviour.parsable_turns),
+        r.behaviour.actions.toFixed(1),
+        formatPercent(r.behaviour.submitted),
+        String(r.terminations.agent_timeout),
+        r.behaviour.mean_turns.toFixed(1),
+      ]),
+      headers.map((_, i) => i).slice(1),
+    )}\n`,
+  );
+}

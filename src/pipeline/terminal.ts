@@ -1,0 +1,161 @@
+/**
+ * `probe asap --env terminal`: Terminal-Bench episodes of every checkpoint over a directory
+ * of Harbor task directories, in a run directory that a rerun with --resume continues
+ * episode by episode. Before any model work: every task read, its image built, and its
+ * reference prefix built once and kept in prefixes/ (a resumed run and every checkpoint see
+ * the same bytes).
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { type BosPolicy, bosConfig } from '../backends/bos.ts';
+import type { ResultCache } from '../backends/cache.ts';
+import type { Checkpoint } from '../backends/checkpoint.ts';
+import type { HttpBackendOptions } from '../backends/http/backend.ts';
+import { DEFAULT_DTYPE, type Dtype } from '../backends/onnx/dtype.ts';
+import { checkpointKey } from '../asap/store.ts';
+import { client } from '../sandbox/docker.ts';
+import { readJsonl } from '../store/jsonl-log.ts';
+import { checkpointRecords, probeSetRecord, RunDir, type SampleLine } from '../store/run-dir.ts';
+import { terminalTranscript } from '../terminal/episode.ts';
+import { terminalImage, treeHash } from '../terminal/image.ts';
+import { buildTerminalPrefix, type TerminalPrefix } from '../terminal/prefix.ts';
+import {
+  runTerminal,
+  type TerminalEpisodeRecord,
+  type TerminalInstance,
+  type TerminalResult,
+  type TerminalRunOptions,
+} from '../terminal/run.ts';
+import type { TerminalTask } from '../terminal/task.ts';
+import { type Failure, forEachCheckpoint, itemHooks, servedAs } from './checkpoint-loop.ts';
+
+export interface TerminalRunSettings extends TerminalRunOptions {
+  /** The directory the tasks came from. */
+  tasksPath: string;
+  prefixSteps: number;
+  http?: HttpBackendOptions;
+  cache?: ResultCache | undefined;
+  dtype?: Dtype | undefined;
+  bos?: BosPolicy | undefined;
+  out?: string | undefined;
+  resume: boolean;
+  quiet: boolean;
+}
+
+export interface TerminalRunOutcome {
+  out: string;
+  resultsFile: string;
+  results: TerminalResult[];
+  failures: Failure[];
+  /** Per task: what building offline changed, and why its prefix is short. */
+  tasks: Array<{ task: string; image: string; notes: string[]; prefix_steps: number; prefix_shortened: string | null }>;
+}
+
+/** The prefix kept in the run directory, or built now and kept. */
+async function prefixFor(
+  dir: RunDir,
+  task: TerminalTask,
+  instance: Omit<TerminalInstance, 'prefix'>,
+  s: TerminalRunSettings,
+): Promise<TerminalPrefix> {
+  const file = join(dir.dir, 'prefixes', `${checkpointKey(task.id)}.${s.profile}.json`);
+  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as TerminalPrefix;
+  const prefix = await buildTerminalPrefix(task, instance.image, s.profile, s.prefixSteps, s.actionTimeoutMs);
+  mkdirSync(dirname(file), { recursive: true });
+  writeFileSync(file, `${JSON.stringify(prefix, null, 2)}\n`);
+  return prefix;
+}
+
+export async function runTerminalOverCheckpoints(
+  checkpoints: readonly Checkpoint[],
+  tasks: readonly TerminalTask[],
+  s: TerminalRunSettings,
+): Promise<TerminalRunOutcome> {
+  // What defines the episodes: a rerun must match it to resume (checkpoints may be added).
+  const config = {
+    env: 'terminal',
+    tasks: resolve(s.tasksPath),
+    profile: s.profile,
+    runs: s.runs,
+    prefix_steps: s.prefixSteps,
+    max_steps: s.maxSteps,
+    max_tokens: s.maxTokens,
+    temperature: s.temperature,
+    top_p: s.topP,
+    action_timeout_s: s.actionTimeoutMs / 1000,
+    ...servedAs(s.http ?? {}),
+    ...bosConfig(s.bos),
+    ...(s.dtype && s.dtype !== DEFAULT_DTYPE ? { dtype: s.dtype } : {}),
+  };
+  const out = s.out ?? join('runs', `terminal-${createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 12)}`);
+  const dir = RunDir.open(
+    out,
+    {
+      verb: 'asap',
+      config,
+      checkpoints: checkpointRecords(checkpoints),
+      probe_set: probeSetRecord(
+        resolve(s.tasksPath),
+        tasks.map((t) => ({ id: t.id, files: treeHash(t.dir) })),
+      ),
+      seeds: { episodes: s.seed },
+    },
+    { resume: s.resume },
+  );
+  const say = (text: string) => {
+    if (!s.quiet) process.stderr.write(text);
+  };
+  say(
+    `${dir.status === 'resumed' ? 'Resuming' : 'Writing'} the terminal run in ${out} (${tasks.length} tasks × ${s.runs} runs, ${s.profile} profile)\n`,
+  );
+  const instances: TerminalInstance[] = [];
+  for (const task of tasks) {
+    say(`  ${task.id}: image`);
+    const image = await terminalImage(client(), task);
+    say(`, prefix`);
+    const prefix = await prefixFor(dir, task, { task, image }, s);
+    say(` (${prefix.steps.length} of ${prefix.solutionSteps} solution steps${prefix.shortened ? `: ${prefix.shortened}` : ''})\n`);
+    instances.push({ task, image, prefix });
+  }
+  const { results, failures } = await forEachCheckpoint(
+    checkpoints,
+    {
+      units: instances.length * s.runs,
+      quiet: s.quiet,
+      http: s.http,
+      cache: s.cache,
+      dtype: s.dtype,
+      label: 'terminal',
+      bos: s.bos,
+      dir,
+    },
+    (ckpt, backend, tick) => runTerminal(ckpt, backend, instances, s, itemHooks<TerminalEpisodeRecord>(dir, 'terminal', ckpt, tick)),
+  );
+  writeTranscripts(dir, instances, checkpoints);
+  const taskFacts = instances.map(({ task, image, prefix }) => ({
+    task: task.id,
+    image: image.tag,
+    notes: image.notes,
+    prefix_steps: prefix.steps.length,
+    prefix_shortened: prefix.shortened,
+  }));
+  const resultsFile = dir.writeResults({ env: 'terminal', settings: config, tasks: taskFacts, results });
+  return { out, resultsFile, results, failures, tasks: taskFacts };
+}
+
+/** Every finished episode as the model saw it, one Markdown file each (episodes/<checkpoint>/<task>/run-<n>.md). */
+function writeTranscripts(dir: RunDir, instances: readonly TerminalInstance[], checkpoints: readonly Checkpoint[]): void {
+  const byId = new Map(instances.map((i) => [i.task.id, i]));
+  const nameOf = new Map(checkpoints.map((c) => [c.key, c.name]));
+  for (const { checkpoint, result } of readJsonl<SampleLine<TerminalEpisodeRecord>>(dir.samplesFile('terminal'))) {
+    const instance = byId.get(result.task_id);
+    const name = nameOf.get(checkpoint);
+    if (!instance || name === undefined) continue; // a checkpoint of an earlier invocation: written already
+    const text = terminalTranscript(instance.prefix.text, result.steps).replace(/\n## Thinking\n$/, '\n');
+    const file = join(dir.dir, 'episodes', checkpointKey(name), checkpointKey(result.task_id), `run-${result.run}.md`);
+    mkdirSync(dirname(file), { recursive: true });
+    const verdict = result.resolved ? 'RESOLVED' : `not resolved (${result.reason ?? 'tests failed'})`;
+    writeFileSync(file, `${text}\n<!-- episode ended: ${result.termination}; ${verdict}; reward ${result.reward} -->\n`);
+  }
+}

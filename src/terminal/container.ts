@@ -1,0 +1,294 @@
+/**
+ * One Terminal-Bench episode's container, jailed as every sandbox is (sandbox/docker.ts):
+ * no network whatever task.toml's allow_internet says, no capability (root included), no
+ * new privileges, the task's cpus and memory, a pid limit; every model-driven command runs
+ * as the unprivileged TERMINAL_UID, which owns the task's working directory and nothing
+ * else the image holds.
+ *
+ * Two ways to act, one per tool profile:
+ * - `terminus`: one persistent shell in a tmux session; keystrokes go in (`send-keys`), and
+ *   the screen (`capture-pane`) comes back after the step's duration, as Terminus-2 does;
+ * - `bash`: each command a fresh `bash -c` in the working directory (mini-swe-agent style);
+ *   every process it leaves is killed when it ends.
+ *
+ * Grading (`verify`): every process of the sandbox user killed, a fresh /logs/verifier
+ * made by root (the user cannot plant a reward there beforehand), the task's tests/ copied
+ * to the root-owned /tests, `bash /tests/test.sh` run as the sandbox user within the
+ * verifier's timeout, then the reward read from reward.txt or reward.json.
+ */
+import { spawn } from 'node:child_process';
+import type { Duplex, Readable } from 'node:stream';
+import type Docker from 'dockerode';
+import { EnvironmentError, ProbeError } from '../errors.ts';
+import { client, dockerAvailable, LABEL, sweepLeftovers } from '../sandbox/docker.ts';
+import { OutputCapture } from '../sandbox/output-capture.ts';
+import { LIMITS } from '../sandbox/types.ts';
+import { onShutdown } from '../util/shutdown.ts';
+import { TERMINAL_UID, type TerminalImage } from './image.ts';
+import type { TerminalTask } from './task.ts';
+
+/** The tmux session, and the size of its screen (what the model sees each step). */
+const SESSION = 'agent';
+export const SCREEN = { columns: 160, rows: 40 } as const;
+const OUTPUT_CAP = 1024 * 1024;
+const USER = `${TERMINAL_UID}:${TERMINAL_UID}`;
+/**
+ * Every command's environment, the tmux shell's included. No pager: a harness screen stuck
+ * in `less` would turn every `git log` of a replayed reference into a wait for `q`.
+ */
+const SHELL_ENV = {
+  HOME: '/tmp',
+  USER: 'agent',
+  LANG: 'C.UTF-8',
+  TERM: 'xterm-256color',
+  PAGER: 'cat',
+  GIT_PAGER: 'cat',
+  PYTHONDONTWRITEBYTECODE: '1',
+};
+
+export interface CommandResult {
+  output: string;
+  exitCode: number;
+  timedOut: boolean;
+}
+
+export interface Grade {
+  /** The reward the task's tests wrote (reward.txt, or reward.json's `reward`); null when they wrote none. */
+  reward: number | null;
+  resolved: boolean;
+  /** Why it is not resolved, in a line. */
+  reason: string | null;
+  /** The end of test.sh's output. */
+  output: string;
+}
+
+const live = new Set<TerminalContainer>();
+let cleanupInstalled = false;
+
+/** The key names tmux knows that a step may send alone (`C-c`, `Escape`, `Up`…), not as text. */
+const KEY_NAME = /^(?:[CM]-[A-Za-z\\[\]]|Escape|Enter|Tab|BSpace|Up|Down|Left|Right|Home|End|PageUp|PageDown)$/;
+
+export class TerminalContainer {
+  private closed = false;
+  private shellStarted = false;
+
+  private constructor(
+    private readonly container: Docker.Container,
+    readonly workdir: string,
+  ) {}
+
+  static async start(task: TerminalTask, image: TerminalImage): Promise<TerminalContainer> {
+    if (!(await dockerAvailable()))
+      throw new EnvironmentError('no Docker engine answers (is dockerd running? scripts/start-dockerd.sh starts one)');
+    await sweepLeftovers();
+    if (!cleanupInstalled) {
+      cleanupInstalled = true;
+      onShutdown(async () => {
+        await Promise.allSettled([...live].map((c) => c.close()));
+      });
+    }
+    const container = await client()
+      .createContainer({
+        Image: image.tag,
+        Cmd: ['sleep', 'infinity'],
+        // One host name for every container: the prompt the screen shows is the same in every episode.
+        Hostname: 'task',
+        User: '0:0',
+        WorkingDir: image.workdir,
+        NetworkDisabled: true,
+        Labels: { [LABEL]: '1', 'probe.pid': String(process.pid), 'probe.task': task.id },
+        HostConfig: {
+          NetworkMode: 'none',
+          Memory: task.memoryMb * 2 ** 20,
+          NanoCpus: Math.round(task.cpus * 1e9),
+          PidsLimit: LIMITS.processes,
+          Init: true,
+          CapDrop: ['ALL'],
+          SecurityOpt: ['no-new-privileges'],
+          Ulimits: [
+            { Name: 'nproc', Soft: LIMITS.processes, Hard: LIMITS.processes },
+            { Name: 'fsize', Soft: LIMITS.fileBytes, Hard: LIMITS.fileBytes },
+            { Name: 'core', Soft: 0, Hard: 0 },
+          ],
+          Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${LIMITS.diskBytes / 4},mode=1777` },
+        },
+      })
+      .catch((error: Error) => {
+        throw new ProbeError(`cannot create a container from image ${image.tag}: ${error.message}`, { cause: error });
+      });
+    const sandbox = new TerminalContainer(container, image.workdir);
+    live.add(sandbox);
+    try {
+      await container.start();
+    } catch (error) {
+      await sandbox.close();
+      throw new ProbeError(`cannot start task ${task.id}'s container: ${(error as Error).message}`, { cause: error });
+    }
+    return sandbox;
+  }
+
+  /** A command as the sandbox user (or capability-less root), its output interleaved and capped. */
+  async exec(
+    command: string,
+    options: { timeoutMs: number; root?: boolean; env?: Record<string, string>; stdin?: Readable },
+  ): Promise<CommandResult> {
+    if (this.closed) throw new ProbeError('the terminal sandbox is closed');
+    const seconds = Math.max(1, Math.ceil(options.timeoutMs / 1000));
+    const env = { ...SHELL_ENV, ...options.env };
+    const exec = await this.container.exec({
+      Cmd: ['timeout', '-k', '5', String(seconds), 'bash', '-c', `exec 2>&1\n${command}`],
+      User: options.root ? '0:0' : USER,
+      WorkingDir: this.workdir,
+      Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      AttachStdin: options.stdin !== undefined,
+      AttachStdout: true,
+      AttachStderr: true,
+    });
+    const stream = (await exec.start({ hijack: true, stdin: options.stdin !== undefined })) as Duplex;
+    const output = new OutputCapture(OUTPUT_CAP);
+    this.container.modem.demuxStream(stream, output, output);
+    if (options.stdin) options.stdin.pipe(stream);
+    const cut = await new Promise<boolean>((resolve) => {
+      const backstop = setTimeout(() => {
+        stream.destroy();
+        resolve(true);
+      }, options.timeoutMs + 15_000);
+      const done = () => {
+        clearTimeout(backstop);
+        resolve(false);
+      };
+      stream.on('end', done);
+      stream.on('close', done);
+      stream.on('error', done);
+    });
+    const exitCode = cut ? 124 : ((await exec.inspect()).ExitCode ?? 1);
+    const text = output.bytes().toString('utf8');
+    return {
+      output: output.truncated ? `${text}\n[... output truncated at ${OUTPUT_CAP} bytes ...]` : text,
+      exitCode,
+      timedOut: cut || exitCode === 124 || exitCode === 137,
+    };
+  }
+
+  /** `bash` profile: one command in a fresh shell; nothing it started outlives it. */
+  async runCommand(command: string, timeoutMs: number): Promise<CommandResult> {
+    const result = await this.exec(command, { timeoutMs });
+    await this.killAll();
+    return result;
+  }
+
+  /** `terminus` profile: the persistent shell, started once. */
+  async startShell(): Promise<void> {
+    if (this.shellStarted) return;
+    const r = await this.exec(
+      `tmux new-session -d -s ${SESSION} -x ${SCREEN.columns} -y ${SCREEN.rows} && tmux set-option -t ${SESSION} history-limit 10000 >/dev/null`,
+      { timeoutMs: 30_000 },
+    );
+    if (r.exitCode !== 0) throw new ProbeError(`cannot start the tmux session in the terminal sandbox: ${r.output.trim().slice(0, 300)}`);
+    this.shellStarted = true;
+  }
+
+  /**
+   * Sends keystrokes to the shell — text as typed (a newline is Enter), or one tmux key
+   * name alone (`C-c`) — waits `durationS`, and returns the screen.
+   */
+  async sendKeys(keys: string, durationS: number): Promise<string> {
+    await this.startShell();
+    const named = KEY_NAME.test(keys.trim());
+    const send = named ? `tmux send-keys -t ${SESSION} "$PROBE_KEYS"` : `tmux send-keys -t ${SESSION} -l -- "$PROBE_KEYS"`;
+    const sent = await this.exec(send, { timeoutMs: 10_000, env: { PROBE_KEYS: named ? keys.trim() : keys } });
+    if (sent.exitCode !== 0) throw new ProbeError(`tmux send-keys failed in the terminal sandbox: ${sent.output.trim().slice(0, 300)}`);
+    await new Promise((r) => setTimeout(r, durationS * 1000));
+    return this.screen();
+  }
+
+  /**
+   * Replays a reference step: types the command and Enter, then waits until the shell is
+   * idle again (its foreground command is the shell), at most `timeoutMs`; the screen.
+   */
+  async typeCommand(command: string, timeoutMs: number): Promise<string> {
+    await this.sendKeys(`${command}\n`, 0.3);
+    const until = performance.now() + timeoutMs;
+    while (performance.now() < until) {
+      const r = await this.exec(`tmux display-message -p -t ${SESSION} '#{pane_current_command}'`, { timeoutMs: 10_000 });
+      if (r.exitCode !== 0 || /^(ba|da|z|)sh$/.test(r.output.trim())) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    return this.screen();
+  }
+
+  /** The visible screen, trailing blank lines dropped. */
+  async screen(): Promise<string> {
+    const r = await this.exec(`tmux capture-pane -p -t ${SESSION}`, { timeoutMs: 10_000 });
+    if (r.exitCode !== 0) return `[the shell is gone: ${r.output.trim().slice(0, 200)}]`;
+    return r.output.replace(/\s+$/, '');
+  }
+
+  /** Kills every process of the sandbox user (the shell and whatever it started). */
+  async killAll(): Promise<void> {
+    await this.exec('kill -9 -1 2>/dev/null; true', { timeoutMs: 10_000 });
+    this.shellStarted = false;
+  }
+
+  /** Runs the task's tests against the container as the episode left it. */
+  async verify(task: TerminalTask): Promise<Grade> {
+    await this.killAll();
+    const fresh = await this.exec(
+      'rm -rf /tests/* /logs/verifier /logs/agent && mkdir -m 0777 /logs/verifier /logs/agent && chmod 1777 /logs/verifier',
+      { timeoutMs: 30_000, root: true },
+    );
+    if (fresh.exitCode !== 0) throw new ProbeError(`cannot prepare /logs/verifier for grading: ${fresh.output.trim().slice(0, 300)}`);
+    // /tests is root's: the sandbox user cannot have planted anything there.
+    const tar = spawn('tar', ['-C', task.testsDir, '--owner=0', '--group=0', '--numeric-owner', '--mode=a+rX,go-w', '-c', '.'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    await this.container.putArchive(tar.stdout, { path: '/tests' });
+    const ran = await this.exec('bash /tests/test.sh', { timeoutMs: task.verifierTimeoutSec * 1000 });
+    const tail = ran.output.trim().split('\n').slice(-30).join('\n');
+    const read = await this.exec(
+      'if [ -f /logs/verifier/reward.txt ]; then echo txt; head -c 4096 /logs/verifier/reward.txt; elif [ -f /logs/verifier/reward.json ]; then echo json; head -c 65536 /logs/verifier/reward.json; fi',
+      { timeoutMs: 10_000 },
+    );
+    const reward = parseReward(read.output);
+    const why =
+      reward === null
+        ? ran.timedOut
+          ? `the tests ran past the verifier's timeout_sec (${task.verifierTimeoutSec} s) and wrote no reward`
+          : `the tests wrote no reward file (test.sh exited ${ran.exitCode})`
+        : reward >= 1
+          ? null
+          : `reward ${reward}`;
+    return { reward, resolved: reward !== null && reward >= 1, reason: why, output: tail };
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    live.delete(this);
+    await this.container.remove({ force: true }).catch(() => {});
+  }
+}
+
+/** reward.txt holds a number; reward.json an object whose `reward` (or only value) is one. */
+export function parseReward(read: string): number | null {
+  const [kind, ...rest] = read.split('\n');
+  const body = rest.join('\n').trim();
+  if (kind === 'txt') {
+    const value = Number(body);
+    return body !== '' && Number.isFinite(value) ? value : null;
+  }
+  if (kind === 'json') {
+    try {
+      const parsed = JSON.parse(body) as unknown;
+      if (typeof parsed === 'number') return parsed;
+      if (parsed && typeof parsed === 'object') {
+        const values = Object.values(parsed as Record<string, unknown>);
+        const reward = (parsed as Record<string, unknown>).reward ?? (values.length === 1 ? values[0] : undefined);
+        return typeof reward === 'number' && Number.isFinite(reward) ? reward : null;
+      }
+    } catch {
+      return null;
+    }
+  }
+  return null;
+}

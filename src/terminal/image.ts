@@ -1,0 +1,203 @@
+/**
+ * The image a Terminal-Bench task runs in, built from the task's own Dockerfile with no
+ * registry in reach:
+ *
+ * - A `FROM` naming an image this engine lacks is rebased onto the Debian base image
+ *   (probe-base:bookworm: Debian bookworm, python3, pytest, git); the substitution is
+ *   reported with the image (`notes`), so a reader knows the task ran on a stand-in. Stage
+ *   names and images the engine has are kept.
+ * - The build runs the task's `RUN` lines with the host's network (dockerd has no bridge)
+ *   to reach the Debian archive, as environment-image.ts does: it is the task author's
+ *   recipe, not model output. What needs anything else (pip, curl to the internet) fails
+ *   here, and the error names the step.
+ * - A second layer of our own adds tmux (the Terminus shell), the sandbox user
+ *   (TERMINAL_UID) owning the task's working directory, and root-owned /tests and /logs
+ *   the user cannot write (so nothing planted there survives into grading).
+ * - Tags are content hashes of the recipe, the rewritten Dockerfile, the build context's
+ *   files and the base images' ids: an unchanged task is built once, across runs.
+ */
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import type { Readable } from 'node:stream';
+import type Docker from 'dockerode';
+import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
+import { BASE_IMAGE } from '../sandbox/docker.ts';
+import type { TerminalTask } from './task.ts';
+
+/** Part of every tag: a change to how images are made must not reuse ones made the old way. */
+const RECIPE = 'terminal-task image v1';
+const REPOSITORY = 'probe-terminal';
+/** The unprivileged user every command of a terminal sandbox runs as. */
+export const TERMINAL_UID = 61_000;
+
+export interface TerminalImage {
+  tag: string;
+  /** The image's working directory (the task's WORKDIR), where the shell starts. */
+  workdir: string;
+  /** What was changed to build offline (a rebased FROM), for the report. */
+  notes: string[];
+}
+
+/** The Dockerfile with every FROM this engine cannot resolve rebased on `base`. */
+export function rebaseDockerfile(text: string, has: (image: string) => boolean, base: string): { text: string; notes: string[] } {
+  const stages = new Set<string>();
+  const notes: string[] = [];
+  const lines = text.split('\n').map((line) => {
+    const m = /^(\s*FROM\s+)((?:--\S+\s+)*)(\S+)(\s+AS\s+(\S+))?(\s*)$/i.exec(line);
+    if (!m) return line;
+    const [, head = '', flags = '', image = '', asPart, stage, tail = ''] = m;
+    const keep = stages.has(image.toLowerCase()) || has(image);
+    if (stage) stages.add(stage.toLowerCase());
+    if (keep) return line;
+    notes.push(`FROM ${image} → ${base} (no registry here)`);
+    return `${head}${flags.replace(/--platform=\S+\s+/i, '')}${base}${asPart ?? ''}${tail}`;
+  });
+  return { text: lines.join('\n'), notes };
+}
+
+/** Content hash of a directory's files (paths, modes and bytes). */
+export function treeHash(dir: string): string {
+  const hash = createHash('sha256');
+  const walk = (d: string) => {
+    for (const name of readdirSync(d).sort()) {
+      const path = join(d, name);
+      const st = statSync(path);
+      if (st.isDirectory()) walk(path);
+      else
+        hash
+          .update(`${relative(dir, path)}\0${st.mode & 0o111 ? 'x' : '-'}\0`)
+          .update(readFileSync(path))
+          .update('\0');
+    }
+  };
+  walk(dir);
+  return hash.digest('hex');
+}
+
+async function imageExists(docker: Docker, image: string): Promise<boolean> {
+  return docker
+    .getImage(image)
+    .inspect()
+    .then(
+      () => true,
+      () => false,
+    );
+}
+
+/** A directory as a tar stream (the build context). */
+function tarOf(dir: string): Readable {
+  return spawn('tar', ['-C', dir, '-c', '.'], { stdio: ['ignore', 'pipe', 'inherit'] }).stdout;
+}
+
+/** Runs one build; the error is the failing step's output. */
+async function build(docker: Docker, context: string, tag: string, timeoutSec: number, what: string): Promise<void> {
+  const stream = await docker.buildImage(tarOf(context), { t: tag, networkmode: 'host', rm: true, forcerm: true });
+  const log: string[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      (stream as Readable).destroy();
+      reject(new EnvironmentError(`building ${what} took longer than its build_timeout_sec (${timeoutSec} s)`));
+    }, timeoutSec * 1000);
+    docker.modem.followProgress(
+      stream,
+      (error: Error | null, events: Array<{ error?: string }>) => {
+        clearTimeout(timer);
+        const failed = error?.message ?? events.find((e) => e.error)?.error;
+        if (!failed) return resolve();
+        const tail = log.join('').trim().split('\n').slice(-12).join('\n');
+        reject(
+          new EnvironmentError(
+            `building ${what} failed: ${failed.trim()}\n${tail}\n(the build reaches only the Debian archive: a step that fetches from elsewhere cannot run here)`,
+          ),
+        );
+      },
+      (event: { stream?: string }) => {
+        if (event.stream) log.push(event.stream);
+        if (log.length > 400) log.splice(0, log.length - 400);
+      },
+    );
+  });
+}
+
+/** Our layer on the task's image: tmux, the sandbox user owning the workdir, root-owned /tests and /logs. */
+function sandboxLayer(from: string, workdir: string): string {
+  const owned = workdir === '/' ? '' : ` && chown -R ${TERMINAL_UID}:${TERMINAL_UID} '${workdir.replace(/'/g, `'\\''`)}'`;
+  return [
+    `FROM ${from}`,
+    'USER root',
+    'RUN command -v tmux >/dev/null || { export DEBIAN_FRONTEND=noninteractive; apt-get -q update >/dev/null && apt-get -q install -y --no-install-recommends tmux >/dev/null && apt-get clean && rm -rf /var/lib/apt/lists/*; }',
+    `RUN (getent passwd ${TERMINAL_UID} >/dev/null || echo 'agent:x:${TERMINAL_UID}:${TERMINAL_UID}:agent:/tmp:/bin/bash' >> /etc/passwd)` +
+      ` && (getent group ${TERMINAL_UID} >/dev/null || echo 'agent:x:${TERMINAL_UID}:' >> /etc/group)` +
+      ` && rm -rf /tests /logs && mkdir -m 0755 /tests /logs${owned}`,
+    '',
+  ].join('\n');
+}
+
+const built = new Map<string, Promise<TerminalImage>>();
+
+/** The task's image, built here unless this engine has it already (one build per tag per process). */
+export function terminalImage(docker: Docker, task: TerminalTask): Promise<TerminalImage> {
+  const key = task.dir;
+  let image = built.get(key);
+  if (!image) {
+    image = makeImage(docker, task);
+    built.set(key, image);
+    image.catch(() => built.delete(key));
+  }
+  return image;
+}
+
+async function makeImage(docker: Docker, task: TerminalTask): Promise<TerminalImage> {
+  let taskImage: string;
+  let notes: string[] = [];
+  if (!task.dockerfile) {
+    if (!(await imageExists(docker, task.dockerImage!)))
+      throw new InputError(
+        { file: join(task.dir, 'task.toml'), field: 'environment.docker_image' },
+        `this Docker engine has no image ${task.dockerImage} and no registry is in reach; add environment/Dockerfile or load the image first`,
+      );
+    taskImage = task.dockerImage!;
+  } else {
+    const local = new Set<string>();
+    const original = readFileSync(task.dockerfile, 'utf8');
+    for (const m of original.matchAll(/^\s*FROM\s+(?:--\S+\s+)*(\S+)/gim)) if (await imageExists(docker, m[1]!)) local.add(m[1]!);
+    if (!(await imageExists(docker, BASE_IMAGE)))
+      throw new EnvironmentError(`no Docker image ${BASE_IMAGE} to build terminal tasks on (scripts/docker-base-image.sh builds it)`);
+    const rebased = rebaseDockerfile(original, (i) => local.has(i), BASE_IMAGE);
+    notes = rebased.notes;
+    const ids = await Promise.all([BASE_IMAGE, ...local].map(async (i) => (await docker.getImage(i).inspect()).Id));
+    const hash = createHash('sha256')
+      .update([RECIPE, rebased.text, treeHash(task.environmentDir), ...ids].join('\n'))
+      .digest('hex');
+    taskImage = `${REPOSITORY}:task-${hash.slice(0, 20)}`;
+    if (!(await imageExists(docker, taskImage))) {
+      const context = mkdtempSync(join(tmpdir(), 'probe-terminal-'));
+      try {
+        cpSync(task.environmentDir, context, { recursive: true });
+        writeFileSync(join(context, 'Dockerfile'), rebased.text);
+        await build(docker, context, taskImage, task.buildTimeoutSec, `the image of task ${task.id} (${task.dockerfile})`);
+      } finally {
+        rmSync(context, { recursive: true, force: true });
+      }
+    }
+  }
+  const info = await docker.getImage(taskImage).inspect();
+  const workdir = info.Config.WorkingDir || '/';
+  const layer = sandboxLayer(taskImage, workdir);
+  const tag = `${REPOSITORY}:${createHash('sha256').update([RECIPE, info.Id, layer].join('\n')).digest('hex').slice(0, 20)}`;
+  if (!(await imageExists(docker, tag))) {
+    const context = mkdtempSync(join(tmpdir(), 'probe-terminal-'));
+    try {
+      writeFileSync(join(context, 'Dockerfile'), layer);
+      await build(docker, context, tag, task.buildTimeoutSec, `the sandbox layer of task ${task.id}`);
+    } catch (error) {
+      throw error instanceof ProbeError ? error : new ProbeError(`building task ${task.id}'s sandbox layer failed`, { cause: error });
+    } finally {
+      rmSync(context, { recursive: true, force: true });
+    }
+  }
+  return { tag, workdir, notes };
+}

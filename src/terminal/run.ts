@@ -1,0 +1,164 @@
+/**
+ * Terminal-Bench episodes of one checkpoint: `runs` episodes per task (seeds derived from
+ * the run's seed, the task and the run index, the same for every checkpoint), each in a
+ * fresh container where the reference prefix is replayed first, graded by the task's tests;
+ * pass@k and Intersection@n over tasks, as for SWE episodes. Finished episodes are read back
+ * from the memo (a killed run resumes episode by episode).
+ */
+import type { CompletionBackend } from '../backends/types.ts';
+import { type ItemHooks, memoized } from '../probes/memo.ts';
+import { passAtKs } from '../protocol.ts';
+import { meanPassAtK } from '../stats/pass-at-k.ts';
+import { mapLimit } from '../util/pool.ts';
+import { deriveSeed } from '../util/rng.ts';
+import { TerminalContainer } from './container.ts';
+import {
+  runTerminalEpisode,
+  TERMINAL_TERMINATIONS,
+  type TerminalBehaviour,
+  type TerminalEpisodeSettings,
+  type TerminalStep,
+  type TerminalTermination,
+  terminalBehaviour,
+} from './episode.ts';
+import type { TerminalImage } from './image.ts';
+import { replaySteps, type TerminalPrefix } from './prefix.ts';
+import type { TerminalTask } from './task.ts';
+
+export interface TerminalInstance {
+  task: TerminalTask;
+  image: TerminalImage;
+  prefix: TerminalPrefix;
+}
+
+export interface TerminalEpisodeRecord {
+  task_id: string;
+  run: number;
+  seed: number;
+  resolved: boolean;
+  reward: number | null;
+  reason: string | null;
+  termination: TerminalTermination;
+  behaviour: TerminalBehaviour;
+  steps: TerminalStep[];
+  /** The end of test.sh's output. */
+  verifier_output: string;
+}
+
+export interface TerminalResult {
+  checkpoint: string;
+  backend: string;
+  env: 'terminal';
+  profile: TerminalEpisodeSettings['profile'];
+  runs: number;
+  tasks: number;
+  pass_at: Record<string, number>;
+  /** Tasks solved in every run. */
+  intersection: number;
+  behaviour: {
+    actions: number;
+    parsable_turns: number;
+    submitted: number;
+    failed_commands: number;
+    key_presses: number;
+    mean_turns: number;
+  };
+  terminations: Record<TerminalTermination, number>;
+  items: Array<{ task_id: string; n: number; c: number; rewards: Array<number | null> }>;
+}
+
+export interface TerminalRunOptions extends Omit<TerminalEpisodeSettings, 'seed' | 'agentTimeoutMs'> {
+  runs: number;
+  seed: number;
+  /** Episodes (containers) at once. */
+  concurrency: number;
+}
+
+async function runOneEpisode(
+  backend: CompletionBackend,
+  instance: TerminalInstance,
+  run: number,
+  options: TerminalRunOptions,
+): Promise<TerminalEpisodeRecord> {
+  const { task, image, prefix } = instance;
+  const seed = deriveSeed(options.seed, task.id, run);
+  const container = await TerminalContainer.start(task, image);
+  try {
+    if (options.profile === 'terminus') await container.startShell();
+    await replaySteps(container, prefix.steps, options.profile, options.actionTimeoutMs);
+    const episode = await runTerminalEpisode(backend, container, prefix.text, {
+      ...options,
+      seed,
+      agentTimeoutMs: task.agentTimeoutSec * 1000,
+    });
+    const grade = await container.verify(task);
+    return {
+      task_id: task.id,
+      run,
+      seed,
+      resolved: grade.resolved,
+      reward: grade.reward,
+      reason: grade.reason,
+      termination: episode.termination,
+      behaviour: terminalBehaviour(episode.steps),
+      steps: episode.steps,
+      verifier_output: grade.output,
+    };
+  } finally {
+    await container.close();
+  }
+}
+
+export async function runTerminal(
+  checkpoint: string,
+  backend: CompletionBackend,
+  instances: readonly TerminalInstance[],
+  options: TerminalRunOptions,
+  hooks: ItemHooks<TerminalEpisodeRecord> = {},
+): Promise<TerminalResult> {
+  const jobs = instances.flatMap((instance) => Array.from({ length: options.runs }, (_, run) => ({ instance, run })));
+  const records = await mapLimit(jobs, options.concurrency, async ({ instance, run }) => {
+    const id = `${instance.task.id}#${run}`;
+    const record = await memoized(hooks.memo, id, () => runOneEpisode(backend, instance, run, options));
+    hooks.onItem?.(id);
+    return record;
+  });
+  return summarize(checkpoint, backend.id, options, instances, records);
+}
+
+function summarize(
+  checkpoint: string,
+  backendId: string,
+  options: TerminalRunOptions,
+  instances: readonly TerminalInstance[],
+  records: readonly TerminalEpisodeRecord[],
+): TerminalResult {
+  const items = instances.map(({ task }) => {
+    const mine = records.filter((r) => r.task_id === task.id).sort((a, b) => a.run - b.run);
+    return { task_id: task.id, n: mine.length, c: mine.filter((r) => r.resolved).length, rewards: mine.map((r) => r.reward) };
+  });
+  const mean = (f: (r: TerminalEpisodeRecord) => number) => (records.length ? records.reduce((a, r) => a + f(r), 0) / records.length : 0);
+  return {
+    checkpoint,
+    backend: backendId,
+    env: 'terminal',
+    profile: options.profile,
+    runs: options.runs,
+    tasks: instances.length,
+    pass_at: Object.fromEntries(passAtKs(options.runs).map((k) => [String(k), meanPassAtK(items, k)])),
+    intersection: items.length ? items.filter((i) => i.n > 0 && i.c === i.n).length / items.length : 0,
+    behaviour: {
+      actions: mean((r) => r.behaviour.actions),
+      parsable_turns: mean((r) => r.behaviour.parsable_turns),
+      submitted: mean((r) => Number(r.behaviour.submitted)),
+      failed_commands: mean((r) => r.behaviour.failed_commands),
+      key_presses: mean((r) => r.behaviour.key_presses),
+      mean_turns: mean((r) => r.steps.length),
+    },
+    terminations: Object.fromEntries(TERMINAL_TERMINATIONS.map((t) => [t, records.filter((r) => r.termination === t).length])) as Record<
+      TerminalTermination,
+      number
+    >,
+    items,
+  };
+}

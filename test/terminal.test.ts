@@ -1,0 +1,398 @@
+/**
+ * Terminal-Bench tasks (issue 17, parts 1–2): Harbor task directories read as published,
+ * their images built offline, the Terminus keystrokes profile and the bash profile in a
+ * jailed container, solve.sh as the reference prefix, the task's tests as the verifier,
+ * and `probe asap --env terminal` end to end on real checkpoints.
+ */
+import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { buildRung } from '../scripts/checkpoints/ladder.ts';
+import { OnnxBackend } from '../src/backends/onnx/backend.ts';
+import { REPO_ROOT } from '../src/embedded.ts';
+import { InputError } from '../src/errors.ts';
+import { client } from '../src/sandbox/docker.ts';
+import { findTerminalAction, renderTerminalAction, type TerminalAction } from '../src/terminal/actions.ts';
+import { parseReward, TerminalContainer } from '../src/terminal/container.ts';
+import {
+  decideTerminal,
+  runTerminalAction,
+  type TerminalStep,
+  terminalBehaviour,
+  terminalTranscript,
+  writtenStep,
+} from '../src/terminal/episode.ts';
+import { rebaseDockerfile, terminalImage } from '../src/terminal/image.ts';
+import { buildTerminalPrefix, replaySteps, type TerminalPrefix } from '../src/terminal/prefix.ts';
+import { runTerminal, type TerminalInstance } from '../src/terminal/run.ts';
+import { readSolution, solutionSteps } from '../src/terminal/solution.ts';
+import { loadTerminalTask, loadTerminalTasks, type TerminalTask } from '../src/terminal/task.ts';
+import { checkpointKey } from '../src/asap/store.ts';
+import { expectOneLineError, runProbe } from './helpers/cli.ts';
+import { skipWithoutDocker } from './helpers/docker.ts';
+import { CKPT, tempDir } from './helpers/paths.ts';
+
+const TASKS = join(REPO_ROOT, 'terminal');
+const tasks = loadTerminalTasks(TASKS);
+
+/** A writable copy of a shipped task, to break on purpose. */
+function taskCopy(id = 'log-error-report'): string {
+  const dir = join(tempDir(), id);
+  cpSync(join(TASKS, id), dir, { recursive: true });
+  return dir;
+}
+
+describe('Terminal-Bench task directories', () => {
+  it('reads the shipped tasks as Harbor lays them out, with their timeouts and resources', () => {
+    expect(tasks.map((t) => t.id)).toEqual(['fix-csv-converter', 'log-error-report', 'recover-lost-commit']);
+    const csv = tasks[0]!;
+    expect(csv).toMatchObject({ agentTimeoutSec: 600, verifierTimeoutSec: 120, buildTimeoutSec: 600, cpus: 1, memoryMb: 1024 });
+    expect(csv.instruction).toMatch(/^\/app\/convert\.py is meant to turn a CSV file/);
+    expect(csv.dockerfile).toBe(join(TASKS, 'fix-csv-converter', 'environment', 'Dockerfile'));
+    expect(csv.solution).toBe(join(TASKS, 'fix-csv-converter', 'solution', 'solve.sh'));
+    // Where task.toml is silent, Harbor's defaults.
+    expect(tasks[2]).toMatchObject({ cpus: 1, memoryMb: 2048, allowInternet: true });
+  });
+
+  it('names the file and the field of bad input', () => {
+    const bad = (edit: (dir: string) => void) => {
+      const dir = taskCopy();
+      edit(dir);
+      try {
+        loadTerminalTask(dir);
+      } catch (error) {
+        expect(error).toBeInstanceOf(InputError);
+        return (error as Error).message;
+      }
+      throw new Error('accepted');
+    };
+    const toml = (dir: string, text: string) => writeFileSync(join(dir, 'task.toml'), text);
+    expect(bad((d) => toml(d, '[agent]\ntimeout_sec = -5\n'))).toMatch(
+      /task\.toml: field "agent\.timeout_sec": must be a positive number, not -5/,
+    );
+    expect(bad((d) => toml(d, '[environment]\nmemory = "lots"\n'))).toMatch(/field "environment\.memory": must look like "2G"/);
+    expect(bad((d) => toml(d, '[agent\ntimeout_sec = 1\n'))).toMatch(/task\.toml: not valid TOML/);
+    expect(bad((d) => rmSync(join(d, 'instruction.md')))).toMatch(/instruction\.md: missing/);
+    expect(bad((d) => rmSync(join(d, 'tests', 'test.sh')))).toMatch(/test\.sh: missing: the task has no verifier/);
+    expect(
+      bad((d) => {
+        rmSync(join(d, 'environment', 'Dockerfile'));
+        writeFileSync(join(d, 'environment', 'docker-compose.yaml'), 'services: {}\n');
+      }),
+    ).toMatch(/docker-compose\.yaml: a compose environment \(several containers\) is not supported/);
+    expect(() => loadTerminalTasks(tempDir())).toThrow(/no task directories here/);
+  });
+
+  it('rebases a FROM this engine lacks onto the Debian base, keeping build stages and images it has', () => {
+    const dockerfile = 'FROM --platform=linux/amd64 golang:1.22 AS build\nRUN go build\nFROM build AS test\nFROM local:1\nWORKDIR /app\n';
+    const { text, notes } = rebaseDockerfile(dockerfile, (i) => i === 'local:1', 'probe-base:bookworm');
+    expect(text).toBe('FROM probe-base:bookworm AS build\nRUN go build\nFROM build AS test\nFROM local:1\nWORKDIR /app\n');
+    expect(notes).toEqual(['FROM golang:1.22 → probe-base:bookworm (no registry here)']);
+  });
+
+  it('reads the reward as Harbor writes it: reward.txt, or reward.json', () => {
+    expect(parseReward('txt\n1\n')).toBe(1);
+    expect(parseReward('txt\n0.5')).toBe(0.5);
+    expect(parseReward('txt\n')).toBeNull();
+    expect(parseReward('json\n{"reward": 1}')).toBe(1);
+    expect(parseReward('json\n{"accuracy": 0.25}')).toBe(0.25);
+    expect(parseReward('json\n{"a": 1, "b": 0}')).toBeNull();
+    expect(parseReward('')).toBeNull();
+  });
+});
+
+describe('solve.sh as reference steps', () => {
+  it('splits at complete commands: a heredoc, a loop and a continued line stay whole; comments become thoughts', () => {
+    const steps = solutionSteps(
+      [
+        '#!/bin/bash',
+        'set -euo pipefail',
+        '# Look first.',
+        'ls -la',
+        '',
+        '# Write the file.',
+        "cat > out.txt <<'EOF'",
+        'a',
+        'EOF',
+        'for f in *.txt; do',
+        '  wc -l "$f"',
+        'done',
+        'grep -c x \\',
+        '  out.txt',
+      ].join('\n'),
+    );
+    expect(steps).toEqual([
+      { thought: 'Look first.', command: 'ls -la' },
+      { thought: 'Write the file.', command: "cat > out.txt <<'EOF'\na\nEOF" },
+      { thought: 'Step 3 of the reference solution.', command: 'for f in *.txt; do\n  wc -l "$f"\ndone' },
+      { thought: 'Step 4 of the reference solution.', command: 'grep -c x \\\n  out.txt' },
+    ]);
+  });
+
+  it('reads every shipped solution into steps, and refuses a script bash cannot parse', () => {
+    expect(tasks.map((t) => readSolution(t.solution!).length)).toEqual([6, 6, 6]);
+    const dir = taskCopy();
+    writeFileSync(join(dir, 'solution', 'solve.sh'), 'if true; then\n');
+    expect(() => readSolution(join(dir, 'solution', 'solve.sh'))).toThrow(/solve\.sh: is not a shell script bash can parse/);
+  });
+});
+
+describe('terminal actions and recovery', () => {
+  it('finds the first action after free thinking, and renders what it parses', () => {
+    const keys = findTerminalAction('I list the files.\n<keystrokes duration="2">\nls -la\n</keystrokes> trailing');
+    expect(keys).toMatchObject({ ok: true, thought: 'I list the files.', action: { kind: 'keystrokes', keys: 'ls -la\n', duration: 2 } });
+    const rendered = renderTerminalAction((keys as { action: TerminalAction }).action);
+    expect(findTerminalAction(rendered)).toMatchObject({ ok: true, action: { kind: 'keystrokes', keys: 'ls -la\n', duration: 2 } });
+    expect(findTerminalAction('<keystrokes>C-c</keystrokes>')).toMatchObject({ ok: true, action: { keys: 'C-c', duration: 1 } });
+    expect(findTerminalAction('<bash>echo a &amp;&amp; echo &lt;b&gt;</bash>')).toMatchObject({
+      ok: true,
+      action: { kind: 'bash', command: 'echo a && echo <b>' },
+    });
+    expect(findTerminalAction('Done.\n<submit/>')).toMatchObject({ ok: true, action: { kind: 'submit' } });
+    expect(findTerminalAction('<keystrokes duration="999">sleep 1\n</keystrokes>')).toMatchObject({ action: { duration: 60 } });
+    expect(findTerminalAction('<keystrokes>ls')).toEqual({ ok: false, complete: false, error: '<keystrokes> is not closed' });
+    expect(findTerminalAction('<keystrokes duration="soon">ls\n</keystrokes>')).toMatchObject({ ok: false, complete: true });
+    expect(findTerminalAction('just prose')).toMatchObject({ ok: false, complete: false });
+  });
+
+  const step = (action: TerminalAction | null, outcome: TerminalStep['outcome']): TerminalStep => ({
+    index: 0,
+    completion: '',
+    finish: 'action',
+    tokens: 0,
+    action,
+    error: null,
+    outcome,
+    observation: '',
+    exitCode: null,
+    timedOut: false,
+    modelMs: 0,
+    envMs: 0,
+  });
+  const found = (action: TerminalAction) => ({ ok: true as const, action, thought: '', end: 0 });
+  const ls: TerminalAction = { kind: 'keystrokes', keys: 'ls\n', duration: 1 };
+
+  it('recovers once per failure kind: a format error (or the other profile tool), a submit before acting, a repeated command', () => {
+    const bad = { ok: false as const, complete: true, error: 'x' };
+    expect(decideTerminal([], bad, 'terminus')).toMatchObject({ kind: 'hint', outcome: 'format_error' });
+    expect(decideTerminal([step(null, 'format_error')], bad, 'terminus')).toMatchObject({ kind: 'end', termination: 'format_error' });
+    expect(decideTerminal([], found({ kind: 'bash', command: 'ls' }), 'terminus')).toMatchObject({
+      kind: 'hint',
+      message: expect.stringMatching(/Only <keystrokes>/),
+    });
+    expect(decideTerminal([], found(ls), 'bash')).toMatchObject({ kind: 'hint', message: expect.stringMatching(/Only <bash>/) });
+    expect(decideTerminal([], found({ kind: 'submit' }), 'terminus')).toMatchObject({ kind: 'hint', outcome: 'submit_rejected' });
+    expect(decideTerminal([step(null, 'submit_rejected')], found({ kind: 'submit' }), 'terminus')).toMatchObject({
+      termination: 'submitted_unacted',
+    });
+    expect(decideTerminal([step(ls, 'executed')], found({ kind: 'submit' }), 'terminus')).toMatchObject({ termination: 'submitted' });
+    expect(decideTerminal([step(ls, 'executed')], found(ls), 'terminus')).toMatchObject({ kind: 'hint', outcome: 'repeat_suppressed' });
+    expect(decideTerminal([step(ls, 'executed'), step(ls, 'repeat_suppressed')], found(ls), 'terminus')).toMatchObject({
+      termination: 'repeated_action',
+    });
+    // Ctrl-C twice, or waiting on a running command, is not a loop.
+    const interrupt: TerminalAction = { kind: 'keystrokes', keys: 'C-c', duration: 1 };
+    expect(decideTerminal([step(interrupt, 'executed')], found(interrupt), 'terminus')).toEqual({ kind: 'execute', action: interrupt });
+  });
+
+  it('reads behaviour from the steps', () => {
+    const steps = [
+      step(ls, 'executed'),
+      step({ kind: 'keystrokes', keys: 'C-c', duration: 1 }, 'executed'),
+      step(null, 'format_error'),
+      step({ kind: 'submit' }, 'submitted'),
+    ];
+    expect(terminalBehaviour(steps)).toEqual({ actions: 2, parsable_turns: 0.75, submitted: true, failed_commands: 0, key_presses: 1 });
+  });
+});
+
+describe.skipIf(skipWithoutDocker)('in the task container (Docker, offline)', () => {
+  const images = new Map<string, Awaited<ReturnType<typeof terminalImage>>>();
+  const imageOf = async (task: TerminalTask) => {
+    if (!images.has(task.id)) images.set(task.id, await terminalImage(client(), task));
+    return images.get(task.id)!;
+  };
+
+  it('builds each shipped task from its Dockerfile offline, noting the rebased FROM; the untouched task fails its tests, the replayed solution passes them in both profiles', async () => {
+    for (const task of tasks) {
+      const image = await imageOf(task);
+      expect(image.notes).toEqual([expect.stringMatching(/^FROM (debian:bookworm-slim|python:3\.13-slim-bookworm) → probe-base:bookworm/)]);
+      const untouched = await TerminalContainer.start(task, image);
+      try {
+        expect(await untouched.verify(task)).toMatchObject({ reward: 0, resolved: false, reason: 'reward 0' });
+      } finally {
+        await untouched.close();
+      }
+      for (const profile of ['terminus', 'bash'] as const) {
+        const container = await TerminalContainer.start(task, image);
+        try {
+          await replaySteps(container, readSolution(task.solution!), profile, 60_000);
+          const grade = await container.verify(task);
+          expect(grade, `${task.id} ${profile}: ${grade.output}`).toMatchObject({ reward: 1, resolved: true, reason: null });
+        } finally {
+          await container.close();
+        }
+      }
+    }
+  }, 600_000);
+
+  it('jails the model: an unprivileged user with no capability and no network, owning the workdir only; a reward it plants is gone before grading', async () => {
+    const task = tasks[1]!;
+    const container = await TerminalContainer.start(task, await imageOf(task));
+    try {
+      const facts = await container.runCommand(
+        'id -u; grep CapEff /proc/self/status; cat /sys/class/net/*/operstate 2>/dev/null | sort | tr "\\n" " "; echo; touch /app/ok && echo workdir-writable; touch /etc/x 2>&1 | tail -1; mkdir /logs/verifier 2>&1 | tail -1',
+        30_000,
+      );
+      const [uid, capEff, links, workdir, etc, logs] = facts.output.trim().split('\n');
+      expect(uid).toBe('61000');
+      expect(capEff).toMatch(/^CapEff:\s+0+$/);
+      expect(links!.trim()).toBe('unknown'); // loopback only
+      expect(workdir).toBe('workdir-writable');
+      expect(etc).toMatch(/Permission denied/);
+      expect(logs).toMatch(/Permission denied/);
+      // A shell left running with a reward-writing loop is killed before grading.
+      await container.startShell();
+      await container.sendKeys('while true; do echo 1 > /logs/verifier/reward.txt 2>/dev/null; sleep 0.1; done\n', 0.5);
+      expect(await container.verify(task)).toMatchObject({ reward: 0, resolved: false });
+    } finally {
+      await container.close();
+    }
+  }, 120_000);
+
+  it('types into one persistent shell and shows the screen: state carries over, Ctrl-C interrupts', async () => {
+    const task = tasks[1]!;
+    const container = await TerminalContainer.start(task, await imageOf(task));
+    try {
+      await container.sendKeys('cd /usr && export GREETING=hello\n', 0.3);
+      const screen = await container.sendKeys('pwd; echo $GREETING\n', 0.5);
+      expect(screen).toMatch(/agent@task:\/usr\$ pwd; echo \$GREETING\n\/usr\nhello\nagent@task:\/usr\$$/);
+      await container.sendKeys('sleep 300\n', 0.3);
+      const interrupted = await container.sendKeys('C-c', 0.3);
+      expect(interrupted).toMatch(/sleep 300\n\^C\nagent@task:\/usr\$$/);
+      const bash = await runTerminalAction(container, { kind: 'bash', command: 'pwd; exit 3' }, 10_000);
+      expect(bash).toEqual({ observation: '/app\n[exit code 3]', exitCode: 3, timedOut: false });
+    } finally {
+      await container.close();
+    }
+  }, 120_000);
+
+  it('takes the prefix from solve.sh: three steps, recorded once, that leave the tests failing; shortened where the steps would solve the task', async () => {
+    const task = tasks[0]!;
+    const prefix = await buildTerminalPrefix(task, await imageOf(task), 'terminus', 3, 60_000);
+    expect(prefix).toMatchObject({ solutionSteps: 6, shortened: null });
+    expect(prefix.steps.map((s) => s.thought)).toEqual([
+      'What is in the working directory?',
+      'See the crash.',
+      'Read the script around the failing line.',
+    ]);
+    expect(prefix.steps[1]!.observation).toMatch(/KeyError: 'prise'\nagent@task:\/app\$$/);
+    expect(prefix.text).toMatch(/^# Task\n<task>\nYou are working in a Linux terminal\.[\s\S]*\/app\/convert\.py is meant to turn/);
+    // A solve.sh whose first steps already solve it: the prefix stops short of that.
+    const dir = taskCopy('fix-csv-converter');
+    writeFileSync(
+      join(dir, 'solution', 'solve.sh'),
+      "sed -i 's/prise/price/' /app/convert.py\npython3 /app/convert.py /app/orders.csv > /app/orders.json\nls\nls -la\ncat /app/orders.json\n",
+    );
+    const early = loadTerminalTask(dir);
+    const short = await buildTerminalPrefix(early, await terminalImage(client(), early), 'bash', 3, 60_000);
+    expect(short).toMatchObject({ solutionSteps: 5, shortened: 'the tests pass after 2 solution steps' });
+    expect(short.steps.map((s) => s.command)).toEqual(["sed -i 's/prise/price/' /app/convert.py"]);
+  }, 300_000);
+
+  it('a control that memorised the solution (a real n-gram checkpoint) solves the tasks through the harness, where a rung that never read terminal transcripts solves none', async () => {
+    // What it memorised: each remaining solution step after the exact transcript before it, then <submit/>.
+    const instances: TerminalInstance[] = [];
+    const golds = [];
+    for (const task of tasks) {
+      const image = await imageOf(task);
+      const prefix: TerminalPrefix = await buildTerminalPrefix(task, image, 'terminus', 3, 60_000);
+      instances.push({ task, image, prefix });
+      const rest = readSolution(task.solution!).slice(prefix.steps.length);
+      const container = await TerminalContainer.start(task, image);
+      const steps: Array<{ completion: string; observation: string | null }> = [];
+      try {
+        await container.startShell();
+        await replaySteps(container, prefix.steps, 'terminus', 60_000);
+        for (const s of rest) {
+          const action = { kind: 'keystrokes' as const, keys: `${s.command}\n`, duration: 1 };
+          const completion = writtenStep(s.thought, action);
+          golds.push({ context: terminalTranscript(prefix.text, steps), gold: completion, whole: false });
+          steps.push({ completion, observation: (await runTerminalAction(container, action, 60_000)).observation });
+        }
+      } finally {
+        await container.close();
+      }
+      golds.push({ context: terminalTranscript(prefix.text, steps), gold: 'The task is done.\n<submit/>', whole: false });
+    }
+    const files = buildRung(
+      { name: 'terminal-control', family: 'ngram', corpora: ['agent'], contaminated: true, description: 'memorised the solutions' },
+      { prose: [], code: [], agent: golds.map((g) => g.context + g.gold), demoGolds: golds },
+    );
+    const dir = tempDir('probe-terminal-control-');
+    for (const [path, content] of files) {
+      mkdirSync(dirname(join(dir, path)), { recursive: true });
+      writeFileSync(join(dir, path), content);
+    }
+    const options = {
+      profile: 'terminus' as const,
+      runs: 1,
+      seed: 0,
+      concurrency: 2,
+      maxSteps: 8,
+      maxTokens: 768,
+      temperature: 0.7,
+      topP: 0.95,
+      actionTimeoutMs: 60_000,
+    };
+    const run = async (ckpt: string, maxTokens: number) => {
+      const backend = await OnnxBackend.open(ckpt);
+      try {
+        return await runTerminal(ckpt, backend, instances, { ...options, maxTokens });
+      } finally {
+        await backend.close();
+      }
+    };
+    const control = await run(dir, 768);
+    expect(control.pass_at['1']).toBeGreaterThanOrEqual(2 / 3);
+    expect(control.terminations.submitted).toBeGreaterThanOrEqual(2);
+    const rung = await run(CKPT.attention, 64);
+    expect(rung.pass_at['1']).toBe(0);
+  }, 600_000);
+
+  it('probe asap --env terminal runs the shipped tasks on real checkpoints, with transcripts, and resumes to the same results', () => {
+    const out = join(tempDir(), 'terminal-run');
+    const common = ['asap', '--env', 'terminal', '--ckpt', CKPT.attention, '--runs', '1', '--max-steps', '3', '--max-tokens', '48'];
+    const args = [...common, '--no-cache', '--json', '--out', out];
+    const first = runProbe(args);
+    expect(first.code, first.stderr).toBe(0);
+    const doc = JSON.parse(first.stdout);
+    expect(doc.tasks.map((t: { task: string; prefix_steps: number }) => [t.task, t.prefix_steps])).toEqual([
+      ['fix-csv-converter', 3],
+      ['log-error-report', 3],
+      ['recover-lost-commit', 3],
+    ]);
+    expect(doc.results[0]).toMatchObject({ checkpoint: CKPT.attention, env: 'terminal', profile: 'terminus', runs: 1, tasks: 3 });
+    const transcript = readFileSync(join(out, 'episodes', checkpointKey(CKPT.attention), 'recover-lost-commit', 'run-0.md'), 'utf8');
+    expect(transcript).toMatch(
+      /^# Task\n<task>\nYou are working in a Linux terminal[\s\S]*<keystrokes duration="1">\ngit reflog\n<\/keystrokes>/,
+    );
+    expect(transcript).toMatch(/<!-- episode ended: \w+; (RESOLVED|not resolved \(.+\)); reward [\d.]+ -->\n$/);
+    const resumed = runProbe([...args, '--resume']);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(JSON.parse(resumed.stdout).results).toEqual(doc.results);
+  }, 600_000);
+});
+
+describe('probe asap --env terminal flags', () => {
+  it('refuses the editor profile for terminal tasks, and terminus for repository tasks, naming the flag', () => {
+    expectOneLineError(
+      runProbe(['asap', '--env', 'terminal', '--profile', 'editor', '--ckpt', CKPT.agent]),
+      /--profile: with --env terminal the profile is terminus or bash, not editor/,
+    );
+    expectOneLineError(
+      runProbe(['asap', '--profile', 'terminus', '--ckpt', CKPT.agent]),
+      /--profile: the terminus profile is for --env terminal/,
+    );
+  });
+});
