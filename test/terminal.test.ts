@@ -96,7 +96,12 @@ describe('Terminal-Bench task directories', () => {
     expect(parseReward('txt\n')).toBeNull();
     expect(parseReward('json\n{"reward": 1}')).toBe(1);
     expect(parseReward('json\n{"accuracy": 0.25}')).toBe(0.25);
-    expect(parseReward('json\n{"a": 1, "b": 0}')).toBeNull();
+    // Several metrics (Harbor's multi-reward): solved when every dimension is.
+    expect(parseReward('json\n{"correctness": 1, "performance": 1}')).toBe(1);
+    expect(parseReward('json\n{"correctness": 1, "performance": 0}')).toBe(0);
+    expect(parseReward('json\n{"reward": 1, "performance": 0}')).toBe(1);
+    expect(parseReward('json\n{"correctness": "yes"}')).toBeNull();
+    expect(parseReward('json\n{}')).toBeNull();
     expect(parseReward('')).toBeNull();
   });
 });
@@ -251,6 +256,14 @@ describe.skipIf(skipWithoutDocker)('in the task container (Docker, offline)', ()
       expect(workdir).toBe('workdir-writable');
       expect(etc).toMatch(/Permission denied/);
       expect(logs).toMatch(/Permission denied/);
+      // Offline, the verifiers' uvx runs the image's pytest, and says what it lacks.
+      const uvx = await container.runCommand(
+        'PATH=/opt/probe/offline-bin:$PATH uvx -p 3.13 -w pytest==8.4.1 -w pytest-json-ctrf==0.3.5 -w httpx==0.27.2 pytest --ctrf /tmp/c.json --version',
+        30_000,
+      );
+      expect(uvx.output).toMatch(/^probe offline: not installed in the image, so the tests may fail for want of it: httpx==0\.27\.2\n/);
+      expect(uvx.output).toMatch(/probe offline: uvx … pytest runs as the image's python3 -m pytest \(pytest 7\.\d+\.\d+\)/);
+      expect(uvx.exitCode).toBe(0);
       // A shell left running with a reward-writing loop is killed before grading.
       await container.startShell();
       await container.sendKeys('while true; do echo 1 > /logs/verifier/reward.txt 2>/dev/null; sleep 0.1; done\n', 0.5);

@@ -15,6 +15,12 @@
  * made by root (the user cannot plant a reward there beforehand), the task's tests/ copied
  * to the root-owned /tests, `bash /tests/test.sh` run as the sandbox user within the
  * verifier's timeout, then the reward read from reward.txt or reward.json.
+ *
+ * Offline grading: Terminal-Bench verifiers install uv from the internet and run
+ * `uvx -p 3.13 -w pytest==8.4.1 pytest …`. While they run, probe's own uvx (offline/uvx) is
+ * first on PATH: it runs the same pytest command with the image's python3 and names any
+ * asked-for package that python3 lacks; their apt-get and curl lines fail harmlessly (no
+ * root, no network). The verifier's output shows all of it.
  */
 import { spawn } from 'node:child_process';
 import type { Duplex, Readable } from 'node:stream';
@@ -24,7 +30,7 @@ import { client, dockerAvailable, LABEL, sweepLeftovers } from '../sandbox/docke
 import { OutputCapture } from '../sandbox/output-capture.ts';
 import { LIMITS } from '../sandbox/types.ts';
 import { onShutdown } from '../util/shutdown.ts';
-import { TERMINAL_UID, type TerminalImage } from './image.ts';
+import { OFFLINE_BIN, TERMINAL_UID, type TerminalImage } from './image.ts';
 import type { TerminalTask } from './task.ts';
 
 /** The tmux session, and the size of its screen (what the model sees each step). */
@@ -243,7 +249,10 @@ export class TerminalContainer {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     await this.container.putArchive(tar.stdout, { path: '/tests' });
-    const ran = await this.exec('bash /tests/test.sh', { timeoutMs: task.verifierTimeoutSec * 1000 });
+    const ran = await this.exec('bash /tests/test.sh', {
+      timeoutMs: task.verifierTimeoutSec * 1000,
+      env: { PATH: `${OFFLINE_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin` },
+    });
     const tail = ran.output.trim().split('\n').slice(-30).join('\n');
     const read = await this.exec(
       'if [ -f /logs/verifier/reward.txt ]; then echo txt; head -c 4096 /logs/verifier/reward.txt; elif [ -f /logs/verifier/reward.json ]; then echo json; head -c 65536 /logs/verifier/reward.json; fi',
@@ -269,7 +278,10 @@ export class TerminalContainer {
   }
 }
 
-/** reward.txt holds a number; reward.json an object whose `reward` (or only value) is one. */
+/**
+ * reward.txt holds a number; reward.json a number or an object of metrics: its `reward`, else
+ * the least of its values (a multi-reward task is solved when every dimension is).
+ */
 export function parseReward(read: string): number | null {
   const [kind, ...rest] = read.split('\n');
   const body = rest.join('\n').trim();
@@ -282,9 +294,10 @@ export function parseReward(read: string): number | null {
       const parsed = JSON.parse(body) as unknown;
       if (typeof parsed === 'number') return parsed;
       if (parsed && typeof parsed === 'object') {
-        const values = Object.values(parsed as Record<string, unknown>);
-        const reward = (parsed as Record<string, unknown>).reward ?? (values.length === 1 ? values[0] : undefined);
-        return typeof reward === 'number' && Number.isFinite(reward) ? reward : null;
+        const metrics = parsed as Record<string, unknown>;
+        const values = 'reward' in metrics ? [metrics.reward] : Object.values(metrics);
+        if (values.length === 0 || !values.every((v) => typeof v === 'number' && Number.isFinite(v))) return null;
+        return Math.min(...(values as number[]));
       }
     } catch {
       return null;

@@ -20,7 +20,8 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
@@ -30,6 +31,9 @@ import type { TerminalTask } from './task.ts';
 /** Part of every tag: a change to how images are made must not reuse ones made the old way. */
 const RECIPE = 'terminal-task image v1';
 const REPOSITORY = 'probe-terminal';
+/** probe's offline uvx (offline/uvx), first on PATH while the tests run: see container.ts. */
+const OFFLINE_UVX = join(dirname(fileURLToPath(import.meta.url)), 'offline', 'uvx');
+export const OFFLINE_BIN = '/opt/probe/offline-bin';
 /** The unprivileged user every command of a terminal sandbox runs as. */
 export const TERMINAL_UID = 61_000;
 
@@ -122,7 +126,7 @@ async function build(docker: Docker, context: string, tag: string, timeoutSec: n
   });
 }
 
-/** Our layer on the task's image: tmux, the sandbox user owning the workdir, root-owned /tests and /logs. */
+/** Our layer on the task's image: tmux, the sandbox user owning the workdir, root-owned /tests and /logs, the offline uvx. */
 function sandboxLayer(from: string, workdir: string): string {
   const owned = workdir === '/' ? '' : ` && chown -R ${TERMINAL_UID}:${TERMINAL_UID} '${workdir.replace(/'/g, `'\\''`)}'`;
   return [
@@ -132,6 +136,7 @@ function sandboxLayer(from: string, workdir: string): string {
     `RUN (getent passwd ${TERMINAL_UID} >/dev/null || echo 'agent:x:${TERMINAL_UID}:${TERMINAL_UID}:agent:/tmp:/bin/bash' >> /etc/passwd)` +
       ` && (getent group ${TERMINAL_UID} >/dev/null || echo 'agent:x:${TERMINAL_UID}:' >> /etc/group)` +
       ` && rm -rf /tests /logs && mkdir -m 0755 /tests /logs${owned}`,
+    `COPY uvx ${OFFLINE_BIN}/uvx`,
     '',
   ].join('\n');
 }
@@ -187,11 +192,13 @@ async function makeImage(docker: Docker, task: TerminalTask): Promise<TerminalIm
   const info = await docker.getImage(taskImage).inspect();
   const workdir = info.Config.WorkingDir || '/';
   const layer = sandboxLayer(taskImage, workdir);
-  const tag = `${REPOSITORY}:${createHash('sha256').update([RECIPE, info.Id, layer].join('\n')).digest('hex').slice(0, 20)}`;
+  const uvx = readFileSync(OFFLINE_UVX);
+  const tag = `${REPOSITORY}:${createHash('sha256').update([RECIPE, info.Id, layer].join('\n')).update(uvx).digest('hex').slice(0, 20)}`;
   if (!(await imageExists(docker, tag))) {
     const context = mkdtempSync(join(tmpdir(), 'probe-terminal-'));
     try {
       writeFileSync(join(context, 'Dockerfile'), layer);
+      writeFileSync(join(context, 'uvx'), uvx, { mode: 0o755 });
       await build(docker, context, tag, task.buildTimeoutSec, `the sandbox layer of task ${task.id}`);
     } catch (error) {
       throw error instanceof ProbeError ? error : new ProbeError(`building task ${task.id}'s sandbox layer failed`, { cause: error });
