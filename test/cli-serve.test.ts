@@ -13,6 +13,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CKPT, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
 import { checkpointKey } from '../src/asap/store.ts';
+import { skipWithoutDocker } from './helpers/docker.ts';
 
 function probe(args: string[]) {
   const run = spawnSync(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 180_000 });
@@ -64,6 +65,53 @@ describe('probe serve', () => {
     const transcript = readFileSync(join(out, 'episodes', checkpointKey(url), 'licenses-01', 'run-0.md'), 'utf8');
     expect(transcript).toMatch(/^# Task\n<task>\nAnswer the question below/);
   });
+
+  it.skipIf(skipWithoutDocker)(
+    'drives Terminal-Bench episodes through it (probe asap --env terminal), with transcripts and the documented JSON',
+    () => {
+      const out = join(tempDir(), 'terminal');
+      const args = [
+        '--instances',
+        'recover-lost-commit',
+        '--runs',
+        '1',
+        '--max-steps',
+        '3',
+        '--max-tokens',
+        '32',
+        '--no-cache',
+        '--json',
+        '--out',
+        out,
+      ];
+      const run = probe(['asap', '--env', 'terminal', '--ckpt', url, '--tokenizer', CKPT.attention, ...args]);
+      expect(run.code, run.stderr).toBe(0);
+      const doc = JSON.parse(run.stdout);
+      expect(doc.tasks).toEqual([
+        {
+          task: 'recover-lost-commit',
+          image: expect.stringMatching(/^probe-terminal:[0-9a-f]{20}$/),
+          notes: ['FROM debian:bookworm-slim → probe-base:bookworm (no registry here)'],
+          prefix_steps: 3,
+          prefix_shortened: null,
+        },
+      ]);
+      const [result] = doc.results;
+      expect(result).toMatchObject({ checkpoint: url, env: 'terminal', profile: 'terminus', runs: 1, tasks: 1 });
+      expect(Object.keys(result.behaviour)).toEqual([
+        'actions',
+        'parsable_turns',
+        'submitted',
+        'failed_commands',
+        'key_presses',
+        'mean_turns',
+      ]);
+      expect(result.items).toEqual([{ task_id: 'recover-lost-commit', n: 1, c: expect.any(Number), rewards: [expect.any(Number)] }]);
+      const transcript = readFileSync(join(out, 'episodes', checkpointKey(url), 'recover-lost-commit', 'run-0.md'), 'utf8');
+      expect(transcript).toMatch(/^# Task\n<task>\nYou are working in a Linux terminal/);
+    },
+    300_000,
+  );
 
   it('answers /v1/models, and probe bpb through it equals the in-process BPB within 1e-4', async () => {
     const models = (await (await fetch(`${url}/models`)).json()) as {
