@@ -83,6 +83,7 @@ describe('renderReport', () => {
       ],
       asap: [],
       research: [],
+      terminal: [],
       aptbench: [],
       ladder: { rows: [], shortlist: [evil] },
       items: new Map(),

@@ -28,6 +28,7 @@ import { runTerminal, type TerminalInstance } from '../src/terminal/run.ts';
 import { readSolution, solutionSteps } from '../src/terminal/solution.ts';
 import { loadTerminalTask, loadTerminalTasks, type TerminalTask } from '../src/terminal/task.ts';
 import { checkpointKey } from '../src/asap/store.ts';
+import { metricsFromDocument } from '../src/stats/metrics.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
 import { CKPT, tempDir } from './helpers/paths.ts';
@@ -394,7 +395,30 @@ describe.skipIf(skipWithoutDocker)('in the task container (Docker, offline)', ()
     const resumed = runProbe([...args, '--resume']);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(JSON.parse(resumed.stdout).results).toEqual(doc.results);
+    // probe report reads it as terminal episodes, transcripts included, into its JSON and HTML.
+    const html = join(out, 'report.html');
+    const report = runProbe(['report', out, '--json', '--html', html]);
+    expect(report.code, report.stderr).toBe(0);
+    const [summary] = JSON.parse(report.stdout).terminal;
+    expect(summary).toMatchObject({ checkpoint: CKPT.attention, profile: 'terminus' });
+    expect(summary.transcripts['recover-lost-commit']).toEqual([
+      join(out, 'episodes', checkpointKey(CKPT.attention), 'recover-lost-commit', 'run-0.md'),
+    ]);
+    const page = readFileSync(html, 'utf8');
+    expect(page).toContain('Terminal-Bench episodes');
+    expect(page).toContain('git reflog');
   }, 600_000);
+});
+
+describe('probe correlate', () => {
+  it('reads a terminal results file as terminal.pass@k, apart from prefix pass@K and deep research', () => {
+    const series = metricsFromDocument({
+      env: 'terminal',
+      results: [{ checkpoint: 'a', env: 'terminal', pass_at: { '1': 0.25, '2': 0.5 }, items: [{ task_id: 't', n: 4, c: 1 }] }],
+    });
+    expect(series.map((s) => s.name)).toEqual(['terminal.pass@1', 'terminal.pass@2']);
+    expect(series[0]!.aggregate(series[0]!.items.get('a')!)).toBe(0.25);
+  });
 });
 
 describe('probe asap --env terminal flags', () => {

@@ -66,6 +66,14 @@ function summary(data: ReportData, html: string | null) {
     mcq: data.mcq.map((r) => ({ checkpoint: r.checkpoint, acc: r.acc, acc_norm: r.acc_norm, acc_pmi: r.acc_pmi })),
     passk: data.passk.map((r) => ({ checkpoint: r.checkpoint, pass_at: r.pass_at })),
     asap: data.asap.map((r) => ({ checkpoint: r.checkpoint, pass_at: r.pass_at, intersection: r.intersection, behaviour: r.behaviour })),
+    terminal: data.terminal.map((r) => ({
+      checkpoint: r.checkpoint,
+      profile: r.profile,
+      pass_at: r.pass_at,
+      intersection: r.intersection,
+      behaviour: r.behaviour,
+      transcripts: r.transcripts,
+    })),
     research: data.research.map((r) => ({
       checkpoint: r.checkpoint,
       pass_at: r.pass_at,
@@ -118,6 +126,23 @@ function printRankings(data: ReportData): void {
           formatPercent(r.intersection),
           formatPercent(r.behaviour.parsable_turns),
           formatPercent(r.behaviour.autonomous_edits),
+        ]),
+    );
+  if (data.terminal.length)
+    out(
+      'Terminal tasks',
+      ['rank', 'checkpoint', 'profile', 'pass@1', '∩@n', 'parsable', 'actions', 'submitted'],
+      [...data.terminal]
+        .sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0))
+        .map((r, i) => [
+          String(i + 1),
+          name(r.checkpoint),
+          r.profile,
+          formatPercent(r.pass_at['1']),
+          formatPercent(r.intersection),
+          formatPercent(r.behaviour.parsable_turns),
+          r.behaviour.actions.toFixed(1),
+          formatPercent(r.behaviour.submitted),
         ]),
     );
   if (data.research.length)

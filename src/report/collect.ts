@@ -6,7 +6,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { basename, isAbsolute, join, resolve, sep } from 'node:path';
 import type { AsapResult } from '../asap/run.ts';
 import type { ResearchResult } from '../research/run.ts';
-import { AsapStore } from '../asap/store.ts';
+import type { TerminalResult } from '../terminal/run.ts';
+import { AsapStore, checkpointKey } from '../asap/store.ts';
 import { InputError } from '../errors.ts';
 import type { AptResult } from '../probes/aptbench.ts';
 import type { BpbResult } from '../probes/bpb.ts';
@@ -37,6 +38,8 @@ export interface ReportData {
   asap: AsapResult[];
   /** Deep-research episodes (`probe asap --env research`). */
   research: ResearchResult[];
+  /** Terminal-Bench episodes (`probe asap --env terminal`), with their transcripts' files. */
+  terminal: TerminalReport[];
   aptbench: AptResult[];
   ladder: { rows: LadderRow[]; shortlist: string[] } | null;
   /** The probe items the results refer to, by id (for the drill-down). */
@@ -85,6 +88,26 @@ function probeItemsOf(dir: string, manifest: RunManifest | null): ProbeItem[] {
  * paths recorded when it ran: a moved directory still reports, and a report never reads
  * a file outside the runs it was given.
  */
+export interface TerminalReport extends TerminalResult {
+  /** Per task, its runs' transcripts (episodes/<checkpoint>/<task>/run-N.md) that exist. */
+  transcripts: Record<string, string[]>;
+}
+
+/** Terminal results with the transcripts the run wrote for them. */
+function terminalTranscripts(dir: string, results: TerminalResult[]): TerminalReport[] {
+  return results.map((r) => ({
+    ...r,
+    transcripts: Object.fromEntries(
+      r.items.map((item) => [
+        item.task_id,
+        Array.from({ length: item.n }, (_, run) =>
+          join(dir, 'episodes', checkpointKey(r.checkpoint), checkpointKey(item.task_id), `run-${run}.md`),
+        ).filter((f) => existsSync(f)),
+      ]),
+    ),
+  }));
+}
+
 function withTranscriptsIn(asapDir: string, results: AsapResult[]): AsapResult[] {
   const store = new AsapStore(asapDir);
   const root = resolve(asapDir) + sep;
@@ -109,6 +132,7 @@ export function collectRuns(dirs: string[]): ReportData {
     passk: [],
     asap: [],
     research: [],
+    terminal: [],
     aptbench: [],
     ladder: null,
     items: new Map(),
@@ -137,6 +161,8 @@ export function collectRuns(dirs: string[]): ReportData {
       case 'asap':
         if ((results as { env?: unknown } | null)?.env === 'research')
           data.research.push(...readResults.research(results, resultsFile).results);
+        else if ((results as { env?: unknown } | null)?.env === 'terminal')
+          data.terminal.push(...terminalTranscripts(dir, readResults.terminal(results, resultsFile).results));
         else data.asap.push(...withTranscriptsIn(dir, readResults.asap(results, resultsFile).results));
         break;
       case 'screen':

@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { AsapResult } from '../asap/run.ts';
 import { RESEARCH_TERMINATIONS } from '../research/episode.ts';
 import type { ResearchResult } from '../research/run.ts';
+import { TERMINAL_TERMINATIONS } from '../terminal/episode.ts';
 import type { BpbResult } from '../probes/bpb.ts';
 import { RANKING_ACCURACY_LABEL, rankingAccuracy } from '../probes/mcq.ts';
 import { spearman } from '../stats/correlation.ts';
@@ -375,6 +376,58 @@ function researchSection(data: ReportData): string {
   );
 }
 
+function terminalSection(data: ReportData, maxChars: number): string {
+  if (!data.terminal.length) return '';
+  const transcripts = data.terminal
+    .map(
+      (r) =>
+        `<h4>${esc(r.checkpoint)}</h4>${r.items
+          .map((item) => {
+            const files = r.transcripts[item.task_id] ?? [];
+            return (
+              `<details class="instance"><summary>${esc(item.task_id)}: ${esc(`${item.c}/${item.n}`)} resolved</summary>` +
+              files
+                .map((file, run) => {
+                  let text = readFileSync(file, 'utf8');
+                  if (text.length > maxChars)
+                    text = `[… ${text.length - maxChars} earlier characters not shown; the whole transcript is ${file}]\n${text.slice(-maxChars)}`;
+                  return `<details class="transcript"><summary>run ${run}: reward ${esc(String(item.rewards?.[run] ?? '–'))}</summary><pre>${esc(text)}</pre></details>`;
+                })
+                .join('') +
+              '</details>'
+            );
+          })
+          .join('')}`,
+    )
+    .join('');
+  return section(
+    'terminal',
+    'Terminal-Bench episodes',
+    table(
+      ['checkpoint', 'profile', 'runs', 'pass@1', '∩@n', 'parsable turns', 'actions', 'submitted', 'turns'],
+      data.terminal.map((r) => [
+        r.checkpoint,
+        r.profile,
+        `${r.tasks} × ${r.runs}`,
+        pct(r.pass_at['1']),
+        pct(r.intersection),
+        pct(r.behaviour.parsable_turns),
+        num(r.behaviour.actions, 1),
+        pct(r.behaviour.submitted),
+        num(r.behaviour.mean_turns, 1),
+      ]),
+      [3, 4, 5, 6, 7, 8],
+    ) +
+      stackedBars(
+        'How episodes ended',
+        [...TERMINAL_TERMINATIONS],
+        data.terminal.map((r) => ({ label: short(r.checkpoint), parts: TERMINAL_TERMINATIONS.map((t) => r.terminations[t] ?? 0) })),
+        'episodes',
+      ) +
+      `<h3>Transcripts</h3>${transcripts}`,
+  );
+}
+
 function correlationSection(data: ReportData, downstream: Map<string, number> | undefined, includeControls: boolean): string {
   if (!downstream)
     return section(
@@ -519,6 +572,7 @@ export function renderReport(data: ReportData, options: ReportOptions = {}): str
     mcqSection(data),
     passkSection(data),
     asapSection(data.asap),
+    terminalSection(data, options.maxTranscriptChars ?? 100_000),
     researchSection(data),
     aptbenchSection(data),
     correlationSection(data, options.downstream, Boolean(options.includeControls)),

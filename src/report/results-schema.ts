@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import type { AsapResult } from '../asap/run.ts';
 import type { ResearchResult } from '../research/run.ts';
+import type { TerminalResult } from '../terminal/run.ts';
 import { InputError } from '../errors.ts';
 import type { AptResult } from '../probes/aptbench.ts';
 import type { BpbResult } from '../probes/bpb.ts';
@@ -56,6 +57,17 @@ const research = z.looseObject({
   }),
   items: z.array(z.looseObject({ query_id: z.string(), n: z.number(), c: z.number() })),
 });
+const terminal = z.looseObject({
+  checkpoint: z.string(),
+  env: z.literal('terminal'),
+  profile: z.string(),
+  runs: z.number().int().positive(),
+  pass_at: rates,
+  intersection: maybeRate,
+  behaviour: z.looseObject({ actions: finite, parsable_turns: maybeRate, submitted: maybeRate, mean_turns: finite }),
+  terminations: z.record(z.string(), z.number()),
+  items: z.array(z.looseObject({ task_id: z.string(), n: z.number(), c: z.number() })),
+});
 const aptbench = z.looseObject({
   checkpoint: z.string(),
   letter_acc: maybeRate,
@@ -89,6 +101,8 @@ export const readResults = {
   aptbench: reader<{ results: AptResult[] }>(z.looseObject({ results: z.array(aptbench) })),
   /** results.json of `probe asap --env research`. */
   research: reader<{ results: ResearchResult[] }>(z.looseObject({ env: z.literal('research'), results: z.array(research) })),
+  /** results.json of `probe asap --env terminal`. */
+  terminal: reader<{ results: TerminalResult[] }>(z.looseObject({ env: z.literal('terminal'), results: z.array(terminal) })),
   /** results.json of `probe screen` and `probe demo`, and the stage files beside it. */
   ladder: reader<{ results: LadderRow[]; shortlist: string[] }>(
     z.looseObject({ results: z.array(ladderRow), shortlist: z.array(z.string()) }),

@@ -68,8 +68,9 @@ export function metricsFromDocument(doc: unknown): MetricSeries[] {
   }
   if ('pass_at' in first) {
     const items = byCheckpoint((r) => (r as unknown as PasskDoc['results'][number]).items);
-    // Deep-research episodes (`probe asap --env research`) are pass@k over questions, named apart from prefix pass@K.
-    const family = first.env === 'research' ? 'research' : 'passk';
+    // ASAP episodes of the other environments (`probe asap --env research|terminal`) are pass@k over
+    // questions or tasks, named apart from prefix pass@K.
+    const family = first.env === 'research' || first.env === 'terminal' ? String(first.env) : 'passk';
     return Object.keys(first.pass_at as object).map((k) => ({
       name: `${family}.pass@${k}`,
       higherIsBetter: true,
