@@ -6,6 +6,10 @@ import { fileURLToPath } from 'node:url';
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const EMBEDDED_CHECKPOINTS = join(REPO_ROOT, 'checkpoints');
 export const EMBEDDED_PROBES = join(REPO_ROOT, 'probes');
+/** The shipped Terminal-Bench task directories (`probe asap --env terminal`). */
+export const EMBEDDED_TERMINAL_TASKS = join(REPO_ROOT, 'terminal');
+/** The shipped deep-research set (`probe asap --env research`). */
+export const EMBEDDED_RESEARCH_SET = join(REPO_ROOT, 'research', 'licenses');
 
 export interface LadderManifest {
   rungs: Array<{ name: string; family: string; corpora: string[]; description: string; control?: boolean; heldout_code_bpb?: number }>;

@@ -1,7 +1,7 @@
 /** `probe asap --env research`: the deep-research environment of the ASAP verb (flags and its table). */
 import { join } from 'node:path';
 import { type Command, Option } from 'commander';
-import { REPO_ROOT } from '../embedded.ts';
+import { EMBEDDED_RESEARCH_SET } from '../embedded.ts';
 import { loadResearchSet, runResearchOverCheckpoints } from '../pipeline/research.ts';
 import { SEARCH_K } from '../research/search-index.ts';
 import type { ResearchResult } from '../research/run.ts';
@@ -42,11 +42,7 @@ export function addEnvironmentOptions(command: Command): Command {
         .choices([...ENVIRONMENTS])
         .default('swe'),
     )
-    .option(
-      '--research-set <dir>',
-      'with --env research: corpus.jsonl + queries.jsonl (BrowseComp-Plus layout)',
-      join(REPO_ROOT, 'research', 'licenses'),
-    )
+    .option('--research-set <dir>', 'with --env research: corpus.jsonl + queries.jsonl (BrowseComp-Plus layout)', EMBEDDED_RESEARCH_SET)
     .option('--search-k <n>', 'with --env research: hits a search shows', positiveInteger, SEARCH_K);
 }
 

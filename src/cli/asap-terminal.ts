@@ -1,7 +1,7 @@
 /** `probe asap --env terminal`: Terminal-Bench tasks in the ASAP verb (flags, checks and its table). */
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { REPO_ROOT } from '../embedded.ts';
+import { EMBEDDED_TERMINAL_TASKS } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { runTerminalOverCheckpoints } from '../pipeline/terminal.ts';
 import { formatPercent, formatTable, passColumns } from '../report/table.ts';
@@ -14,8 +14,6 @@ import type { DtypeFlags } from './dtype-option.ts';
 import { type HttpFlags, httpOptions } from './http-options.ts';
 import { resultCache, type RunFlags } from './run-options.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
-
-export const TERMINAL_TASKS = join(REPO_ROOT, 'terminal');
 
 export interface TerminalFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags {
   ckpt?: string[];
@@ -39,7 +37,7 @@ export function addTerminalOptions(command: Command): Command {
   return command.option(
     '--terminal-tasks <dir>',
     'with --env terminal: Terminal-Bench 2.x task directories (task.toml, instruction.md, environment/, tests/, solution/), or one of them',
-    TERMINAL_TASKS,
+    EMBEDDED_TERMINAL_TASKS,
   );
 }
 

@@ -5,7 +5,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { collectRuns } from '../report/collect.ts';
@@ -21,7 +21,14 @@ import { lockRunDir } from '../store/run-lock.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { INCLUDE_CONTROLS_HELP, prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './scoring-options.ts';
-import { LADDER_DEFAULTS, ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
+import {
+  LADDER_DEFAULTS,
+  LADDER_ENVIRONMENTS,
+  type LadderEnvironment,
+  ladderConfig,
+  runLadder,
+  type LadderSettings,
+} from '../pipeline/ladder.ts';
 import { printLadder } from '../report/ladder-table.ts';
 import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
 
@@ -37,6 +44,7 @@ interface DemoFlags extends RunFlags {
   shortlist: number;
   concurrency: number;
   includeControls?: boolean;
+  asapEnv: LadderEnvironment[];
 }
 
 const TRAJECTORIES = join(REPO_ROOT, 'trajectories');
@@ -57,6 +65,14 @@ export function demoCommand(): Command {
       .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, 1024)
       .option('--asap-instances <n>', 'instances that get ASAP episodes', positiveInteger, 6)
       .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, LADDER_DEFAULTS.concurrency)
+      .addOption(
+        new Option(
+          '--asap-env <kind...>',
+          "environment kinds of the shortlist's ASAP episodes, side by side: swe, terminal (Docker), research",
+        )
+          .choices([...LADDER_ENVIRONMENTS])
+          .default(['swe']),
+      )
       .option('--include-controls', INCLUDE_CONTROLS_HELP)
       .option('--no-install', 'do not install missing system packages (bubblewrap, python3-pytest, git) even as root')
       .option('--json', 'print one JSON document on stdout'),
@@ -125,6 +141,7 @@ export function demoCommand(): Command {
         asapInstances: flags.asapInstances,
         concurrency: flags.concurrency,
         includeControls: flags.includeControls,
+        asapEnvs: flags.asapEnv,
       };
       const scoring: ScoringFlags = { ...flags, out, probes: probesFile };
       const run = prepareScoringRun(scoring, 'demo', { config: ladderConfig(settings), seeds: { sampling: 0 } });

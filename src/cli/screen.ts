@@ -3,8 +3,8 @@
  * the best by combined rank, a shortlist by pass@1, and ASAP episodes for the shortlist.
  */
 import { join } from 'node:path';
-import { Command } from 'commander';
-import { REPO_ROOT } from '../embedded.ts';
+import { Command, Option } from 'commander';
+import { EMBEDDED_RESEARCH_SET, EMBEDDED_TERMINAL_TASKS, REPO_ROOT } from '../embedded.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
@@ -16,7 +16,14 @@ import {
   reportFailures,
   type ScoringFlags,
 } from './scoring-options.ts';
-import { LADDER_DEFAULTS, ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
+import {
+  LADDER_DEFAULTS,
+  LADDER_ENVIRONMENTS,
+  type LadderEnvironment,
+  ladderConfig,
+  runLadder,
+  type LadderSettings,
+} from '../pipeline/ladder.ts';
 import { printLadder } from '../report/ladder-table.ts';
 
 interface ScreenFlags extends ScoringFlags {
@@ -33,6 +40,9 @@ interface ScreenFlags extends ScoringFlags {
   reference: string;
   concurrency: number;
   includeControls?: boolean;
+  asapEnv: LadderEnvironment[];
+  terminalTasks: string;
+  researchSet: string;
 }
 
 export function screenCommand(): Command {
@@ -61,6 +71,16 @@ export function screenCommand(): Command {
         'ASAP run directory without --out (a rerun resumes it); default: runs/asap-<settings hash>, or <out>/asap',
       )
       .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, LADDER_DEFAULTS.concurrency)
+      .addOption(
+        new Option(
+          '--asap-env <kind...>',
+          "environment kinds of the shortlist's ASAP episodes, side by side: swe, terminal (Docker), research",
+        )
+          .choices([...LADDER_ENVIRONMENTS])
+          .default(['swe']),
+      )
+      .option('--terminal-tasks <dir>', 'with --asap-env terminal: Terminal-Bench task directories', EMBEDDED_TERMINAL_TASKS)
+      .option('--research-set <dir>', 'with --asap-env research: corpus.jsonl + queries.jsonl', EMBEDDED_RESEARCH_SET)
       .option('--include-controls', INCLUDE_CONTROLS_HELP),
   )
     .addHelpText('after', '\nExample:\n  probe screen --probes probes/demo.jsonl --shortlist 2 --out runs/screen-demo')
@@ -80,6 +100,9 @@ export function screenCommand(): Command {
         asapOut: flags.asapOut,
         concurrency: flags.concurrency,
         includeControls: flags.includeControls,
+        asapEnvs: flags.asapEnv,
+        terminalTasks: flags.terminalTasks,
+        researchSet: flags.researchSet,
       };
       const run = prepareScoringRun(flags, 'screen', { config: ladderConfig(settings), seeds: { sampling: flags.seed } });
       // The ASAP stage writes last, after the cheap stages: its directory is checked now.

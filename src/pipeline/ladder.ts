@@ -14,7 +14,12 @@ import { restoreProbeState, taskForItem } from '../probes/restore.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
-import type { LadderRow } from '../schema/ladder-row.ts';
+import type { EnvironmentSummary, LadderRow } from '../schema/ladder-row.ts';
+import { EMBEDDED_RESEARCH_SET, EMBEDDED_TERMINAL_TASKS } from '../embedded.ts';
+import { SEARCH_K } from '../research/search-index.ts';
+import { loadTerminalTasks } from '../terminal/task.ts';
+import { loadResearchSet, runResearchOverCheckpoints } from './research.ts';
+import { runTerminalOverCheckpoints } from './terminal.ts';
 import { averageRanks } from '../stats/correlation.ts';
 import { asapProtocolSettings, runAsapOverCheckpoints } from './asap.ts';
 import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from './checkpoint-loop.ts';
@@ -41,7 +46,18 @@ export interface LadderSettings {
   concurrency: number;
   /** Treat controls (checkpoints that have seen the probes) as candidates: shortlisted and recommended like any other. */
   includeControls?: boolean | undefined;
+  /** The environment kinds the shortlist's ASAP episodes run in (default: swe only). */
+  asapEnvs?: readonly LadderEnvironment[] | undefined;
+  /** Terminal-Bench task directories and the deep-research set, for those kinds (default: the shipped ones). */
+  terminalTasks?: string | undefined;
+  researchSet?: string | undefined;
 }
+
+/** The environment kinds of ASAP (`probe asap --env`): repository tasks, Terminal-Bench tasks, deep research. */
+export const LADDER_ENVIRONMENTS = ['swe', 'terminal', 'research'] as const;
+export type LadderEnvironment = (typeof LADDER_ENVIRONMENTS)[number];
+
+const envsOf = (s: LadderSettings): readonly LadderEnvironment[] => s.asapEnvs ?? ['swe'];
 
 /** `probe screen`'s defaults: a shortlist of 2, pass@K with n = 8 on twice the shortlist, 2 ASAP runs per instance, the protocol's token limits. */
 export const LADDER_DEFAULTS = {
@@ -76,6 +92,14 @@ export function ladderConfig(s: LadderSettings): Record<string, unknown> {
     asap_max_tokens: s.asapMaxTokens ?? LADDER_DEFAULTS.asapMaxTokens,
     asap_instances: s.asapInstances ?? null,
     include_controls: Boolean(s.includeControls),
+    // Only where it is not SWE alone: ladders from before keep the settings they resume with.
+    ...(envsOf(s).join() === 'swe'
+      ? {}
+      : {
+          asap_envs: [...envsOf(s)],
+          ...(envsOf(s).includes('terminal') ? { terminal_tasks: resolve(s.terminalTasks ?? EMBEDDED_TERMINAL_TASKS) } : {}),
+          ...(envsOf(s).includes('research') ? { research_set: resolve(s.researchSet ?? EMBEDDED_RESEARCH_SET) } : {}),
+        }),
   };
 }
 
@@ -89,7 +113,10 @@ function asapTasksOf(run: ScoringRun, s: LadderSettings): LoadedTask[] {
 export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<LadderOutcome> {
   const { items, dir } = run;
   // The last rung's input is checked before the first rung's work: a missing reference must not cost hours.
-  if (s.asapRuns > 0) referenceFiles(s.reference, asapTasksOf(run, s));
+  const envs = envsOf(s);
+  if (s.asapRuns > 0 && envs.includes('swe')) referenceFiles(s.reference, asapTasksOf(run, s));
+  const terminalTasks = s.asapRuns > 0 && envs.includes('terminal') ? loadTerminalTasks(s.terminalTasks ?? EMBEDDED_TERMINAL_TASKS) : [];
+  const researchSet = s.asapRuns > 0 && envs.includes('research') ? loadResearchSet(s.researchSet ?? EMBEDDED_RESEARCH_SET) : null;
   const cheap = await forEachCheckpoint(
     run.checkpoints,
     {
@@ -184,7 +211,24 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
 
   // The last rung: whole episodes for the shortlist only, on the tasks the probes come from.
   let asapOut: string | null = null;
-  if (s.asapRuns > 0 && shortlist.length > 0) {
+  const shortlisted = shortlist.map((name) => checkpointNamed.get(name)!);
+  const rowOf = (checkpoint: string) => rows.find((x) => x.checkpoint === checkpoint)!;
+  const episodes = {
+    runs: s.asapRuns,
+    concurrency: s.concurrency,
+    maxSteps: s.asapMaxSteps,
+    maxTokens: s.asapMaxTokens ?? LADDER_DEFAULTS.asapMaxTokens,
+    temperature: SAMPLING.temperature,
+    topP: SAMPLING.topP,
+    seed: s.seed,
+    http: run.http,
+    cache: run.cache,
+    dtype: run.dtype,
+    bos: run.bos,
+    quiet: run.quiet,
+    resume: true,
+  };
+  if (s.asapRuns > 0 && shortlist.length > 0 && envs.includes('swe')) {
     const asap = await runAsapOverCheckpoints(
       shortlist.map((name) => checkpointNamed.get(name)!),
       asapTasksOf(run, s),
@@ -218,5 +262,32 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
       };
     }
   }
+  // The same shortlist in the other environment kinds, side by side in the row.
+  if (shortlist.length > 0 && terminalTasks.length > 0) {
+    const terminal = await runTerminalOverCheckpoints(shortlisted, terminalTasks, {
+      ...episodes,
+      tasksPath: s.terminalTasks ?? EMBEDDED_TERMINAL_TASKS,
+      profile: 'terminus',
+      prefixSteps: ASAP_PROTOCOL.prefixSteps,
+      actionTimeoutMs: ASAP_PROTOCOL.actionTimeoutS * 1000,
+      out: dir ? join(dir.dir, 'asap-terminal') : undefined,
+    });
+    failures.push(...terminal.failures);
+    for (const r of terminal.results) rowOf(r.checkpoint).asap_envs = { ...rowOf(r.checkpoint).asap_envs, terminal: headline(r) };
+  }
+  if (shortlist.length > 0 && researchSet) {
+    const research = await runResearchOverCheckpoints(shortlisted, researchSet, {
+      ...episodes,
+      set: s.researchSet ?? EMBEDDED_RESEARCH_SET,
+      searchK: SEARCH_K,
+      out: dir ? join(dir.dir, 'asap-research') : undefined,
+    });
+    failures.push(...research.failures);
+    for (const r of research.results) rowOf(r.checkpoint).asap_envs = { ...rowOf(r.checkpoint).asap_envs, research: headline(r) };
+  }
   return { rows, shortlist, asapOut, failures };
+}
+
+function headline(r: { pass_at: Record<string, number>; intersection: number; behaviour: { parsable_turns: number } }): EnvironmentSummary {
+  return { pass_at_1: r.pass_at['1'] ?? 0, intersection: r.intersection, parsable_turns: r.behaviour.parsable_turns };
 }

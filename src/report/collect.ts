@@ -179,6 +179,12 @@ export function collectRuns(dirs: string[]): ReportData {
         data.asap.push(
           ...withTranscriptsIn(join(dir, 'asap'), stage(readResults.asapStage, join(dir, 'asap', 'results.json'))?.results ?? []),
         );
+        // The other environment kinds of the shortlist's ASAP (--asap-env), in their own run directories.
+        const terminalDir = join(dir, 'asap-terminal');
+        data.terminal.push(
+          ...terminalTranscripts(terminalDir, stage(readResults.terminal, join(terminalDir, 'results.json'))?.results ?? []),
+        );
+        data.research.push(...(stage(readResults.research, join(dir, 'asap-research', 'results.json'))?.results ?? []));
         data.ladder = { rows: ladder.results, shortlist: ladder.shortlist };
         break;
       }

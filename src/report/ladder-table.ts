@@ -19,6 +19,8 @@ export interface LadderSummary {
 export function printLadder(outcome: LadderSummary, items: number, n: number): void {
   process.stderr.write(`\nScreening ${outcome.rows.length} checkpoints on ${items} probe items\n\n`);
   const known = outcome.rows.some((r) => typeof r.heldout_code_bpb === 'number');
+  // ASAP in the other environment kinds, where the ladder ran them: one column each, beside SWE's.
+  const envs = (['terminal', 'research'] as const).filter((env) => outcome.rows.some((r) => r.asap_envs?.[env]));
   process.stderr.write(
     `${formatTable(
       [
@@ -32,6 +34,7 @@ export function printLadder(outcome: LadderSummary, items: number, n: number): v
         'asap pass@1',
         'asap parsable',
         'asap edits',
+        ...envs.map((env) => `${env} pass@1`),
         'shortlist',
       ],
       outcome.rows.map((r) => [
@@ -45,9 +48,10 @@ export function printLadder(outcome: LadderSummary, items: number, n: number): v
         formatPercent(r.asap?.pass_at_1),
         formatPercent(r.asap?.parsable_turns),
         formatPercent(r.asap?.autonomous_edits),
+        ...envs.map((env) => formatPercent(r.asap_envs?.[env]?.pass_at_1)),
         r.shortlisted ? 'yes' : '',
       ]),
-      Array.from({ length: known ? 9 : 8 }, (_, i) => i + 1),
+      Array.from({ length: (known ? 9 : 8) + envs.length }, (_, i) => i + 1),
     )}\n\n`,
   );
   const order = knownOrder(outcome.rows);
@@ -65,4 +69,8 @@ export function printLadder(outcome: LadderSummary, items: number, n: number): v
   if (controls.length) process.stderr.write(`Controls (have seen the probes; a ceiling, not candidates): ${controls.join(', ')}\n`);
   process.stderr.write(`Recommendation: post-train ${outcome.shortlist.join(', ') || 'none'}\n`);
   if (outcome.asapOut) process.stderr.write(`ASAP transcripts of the shortlist: ${join(outcome.asapOut, 'episodes')}\n`);
+  for (const env of envs)
+    process.stderr.write(
+      `${env === 'terminal' ? 'Terminal-Bench' : 'Deep-research'} episodes of the shortlist: asap-${env}/episodes in the run directory\n`,
+    );
 }

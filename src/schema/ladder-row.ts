@@ -12,8 +12,20 @@ export interface LadderRow {
   shortlisted: boolean;
   /** ASAP on the shortlist: Pass@1, Intersection@n and the headline behaviour rates. */
   asap: { pass_at_1: number; intersection: number; parsable_turns: number; valid_tool_calls: number; autonomous_edits: number } | null;
+  /**
+   * ASAP on the shortlist in the other environment kinds, where the ladder ran them
+   * (`--asap-env terminal research`): Pass@1, Intersection@n, parsable turns. Absent otherwise.
+   */
+  asap_envs?: Partial<Record<'terminal' | 'research', EnvironmentSummary>>;
   /** Has seen the probes: a ceiling shown beside the ladder, never shortlisted (checkpoint-facts.ts). Absent in runs from before. */
   control?: boolean;
   /** Held-out code BPB measured when the checkpoint was trained, where known: the order the probes are checked against. */
   heldout_code_bpb?: number | null;
+}
+
+/** One environment kind's ASAP headline for a checkpoint. */
+export interface EnvironmentSummary {
+  pass_at_1: number;
+  intersection: number;
+  parsable_turns: number;
 }
