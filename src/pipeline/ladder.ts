@@ -75,6 +75,8 @@ export interface LadderOutcome {
   rows: LadderRow[];
   shortlist: string[];
   asapOut: string | null;
+  /** The run directories of the other environment kinds, where the ladder ran them. */
+  envOuts: Partial<Record<'terminal' | 'research', string>>;
   failures: Failure[];
 }
 
@@ -212,6 +214,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   // The last rung: whole episodes for the shortlist only, on the tasks the probes come from.
   let asapOut: string | null = null;
   const shortlisted = shortlist.map((name) => checkpointNamed.get(name)!);
+  const envOuts: LadderOutcome['envOuts'] = {};
   const rowOf = (checkpoint: string) => rows.find((x) => x.checkpoint === checkpoint)!;
   const episodes = {
     runs: s.asapRuns,
@@ -273,6 +276,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
       out: dir ? join(dir.dir, 'asap-terminal') : undefined,
     });
     failures.push(...terminal.failures);
+    envOuts.terminal = terminal.out;
     for (const r of terminal.results) rowOf(r.checkpoint).asap_envs = { ...rowOf(r.checkpoint).asap_envs, terminal: headline(r) };
   }
   if (shortlist.length > 0 && researchSet) {
@@ -283,9 +287,10 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
       out: dir ? join(dir.dir, 'asap-research') : undefined,
     });
     failures.push(...research.failures);
+    envOuts.research = research.out;
     for (const r of research.results) rowOf(r.checkpoint).asap_envs = { ...rowOf(r.checkpoint).asap_envs, research: headline(r) };
   }
-  return { rows, shortlist, asapOut, failures };
+  return { rows, shortlist, asapOut, envOuts, failures };
 }
 
 function headline(r: { pass_at: Record<string, number>; intersection: number; behaviour: { parsable_turns: number } }): EnvironmentSummary {

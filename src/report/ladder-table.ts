@@ -13,6 +13,8 @@ export interface LadderSummary {
   shortlist: string[];
   /** Where the shortlist's ASAP transcripts are, if ASAP ran. */
   asapOut: string | null;
+  /** Where the other environment kinds' transcripts are, where the ladder ran them. */
+  envOuts?: Partial<Record<'terminal' | 'research', string>>;
 }
 
 /** The ladder's table and recommendation, on stderr. */
