@@ -14,7 +14,8 @@ import type { Checkpoint } from '../backends/checkpoint.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { DEFAULT_DTYPE, type Dtype } from '../backends/onnx/dtype.ts';
 import { checkpointKey } from '../asap/store.ts';
-import { client } from '../sandbox/docker.ts';
+import { EnvironmentError } from '../errors.ts';
+import { client, dockerAvailable } from '../sandbox/docker.ts';
 import { readJsonl } from '../store/jsonl-log.ts';
 import { checkpointRecords, probeSetRecord, RunDir, type SampleLine } from '../store/run-dir.ts';
 import { terminalTranscript } from '../terminal/episode.ts';
@@ -103,6 +104,10 @@ export async function runTerminalOverCheckpoints(
     },
     { resume: s.resume },
   );
+  if (!(await dockerAvailable()))
+    throw new EnvironmentError(
+      'Terminal-Bench tasks run in Docker and no Docker engine answers (is dockerd running? scripts/start-dockerd.sh starts one)',
+    );
   const say = (text: string) => {
     if (!s.quiet) process.stderr.write(text);
   };
