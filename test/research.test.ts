@@ -1,8 +1,7 @@
 /** Deep research (issue 17, part 3): the corpus and query layout, the BM25 search tool, the actions, and grading. */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildRung } from '../scripts/checkpoints/ladder.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
 import { findResearchAction, type ResearchAction, renderResearchAction, researchObservation } from '../src/research/actions.ts';
@@ -22,6 +21,7 @@ import { runResearch } from '../src/research/run.ts';
 import { gradeAnswer, normalizeAnswer } from '../src/research/grade.ts';
 import { PAGE_CHARS, ResearchIndex } from '../src/research/search-index.ts';
 import { CKPT, tempDir } from './helpers/paths.ts';
+import { memorisingControl } from './helpers/control.ts';
 import { metricsFromDocument } from '../src/stats/metrics.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { checkpointKey } from '../src/asap/store.ts';
@@ -322,24 +322,9 @@ describe('a control that memorised the gold steps (a real n-gram checkpoint with
       return steps.map((s, i) => ({
         context: researchTranscript(researchTask(q.query, 5), steps.slice(0, i)),
         gold: s.completion,
-        whole: false,
       }));
     });
-    const files = buildRung(
-      {
-        name: 'research-control',
-        family: 'ngram',
-        corpora: ['agent'],
-        contaminated: true,
-        description: 'memorised the gold research steps',
-      },
-      { prose: [], code: [], agent: golds.map((g) => g.context + g.gold), demoGolds: golds },
-    );
-    const dir = tempDir('probe-research-control-');
-    for (const [path, content] of files) {
-      mkdirSync(dirname(join(dir, path)), { recursive: true });
-      writeFileSync(join(dir, path), content);
-    }
+    const dir = memorisingControl('research-control', 'memorised the gold research steps', golds);
     const options = { runs: 1, seed: 0, concurrency: 1, maxSteps: 6, maxTokens: 512, temperature: 0.7, topP: 0.95, searchK: 5 };
     const run = async (ckpt: string, maxTokens: number) => {
       const backend = await OnnxBackend.open(ckpt);

@@ -4,10 +4,9 @@
  * jailed container, solve.sh as the reference prefix, the task's tests as the verifier,
  * and `probe asap --env terminal` end to end on real checkpoints.
  */
-import { cpSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildRung } from '../scripts/checkpoints/ladder.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
@@ -31,6 +30,7 @@ import { checkpointKey } from '../src/asap/store.ts';
 import { metricsFromDocument } from '../src/stats/metrics.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
+import { type MemorisedStep, memorisingControl } from './helpers/control.ts';
 import { CKPT, tempDir } from './helpers/paths.ts';
 
 const TASKS = join(REPO_ROOT, 'terminal');
@@ -317,7 +317,7 @@ describe.skipIf(skipWithoutDocker)('in the task container (Docker, offline)', ()
   it('a control that memorised the solution (a real n-gram checkpoint) solves the tasks through the harness, where a rung that never read terminal transcripts solves none', async () => {
     // What it memorised: each remaining solution step after the exact transcript before it, then <submit/>.
     const instances: TerminalInstance[] = [];
-    const golds = [];
+    const golds: MemorisedStep[] = [];
     for (const task of tasks) {
       const image = await imageOf(task);
       const prefix: TerminalPrefix = await buildTerminalPrefix(task, image, 'terminus', 3, 60_000);
@@ -331,23 +331,15 @@ describe.skipIf(skipWithoutDocker)('in the task container (Docker, offline)', ()
         for (const s of rest) {
           const action = { kind: 'keystrokes' as const, keys: `${s.command}\n`, duration: 1 };
           const completion = writtenStep(s.thought, action);
-          golds.push({ context: terminalTranscript(prefix.text, steps), gold: completion, whole: false });
+          golds.push({ context: terminalTranscript(prefix.text, steps), gold: completion });
           steps.push({ completion, observation: (await runTerminalAction(container, action, 60_000)).observation });
         }
       } finally {
         await container.close();
       }
-      golds.push({ context: terminalTranscript(prefix.text, steps), gold: 'The task is done.\n<submit/>', whole: false });
+      golds.push({ context: terminalTranscript(prefix.text, steps), gold: 'The task is done.\n<submit/>' });
     }
-    const files = buildRung(
-      { name: 'terminal-control', family: 'ngram', corpora: ['agent'], contaminated: true, description: 'memorised the solutions' },
-      { prose: [], code: [], agent: golds.map((g) => g.context + g.gold), demoGolds: golds },
-    );
-    const dir = tempDir('probe-terminal-control-');
-    for (const [path, content] of files) {
-      mkdirSync(dirname(join(dir, path)), { recursive: true });
-      writeFileSync(join(dir, path), content);
-    }
+    const dir = memorisingControl('terminal-control', 'memorised the solutions', golds);
     const options = {
       profile: 'terminus' as const,
       runs: 1,

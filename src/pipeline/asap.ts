@@ -1,10 +1,4 @@
-/**
- * An ASAP run over checkpoints as the CLI does it (`probe asap`, and `probe screen` for its
- * shortlist): settings recorded in the run directory (a rerun resumes), prefixes built and
- * leak-checked before any model work, one backend open at a time.
- */
-import { createHash } from 'node:crypto';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { asapFormat, type AsapFormatName } from '../formats/asap-transcripts.ts';
 import { prepareInstances } from '../asap/prepare.ts';
 import type { ToolProfile } from '../asap/profiles.ts';
@@ -14,14 +8,13 @@ import type { InputError } from '../errors.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import type { ResultCache } from '../backends/cache.ts';
 import type { Checkpoint } from '../backends/checkpoint.ts';
-import { DEFAULT_DTYPE, type Dtype } from '../backends/onnx/dtype.ts';
+import type { Dtype } from '../backends/onnx/dtype.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import type { EndpointFailure } from '../backends/http/transport.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { openSandbox, type SandboxKind } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
-import { forEachCheckpoint, servedAs } from './checkpoint-loop.ts';
-import { bosConfig } from '../backends/bos.ts';
+import { forEachCheckpoint, servingConfig, settingsRunDir } from './checkpoint-loop.ts';
 import type { BosPolicy } from '../backends/bos.ts';
 import { ASAP_PROTOCOL, passAtKs } from '../protocol.ts';
 
@@ -125,12 +118,9 @@ export async function runAsapOverCheckpoints(
     seed: s.seed,
     action_timeout_s: s.actionTimeoutS,
     sandbox: s.sandbox,
-    ...servedAs(s.http ?? {}),
-    ...bosConfig(s.bos),
-    // Only where it is not fp32: runs of the default graph keep the settings hash (and default run directory) they had.
-    ...(s.dtype && s.dtype !== DEFAULT_DTYPE ? { dtype: s.dtype } : {}),
+    ...servingConfig(s),
   };
-  const out = s.out ?? join('runs', `asap-${createHash('sha256').update(JSON.stringify(protocol)).digest('hex').slice(0, 12)}`);
+  const out = s.out ?? settingsRunDir('asap', protocol);
   const dir =
     s.resume === undefined
       ? undefined

@@ -3,14 +3,15 @@
  * each probe's finished items read back from the run directory, and a broken checkpoint
  * reported without discarding the others' results.
  */
-import { resolve } from 'node:path';
-import type { BosPolicy } from '../backends/bos.ts';
+import { createHash } from 'node:crypto';
+import { join, resolve } from 'node:path';
+import { type BosPolicy, bosConfig } from '../backends/bos.ts';
 import type { Checkpoint } from '../backends/checkpoint.ts';
 import type { ResultCache } from '../backends/cache.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { EndpointFailure } from '../backends/http/transport.ts';
 import { openBackend } from '../backends/open.ts';
-import type { Dtype } from '../backends/onnx/dtype.ts';
+import { DEFAULT_DTYPE, type Dtype } from '../backends/onnx/dtype.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { ProbeError } from '../errors.ts';
 import type { ItemHooks } from '../probes/memo.ts';
@@ -43,6 +44,28 @@ export function servedAs(http: HttpBackendOptions): Record<string, unknown> {
     ...(http.model ? { server_model: http.model } : {}),
     ...(http.tokenizerDir ? { tokenizer: resolve(http.tokenizerDir) } : {}),
   };
+}
+
+/**
+ * How an episode run's checkpoints are served — servers' model and tokenizer, the BOS policy,
+ * a graph other than fp32 — as settings a resumed run must match. Left out where default, so
+ * runs of the defaults keep the settings hash (and default run directory) they had.
+ */
+export function servingConfig(s: {
+  http?: HttpBackendOptions | undefined;
+  bos?: BosPolicy | undefined;
+  dtype?: Dtype | undefined;
+}): Record<string, unknown> {
+  return {
+    ...servedAs(s.http ?? {}),
+    ...bosConfig(s.bos),
+    ...(s.dtype && s.dtype !== DEFAULT_DTYPE ? { dtype: s.dtype } : {}),
+  };
+}
+
+/** The default run directory of an episode run: `runs/<kind>-<hash of its settings>` (a rerun with them resumes there). */
+export function settingsRunDir(kind: string, config: Record<string, unknown>): string {
+  return join('runs', `${kind}-${createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 12)}`);
 }
 
 /** Progress and the run directory's memo for one probe × checkpoint. */

@@ -1,16 +1,10 @@
-/**
- * `probe asap --env research`: deep-research episodes of every checkpoint over a set in
- * BrowseComp-Plus's layout (a directory with corpus.jsonl and queries.jsonl), in a run
- * directory that a rerun with --resume continues episode by episode.
- */
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { type BosPolicy, bosConfig } from '../backends/bos.ts';
+import type { BosPolicy } from '../backends/bos.ts';
 import type { ResultCache } from '../backends/cache.ts';
 import type { Checkpoint } from '../backends/checkpoint.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
-import { DEFAULT_DTYPE, type Dtype } from '../backends/onnx/dtype.ts';
+import type { Dtype } from '../backends/onnx/dtype.ts';
 import { checkpointKey } from '../asap/store.ts';
 import { InputError } from '../errors.ts';
 import { type ResearchDoc, type ResearchQuery, loadCorpus, loadQueries } from '../research/corpus.ts';
@@ -19,7 +13,7 @@ import { type ResearchEpisodeRecord, type ResearchResult, type ResearchRunOption
 import { ResearchIndex } from '../research/search-index.ts';
 import { readJsonl } from '../store/jsonl-log.ts';
 import { checkpointRecords, probeSetRecord, RunDir, type SampleLine } from '../store/run-dir.ts';
-import { type Failure, forEachCheckpoint, itemHooks, servedAs } from './checkpoint-loop.ts';
+import { type Failure, forEachCheckpoint, itemHooks, servingConfig, settingsRunDir } from './checkpoint-loop.ts';
 
 /** The episodes' settings (research/run.ts), and where the run is and how its checkpoints are served. */
 export interface ResearchRunSettings extends ResearchRunOptions {
@@ -77,11 +71,9 @@ export async function runResearchOverCheckpoints(
     temperature: s.temperature,
     top_p: s.topP,
     search_k: s.searchK,
-    ...servedAs(s.http ?? {}),
-    ...bosConfig(s.bos),
-    ...(s.dtype && s.dtype !== DEFAULT_DTYPE ? { dtype: s.dtype } : {}),
+    ...servingConfig(s),
   };
-  const out = s.out ?? join('runs', `research-${createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 12)}`);
+  const out = s.out ?? settingsRunDir('research', config);
   const dir = RunDir.open(
     out,
     {

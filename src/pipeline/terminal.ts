@@ -1,18 +1,10 @@
-/**
- * `probe asap --env terminal`: Terminal-Bench episodes of every checkpoint over a directory
- * of Harbor task directories, in a run directory that a rerun with --resume continues
- * episode by episode. Before any model work: every task read, its image built, and its
- * reference prefix built once and kept in prefixes/ (a resumed run and every checkpoint see
- * the same bytes).
- */
-import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { type BosPolicy, bosConfig } from '../backends/bos.ts';
+import type { BosPolicy } from '../backends/bos.ts';
 import type { ResultCache } from '../backends/cache.ts';
 import type { Checkpoint } from '../backends/checkpoint.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
-import { DEFAULT_DTYPE, type Dtype } from '../backends/onnx/dtype.ts';
+import type { Dtype } from '../backends/onnx/dtype.ts';
 import { checkpointKey } from '../asap/store.ts';
 import { EnvironmentError } from '../errors.ts';
 import { client, dockerAvailable } from '../sandbox/docker.ts';
@@ -29,7 +21,7 @@ import {
   type TerminalRunOptions,
 } from '../terminal/run.ts';
 import type { TerminalTask } from '../terminal/task.ts';
-import { type Failure, forEachCheckpoint, itemHooks, servedAs } from './checkpoint-loop.ts';
+import { type Failure, forEachCheckpoint, itemHooks, servingConfig, settingsRunDir } from './checkpoint-loop.ts';
 
 export interface TerminalRunSettings extends TerminalRunOptions {
   /** The directory the tasks came from. */
@@ -85,11 +77,9 @@ export async function runTerminalOverCheckpoints(
     temperature: s.temperature,
     top_p: s.topP,
     action_timeout_s: s.actionTimeoutMs / 1000,
-    ...servedAs(s.http ?? {}),
-    ...bosConfig(s.bos),
-    ...(s.dtype && s.dtype !== DEFAULT_DTYPE ? { dtype: s.dtype } : {}),
+    ...servingConfig(s),
   };
-  const out = s.out ?? join('runs', `terminal-${createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 12)}`);
+  const out = s.out ?? settingsRunDir('terminal', config);
   const dir = RunDir.open(
     out,
     {
