@@ -4,7 +4,8 @@
  * jailed container, solve.sh as the reference prefix, the task's tests as the verifier,
  * and `probe asap --env terminal` end to end on real checkpoints.
  */
-import { cpSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
@@ -31,7 +32,7 @@ import { metricsFromDocument } from '../src/stats/metrics.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
 import { type MemorisedStep, memorisingControl } from './helpers/control.ts';
-import { CKPT, tempDir } from './helpers/paths.ts';
+import { CKPT, PROBE_BIN, tempDir } from './helpers/paths.ts';
 
 const TASKS = join(REPO_ROOT, 'terminal');
 const tasks = loadTerminalTasks(TASKS);
@@ -370,7 +371,7 @@ describe.skipIf(skipWithoutDocker)('in the task container (Docker, offline)', ()
     const out = join(tempDir(), 'terminal-run');
     const common = ['asap', '--env', 'terminal', '--ckpt', CKPT.attention, '--runs', '1', '--max-steps', '3', '--max-tokens', '48'];
     const args = [...common, '--no-cache', '--json', '--out', out];
-    const first = runProbe(args);
+    const first = runProbe(args, {}, 500_000);
     expect(first.code, first.stderr).toBe(0);
     const doc = JSON.parse(first.stdout);
     expect(doc.tasks.map((t: { task: string; prefix_steps: number }) => [t.task, t.prefix_steps])).toEqual([
@@ -384,7 +385,7 @@ describe.skipIf(skipWithoutDocker)('in the task container (Docker, offline)', ()
       /^# Task\n<task>\nYou are working in a Linux terminal[\s\S]*<keystrokes duration="1">\ngit reflog\n<\/keystrokes>/,
     );
     expect(transcript).toMatch(/<!-- episode ended: \w+; (RESOLVED|not resolved \(.+\)); reward [\d.]+ -->\n$/);
-    const resumed = runProbe([...args, '--resume']);
+    const resumed = runProbe([...args, '--resume'], {}, 500_000);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(JSON.parse(resumed.stdout).results).toEqual(doc.results);
     // probe report reads it as terminal episodes, transcripts included, into its JSON and HTML.
@@ -400,6 +401,47 @@ describe.skipIf(skipWithoutDocker)('in the task container (Docker, offline)', ()
     expect(page).toContain('Terminal-Bench episodes');
     expect(page).toContain('git reflog');
   }, 600_000);
+});
+
+describe.skipIf(skipWithoutDocker)('a terminal run killed with SIGKILL', () => {
+  it('resumes: finished episodes are read back, the rest run, and the killed run leaves no container behind', async () => {
+    const out = join(tempDir(), 'killed');
+    const args = ['asap', '--env', 'terminal', '--instances', 'log-error-report', '--ckpt', CKPT.attention, '--runs', '4'];
+    const all = [...args, '--max-steps', '2', '--max-tokens', '32', '--no-cache', '--json', '--out', out];
+    const child = spawn(process.execPath, [PROBE_BIN, ...all], { cwd: REPO_ROOT, stdio: 'ignore' });
+    const samples = join(out, 'terminal', 'samples.jsonl');
+    const lines = () => (existsSync(samples) ? readFileSync(samples, 'utf8').split('\n').filter(Boolean) : []);
+    await new Promise<void>((resolve, reject) => {
+      const started = Date.now();
+      const poll = setInterval(() => {
+        if (lines().length >= 1) {
+          clearInterval(poll);
+          child.kill('SIGKILL');
+          resolve();
+        } else if (Date.now() - started > 300_000 || child.exitCode !== null) {
+          clearInterval(poll);
+          reject(new Error('the run finished or stalled before it could be killed'));
+        }
+      }, 50);
+    });
+    await new Promise((resolve) => child.once('exit', resolve));
+    const before = lines();
+    expect(before.length).toBeLessThan(4);
+    const resumed = runProbe([...all, '--resume'], {}, 500_000);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const after = lines();
+    // What was saved before the kill is kept as it was; each episode is saved once.
+    expect(after.slice(0, before.length)).toEqual(before);
+    expect(after.map((l) => JSON.parse(l).item).sort()).toEqual([
+      'log-error-report#0',
+      'log-error-report#1',
+      'log-error-report#2',
+      'log-error-report#3',
+    ]);
+    expect(JSON.parse(resumed.stdout).results[0].items).toEqual([expect.objectContaining({ task_id: 'log-error-report', n: 4 })]);
+    const left = await client().listContainers({ all: true, filters: { label: [`probe.pid=${child.pid}`] } });
+    expect(left).toEqual([]);
+  }, 900_000);
 });
 
 describe('probe correlate', () => {

@@ -10,11 +10,11 @@ export interface CliRun {
   stderr: string;
 }
 
-export function runProbe(args: string[], env: Record<string, string> = {}): CliRun {
+export function runProbe(args: string[], env: Record<string, string> = {}, timeoutMs = 120_000): CliRun {
   const run = spawnSync(process.execPath, [PROBE_BIN, ...args], {
     cwd: REPO_ROOT,
     encoding: 'utf8',
-    timeout: 120_000,
+    timeout: timeoutMs,
     env: { ...process.env, ...env },
   });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
