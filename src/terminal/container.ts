@@ -111,8 +111,10 @@ export class TerminalContainer {
           Init: true,
           CapDrop: ['ALL'],
           SecurityOpt: ['no-new-privileges'],
+          // Processes are bounded per container (PidsLimit), not by RLIMIT_NPROC: every terminal
+          // container's user is the same uid, and NPROC counts a uid across containers, so a
+          // fork bomb in one episode would starve the others.
           Ulimits: [
-            { Name: 'nproc', Soft: LIMITS.processes, Hard: LIMITS.processes },
             { Name: 'fsize', Soft: LIMITS.fileBytes, Hard: LIMITS.fileBytes },
             { Name: 'core', Soft: 0, Hard: 0 },
           ],
