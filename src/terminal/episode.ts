@@ -214,7 +214,7 @@ export async function runTerminalEpisode(
       error: completion.found.ok
         ? allowed(settings.profile, completion.found.action)
           ? null
-          : 'tool not in the profile'
+          : `the ${completion.found.action.kind} tool is not in the ${settings.profile} profile`
         : completion.found.error,
       outcome: decision.kind === 'execute' ? 'executed' : decision.outcome,
       observation: decision.kind === 'hint' ? decision.message : null,
