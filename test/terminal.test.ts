@@ -345,7 +345,7 @@ describe.skipIf(skipWithoutDocker)('in the task container (Docker, offline)', ()
       profile: 'terminus' as const,
       runs: 1,
       seed: 0,
-      concurrency: 2,
+      concurrency: 3,
       maxSteps: 8,
       maxTokens: 768,
       temperature: 0.7,
