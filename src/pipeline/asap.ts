@@ -1,3 +1,8 @@
+/**
+ * An ASAP run over checkpoints as the CLI does it (`probe asap`, and `probe screen` for its
+ * shortlist): settings recorded in the run directory (a rerun resumes), prefixes built and
+ * leak-checked before any model work, one backend open at a time.
+ */
 import { resolve } from 'node:path';
 import { asapFormat, type AsapFormatName } from '../formats/asap-transcripts.ts';
 import { prepareInstances } from '../asap/prepare.ts';

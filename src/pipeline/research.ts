@@ -1,3 +1,8 @@
+/**
+ * `probe asap --env research`: deep-research episodes of every checkpoint over a set in
+ * BrowseComp-Plus's layout (a directory with corpus.jsonl and queries.jsonl), in a run
+ * directory that a rerun with --resume continues episode by episode.
+ */
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { BosPolicy } from '../backends/bos.ts';

@@ -1,3 +1,10 @@
+/**
+ * `probe asap --env terminal`: Terminal-Bench episodes of every checkpoint over a directory
+ * of Harbor task directories, in a run directory that a rerun with --resume continues
+ * episode by episode. Before any model work: every task read, its image built, and its
+ * reference prefix built once and kept in prefixes/ (a resumed run and every checkpoint see
+ * the same bytes).
+ */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { BosPolicy } from '../backends/bos.ts';
