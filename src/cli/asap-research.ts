@@ -4,6 +4,7 @@ import { type Command, Option } from 'commander';
 import { EMBEDDED_RESEARCH_SET } from '../embedded.ts';
 import { loadResearchSet, runResearchOverCheckpoints } from '../pipeline/research.ts';
 import { SEARCH_K } from '../research/search-index.ts';
+import { ASAP_ENVIRONMENTS } from '../protocol.ts';
 import type { ResearchResult } from '../research/run.ts';
 import { formatPercent, formatTable, passColumns } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
@@ -13,9 +14,6 @@ import type { DtypeFlags } from './dtype-option.ts';
 import { type HttpFlags, httpOptions } from './http-options.ts';
 import { resultCache, type RunFlags } from './run-options.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
-
-export const ENVIRONMENTS = ['swe', 'terminal', 'research'] as const;
-export type Environment = (typeof ENVIRONMENTS)[number];
 
 export interface ResearchFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags {
   ckpt?: string[];
@@ -39,7 +37,7 @@ export function addEnvironmentOptions(command: Command): Command {
         '--env <kind>',
         'environment: swe (repository tasks, tests decide), terminal (Terminal-Bench tasks in a container, their tests decide) or research (a document corpus, the answer decides)',
       )
-        .choices([...ENVIRONMENTS])
+        .choices([...ASAP_ENVIRONMENTS])
         .default('swe'),
     )
     .option('--research-set <dir>', 'with --env research: corpus.jsonl + queries.jsonl (BrowseComp-Plus layout)', EMBEDDED_RESEARCH_SET)

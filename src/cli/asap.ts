@@ -17,7 +17,8 @@ import { addDtypeOption, type DtypeFlags } from './dtype-option.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { addRunOptions, resultCache, type RunFlags } from './run-options.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
-import { addEnvironmentOptions, type Environment, type ResearchFlags, runResearchVerb } from './asap-research.ts';
+import { addEnvironmentOptions, type ResearchFlags, runResearchVerb } from './asap-research.ts';
+import type { AsapEnvironment } from '../protocol.ts';
 import { addTerminalOptions, runTerminalVerb, type TerminalFlags } from './asap-terminal.ts';
 import { TERMINAL_PROFILES } from '../terminal/actions.ts';
 
@@ -46,7 +47,7 @@ interface AsapFlags
     AsapSettingFlags,
     Omit<ResearchFlags, keyof AsapSettingFlags>,
     Pick<TerminalFlags, 'terminalTasks'> {
-  env: Environment;
+  env: AsapEnvironment;
   ckpt?: string[];
   tasks: string;
   instances?: string[];

@@ -21,15 +21,9 @@ import { lockRunDir } from '../store/run-lock.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { INCLUDE_CONTROLS_HELP, prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './scoring-options.ts';
-import {
-  LADDER_DEFAULTS,
-  LADDER_ENVIRONMENTS,
-  type LadderEnvironment,
-  ladderConfig,
-  runLadder,
-  type LadderSettings,
-} from '../pipeline/ladder.ts';
+import { LADDER_DEFAULTS, ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
 import { printLadder } from '../report/ladder-table.ts';
+import { ASAP_ENVIRONMENTS, type AsapEnvironment } from '../protocol.ts';
 import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
 
 interface DemoFlags extends RunFlags {
@@ -44,7 +38,7 @@ interface DemoFlags extends RunFlags {
   shortlist: number;
   concurrency: number;
   includeControls?: boolean;
-  asapEnv: LadderEnvironment[];
+  asapEnv: AsapEnvironment[];
 }
 
 const TRAJECTORIES = join(REPO_ROOT, 'trajectories');
@@ -70,7 +64,7 @@ export function demoCommand(): Command {
           '--asap-env <kind...>',
           "environment kinds of the shortlist's ASAP episodes, side by side: swe, terminal (Docker), research",
         )
-          .choices([...LADDER_ENVIRONMENTS])
+          .choices([...ASAP_ENVIRONMENTS])
           .default(['swe']),
       )
       .option('--include-controls', INCLUDE_CONTROLS_HELP)

@@ -16,15 +16,9 @@ import {
   reportFailures,
   type ScoringFlags,
 } from './scoring-options.ts';
-import {
-  LADDER_DEFAULTS,
-  LADDER_ENVIRONMENTS,
-  type LadderEnvironment,
-  ladderConfig,
-  runLadder,
-  type LadderSettings,
-} from '../pipeline/ladder.ts';
+import { LADDER_DEFAULTS, ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
 import { printLadder } from '../report/ladder-table.ts';
+import { ASAP_ENVIRONMENTS, type AsapEnvironment } from '../protocol.ts';
 
 interface ScreenFlags extends ScoringFlags {
   shortlist: number;
@@ -40,7 +34,7 @@ interface ScreenFlags extends ScoringFlags {
   reference: string;
   concurrency: number;
   includeControls?: boolean;
-  asapEnv: LadderEnvironment[];
+  asapEnv: AsapEnvironment[];
   terminalTasks: string;
   researchSet: string;
 }
@@ -76,7 +70,7 @@ export function screenCommand(): Command {
           '--asap-env <kind...>',
           "environment kinds of the shortlist's ASAP episodes, side by side: swe, terminal (Docker), research",
         )
-          .choices([...LADDER_ENVIRONMENTS])
+          .choices([...ASAP_ENVIRONMENTS])
           .default(['swe']),
       )
       .option('--terminal-tasks <dir>', 'with --asap-env terminal: Terminal-Bench task directories', EMBEDDED_TERMINAL_TASKS)

@@ -23,7 +23,7 @@ import { runTerminalOverCheckpoints } from './terminal.ts';
 import { averageRanks } from '../stats/correlation.ts';
 import { asapProtocolSettings, runAsapOverCheckpoints } from './asap.ts';
 import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from './checkpoint-loop.ts';
-import { ACTION_MAX_TOKENS, ASAP_PROTOCOL, passAtKs, SAMPLING } from '../protocol.ts';
+import { ACTION_MAX_TOKENS, ASAP_PROTOCOL, type AsapEnvironment, passAtKs, SAMPLING } from '../protocol.ts';
 
 export interface LadderSettings {
   shortlist: number;
@@ -47,17 +47,13 @@ export interface LadderSettings {
   /** Treat controls (checkpoints that have seen the probes) as candidates: shortlisted and recommended like any other. */
   includeControls?: boolean | undefined;
   /** The environment kinds the shortlist's ASAP episodes run in (default: swe only). */
-  asapEnvs?: readonly LadderEnvironment[] | undefined;
+  asapEnvs?: readonly AsapEnvironment[] | undefined;
   /** Terminal-Bench task directories and the deep-research set, for those kinds (default: the shipped ones). */
   terminalTasks?: string | undefined;
   researchSet?: string | undefined;
 }
 
-/** The environment kinds of ASAP (`probe asap --env`): repository tasks, Terminal-Bench tasks, deep research. */
-export const LADDER_ENVIRONMENTS = ['swe', 'terminal', 'research'] as const;
-export type LadderEnvironment = (typeof LADDER_ENVIRONMENTS)[number];
-
-const envsOf = (s: LadderSettings): readonly LadderEnvironment[] => s.asapEnvs ?? ['swe'];
+const envsOf = (s: LadderSettings): readonly AsapEnvironment[] => s.asapEnvs ?? ['swe'];
 
 /** `probe screen`'s defaults: a shortlist of 2, pass@K with n = 8 on twice the shortlist, 2 ASAP runs per instance, the protocol's token limits. */
 export const LADDER_DEFAULTS = {
@@ -82,6 +78,7 @@ export interface LadderOutcome {
 
 /** What decides a ladder's results, for run.json (a resumed run must match it). */
 export function ladderConfig(s: LadderSettings): Record<string, unknown> {
+  const envs = envsOf(s);
   return {
     shortlist: s.shortlist,
     passk_top: s.passkTop ?? 2 * s.shortlist,
@@ -95,12 +92,12 @@ export function ladderConfig(s: LadderSettings): Record<string, unknown> {
     asap_instances: s.asapInstances ?? null,
     include_controls: Boolean(s.includeControls),
     // Only where it is not SWE alone: ladders from before keep the settings they resume with.
-    ...(envsOf(s).join() === 'swe'
+    ...(envs.join() === 'swe'
       ? {}
       : {
-          asap_envs: [...envsOf(s)],
-          ...(envsOf(s).includes('terminal') ? { terminal_tasks: resolve(s.terminalTasks ?? EMBEDDED_TERMINAL_TASKS) } : {}),
-          ...(envsOf(s).includes('research') ? { research_set: resolve(s.researchSet ?? EMBEDDED_RESEARCH_SET) } : {}),
+          asap_envs: [...envs],
+          ...(envs.includes('terminal') ? { terminal_tasks: resolve(s.terminalTasks ?? EMBEDDED_TERMINAL_TASKS) } : {}),
+          ...(envs.includes('research') ? { research_set: resolve(s.researchSet ?? EMBEDDED_RESEARCH_SET) } : {}),
         }),
   };
 }
@@ -233,7 +230,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   };
   if (s.asapRuns > 0 && shortlist.length > 0 && envs.includes('swe')) {
     const asap = await runAsapOverCheckpoints(
-      shortlist.map((name) => checkpointNamed.get(name)!),
+      shortlisted,
       asapTasksOf(run, s),
       asapProtocolSettings({
         tasksPath: s.tasksPath,
@@ -255,8 +252,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
     asapOut = asap.out;
     failures.push(...asap.failures);
     for (const r of asap.results) {
-      const row = rows.find((x) => x.checkpoint === r.checkpoint)!;
-      row.asap = {
+      rowOf(r.checkpoint).asap = {
         pass_at_1: r.pass_at['1']!,
         intersection: r.intersection,
         parsable_turns: r.behaviour.parsable_turns,
