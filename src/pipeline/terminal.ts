@@ -18,7 +18,7 @@ import { client, dockerAvailable } from '../sandbox/docker.ts';
 import { readJsonl } from '../store/jsonl-log.ts';
 import { checkpointRecords, probeSetRecord, RunDir, type SampleLine } from '../store/run-dir.ts';
 import { terminalTranscript } from '../terminal/episode.ts';
-import { terminalImage, treeHash } from '../terminal/image.ts';
+import { type TerminalImage, terminalImage, treeHash } from '../terminal/image.ts';
 import { buildTerminalPrefix, type TerminalPrefix } from '../terminal/prefix.ts';
 import {
   runTerminal,
@@ -53,15 +53,10 @@ export interface TerminalRunOutcome {
 }
 
 /** The prefix kept in the run directory, or built now and kept. */
-async function prefixFor(
-  dir: RunDir,
-  task: TerminalTask,
-  instance: Omit<TerminalInstance, 'prefix'>,
-  s: TerminalRunSettings,
-): Promise<TerminalPrefix> {
+async function prefixFor(dir: RunDir, task: TerminalTask, image: TerminalImage, s: TerminalRunSettings): Promise<TerminalPrefix> {
   const file = join(dir.dir, 'prefixes', `${checkpointKey(task.id)}.${s.profile}.json`);
   if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as TerminalPrefix;
-  const prefix = await buildTerminalPrefix(task, instance.image, s.profile, s.prefixSteps, s.actionTimeoutMs);
+  const prefix = await buildTerminalPrefix(task, image, s.profile, s.prefixSteps, s.actionTimeoutMs);
   mkdirSync(dirname(file), { recursive: true });
   writeFileSync(file, `${JSON.stringify(prefix, null, 2)}\n`);
   return prefix;
@@ -116,7 +111,7 @@ export async function runTerminalOverCheckpoints(
     say(`  ${task.id}: image`);
     const image = await terminalImage(client(), task);
     say(`, prefix`);
-    const prefix = await prefixFor(dir, task, { task, image }, s);
+    const prefix = await prefixFor(dir, task, image, s);
     say(` (${prefix.steps.length} of ${prefix.solutionSteps} solution steps${prefix.shortened ? `: ${prefix.shortened}` : ''})\n`);
     instances.push({ task, image, prefix });
   }

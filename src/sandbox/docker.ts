@@ -135,7 +135,7 @@ function installSignalCleanup(): void {
 }
 
 /** A host directory as a tar stream whose entries are root's and read-only to anyone else. */
-function rootOwnedTarOf(dir: string): Readable {
+export function rootOwnedTarOf(dir: string): Readable {
   return spawn('tar', ['-C', dir, '--owner=0', '--group=0', '--numeric-owner', '--mode=a+rX,go-w', '-c', '.'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   }).stdout;

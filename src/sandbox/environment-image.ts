@@ -64,6 +64,17 @@ function normalized(packages: readonly string[]): string[] {
   return [...new Set(packages)].sort();
 }
 
+/** Whether this engine has the image (by name or id). */
+export async function imageExists(docker: Docker, image: string): Promise<boolean> {
+  return docker
+    .getImage(image)
+    .inspect()
+    .then(
+      () => true,
+      () => false,
+    );
+}
+
 /** Builds in progress or done in this process, by tag. */
 const images = new Map<string, Promise<string>>();
 let swept = false;
@@ -97,14 +108,7 @@ async function imageId(docker: Docker, image: string): Promise<string> {
 }
 
 async function ensureImage(docker: Docker, baseImage: string, baseId: string, tag: string, packages: string[]): Promise<string> {
-  const exists = await docker
-    .getImage(tag)
-    .inspect()
-    .then(
-      () => true,
-      () => false,
-    );
-  if (!exists) await build(docker, baseImage, baseId, tag, packages);
+  if (!(await imageExists(docker, tag))) await build(docker, baseImage, baseId, tag, packages);
   return tag;
 }
 

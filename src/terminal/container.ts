@@ -22,11 +22,10 @@
  * asked-for package that python3 lacks; their apt-get and curl lines fail harmlessly (no
  * root, no network). The verifier's output shows all of it.
  */
-import { spawn } from 'node:child_process';
-import type { Duplex, Readable } from 'node:stream';
+import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError, ProbeError } from '../errors.ts';
-import { client, dockerAvailable, LABEL, sweepLeftovers } from '../sandbox/docker.ts';
+import { client, dockerAvailable, LABEL, rootOwnedTarOf, sweepLeftovers } from '../sandbox/docker.ts';
 import { OutputCapture } from '../sandbox/output-capture.ts';
 import { LIMITS } from '../sandbox/types.ts';
 import { onShutdown } from '../util/shutdown.ts';
@@ -136,10 +135,7 @@ export class TerminalContainer {
   }
 
   /** A command as the sandbox user (or capability-less root), its output interleaved and capped. */
-  async exec(
-    command: string,
-    options: { timeoutMs: number; root?: boolean; env?: Record<string, string>; stdin?: Readable },
-  ): Promise<CommandResult> {
+  async exec(command: string, options: { timeoutMs: number; root?: boolean; env?: Record<string, string> }): Promise<CommandResult> {
     if (this.closed) throw new ProbeError('the terminal sandbox is closed');
     const seconds = Math.max(1, Math.ceil(options.timeoutMs / 1000));
     const env = { ...SHELL_ENV, ...options.env };
@@ -148,14 +144,12 @@ export class TerminalContainer {
       User: options.root ? '0:0' : USER,
       WorkingDir: this.workdir,
       Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
-      AttachStdin: options.stdin !== undefined,
       AttachStdout: true,
       AttachStderr: true,
     });
-    const stream = (await exec.start({ hijack: true, stdin: options.stdin !== undefined })) as Duplex;
+    const stream = (await exec.start({ hijack: true, stdin: false })) as Duplex;
     const output = new OutputCapture(OUTPUT_CAP);
     this.container.modem.demuxStream(stream, output, output);
-    if (options.stdin) options.stdin.pipe(stream);
     const cut = await new Promise<boolean>((resolve) => {
       const backstop = setTimeout(() => {
         stream.destroy();
@@ -247,10 +241,7 @@ export class TerminalContainer {
     );
     if (fresh.exitCode !== 0) throw new ProbeError(`cannot prepare /logs/verifier for grading: ${fresh.output.trim().slice(0, 300)}`);
     // /tests is root's: the sandbox user cannot have planted anything there.
-    const tar = spawn('tar', ['-C', task.testsDir, '--owner=0', '--group=0', '--numeric-owner', '--mode=a+rX,go-w', '-c', '.'], {
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    await this.container.putArchive(tar.stdout, { path: '/tests' });
+    await this.container.putArchive(rootOwnedTarOf(task.testsDir), { path: '/tests' });
     const ran = await this.exec('bash /tests/test.sh', {
       timeoutMs: task.verifierTimeoutSec * 1000,
       env: { PATH: `${OFFLINE_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin` },

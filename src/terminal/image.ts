@@ -26,6 +26,7 @@ import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { BASE_IMAGE } from '../sandbox/docker.ts';
+import { imageExists } from '../sandbox/environment-image.ts';
 import type { TerminalTask } from './task.ts';
 
 /** Part of every tag: a change to how images are made must not reuse ones made the old way. */
@@ -79,16 +80,6 @@ export function treeHash(dir: string): string {
   };
   walk(dir);
   return hash.digest('hex');
-}
-
-async function imageExists(docker: Docker, image: string): Promise<boolean> {
-  return docker
-    .getImage(image)
-    .inspect()
-    .then(
-      () => true,
-      () => false,
-    );
 }
 
 /** A directory as a tar stream (the build context). */
