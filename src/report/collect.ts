@@ -83,11 +83,6 @@ function probeItemsOf(dir: string, manifest: RunManifest | null): ProbeItem[] {
   return [];
 }
 
-/**
- * Transcript paths from where the episodes are in the run directory now, not from the
- * paths recorded when it ran: a moved directory still reports, and a report never reads
- * a file outside the runs it was given.
- */
 export interface TerminalReport extends TerminalResult {
   /** Per task, its runs' transcripts (episodes/<checkpoint>/<task>/run-N.md) that exist. */
   transcripts: Record<string, string[]>;
@@ -108,6 +103,11 @@ function terminalTranscripts(dir: string, results: TerminalResult[]): TerminalRe
   }));
 }
 
+/**
+ * Transcript paths from where the episodes are in the run directory now, not from the
+ * paths recorded when it ran: a moved directory still reports, and a report never reads
+ * a file outside the runs it was given.
+ */
 function withTranscriptsIn(asapDir: string, results: AsapResult[]): AsapResult[] {
   const store = new AsapStore(asapDir);
   const root = resolve(asapDir) + sep;

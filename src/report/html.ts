@@ -376,6 +376,15 @@ function researchSection(data: ReportData): string {
   );
 }
 
+/** A transcript as the report shows it: whole up to `maxChars`, else its end, saying where the rest is. */
+function shownTranscript(file: string, maxChars: number): string {
+  if (!existsSync(file)) return `(transcript not found: ${file})`;
+  const text = readFileSync(file, 'utf8');
+  return text.length > maxChars
+    ? `[… ${text.length - maxChars} earlier characters not shown; the whole transcript is ${file}]\n${text.slice(-maxChars)}`
+    : text;
+}
+
 function terminalSection(data: ReportData, maxChars: number): string {
   if (!data.terminal.length) return '';
   const transcripts = data.terminal
@@ -387,11 +396,9 @@ function terminalSection(data: ReportData, maxChars: number): string {
             return (
               `<details class="instance"><summary>${esc(item.task_id)}: ${esc(`${item.c}/${item.n}`)} resolved</summary>` +
               files
-                .map((file, run) => {
-                  let text = readFileSync(file, 'utf8');
-                  if (text.length > maxChars)
-                    text = `[… ${text.length - maxChars} earlier characters not shown; the whole transcript is ${file}]\n${text.slice(-maxChars)}`;
-                  return `<details class="transcript"><summary>run ${run}: reward ${esc(String(item.rewards?.[run] ?? '–'))}</summary><pre>${esc(text)}</pre></details>`;
+                .map((file) => {
+                  const run = Number(/run-(\d+)\.md$/.exec(file)?.[1]);
+                  return `<details class="transcript"><summary>run ${run}: reward ${esc(String(item.rewards?.[run] ?? '–'))}</summary><pre>${esc(shownTranscript(file, maxChars))}</pre></details>`;
                 })
                 .join('') +
               '</details>'
@@ -530,12 +537,7 @@ function transcriptsSection(results: AsapResult[], maxChars: number, maxTranscri
                     `run ${run.run}: ${run.resolved ? 'RESOLVED' : 'not resolved'} — ${run.termination}, ${run.steps} steps`,
                   );
                   if (included++ >= maxTranscripts) return `<p class="transcript-path">${head}: <code>${esc(run.transcript)}</code></p>`;
-                  let text = existsSync(run.transcript)
-                    ? readFileSync(run.transcript, 'utf8')
-                    : `(transcript not found: ${run.transcript})`;
-                  if (text.length > maxChars)
-                    text = `[… ${text.length - maxChars} earlier characters not shown; the whole transcript is ${run.transcript}]\n${text.slice(-maxChars)}`;
-                  return `<details class="transcript"><summary>${head}</summary><pre>${esc(text)}</pre></details>`;
+                  return `<details class="transcript"><summary>${head}</summary><pre>${esc(shownTranscript(run.transcript, maxChars))}</pre></details>`;
                 })
                 .join('') +
               '</details>',
