@@ -21,7 +21,7 @@ import { treeDiff } from '../sandbox/git-state.ts';
 import type { Sandbox } from '../sandbox/types.ts';
 import { normalizeMdXml } from '../formats/md-xml-format.ts';
 import { type Action, renderAction } from '../formats/md-xml.ts';
-import type { AsapFormat, Extracted } from '../formats/asap-transcripts.ts';
+import { type AsapFormat, type Extracted, transcriptText } from '../formats/asap-transcripts.ts';
 import { sourceChanges } from './patch.ts';
 import { allowsAction, type ToolProfile } from './profiles.ts';
 
@@ -136,16 +136,6 @@ export function decide(
       : { kind: 'hint', outcome: 'repeat_suppressed', message: HINTS.repeat };
   }
   return { kind: 'execute', action };
-}
-
-/** The transcript text of the steps taken so far, ending with the cue for the next one. */
-export function transcriptText(prefixText: string, steps: readonly EpisodeStep[], format: AsapFormat): string {
-  let text = prefixText;
-  for (const step of steps) {
-    text += format.cue + step.completion;
-    if (step.observation !== null) text += format.renderObservation(step.observation);
-  }
-  return text;
 }
 
 /** One completion call per step (backends/step-completion.ts), in the episode's transcript format. */

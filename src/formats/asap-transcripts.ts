@@ -222,6 +222,24 @@ const markdown: AsapFormat = {
 
 const FORMATS: Record<AsapFormatName, AsapFormat> = { 'md+xml': mdXml, xml, json, markdown };
 
+/**
+ * A transcript: `head` (the task, and the reference prefix where there is one), then each
+ * step as the model wrote it, after the format's cue, with the harness's observation (none on
+ * the step that ended the episode). A prompt for the next step is this plus `format.cue`.
+ */
+export function transcriptText(
+  head: string,
+  steps: ReadonlyArray<{ completion: string; observation: string | null }>,
+  format: AsapFormat,
+): string {
+  let text = head;
+  for (const step of steps) {
+    text += format.cue + step.completion;
+    if (step.observation !== null) text += format.renderObservation(step.observation);
+  }
+  return text;
+}
+
 export function asapFormat(name: AsapFormatName): AsapFormat {
   return FORMATS[name];
 }

@@ -12,7 +12,8 @@
  */
 import { completeStep } from '../backends/step-completion.ts';
 import type { CompletionBackend } from '../backends/types.ts';
-import { renderObservation, renderTask } from '../formats/md-xml.ts';
+import { asapFormat, transcriptText } from '../formats/asap-transcripts.ts';
+import { renderTask } from '../formats/md-xml.ts';
 import { type FoundResearchAction, findResearchAction, RESEARCH_STOPS, type ResearchAction, runResearchTool } from './actions.ts';
 import type { ResearchQuery } from './corpus.ts';
 import { gradeAnswer } from './grade.ts';
@@ -59,7 +60,8 @@ export interface ResearchEpisodeSettings {
   searchK: number;
 }
 
-const CUE = '\n## Thinking\n';
+/** The transcript format of these episodes: ASAP's md+xml, with the research tools as actions. */
+const MD_XML = asapFormat('md+xml');
 
 export const RESEARCH_HINTS = {
   format: (error: string) =>
@@ -115,12 +117,7 @@ export function decideResearch(history: readonly ResearchStep[], found: FoundRes
 
 /** The transcript so far, ending with the cue for the next step. */
 export function researchTranscript(task: string, steps: readonly ResearchStep[]): string {
-  let text = task;
-  for (const step of steps) {
-    text += CUE + step.completion;
-    if (step.observation !== null) text += `\n${renderObservation(step.observation)}\n`;
-  }
-  return text + CUE;
+  return transcriptText(task, steps, MD_XML) + MD_XML.cue;
 }
 
 export interface ResearchEpisodeResult {

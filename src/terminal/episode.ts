@@ -19,7 +19,8 @@
  */
 import { completeStep } from '../backends/step-completion.ts';
 import type { CompletionBackend } from '../backends/types.ts';
-import { renderObservation, renderTask } from '../formats/md-xml.ts';
+import { asapFormat, transcriptText } from '../formats/asap-transcripts.ts';
+import { renderTask } from '../formats/md-xml.ts';
 import {
   exampleAction,
   type FoundTerminalAction,
@@ -82,7 +83,8 @@ export interface TerminalEpisodeSettings {
   agentTimeoutMs: number;
 }
 
-const CUE = '\n## Thinking\n';
+/** The transcript format of these episodes: ASAP's md+xml, with the terminal tools as actions. */
+export const MD_XML = asapFormat('md+xml');
 
 export const TERMINAL_HINTS = {
   format: (error: string, profile: TerminalProfile) =>
@@ -160,12 +162,7 @@ export function writtenStep(thought: string, action: TerminalAction): string {
 
 /** The transcript so far (prefix text, then the steps), ending with the cue for the next step. */
 export function terminalTranscript(prefixText: string, steps: ReadonlyArray<Pick<TerminalStep, 'completion' | 'observation'>>): string {
-  let text = prefixText;
-  for (const step of steps) {
-    text += CUE + step.completion;
-    if (step.observation !== null) text += `\n${renderObservation(step.observation)}\n`;
-  }
-  return text + CUE;
+  return transcriptText(prefixText, steps, MD_XML) + MD_XML.cue;
 }
 
 /** Runs one action in the container: the screen (terminus) or the output (bash). */

@@ -9,11 +9,11 @@
  */
 import type { TerminalProfile } from './actions.ts';
 import { TerminalContainer } from './container.ts';
-import { terminalTask, writtenStep } from './episode.ts';
+import { MD_XML, terminalTask, writtenStep } from './episode.ts';
 import type { TerminalImage } from './image.ts';
 import { readSolution, type SolutionStep } from './solution.ts';
 import type { TerminalTask } from './task.ts';
-import { renderObservation } from '../formats/md-xml.ts';
+import { transcriptText } from '../formats/asap-transcripts.ts';
 
 export interface TerminalPrefixStep extends SolutionStep {
   observation: string;
@@ -56,10 +56,11 @@ export function prefixStepAction(step: SolutionStep, profile: TerminalProfile) {
 }
 
 export function renderTerminalPrefix(task: TerminalTask, profile: TerminalProfile, steps: readonly TerminalPrefixStep[]): string {
-  let text = terminalTask(task.instruction, profile);
-  for (const step of steps)
-    text += `\n## Thinking\n${writtenStep(step.thought, prefixStepAction(step, profile))}\n${renderObservation(step.observation)}\n`;
-  return text;
+  const written = steps.map((step) => ({
+    completion: writtenStep(step.thought, prefixStepAction(step, profile)),
+    observation: step.observation,
+  }));
+  return transcriptText(terminalTask(task.instruction, profile), written, MD_XML);
 }
 
 export async function buildTerminalPrefix(
