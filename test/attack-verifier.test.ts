@@ -16,6 +16,7 @@ import { patchPaths, repoPathFromText } from '../src/verify/patch-paths.ts';
 import { strictJson, testSettingsChanged } from '../src/verify/runner-settings.ts';
 import { tomlEntries } from '../src/verify/toml-keys.ts';
 import { verifySandbox, verifyState, type Verdict } from '../src/verify/verifier.ts';
+import { skipWithoutDocker } from './helpers/docker.ts';
 import { ATTACKS, candidateCommands, JS, JS_FIX, PY, PY_FIX, type VerifierAttack } from './helpers/verifier-attacks.ts';
 
 describe('which changes are harness changes', () => {
@@ -155,12 +156,20 @@ describe('ASAP behaviour counts tampering per run and per checkpoint', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap())('attacks on the verifier in the local sandbox', () => {
+/** Every attack, graded in each sandbox a SWE task runs in: the local jail and Docker. */
+describe.each([
+  ['local', !hasBubblewrap()],
+  ['docker', skipWithoutDocker],
+] as const)('attacks on the verifier in the %s sandbox', (provider, skip) => {
+  if (skip) {
+    it.skip(`needs the ${provider} sandbox`, () => {});
+    return;
+  }
   const pools = new Map<string, SandboxPool>();
   const lease = (attack: VerifierAttack) => {
     const key = attack.task.instance_id;
     if (!pools.has(key))
-      pools.set(key, new SandboxPool((t) => openSandbox('local', t), attack.task.instance_id === PY.instance_id ? PY : JS, 2));
+      pools.set(key, new SandboxPool((t) => openSandbox(provider, t), attack.task.instance_id === PY.instance_id ? PY : JS, 2));
     return pools.get(key)!.lease;
   };
   afterAll(async () => {

@@ -4,7 +4,10 @@
  * path is put back as the base has it) and reported as tampering:
  *
  * - hooks that run inside the test process: `conftest.py`, `sitecustomize`/`usercustomize`,
- *   `*.pth`, compiled bytecode, `node_modules/`;
+ *   `*.pth`, compiled bytecode, `node_modules/`, and packaging metadata (`*.dist-info/`,
+ *   `*.egg-info`, `*.egg-link`) anywhere in the tree: importlib.metadata finds it in any
+ *   directory on `sys.path` (the repository root is one), and pytest loads every `pytest11`
+ *   entry point it names as a plugin before the first test;
  * - runner configuration: pytest/coverage/npm/yarn/mocha/jest/vitest/… config files, and the
  *   test sections of `setup.cfg`, `tox.ini`, `pyproject.toml`, `package.json` (decided from
  *   both versions' text, runner-settings.ts);
@@ -33,6 +36,7 @@ export const TAMPERING = {
   conftest: 'conftest.py: pytest runs its hooks and fixtures inside the test session',
   startup: 'sitecustomize/usercustomize: Python imports it at start-up, before any test',
   pth: '.pth file: Python runs its import lines at start-up',
+  metadata: 'packaging metadata (.dist-info/.egg-info): pytest loads the plugins its entry points name',
   bytecode: 'compiled bytecode: Python may run it instead of the source',
   nodeModules: "node_modules/: the tests' imports would resolve to it",
   runnerConfig: 'test-runner configuration file',
@@ -86,6 +90,15 @@ const TEST_FILE = /^(test_.*|.*_test|tests?)\.py$|^(test|test-.+|.+[.\-_]test|.+
 const SCRIPT = /\.[cm]?[jt]sx?$/;
 const SCRIPT_TEST_DIRS = ['test', '__tests__'];
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * A distribution's metadata as importlib.metadata looks for it in a `sys.path` directory
+ * (`name.dist-info/`, `name.egg-info` as a directory or a PKG-INFO file), and setuptools'
+ * `.egg-link` pointers. Compared case-blind, as importlib does.
+ */
+function isPackagingMetadata(segment: string): boolean {
+  return /\.(dist-info|egg-info|egg-link)$/i.test(segment);
+}
 
 /** A path segment's module name: the file name without its module extension, or the directory name. */
 function moduleName(segment: string): string {
@@ -148,6 +161,7 @@ export function classifyPath(path: RepoPath, ctx: HarnessContext): PathVerdict {
   if (segments.includes('node_modules')) return tampering(TAMPERING.nodeModules);
   if (lower === 'conftest.py') return tampering(TAMPERING.conftest);
   if (lower.endsWith('.pth')) return tampering(TAMPERING.pth);
+  if (segments.some(isPackagingMetadata)) return tampering(TAMPERING.metadata);
   if (segments.some((s) => ['sitecustomize', 'usercustomize'].includes(moduleName(s).toLowerCase()))) return tampering(TAMPERING.startup);
   if (segments.includes('__pycache__') || /\.py[co]$/.test(lower)) return tampering(TAMPERING.bytecode);
   if (RUNNER_CONFIG.test(lower)) return tampering(TAMPERING.runnerConfig);
