@@ -39,6 +39,8 @@ describe.skipIf(!hasBubblewrap())('local sandbox (bubblewrap)', () => {
     expect((await sb.exec('touch /usr/probe-was-here')).exitCode).not.toBe(0);
     expect((await sb.exec('ls /root /home 2>&1; echo done')).output).not.toMatch(/\.npm|work/);
     expect((await sb.exec('echo hi > /tmp/x && cat /tmp/x')).output).toBe('hi\n');
+    // The host's system git config (credential helpers, tokens) is not the jail's.
+    expect((await sb.exec('test -e /etc/gitconfig && echo present || echo absent')).output).toBe('absent\n');
   });
 
   it('kills the whole process group on timeout', async () => {

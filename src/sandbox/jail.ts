@@ -29,7 +29,11 @@ export const BASE_MOUNT = '/opt/probe-base';
 
 export const TOOLS_SOURCE = join(dirname(fileURLToPath(import.meta.url)), 'tools');
 
-/** What of /etc programs in a jail need: the loader, alternatives, time zone, certificates, interpreter config. */
+/**
+ * What of /etc programs in a jail need: the loader, alternatives, time zone, certificates,
+ * interpreter config. Not `gitconfig`: a host's system git config holds credential helpers
+ * and `http.extraHeader` tokens, and git in a jail needs none of it.
+ */
 const ETC_ENTRIES = [
   'ld.so.cache',
   'ld.so.conf',
@@ -44,7 +48,6 @@ const ETC_ENTRIES = [
   'ssl',
   'ca-certificates',
   'ca-certificates.conf',
-  'gitconfig',
   'inputrc',
   'bash.bashrc',
   'profile',
