@@ -4,6 +4,7 @@
  *
  *   asap.json                                   the protocol settings (a rerun must match them)
  *   prefixes/<instance>.json                    the reference prefix, built once for all checkpoints
+ *                                               (ids as file names: util/file-name.ts)
  *   episodes/<checkpoint>/<instance>/run-<r>.jsonl   start line, one line per step, end line
  *   episodes/<checkpoint>/<instance>/run-<r>.md      the transcript as the model saw it
  *   results.json                                written when the run finishes
@@ -16,6 +17,7 @@ import { join } from 'node:path';
 import { JsonlLog, readJsonl } from '../store/jsonl-log.ts';
 import { changedSettings, checkResume } from '../store/resume.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
+import { idFileName } from '../util/file-name.ts';
 import type { RunBehaviour } from './behaviour.ts';
 import type { EpisodeStep, Termination } from './episode.ts';
 import type { AsapPrefix } from './prefix.ts';
@@ -55,14 +57,18 @@ function writeJsonAtomic(file: string, value: unknown): void {
   writeFileAtomic(file, `${JSON.stringify(value, null, 2)}\n`);
 }
 
-/** A file-system-safe name for a checkpoint (its path, flattened). */
+/**
+ * A file-system-safe name for a checkpoint (its path, flattened; kept as it was so existing
+ * run directories resume). A flattened `.`, `..` or over-long name goes through
+ * `idFileName`, so no checkpoint's directory is the episodes directory or its parent.
+ */
 export function checkpointKey(checkpoint: string): string {
-  return (
+  const flat =
     checkpoint
       .replace(/^(\.?\/)+/, '')
       .replace(/\/+$/, '')
-      .replace(/[^A-Za-z0-9._-]+/g, '_') || 'checkpoint'
-  );
+      .replace(/[^A-Za-z0-9._-]+/g, '_') || 'checkpoint';
+  return flat === '.' || flat === '..' || flat.length > 200 ? idFileName(flat) : flat;
 }
 
 type EpisodeLine = EpisodeStart | ({ type: 'step' } & EpisodeStep) | EpisodeEnd;
@@ -106,7 +112,7 @@ export class AsapStore {
   }
 
   prefixFile(instance: string): string {
-    return join(this.dir, 'prefixes', `${instance}.json`);
+    return join(this.dir, 'prefixes', `${idFileName(instance)}.json`);
   }
 
   readPrefix(instance: string): AsapPrefix | undefined {
@@ -119,7 +125,7 @@ export class AsapStore {
   }
 
   episodeFile(checkpoint: string, instance: string, run: number, ext: 'jsonl' | 'md'): string {
-    return join(this.dir, 'episodes', checkpointKey(checkpoint), instance, `run-${run}.${ext}`);
+    return join(this.dir, 'episodes', checkpointKey(checkpoint), idFileName(instance), `run-${run}.${ext}`);
   }
 
   readEpisode(checkpoint: string, instance: string, run: number): SavedEpisode {

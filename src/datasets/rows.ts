@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { describeCause, InputError } from '../errors.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../util/json-depth.ts';
 
 export type Row = Record<string, unknown>;
 
@@ -19,6 +20,22 @@ export interface DatasetRow {
   index: number;
   /** 1-based line, for JSONL. */
   line?: number;
+  /**
+   * Set, with an empty `row`, when the row cannot be read safely (it nests too deeply), and
+   * only for a reader that asked for `problems: 'yield'`; otherwise such a row is thrown.
+   */
+  problem?: InputError;
+}
+
+export interface ReadRowsOptions {
+  /** Parquet only (other formats return whole rows): the columns to read. */
+  columns?: string[];
+  /**
+   * `throw` (the default): a row that cannot be read safely ends the file with its error;
+   * `yield`: it comes back with its `problem`, and the rows after it still do (a corpus
+   * whose good rows must build beside a bad one).
+   */
+  problems?: 'throw' | 'yield';
 }
 
 export const DATASET_EXTENSIONS = ['.jsonl', '.json', '.parquet'] as const;
@@ -40,7 +57,21 @@ function asRow(value: unknown, file: string, line?: number): Row {
   return value as Row;
 }
 
-async function* jsonlRows(file: string): AsyncGenerator<DatasetRow> {
+/**
+ * A row as read, or with its problem: too deep a row would overflow the stack of whatever
+ * reads it next (JSON.stringify, zod), so it is refused before anything does.
+ */
+function checkedRow(value: unknown, file: string, index: number, line: number | undefined, problems: 'throw' | 'yield'): DatasetRow {
+  if (!nestsDeeperThan(value)) return { row: asRow(value, file, line), index, ...(line === undefined ? {} : { line }) };
+  const problem = new InputError(
+    { file, line },
+    `${line === undefined ? `row ${index + 1}: ` : ''}nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects; not read`,
+  );
+  if (problems === 'throw') throw problem;
+  return { row: {}, index, ...(line === undefined ? {} : { line }), problem };
+}
+
+async function* jsonlRows(file: string, problems: 'throw' | 'yield'): AsyncGenerator<DatasetRow> {
   const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
   let line = 0;
   let index = 0;
@@ -53,11 +84,11 @@ async function* jsonlRows(file: string): AsyncGenerator<DatasetRow> {
     } catch (error) {
       throw new InputError({ file, line }, `not valid JSON: ${describeCause(error)}`, { cause: error });
     }
-    yield { row: asRow(value, file, line), index: index++, line };
+    yield checkedRow(value, file, index++, line, problems);
   }
 }
 
-function* jsonRows(file: string): Generator<DatasetRow> {
+function* jsonRows(file: string, problems: 'throw' | 'yield'): Generator<DatasetRow> {
   let value: unknown;
   try {
     value = JSON.parse(readFileSync(file, 'utf8'));
@@ -66,7 +97,7 @@ function* jsonRows(file: string): Generator<DatasetRow> {
   }
   const key = Array.isArray(value) ? undefined : ROW_LIST_KEYS.find((k) => Array.isArray((value as Row | null)?.[k]));
   const list = Array.isArray(value) ? value : key ? ((value as Row)[key] as unknown[]) : [value];
-  for (const [index, item] of list.entries()) yield { row: asRow(item, file), index };
+  for (const [index, item] of list.entries()) yield checkedRow(item, file, index, undefined, problems);
 }
 
 /** Parquet's INT64 as JSON has it: a number when exact, else its decimal string. */
@@ -78,7 +109,7 @@ function jsonValue(value: unknown): unknown {
   return value;
 }
 
-async function* parquetRows(file: string, columns?: string[]): AsyncGenerator<DatasetRow> {
+async function* parquetRows(file: string, problems: 'throw' | 'yield', columns?: string[]): AsyncGenerator<DatasetRow> {
   const buffer = await asyncBufferFromFile(file);
   let metadata: Awaited<ReturnType<typeof parquetMetadataAsync>>;
   try {
@@ -97,7 +128,11 @@ async function* parquetRows(file: string, columns?: string[]): AsyncGenerator<Da
     } catch (error) {
       throw new InputError({ file }, `cannot read rows ${rowStart}–${rowEnd - 1}: ${describeCause(error)}`, { cause: error });
     }
-    for (const [i, row] of rows.entries()) yield { row: jsonValue(row) as Row, index: rowStart + i };
+    // Depth first: jsonValue recurses.
+    for (const [i, row] of rows.entries())
+      yield nestsDeeperThan(row)
+        ? checkedRow(row, file, rowStart + i, undefined, problems)
+        : { row: jsonValue(row) as Row, index: rowStart + i };
     rowStart = rowEnd;
   }
 }
@@ -105,15 +140,16 @@ async function* parquetRows(file: string, columns?: string[]): AsyncGenerator<Da
 /**
  * Every row of a dataset file, in order. `columns` (Parquet only; other formats return
  * whole rows) skips the columns a caller does not need, which for trajectory corpora are
- * most of the bytes.
+ * most of the bytes; `problems` says what a row that cannot be read safely does.
  */
-export function readRows(file: string, options: { columns?: string[] } = {}): AsyncGenerator<DatasetRow> {
+export function readRows(file: string, options: ReadRowsOptions = {}): AsyncGenerator<DatasetRow> {
   if (!existsSync(file) || statSync(file).isDirectory()) throw new InputError({ file }, 'no such dataset file');
-  if (file.endsWith('.parquet')) return parquetRows(file, options.columns);
-  if (file.endsWith('.jsonl')) return jsonlRows(file);
+  const problems = options.problems ?? 'throw';
+  if (file.endsWith('.parquet')) return parquetRows(file, problems, options.columns);
+  if (file.endsWith('.jsonl')) return jsonlRows(file, problems);
   if (file.endsWith('.json'))
     return (async function* () {
-      yield* jsonRows(file);
+      yield* jsonRows(file, problems);
     })();
   throw new InputError({ file }, `not a dataset file (expected ${DATASET_EXTENSIONS.join(', ')})`);
 }

@@ -88,6 +88,32 @@ export interface BuildOutcome {
   skipped?: { unresolved: number; noTask: number };
 }
 
+/**
+ * The error that makes one trajectory bad input, or undefined for one that must stop the
+ * build. A stack overflow is the first: reading too deep a document (one the depth checks of
+ * the importers did not see) is that document's problem, and the others still build.
+ */
+function trajectoryInputError(error: unknown, source: string): InputError | undefined {
+  if (error instanceof InputError) return error;
+  if (error instanceof RangeError && /call stack/i.test(error.message))
+    return new InputError({ file: source }, 'nests too deeply to read (the stack overflowed); not built', { cause: error });
+  return undefined;
+}
+
+/**
+ * Refuses a trajectory whose probe items take ids another trajectory's items have (say
+ * `x.mini.json` beside `x.mini.traj.json`): a probe set with a repeated id cannot be loaded.
+ */
+function claimItemIds(built: TrajectoryBuild, owners: Map<string, string>, source: string): void {
+  const taken = built.items.find((item) => owners.has(item.id));
+  if (taken)
+    throw new InputError(
+      { file: source, field: 'id' },
+      `its probe item id "${taken.id}" is already the id of an item from ${owners.get(taken.id)}`,
+    );
+  for (const item of built.items) owners.set(item.id, built.outcome.trajectory);
+}
+
 /** A corpus file of trajectory rows, rather than a directory of trajectory files. */
 export function isTrajectoryCorpus(path: string): boolean {
   return isCorpusFile(path) && Boolean(statSync(path, { throwIfNoEntry: false })?.isFile());
@@ -195,6 +221,7 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
   const skipped = { unresolved: 0, noTask: 0 };
   const outcome: BuildOutcome = { items: [], trajectories: [], inputErrors: 0, skipped };
   const progress = createProgress({ total: (await corpusRowCount(file)) ?? 0, enabled: !s.quiet });
+  const owners = new Map<string, string>();
   let ticked = 0;
   // Rows read but not built (unresolved) count towards the file's total without taking time.
   const catchUp = (rows: number) => {
@@ -217,10 +244,12 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
         progress.label(`replaying ${row.name}`);
         const built = known ?? (await buildOne(row.trajectory(), row.name, task, s, root));
         if (!known) s.memo?.put(row.key, built);
+        claimItemIds(built, owners, row.source);
         outcome.items.push(...built.items);
         outcome.trajectories.push(built.outcome);
-      } catch (error) {
-        if (!(error instanceof InputError)) throw error;
+      } catch (caught) {
+        const error = trajectoryInputError(caught, row.source);
+        if (!error) throw caught;
         // A malformed row is a rejection naming its index and field; the other rows are still built.
         outcome.inputErrors++;
         outcome.trajectories.push({
@@ -247,6 +276,7 @@ export async function buildProbeSet(s: BuildSettings): Promise<BuildOutcome> {
   const root = resolve(s.trajectories, '..');
   const outcome: BuildOutcome = { items: [], trajectories: [], inputErrors: 0 };
   const progress = createProgress({ total: files.length, enabled: !s.quiet });
+  const owners = new Map<string, string>();
   try {
     for (const file of files) {
       progress.label(`replaying ${file}`);
@@ -255,10 +285,12 @@ export async function buildProbeSet(s: BuildSettings): Promise<BuildOutcome> {
         const built = known ?? (await buildTrajectory(file, s, root));
         // A replay's verdict is kept (a rejection included); a file that could not be read is not, so a fixed file is built next time.
         if (!known) s.memo?.put(basename(file), built);
+        claimItemIds(built, owners, file);
         outcome.items.push(...built.items);
         outcome.trajectories.push(built.outcome);
-      } catch (error) {
-        if (!(error instanceof InputError)) throw error;
+      } catch (caught) {
+        const error = trajectoryInputError(caught, file);
+        if (!error) throw caught;
         // A bad file is recorded as a rejection; the other trajectories are still built.
         outcome.inputErrors++;
         outcome.trajectories.push({

@@ -19,6 +19,7 @@ import { ResearchIndex } from '../research/search-index.ts';
 import { readJsonl } from '../store/jsonl-log.ts';
 import { checkpointRecords, probeSetRecord, RunDir, type SampleLine } from '../store/run-dir.ts';
 import { type Failure, forEachCheckpoint, itemHooks, servingConfig, settingsRunDir } from './checkpoint-loop.ts';
+import { idFileName } from '../util/file-name.ts';
 
 /** The episodes' settings (research/run.ts), and where the run is and how its checkpoints are served. */
 export interface ResearchRunSettings extends ResearchRunOptions {
@@ -125,7 +126,7 @@ function writeTranscripts(dir: RunDir, set: ResearchSet, checkpoints: readonly C
     const name = nameOf.get(checkpoint);
     if (name === undefined) continue; // a checkpoint of an earlier invocation of the run: its transcripts are written already
     // Laid out as SWE episodes are (asap/store.ts): the checkpoint as given, the question, the run.
-    const file = join(dir.dir, 'episodes', checkpointKey(name), checkpointKey(result.query_id), `run-${result.run}.md`);
+    const file = join(dir.dir, 'episodes', checkpointKey(name), idFileName(result.query_id), `run-${result.run}.md`);
     mkdirSync(dirname(file), { recursive: true });
     writeFileSync(
       file,

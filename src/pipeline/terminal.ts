@@ -29,6 +29,7 @@ import {
 } from '../terminal/run.ts';
 import type { TerminalTask } from '../terminal/task.ts';
 import { type Failure, forEachCheckpoint, itemHooks, servingConfig, settingsRunDir } from './checkpoint-loop.ts';
+import { idFileName } from '../util/file-name.ts';
 
 export interface TerminalRunSettings extends TerminalRunOptions {
   /** The directory the tasks came from. */
@@ -54,7 +55,7 @@ export interface TerminalRunOutcome {
 
 /** The prefix kept in the run directory, or built now and kept. */
 async function prefixFor(dir: RunDir, task: TerminalTask, image: TerminalImage, s: TerminalRunSettings): Promise<TerminalPrefix> {
-  const file = join(dir.dir, 'prefixes', `${checkpointKey(task.id)}.${s.profile}.json`);
+  const file = join(dir.dir, 'prefixes', `${idFileName(task.id)}.${s.profile}.json`);
   if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as TerminalPrefix;
   const prefix = await buildTerminalPrefix(task, image, s.profile, s.prefixSteps, s.actionTimeoutMs);
   mkdirSync(dirname(file), { recursive: true });
@@ -150,7 +151,7 @@ function writeTranscripts(dir: RunDir, instances: readonly TerminalInstance[], c
     const name = nameOf.get(checkpoint);
     if (!instance || name === undefined) continue; // a checkpoint of an earlier invocation: written already
     const text = terminalTranscript(instance.prefix.text, result.steps).replace(/\n## Thinking\n$/, '\n');
-    const file = join(dir.dir, 'episodes', checkpointKey(name), checkpointKey(result.task_id), `run-${result.run}.md`);
+    const file = join(dir.dir, 'episodes', checkpointKey(name), idFileName(result.task_id), `run-${result.run}.md`);
     mkdirSync(dirname(file), { recursive: true });
     const verdict = result.resolved ? 'RESOLVED' : `not resolved (${result.reason ?? 'tests failed'})`;
     writeFileSync(file, `${text}\n<!-- episode ended: ${result.termination}; ${verdict}; reward ${result.reward} -->\n`);

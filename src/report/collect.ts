@@ -18,6 +18,7 @@ import type { ProbeItem } from '../schema/probe-item.ts';
 import { probeSetRecord, type RunManifest } from '../store/run-dir.ts';
 import { readResults } from './results-schema.ts';
 import type { LadderRow } from '../schema/ladder-row.ts';
+import { idFileName } from '../util/file-name.ts';
 
 /** The MCQ accuracy a ladder row is ranked and shown by (`rankingAccuracy`: acc_norm). */
 export function ladderMcqAccuracy(r: Pick<LadderRow, 'mcq_acc' | 'mcq_acc_norm'>): number {
@@ -96,7 +97,7 @@ function terminalTranscripts(dir: string, results: TerminalResult[]): TerminalRe
       r.items.map((item) => [
         item.task_id,
         Array.from({ length: item.n }, (_, run) =>
-          join(dir, 'episodes', checkpointKey(r.checkpoint), checkpointKey(item.task_id), `run-${run}.md`),
+          join(dir, 'episodes', checkpointKey(r.checkpoint), idFileName(item.task_id), `run-${run}.md`),
         ).filter((f) => existsSync(f)),
       ]),
     ),

@@ -8,6 +8,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { describeCause, InputError } from '../errors.ts';
+import { UniqueIds } from '../util/unique-ids.ts';
 
 export interface ResearchDoc {
   docid: string;
@@ -87,7 +88,10 @@ export function loadCorpus(file: string): ResearchDoc[] {
 /** The queries; each document they name must be in the corpus (a gold document missing from it would make a query unanswerable). */
 export function loadQueries(file: string, corpus: readonly ResearchDoc[]): ResearchQuery[] {
   const known = new Set(corpus.map((d) => d.docid));
+  // Episodes are memoised by query id: a repeated one would be run once and counted twice.
+  const queryIds = new UniqueIds('query_id');
   return readRows(file, QueryRow).map(({ row, line }) => {
+    queryIds.add(row.query_id, { file, line });
     const gold = (row.gold_docs ?? []).map((d) => d.docid);
     const evidence = (row.evidence_docs ?? row.gold_docs ?? []).map((d) => d.docid);
     for (const [field, ids] of [

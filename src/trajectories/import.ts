@@ -7,6 +7,7 @@ import { r2eGym } from '../formats/r2e-gym.ts';
 import { SCAFFOLDS, type ScaffoldName } from '../formats/registry.ts';
 import { sweAgent } from '../formats/swe-agent.ts';
 import { Trajectory } from '../schema/trajectory.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../util/json-depth.ts';
 import { importAsap, looksLikeAsap } from './formats/asap.ts';
 import { importMiniSweAgent, looksLikeMiniSweAgent, miniSweAgentFormat } from './formats/mini-swe-agent.ts';
 import { importOpenHands, looksLikeOpenHands } from './formats/openhands.ts';
@@ -40,6 +41,7 @@ export function importTrajectory(file: string, format?: ScaffoldName): Trajector
       jsonError = error;
     }
   }
+  if (data !== undefined) checkDepth(data, file);
   const chosen = format ?? detectFormat(data, text);
   if (!chosen) {
     if (jsonError) throw new InputError({ file }, `not valid JSON (truncated?): ${describeCause(jsonError)}`, { cause: jsonError });
@@ -52,10 +54,20 @@ export function importTrajectory(file: string, format?: ScaffoldName): Trajector
 }
 
 /**
+ * Refuses a value nested deeper than any scaffold writes, before the detectors and
+ * importers (which stringify and recurse) overflow the stack on it.
+ */
+function checkDepth(data: unknown, source: string): void {
+  if (nestsDeeperThan(data))
+    throw new InputError({ file: source }, `nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects; not read`);
+}
+
+/**
  * A trajectory already parsed into one scaffold's shape (a `.traj` object, an OpenHands
  * event list, …), e.g. a row of a trajectory corpus; `source` names where it came from.
  */
 export function importTrajectoryData(data: unknown, source: string, format: Exclude<ScaffoldName, typeof asapLog.scaffold>): Trajectory {
+  checkDepth(data, source);
   const trajectory = (() => {
     switch (format) {
       case sweAgent.scaffold:

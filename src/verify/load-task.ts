@@ -12,6 +12,7 @@ import { isDatasetFile, readRows, type DatasetRow } from '../datasets/rows.ts';
 import { Task, type LoadedTask } from '../schema/task.ts';
 import { checkTestLists } from './test-lists.ts';
 import { rowFacts, type FieldProblem, type RowFactsOptions } from '../swebench/row-facts.ts';
+import { UniqueIds } from '../util/unique-ids.ts';
 
 export type LoadTaskOptions = RowFactsOptions;
 
@@ -54,10 +55,18 @@ function parseTask(file: string, datasetRow: DatasetRow, options: LoadTaskOption
   return { ...task, file, ...(repoDir ? { repoDir } : {}) };
 }
 
-/** Every task of a task file or dataset file (.json, .jsonl, .parquet). */
-export async function loadTaskFile(file: string, options: LoadTaskOptions = {}): Promise<LoadedTask[]> {
+/**
+ * Every task of a task file or dataset file (.json, .jsonl, .parquet). `ids` holds the
+ * instance ids read so far (of other files too): results are keyed by instance id, so a
+ * repeated one is refused.
+ */
+export async function loadTaskFile(file: string, options: LoadTaskOptions = {}, ids = new UniqueIds('instance_id')): Promise<LoadedTask[]> {
   const tasks: LoadedTask[] = [];
-  for await (const row of readRows(file)) tasks.push(parseTask(file, row, options));
+  for await (const row of readRows(file)) {
+    const task = parseTask(file, row, options);
+    ids.add(task.instance_id, { file, line: row.line }, row.index);
+    tasks.push(task);
+  }
   if (tasks.length === 0) throw new InputError({ file }, 'holds no task records');
   return tasks;
 }
@@ -67,10 +76,11 @@ export async function loadTasks(pathArg: string, options: LoadTaskOptions = {}):
   if (!existsSync(pathArg)) throw new InputError({ file: pathArg }, 'no such task file or directory');
   if (!statSync(pathArg).isDirectory()) return loadTaskFile(pathArg, options);
   const tasks: LoadedTask[] = [];
+  const ids = new UniqueIds('instance_id');
   for (const name of readdirSync(pathArg).sort()) {
     const candidate = join(pathArg, name, 'task.json');
-    if (existsSync(candidate)) tasks.push(...(await loadTaskFile(candidate, options)));
-    else if (isDatasetFile(name)) tasks.push(...(await loadTaskFile(join(pathArg, name), options)));
+    if (existsSync(candidate)) tasks.push(...(await loadTaskFile(candidate, options, ids)));
+    else if (isDatasetFile(name)) tasks.push(...(await loadTaskFile(join(pathArg, name), options, ids)));
   }
   if (tasks.length === 0)
     throw new InputError({ file: pathArg }, 'no task records (expected <id>/task.json, *.jsonl, *.json or *.parquet)');

@@ -45,12 +45,15 @@ export async function corpusRowCount(file: string): Promise<number | undefined> 
 }
 
 export async function* corpusRows(file: string, options: { includeUnresolved: boolean }, counts: CorpusCounts): AsyncGenerator<CorpusRow> {
-  for await (const { row, index } of readRows(file, { columns: [...FACT_COLUMNS, ...TRAJECTORY_COLUMNS] })) {
+  const columns = [...FACT_COLUMNS, ...TRAJECTORY_COLUMNS];
+  // A row too deep to read is one bad row, reported with the others built (not the end of the file).
+  for await (const { row, index, problem } of readRows(file, { columns, problems: 'yield' })) {
     counts.rows++;
     const source = `${file}#${index}`;
     const key = `${basename(file)}#${index}`;
     let facts;
     try {
+      if (problem) throw problem;
       facts = rowFacts(row, source);
     } catch (error) {
       if (!(error instanceof InputError)) throw error;

@@ -25,6 +25,7 @@ import { openHands } from '../../formats/openhands.ts';
 import { r2eGym } from '../../formats/r2e-gym.ts';
 import { sweAgent } from '../../formats/swe-agent.ts';
 import { hasToolCalls, openHandsEventsFromToolCalls, type ToolCallMessage } from './tool-call-messages.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../util/json-depth.ts';
 
 /** Columns any layout reads: a Parquet corpus is read for these only (eval logs, tool schemas and test output are skipped). */
 export const TRAJECTORY_COLUMNS = [
@@ -53,6 +54,9 @@ function listColumn(row: Row, key: string, source: string): unknown[] | undefine
     }
   }
   if (!Array.isArray(value)) throw new InputError({ file: source, field: key }, `expected a list, got ${typeof value}`);
+  // A JSON string column is parsed here, after the row's own depth was checked: check it too.
+  if (nestsDeeperThan(value))
+    throw new InputError({ file: source, field: key }, `nests deeper than ${MAX_JSON_DEPTH} levels of arrays and objects; not read`);
   value.forEach((item, i) => {
     if (item === null || typeof item !== 'object' || Array.isArray(item))
       throw new InputError({ file: source, field: `${key}.${i}` }, `expected an object, got ${JSON.stringify(item)?.slice(0, 80)}`);

@@ -8,6 +8,7 @@
  */
 import { InputError } from '../../errors.ts';
 import { contentText } from '../formats/mini-swe-agent.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../util/json-depth.ts';
 
 export interface ToolCallMessage {
   role: string;
@@ -33,12 +34,15 @@ const ACTIONS: Record<string, string> = {
 
 function parseArguments(text: string | undefined, source: string, field: string): Record<string, unknown> {
   if (text === undefined || text === '') return {};
+  let parsed: unknown;
   try {
-    const parsed = JSON.parse(text) as unknown;
-    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
+    parsed = JSON.parse(text);
   } catch (error) {
     throw new InputError({ file: source, field }, `tool arguments are not valid JSON: ${text.slice(0, 80)}`, { cause: error });
   }
+  if (nestsDeeperThan(parsed))
+    throw new InputError({ file: source, field }, `tool arguments nest deeper than ${MAX_JSON_DEPTH} levels of arrays and objects`);
+  if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed)) return parsed as Record<string, unknown>;
   throw new InputError({ file: source, field }, `tool arguments must be a JSON object, got ${text.slice(0, 80)}`);
 }
 
