@@ -3,8 +3,8 @@
  * `exit-code` convention, and lists that grade nothing refused at load: on the fixture
  * task's real repository, in the local sandbox, and through the real `probe` bin.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { cpSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeMissingAtBase, replayTrajectory } from '../src/replay/replay.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
@@ -24,11 +24,18 @@ const fixed =
   'diff --git a/tests/missing_colon.py b/tests/missing_colon.py\n--- a/tests/missing_colon.py\n+++ b/tests/missing_colon.py\n@@ -1,7 +1,7 @@\n #!/usr/bin/env python3\n \n \n-def division(a: float, b: float) -> float\n+def division(a: float, b: float) -> float:\n     return a/b\n \n \n';
 const fresh = (t: LoadedTask) => freshSandboxes((x) => openSandbox('local', x), t);
 
+/** `name` in a fresh directory beside a copy of the fixture's repository (a repo_path stays inside its task set). */
+function besideRepo(name: string): string {
+  const file = join(tempDir(), name);
+  cpSync(task.repoDir!, join(dirname(file), 'repo'), { recursive: true });
+  return file;
+}
+
 /** The fixture task with some fields changed, written as a task file and read back as a user's would be. */
 function taskFile(changes: Record<string, unknown>): string {
-  const { file: _file, repoDir, ...record } = task;
-  const file = join(tempDir(), 'task.json');
-  writeFileSync(file, JSON.stringify({ ...record, repo_path: repoDir, ...changes }));
+  const { file: _file, repoDir: _repoDir, ...record } = task;
+  const file = besideRepo('task.json');
+  writeFileSync(file, JSON.stringify({ ...record, repo_path: 'repo', ...changes }));
   return file;
 }
 
@@ -49,11 +56,11 @@ describe('test lists that grade nothing are refused at load', () => {
   });
 
   it('a JSON-encoded empty list (as SWE-bench rows carry it) on line 2 of a JSONL file too', async () => {
-    const { file: _file, repoDir, ...record } = task;
-    const file = join(tempDir(), 'rows.jsonl');
+    const { file: _file, repoDir: _repoDir, ...record } = task;
+    const file = besideRepo('rows.jsonl');
     writeFileSync(
       file,
-      `${JSON.stringify({ ...record, repo_path: repoDir })}\n${JSON.stringify({ ...record, repo_path: repoDir, FAIL_TO_PASS: '[]' })}\n`,
+      `${JSON.stringify({ ...record, repo_path: 'repo' })}\n${JSON.stringify({ ...record, repo_path: 'repo', FAIL_TO_PASS: '[]' })}\n`,
     );
     await expect(loadTaskFile(file)).rejects.toThrow(`${file}:2: field "FAIL_TO_PASS"`);
   });

@@ -3,7 +3,7 @@
  * derived once with the packages installed (the base image untouched, the jail as strict);
  * in the local sandbox, what the host lacks stated before anything runs.
  */
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,14 +25,15 @@ const ABSENT = 'probe-surely-absent-module';
 const DEMO_TASK = join(REPO_ROOT, 'verifiers', 'shop__pricing-1', 'task.json');
 const DEMO_TRAJECTORY = join(REPO_ROOT, 'trajectories', 'shop__pricing-1.mini.traj.json');
 
-/** The demo task, written elsewhere with an `environment` (its repository still found where it is). */
+/** The demo task, written elsewhere with an `environment`, beside a copy of its repository (a repo_path stays inside its task set). */
 function demoTaskWith(environment: unknown): string {
   const record = JSON.parse(readFileSync(DEMO_TASK, 'utf8')) as Record<string, unknown>;
-  const file = join(tempDir('probe-env-task-'), 'task.json');
-  writeFileSync(
-    file,
-    JSON.stringify({ ...record, repo_path: join(REPO_ROOT, 'verifiers', 'shop__pricing-1', String(record.repo_path)), environment }),
-  );
+  const dir = tempDir('probe-env-task-');
+  const file = join(dir, 'task.json');
+  cpSync(join(REPO_ROOT, 'verifiers', 'shop__pricing-1', String(record.repo_path)), join(dir, String(record.repo_path)), {
+    recursive: true,
+  });
+  writeFileSync(file, JSON.stringify({ ...record, environment }));
   return file;
 }
 

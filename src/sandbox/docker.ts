@@ -27,6 +27,7 @@ import Docker from 'dockerode';
 import tar from 'tar-stream';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { onShutdown } from '../util/shutdown.ts';
+import { checkTree, UNCAPPED } from '../util/safe-tree.ts';
 import { describePackage, environmentPackages } from '../schema/environment.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
 import { environmentImage, MissingPackagesError } from './environment-image.ts';
@@ -134,8 +135,13 @@ function installSignalCleanup(): void {
   });
 }
 
-/** A host directory as a tar stream whose entries are root's and read-only to anyone else. */
+/**
+ * A host directory as a tar stream whose entries are root's and read-only to anyone else.
+ * Only regular files, directories and links (stored as links, never followed) go in: a
+ * FIFO or a device node is refused, naming it, rather than recreated in the container.
+ */
 export function rootOwnedTarOf(dir: string): Readable {
+  checkTree(dir, { links: 'keep', limits: UNCAPPED, what: 'a directory uploaded into the sandbox' });
   return spawn('tar', ['-C', dir, '--owner=0', '--group=0', '--numeric-owner', '--mode=a+rX,go-w', '-c', '.'], {
     stdio: ['ignore', 'pipe', 'inherit'],
   }).stdout;

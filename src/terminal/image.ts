@@ -18,15 +18,16 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, relative } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { BASE_IMAGE } from '../sandbox/docker.ts';
 import { imageExists } from '../sandbox/environment-image.ts';
+import { copyTree, hashTree } from '../util/safe-tree.ts';
 import type { TerminalTask } from './task.ts';
 
 /** Part of every tag: a change to how images are made must not reuse ones made the old way. */
@@ -63,23 +64,16 @@ export function rebaseDockerfile(text: string, has: (image: string) => boolean, 
   return { text: lines.join('\n'), notes };
 }
 
-/** Content hash of a directory's files (paths, modes and bytes). */
+/** What the build context is called in the errors about its files. */
+const CONTEXT = "the task's environment/";
+
+/**
+ * Content hash of a directory's files (paths, executable bits and bytes, streamed), its
+ * links by target; a special file, a link out of it or a file over the caps is an
+ * InputError naming it (util/safe-tree.ts), not an endless read.
+ */
 export function treeHash(dir: string): string {
-  const hash = createHash('sha256');
-  const walk = (d: string) => {
-    for (const name of readdirSync(d).sort()) {
-      const path = join(d, name);
-      const st = statSync(path);
-      if (st.isDirectory()) walk(path);
-      else
-        hash
-          .update(`${relative(dir, path)}\0${st.mode & 0o111 ? 'x' : '-'}\0`)
-          .update(readFileSync(path))
-          .update('\0');
-    }
-  };
-  walk(dir);
-  return hash.digest('hex');
+  return hashTree(dir, { what: CONTEXT });
 }
 
 /** A directory as a tar stream (the build context). */
@@ -172,7 +166,7 @@ async function makeImage(docker: Docker, task: TerminalTask): Promise<TerminalIm
     if (!(await imageExists(docker, taskImage))) {
       const context = mkdtempSync(join(tmpdir(), 'probe-terminal-'));
       try {
-        cpSync(task.environmentDir, context, { recursive: true });
+        copyTree(task.environmentDir, context, { what: CONTEXT });
         writeFileSync(join(context, 'Dockerfile'), rebased.text);
         await build(docker, context, taskImage, task.buildTimeoutSec, `the image of task ${task.id} (${task.dockerfile})`);
       } finally {

@@ -12,11 +12,19 @@
  *   solution/solve.sh    the reference solution, replayed as the reference prefix (optional)
  *
  * Every problem is an InputError naming the file and the field.
+ *
+ * A task set is someone else's directory: its files are read through util/safe-tree.ts
+ * (regular files and directories only, links only when they resolve inside the task's
+ * directory, size caps), and environment/, tests/ and solution/ are checked whole at load,
+ * so a FIFO, a device, a link out of the task or a huge file is refused here, naming it,
+ * before a build or an upload would read it. Timeouts are capped (util/timeout.ts).
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { lstatSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { basename, join, resolve, sep } from 'node:path';
 import { parse as parseToml } from 'smol-toml';
 import { describeCause, InputError } from '../errors.ts';
+import { checkTree, readTextFile, regularFile } from '../util/safe-tree.ts';
+import { timeoutProblem } from '../util/timeout.ts';
 
 /** Harbor's defaults where task.toml is silent (harbor's TaskConfig). */
 export const HARBOR_DEFAULTS = {
@@ -66,6 +74,31 @@ function positive(t: Table, section: string, key: string, file: string, fallback
   return value;
 }
 
+/** A timeout in seconds: positive and at most MAX_TIMEOUT_S (util/timeout.ts: a longer one would fire at once in Node). */
+function timeout(t: Table, section: string, key: string, file: string, fallback: number): number {
+  const value = positive(t, section, key, file, fallback);
+  const problem = timeoutProblem(value);
+  if (problem) throw new InputError({ file, field: `${section}.${key}` }, problem);
+  return value;
+}
+
+/** What a task directory is called in the errors about its files. */
+const TASK_DIR = 'the task directory';
+
+/** A file of the task: its path when it is a regular file inside the task directory, undefined when absent. */
+function taskFile(dir: string, path: string): string | undefined {
+  return regularFile(path, { root: dir, what: TASK_DIR }) === undefined ? undefined : path;
+}
+
+/** Whether the task has a directory `name`; an InputError when something else stands there. */
+function taskDir(dir: string, name: string): boolean {
+  const path = join(dir, name);
+  const st = lstatSync(path, { throwIfNoEntry: false });
+  if (!st) return false;
+  if (!st.isDirectory()) throw new InputError({ file: path }, 'must be a directory of the task (not a link, a file or a special file)');
+  return true;
+}
+
 /** `memory_mb = 4096`, or the older `memory = "4G"` / `"512M"`. */
 function memoryMb(env: Table, file: string): number {
   if (env.memory_mb !== undefined) return positive(env, 'environment', 'memory_mb', file, HARBOR_DEFAULTS.memoryMb);
@@ -85,10 +118,11 @@ function optionalString(t: Table, section: string, key: string, file: string): s
 export function loadTerminalTask(dirArg: string): TerminalTask {
   const dir = resolve(dirArg);
   const tomlFile = join(dir, 'task.toml');
-  if (!existsSync(tomlFile)) throw new InputError({ file: dir }, 'no task.toml here (a Terminal-Bench 2.x task directory)');
+  if (!taskFile(dir, tomlFile)) throw new InputError({ file: dir }, 'no task.toml here (a Terminal-Bench 2.x task directory)');
+  const tomlText = readTextFile(tomlFile, { root: dir, what: TASK_DIR });
   let doc: Table;
   try {
-    doc = parseToml(readFileSync(tomlFile, 'utf8')) as Table;
+    doc = parseToml(tomlText) as Table;
   } catch (error) {
     throw new InputError({ file: tomlFile }, `not valid TOML: ${describeCause(error)}`, { cause: error });
   }
@@ -97,16 +131,21 @@ export function loadTerminalTask(dirArg: string): TerminalTask {
   const env = table(doc, 'environment', tomlFile);
 
   const instructionFile = join(dir, 'instruction.md');
-  if (!existsSync(instructionFile)) throw new InputError({ file: instructionFile }, 'missing: the task has no instruction');
-  const instruction = readFileSync(instructionFile, 'utf8');
+  if (!taskFile(dir, instructionFile)) throw new InputError({ file: instructionFile }, 'missing: the task has no instruction');
+  const instruction = readTextFile(instructionFile, { root: dir, what: TASK_DIR });
   if (!instruction.trim()) throw new InputError({ file: instructionFile }, 'is empty');
 
   const environmentDir = join(dir, 'environment');
   const dockerImage = optionalString(env, 'environment', 'docker_image', tomlFile);
   const dockerfile = join(environmentDir, 'Dockerfile');
-  const hasDockerfile = existsSync(dockerfile);
+  // The build context is read whole by the image's hash and copied into the build: checked whole here.
+  const hasEnvironment = taskDir(dir, 'environment');
+  if (hasEnvironment) checkTree(environmentDir, { what: "the task's environment/" });
+  const hasDockerfile = hasEnvironment && taskFile(dir, dockerfile) !== undefined;
   if (!hasDockerfile && !dockerImage) {
-    const compose = ['docker-compose.yaml', 'docker-compose.yml'].find((f) => existsSync(join(environmentDir, f)));
+    const compose = hasEnvironment
+      ? ['docker-compose.yaml', 'docker-compose.yml'].find((f) => taskFile(dir, join(environmentDir, f)))
+      : undefined;
     throw new InputError(
       { file: compose ? join(environmentDir, compose) : environmentDir },
       compose
@@ -116,9 +155,13 @@ export function loadTerminalTask(dirArg: string): TerminalTask {
   }
 
   const testsDir = join(dir, 'tests');
-  if (!existsSync(join(testsDir, 'test.sh')))
+  if (!taskDir(dir, 'tests') || !taskFile(dir, join(testsDir, 'test.sh')))
     throw new InputError({ file: join(testsDir, 'test.sh') }, 'missing: the task has no verifier');
-  const solution = join(dir, 'solution', 'solve.sh');
+  // Uploaded whole to /tests after the episode.
+  checkTree(testsDir, { what: "the task's tests/" });
+  const hasSolutionDir = taskDir(dir, 'solution');
+  if (hasSolutionDir) checkTree(join(dir, 'solution'), { what: "the task's solution/" });
+  const solution = hasSolutionDir ? taskFile(dir, join(dir, 'solution', 'solve.sh')) : undefined;
 
   const allowInternet = env.allow_internet ?? true;
   if (typeof allowInternet !== 'boolean')
@@ -131,14 +174,36 @@ export function loadTerminalTask(dirArg: string): TerminalTask {
     ...(hasDockerfile ? { dockerfile } : {}),
     ...(dockerImage ? { dockerImage } : {}),
     testsDir,
-    ...(existsSync(solution) ? { solution } : {}),
-    agentTimeoutSec: positive(agent, 'agent', 'timeout_sec', tomlFile, HARBOR_DEFAULTS.agentTimeoutSec),
-    verifierTimeoutSec: positive(verifier, 'verifier', 'timeout_sec', tomlFile, HARBOR_DEFAULTS.verifierTimeoutSec),
-    buildTimeoutSec: positive(env, 'environment', 'build_timeout_sec', tomlFile, HARBOR_DEFAULTS.buildTimeoutSec),
+    ...(solution ? { solution } : {}),
+    agentTimeoutSec: timeout(agent, 'agent', 'timeout_sec', tomlFile, HARBOR_DEFAULTS.agentTimeoutSec),
+    verifierTimeoutSec: timeout(verifier, 'verifier', 'timeout_sec', tomlFile, HARBOR_DEFAULTS.verifierTimeoutSec),
+    buildTimeoutSec: timeout(env, 'environment', 'build_timeout_sec', tomlFile, HARBOR_DEFAULTS.buildTimeoutSec),
     cpus: positive(env, 'environment', 'cpus', tomlFile, HARBOR_DEFAULTS.cpus),
     memoryMb: memoryMb(env, tomlFile),
     allowInternet,
   };
+}
+
+/**
+ * Whether `name` of the set directory `dir` is a task directory. A link there is taken only
+ * when it resolves inside the set (a set's link cannot bring in a directory of the host).
+ */
+function isTaskEntry(dir: string, name: string): boolean {
+  if (name.startsWith('.')) return false;
+  const path = join(dir, name);
+  const st = lstatSync(path);
+  if (st.isSymbolicLink()) {
+    const target = statSync(path, { throwIfNoEntry: false });
+    if (!target?.isDirectory() || !lstatSync(join(path, 'task.toml'), { throwIfNoEntry: false })) return false;
+    const real = realpathSync(path);
+    if (!real.startsWith(realpathSync(dir) + sep))
+      throw new InputError(
+        { file: path },
+        `is a symbolic link to ${real}, outside the task set's directory: a task directory must be inside it`,
+      );
+    return true;
+  }
+  return st.isDirectory() && lstatSync(join(path, 'task.toml'), { throwIfNoEntry: false }) !== undefined;
 }
 
 /** One task directory, or a directory of them (every subdirectory holding a task.toml), sorted by name. */
@@ -146,10 +211,10 @@ export function loadTerminalTasks(pathArg: string): TerminalTask[] {
   const dir = resolve(pathArg);
   if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory())
     throw new InputError({ file: pathArg }, 'not a directory of Terminal-Bench tasks');
-  if (existsSync(join(dir, 'task.toml'))) return [loadTerminalTask(dir)];
+  if (lstatSync(join(dir, 'task.toml'), { throwIfNoEntry: false })) return [loadTerminalTask(dir)];
   const tasks = readdirSync(dir)
     .sort()
-    .filter((name) => !name.startsWith('.') && existsSync(join(dir, name, 'task.toml')))
+    .filter((name) => isTaskEntry(dir, name))
     .map((name) => loadTerminalTask(join(dir, name)));
   if (tasks.length === 0) throw new InputError({ file: pathArg }, 'no task directories here (each holds a task.toml)');
   return tasks;

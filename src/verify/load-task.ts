@@ -5,7 +5,7 @@
  * the harness's facts (src/swebench/row-facts.ts); a row's every gap is reported in one error.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, join } from 'node:path';
 import type { z } from 'zod';
 import { InputError } from '../errors.ts';
 import { isDatasetFile, readRows, type DatasetRow } from '../datasets/rows.ts';
@@ -13,8 +13,10 @@ import { Task, type LoadedTask } from '../schema/task.ts';
 import { checkTestLists } from './test-lists.ts';
 import { rowFacts, type FieldProblem, type RowFactsOptions } from '../swebench/row-facts.ts';
 import { UniqueIds } from '../util/unique-ids.ts';
+import { confinedRepoDir, type RepoConfinement } from './repo-path.ts';
 
-export type LoadTaskOptions = RowFactsOptions;
+/** `taskSetDir`: the directory a repo_path must stay inside (verify/repo-path.ts); `loadTasks` sets it to the directory it reads. */
+export type LoadTaskOptions = RowFactsOptions & RepoConfinement;
 
 /** zod's "expected string, received undefined" says "missing". */
 function issueMessage(issue: z.core.$ZodIssue): string {
@@ -46,12 +48,7 @@ function parseTask(file: string, datasetRow: DatasetRow, options: LoadTaskOption
   if (problems.length > 0 || !parsed.success) throw rowError(file, datasetRow, problems);
   const task = parsed.data;
   checkTestLists(task, { file, line: datasetRow.line });
-  let repoDir: string | undefined;
-  if (task.repo_path !== undefined) {
-    repoDir = resolve(dirname(file), task.repo_path);
-    if (!existsSync(repoDir))
-      throw new InputError({ file, line: datasetRow.line, field: 'repo_path' }, `repository ${repoDir} does not exist`);
-  }
+  const repoDir = task.repo_path === undefined ? undefined : confinedRepoDir({ file, line: datasetRow.line }, task.repo_path, options);
   return { ...task, file, ...(repoDir ? { repoDir } : {}) };
 }
 
@@ -61,6 +58,9 @@ function parseTask(file: string, datasetRow: DatasetRow, options: LoadTaskOption
  * repeated one is refused.
  */
 export async function loadTaskFile(file: string, options: LoadTaskOptions = {}, ids = new UniqueIds('instance_id')): Promise<LoadedTask[]> {
+  // A FIFO or a device would block the read, or never end it: only a regular file holds tasks.
+  const st = statSync(file, { throwIfNoEntry: false });
+  if (st && !st.isFile() && !st.isDirectory()) throw new InputError({ file }, 'is not a regular file (a FIFO, a device or a socket)');
   const tasks: LoadedTask[] = [];
   for await (const row of readRows(file)) {
     const task = parseTask(file, row, options);
@@ -75,6 +75,8 @@ export async function loadTaskFile(file: string, options: LoadTaskOptions = {}, 
 export async function loadTasks(pathArg: string, options: LoadTaskOptions = {}): Promise<LoadedTask[]> {
   if (!existsSync(pathArg)) throw new InputError({ file: pathArg }, 'no such task file or directory');
   if (!statSync(pathArg).isDirectory()) return loadTaskFile(pathArg, options);
+  // A record of the directory may name a repository anywhere inside it (a shared repos/ beside the tasks).
+  options = { ...options, taskSetDir: options.taskSetDir ?? pathArg };
   const tasks: LoadedTask[] = [];
   const ids = new UniqueIds('instance_id');
   for (const name of readdirSync(pathArg).sort()) {
