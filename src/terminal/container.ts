@@ -11,10 +11,14 @@
  * - `bash`: each command a fresh `bash -c` in the working directory (mini-swe-agent style);
  *   every process it leaves is killed when it ends.
  *
- * Grading (`verify`): every process of the sandbox user killed, a fresh /logs/verifier
- * made by root (the user cannot plant a reward there beforehand), the task's tests/ copied
- * to the root-owned /tests, `bash /tests/test.sh` run as the sandbox user within the
- * verifier's timeout, then the reward read from reward.txt or reward.json.
+ * Grading (`verify`, in the order grader-env.ts gives its reasons for): every process of the
+ * sandbox user killed until none is left, a fresh /logs/verifier made by root (the user
+ * cannot plant a reward there beforehand), the task's tests/ copied to the root-owned /tests,
+ * a fresh HOME and TMPDIR, what the agent planted where the grader looks removed and
+ * reported as tampering, `bash /tests/test.sh` run as the sandbox user under `env -i` with a
+ * fixed environment within the verifier's timeout, every process killed again, then the
+ * reward read from reward.txt or reward.json. probe's own commands in the container run with
+ * a PATH of system directories, never the image's (whose directories the agent may write).
  *
  * Offline grading: Terminal-Bench verifiers install uv from the internet and run
  * `uvx -p 3.13 -w pytest==8.4.1 pytest …`. While they run, probe's own uvx (offline/uvx) is
@@ -29,7 +33,17 @@ import { client, dockerAvailable, LABEL, rootOwnedTarOf, sweepLeftovers } from '
 import { OutputCapture } from '../sandbox/output-capture.ts';
 import { LIMITS } from '../sandbox/types.ts';
 import { onShutdown } from '../util/shutdown.ts';
-import { OFFLINE_BIN, TERMINAL_UID, type TerminalImage } from './image.ts';
+import type { Tampering } from '../verify/harness-paths.ts';
+import {
+  EPISODE_MARKER,
+  graderEnvironment,
+  KILL_EVERY_AGENT_PROCESS,
+  HARNESS_PATH,
+  imagePythonPath,
+  prepareGrading,
+  readPreparation,
+} from './grader-env.ts';
+import { TERMINAL_UID, type TerminalImage } from './image.ts';
 import type { TerminalTask } from './task.ts';
 
 /** The tmux session, and the size of its screen (what the model sees each step). */
@@ -65,6 +79,8 @@ export interface Grade {
   reason: string | null;
   /** The end of test.sh's output. */
   output: string;
+  /** What the agent planted where the grader's shell, Python or pytest would load it (removed before the tests, or never read). */
+  tampering: Tampering[];
 }
 
 const live = new Set<TerminalContainer>();
@@ -127,6 +143,9 @@ export class TerminalContainer {
     live.add(sandbox);
     try {
       await container.start();
+      // Before any command of the agent: what changes after it (its ctime, which no one can set back) is the agent's.
+      const marked = await sandbox.exec(`touch ${EPISODE_MARKER}`, { timeoutMs: 30_000, root: true, clean: { PATH: HARNESS_PATH } });
+      if (marked.exitCode !== 0) throw new ProbeError(`cannot mark the episode's start: ${marked.output.trim().slice(0, 300)}`);
     } catch (error) {
       await sandbox.close();
       throw new ProbeError(`cannot start task ${task.id}'s container: ${(error as Error).message}`, { cause: error });
@@ -134,16 +153,27 @@ export class TerminalContainer {
     return sandbox;
   }
 
-  /** A command as the sandbox user (or capability-less root), its output interleaved and capped. */
-  async exec(command: string, options: { timeoutMs: number; root?: boolean; env?: Record<string, string> }): Promise<CommandResult> {
+  /**
+   * A command as the sandbox user (or capability-less root), its output interleaved and capped.
+   * `clean`: exactly this environment (`env -i`), none of the image's; `bare`: no `timeout`
+   * process around it (the kill loop must not kill its own parent).
+   */
+  async exec(
+    command: string,
+    options: { timeoutMs: number; root?: boolean; env?: Record<string, string>; clean?: Record<string, string>; bare?: boolean },
+  ): Promise<CommandResult> {
     if (this.closed) throw new ProbeError('the terminal sandbox is closed');
     const seconds = Math.max(1, Math.ceil(options.timeoutMs / 1000));
-    const env = { ...SHELL_ENV, ...options.env };
+    const script = `exec 2>&1\n${command}`;
+    const limit = options.bare ? [] : ['timeout', '-k', '5', String(seconds)];
+    const pairs = (env: Record<string, string>) => Object.entries(env).map(([k, v]) => `${k}=${v}`);
     const exec = await this.container.exec({
-      Cmd: ['timeout', '-k', '5', String(seconds), 'bash', '-c', `exec 2>&1\n${command}`],
+      // A clean command's own programs are found on the harness PATH (docker resolves the first from the
+      // exec's environment), and bash by its path, before `env -i` leaves only what the caller gave.
+      Cmd: options.clean ? [...limit, 'env', '-i', ...pairs(options.clean), '/bin/bash', '-c', script] : [...limit, 'bash', '-c', script],
       User: options.root ? '0:0' : USER,
       WorkingDir: this.workdir,
-      Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+      Env: options.clean ? [`PATH=${HARNESS_PATH}`] : pairs({ ...SHELL_ENV, ...options.env }),
       AttachStdout: true,
       AttachStderr: true,
     });
@@ -226,30 +256,58 @@ export class TerminalContainer {
     return r.output.replace(/\s+$/, '');
   }
 
-  /** Kills every process of the sandbox user (the shell and whatever it started). */
-  async killAll(): Promise<void> {
-    await this.exec('kill -9 -1 2>/dev/null; true', { timeoutMs: 10_000 });
+  /**
+   * Kills every process of the sandbox user (the shell and whatever it started), again and
+   * again until /proc shows none (a process forking as it dies is caught by the next round).
+   * Whether none is left.
+   */
+  async killAll(): Promise<boolean> {
+    const r = await this.exec(KILL_EVERY_AGENT_PROCESS, { timeoutMs: 60_000, bare: true, clean: { PATH: HARNESS_PATH } });
     this.shellStarted = false;
+    return r.exitCode === 0 && r.output.includes('none left');
   }
 
   /** Runs the task's tests against the container as the episode left it. */
   async verify(task: TerminalTask): Promise<Grade> {
-    await this.killAll();
+    const ungraded = (reason: string, tampering: Tampering[] = [], output = ''): Grade => ({
+      reward: null,
+      resolved: false,
+      reason,
+      output,
+      tampering,
+    });
+    if (!(await this.killAll())) return ungraded('a process of the agent outlived every kill, so the tests were not run');
+    const harness = { PATH: HARNESS_PATH };
     const fresh = await this.exec(
       'rm -rf /tests/* /logs/verifier /logs/agent && mkdir -m 0777 /logs/verifier /logs/agent && chmod 1777 /logs/verifier',
-      { timeoutMs: 30_000, root: true },
+      { timeoutMs: 30_000, root: true, clean: harness },
     );
     if (fresh.exitCode !== 0) throw new ProbeError(`cannot prepare /logs/verifier for grading: ${fresh.output.trim().slice(0, 300)}`);
     // /tests is root's: the sandbox user cannot have planted anything there.
     await this.container.putArchive(rootOwnedTarOf(task.testsDir), { path: '/tests' });
+    const imageEnv = (await this.container.inspect()).Config.Env ?? [];
+    const prepare = prepareGrading(this.workdir, imagePythonPath(imageEnv));
+    const prepared = await this.exec(prepare.script, { timeoutMs: 120_000, clean: prepare.env });
+    const ready = readPreparation(prepared.output);
+    // The agent can make this fail (a full /tmp): its episode is not graded, the run goes on.
+    if (!ready)
+      return ungraded(`the grading could not be prepared: ${prepared.output.trim().split('\n').slice(-3).join(' ').slice(0, 300)}`);
+    if (ready.unremoved.length)
+      return ungraded(
+        `planted start-up files could not be removed, so the tests were not run: ${ready.unremoved.join(', ')}`,
+        ready.tampering,
+      );
     const ran = await this.exec('bash /tests/test.sh', {
       timeoutMs: task.verifierTimeoutSec * 1000,
-      env: { PATH: `${OFFLINE_BIN}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin` },
+      clean: { ...graderEnvironment(imageEnv, ready.home, ready.tmp), PATH: ready.path },
     });
+    // What the tests left running (the agent's program among them) must not rewrite the reward now.
+    if (!(await this.killAll()))
+      return ungraded('a process started by the tests outlived every kill, so the reward was not read', ready.tampering);
     const tail = ran.output.trim().split('\n').slice(-30).join('\n');
     const read = await this.exec(
       'if [ -f /logs/verifier/reward.txt ]; then echo txt; head -c 4096 /logs/verifier/reward.txt; elif [ -f /logs/verifier/reward.json ]; then echo json; head -c 65536 /logs/verifier/reward.json; fi',
-      { timeoutMs: 10_000 },
+      { timeoutMs: 10_000, clean: harness },
     );
     const reward = parseReward(read.output);
     const why =
@@ -260,7 +318,7 @@ export class TerminalContainer {
         : reward >= 1
           ? null
           : `reward ${reward}`;
-    return { reward, resolved: reward !== null && reward >= 1, reason: why, output: tail };
+    return { reward, resolved: reward !== null && reward >= 1, reason: why, output: tail, tampering: ready.tampering };
   }
 
   async close(): Promise<void> {

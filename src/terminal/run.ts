@@ -11,6 +11,7 @@ import { passAtKs } from '../protocol.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
 import { mapLimit } from '../util/pool.ts';
 import { deriveSeed } from '../util/rng.ts';
+import type { Tampering } from '../verify/harness-paths.ts';
 import { TerminalContainer } from './container.ts';
 import {
   runTerminalEpisode,
@@ -43,6 +44,8 @@ export interface TerminalEpisodeRecord {
   steps: TerminalStep[];
   /** The end of test.sh's output. */
   verifier_output: string;
+  /** What the agent planted where the grader would load it (removed before the tests, or never read); absent in older runs. */
+  tampering?: Tampering[];
 }
 
 export interface TerminalResult {
@@ -103,6 +106,7 @@ async function runOneEpisode(
       behaviour: terminalBehaviour(episode.steps),
       steps: episode.steps,
       verifier_output: grade.output,
+      tampering: grade.tampering,
     };
   } finally {
     await container.close();
