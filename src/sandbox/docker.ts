@@ -30,6 +30,7 @@ import { onShutdown } from '../util/shutdown.ts';
 import { checkTree, UNCAPPED } from '../util/safe-tree.ts';
 import { describePackage, environmentPackages } from '../schema/environment.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
+import { BASE_IMAGE } from './base-image.ts';
 import { environmentImage, MissingPackagesError } from './environment-image.ts';
 import { EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
 import { OutputCapture, STDERR_KEPT } from './output-capture.ts';
@@ -48,8 +49,7 @@ import {
   type SandboxOptions,
 } from './types.ts';
 
-/** Image for tasks that bring a repository rather than an image (built by scripts/docker-base-image.sh). */
-export const BASE_IMAGE = process.env.PROBE_DOCKER_IMAGE ?? 'probe-base:bookworm';
+export { BASE_IMAGE };
 /** Every sandbox container carries it (and `probe.pid`): leftovers of a killed run are found by it. */
 export const LABEL = 'probe.sandbox';
 /** Where the read-only base tree lives: `${PRISTINE_ROOT}${workdir}`. */

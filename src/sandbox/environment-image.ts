@@ -7,11 +7,13 @@
  *   across runs, and a rebuilt base image gets new ones.
  * - One build per tag per process (a promise cache; a failed build is not cached), and none
  *   when the tag already exists.
- * - The build is our own `apt-get`, not model output, so it is the one container given a
- *   network: the host's (dockerd runs without a bridge), to reach the Debian archive the
- *   image's sources.list names. It runs as root with Docker's default capabilities (dpkg
- *   needs them); the sandboxes started from the image keep no network, no capabilities and
- *   an unprivileged user (docker.ts).
+ * - The build is our own `apt-get`, but the package names and the image are the task's,
+ *   and maintainer scripts run as root: the build container gets no host network. It runs
+ *   in a network namespace of its own whose one way out is probe's proxy to the Debian
+ *   archive (build-network.ts; apt finds it through http_proxy), as root with Docker's
+ *   default capabilities (dpkg needs them) less CAP_NET_RAW and CAP_NET_ADMIN; the
+ *   sandboxes started from the image keep no network, no capabilities and an unprivileged
+ *   user (docker.ts).
  * - Build containers are named `probe-env-build-<hash>-<pid>` (a name, not a label: images
  *   inherit their container's labels); leftovers of a killed run go at the next build.
  */
@@ -19,13 +21,15 @@ import { createHash } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError, ProbeError } from '../errors.ts';
+import { BUILD_TIMEOUT_CAP_S, type BuildNetwork, withBuildNetwork } from './build-network.ts';
 import { OutputCapture } from './output-capture.ts';
 
 const REPOSITORY = 'probe-env';
 const BUILD_PREFIX = 'probe-env-build-';
 /** Part of the hash: a change to how images are built must not reuse images built the old way. */
-const RECIPE = 'apt-get install --no-install-recommends, lists removed; v1';
-const BUILD_TIMEOUT_S = 900;
+const RECIPE = 'apt-get install --no-install-recommends, lists removed; v2 (confined build)';
+/** Within the cap on every build (build-network.ts). */
+const BUILD_TIMEOUT_S = Math.min(900, BUILD_TIMEOUT_CAP_S);
 /** apt's output kept for the error message of a failed build. */
 const BUILD_OUTPUT_KEPT = 1024 * 1024;
 
@@ -114,6 +118,17 @@ async function ensureImage(docker: Docker, baseImage: string, baseId: string, ta
 
 async function build(docker: Docker, baseImage: string, baseId: string, tag: string, packages: string[]): Promise<void> {
   await sweepBuildLeftovers(docker);
+  await withBuildNetwork(docker, (network) => buildIn(network, docker, baseImage, baseId, tag, packages));
+}
+
+async function buildIn(
+  network: BuildNetwork,
+  docker: Docker,
+  baseImage: string,
+  baseId: string,
+  tag: string,
+  packages: string[],
+): Promise<void> {
   const [repo, hash] = tag.split(':') as [string, string];
   const container = await docker
     .createContainer({
@@ -121,7 +136,8 @@ async function build(docker: Docker, baseImage: string, baseId: string, tag: str
       Image: baseId,
       Cmd: ['timeout', '-k', '10', String(BUILD_TIMEOUT_S), 'bash', '-c', INSTALL, 'bash', ...packages],
       User: '0:0',
-      HostConfig: { NetworkMode: 'host' },
+      Env: network.env,
+      HostConfig: { NetworkMode: network.networkMode, CapDrop: ['NET_RAW', 'NET_ADMIN'] },
     })
     .catch((error: Error) => {
       throw new ProbeError(`cannot create a build container from image ${baseImage}: ${error.message}`, { cause: error });
@@ -136,7 +152,7 @@ async function build(docker: Docker, baseImage: string, baseId: string, tag: str
     container.modem.demuxStream(stream, output, output);
     await container.start();
     const [{ StatusCode }] = await Promise.all([container.wait() as Promise<{ StatusCode: number }>, ended]);
-    if (StatusCode !== 0) throw buildFailure(output.bytes().toString('utf8'), StatusCode, baseImage, packages);
+    if (StatusCode !== 0) throw buildFailure(output.bytes().toString('utf8'), StatusCode, baseImage, packages, network);
     await container.commit({
       repo,
       tag: hash,
@@ -147,7 +163,7 @@ async function build(docker: Docker, baseImage: string, baseId: string, tag: str
   }
 }
 
-function buildFailure(log: string, status: number, baseImage: string, packages: string[]): ProbeError {
+function buildFailure(log: string, status: number, baseImage: string, packages: string[], network: BuildNetwork): ProbeError {
   const missing = [...log.matchAll(/^E: (?:Unable to locate package (\S+)|Package '([^']+)' has no installation candidate)/gm)].map(
     (m) => m[1] ?? m[2]!,
   );
@@ -155,7 +171,7 @@ function buildFailure(log: string, status: number, baseImage: string, packages: 
   const tail = log.trim().split('\n').slice(-8).join('\n');
   const why = status === 124 ? `took longer than ${BUILD_TIMEOUT_S} s` : `failed (exit ${status})`;
   return new EnvironmentError(
-    `installing ${packages.join(' ')} in a build container from image ${baseImage} ${why}; the build reaches the Debian archive in the image's /etc/apt/sources.list over the host's network:\n${tail}`,
+    `installing ${packages.join(' ')} in a build container from image ${baseImage} ${why}; the build's only way out is probe's proxy to the Debian archive, ${network.allowed}${network.refused.length > 0 ? `; it refused ${network.refused.join(', ')}` : ''}:\n${tail}`,
   );
 }
 

@@ -6,32 +6,32 @@
  *   (probe-base:bookworm: Debian bookworm, python3, pytest, git); the substitution is
  *   reported with the image (`notes`), so a reader knows the task ran on a stand-in. Stage
  *   names and images the engine has are kept.
- * - The build runs the task's `RUN` lines with the host's network (dockerd has no bridge)
- *   to reach the Debian archive, as environment-image.ts does: it is the task author's
- *   recipe, not model output. What needs anything else (pip, curl to the internet) fails
- *   here, and the error names the step.
+ * - The build is the task author's recipe, and a third-party task is not trusted with the
+ *   host: it runs confined (confined-build.ts). Its steps share a network namespace whose
+ *   one way out is probe's proxy to the Debian archive, hold no CAP_NET_RAW, and are
+ *   cancelled past build_timeout_sec (capped). What needs anything else (pip, curl to the
+ *   internet, ADD of a URL) fails here, and the error names the step.
  * - A second layer of our own adds tmux (the Terminus shell), the sandbox user
  *   (TERMINAL_UID) owning the task's working directory, and root-owned /tests and /logs
  *   the user cannot write (so nothing planted there survives into grading).
  * - Tags are content hashes of the recipe, the rewritten Dockerfile, the build context's
  *   files and the base images' ids: an unchanged task is built once, across runs.
  */
-import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { BASE_IMAGE } from '../sandbox/docker.ts';
 import { imageExists } from '../sandbox/environment-image.ts';
+import { buildConfined } from './confined-build.ts';
 import { copyTree, hashTree } from '../util/safe-tree.ts';
 import type { TerminalTask } from './task.ts';
 
 /** Part of every tag: a change to how images are made must not reuse ones made the old way. */
-const RECIPE = 'terminal-task image v1';
+const RECIPE = 'terminal-task image v2 (confined build)';
 const REPOSITORY = 'probe-terminal';
 /** probe's offline uvx (offline/uvx), first on PATH while the tests run: see container.ts. */
 const OFFLINE_UVX = join(dirname(fileURLToPath(import.meta.url)), 'offline', 'uvx');
@@ -76,39 +76,9 @@ export function treeHash(dir: string): string {
   return hashTree(dir, { what: CONTEXT });
 }
 
-/** A directory as a tar stream (the build context). */
-function tarOf(dir: string): Readable {
-  return spawn('tar', ['-C', dir, '-c', '.'], { stdio: ['ignore', 'pipe', 'inherit'] }).stdout;
-}
-
-/** Runs one build; the error is the failing step's output. */
-async function build(docker: Docker, context: string, tag: string, timeoutSec: number, what: string): Promise<void> {
-  const stream = await docker.buildImage(tarOf(context), { t: tag, networkmode: 'host', rm: true, forcerm: true });
-  const log: string[] = [];
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      (stream as Readable).destroy();
-      reject(new EnvironmentError(`building ${what} took longer than its build_timeout_sec (${timeoutSec} s)`));
-    }, timeoutSec * 1000);
-    docker.modem.followProgress(
-      stream,
-      (error: Error | null, events: Array<{ error?: string }>) => {
-        clearTimeout(timer);
-        const failed = error?.message ?? events.find((e) => e.error)?.error;
-        if (!failed) return resolve();
-        const tail = log.join('').trim().split('\n').slice(-12).join('\n');
-        reject(
-          new EnvironmentError(
-            `building ${what} failed: ${failed.trim()}\n${tail}\n(the build reaches only the Debian archive: a step that fetches from elsewhere cannot run here)`,
-          ),
-        );
-      },
-      (event: { stream?: string }) => {
-        if (event.stream) log.push(event.stream);
-        if (log.length > 400) log.splice(0, log.length - 400);
-      },
-    );
-  });
+/** Runs one build, confined (confined-build.ts: no host network, no raw sockets, time capped); the error is the failing step's output. */
+async function build(docker: Docker, context: string, tag: string, timeoutSec: number, what: string, dockerfile: string): Promise<void> {
+  await buildConfined(docker, context, { tag, timeoutSec, what, dockerfile });
 }
 
 /** Our layer on the task's image: tmux, the sandbox user owning the workdir, root-owned /tests and /logs, the offline uvx. */
@@ -168,7 +138,7 @@ async function makeImage(docker: Docker, task: TerminalTask): Promise<TerminalIm
       try {
         copyTree(task.environmentDir, context, { what: CONTEXT });
         writeFileSync(join(context, 'Dockerfile'), rebased.text);
-        await build(docker, context, taskImage, task.buildTimeoutSec, `the image of task ${task.id} (${task.dockerfile})`);
+        await build(docker, context, taskImage, task.buildTimeoutSec, `the image of task ${task.id} (${task.dockerfile})`, task.dockerfile);
       } finally {
         rmSync(context, { recursive: true, force: true });
       }
@@ -184,7 +154,7 @@ async function makeImage(docker: Docker, task: TerminalTask): Promise<TerminalIm
     try {
       writeFileSync(join(context, 'Dockerfile'), layer);
       writeFileSync(join(context, 'uvx'), uvx, { mode: 0o755 });
-      await build(docker, context, tag, task.buildTimeoutSec, `the sandbox layer of task ${task.id}`);
+      await build(docker, context, tag, task.buildTimeoutSec, `the sandbox layer of task ${task.id}`, join(context, 'Dockerfile'));
     } catch (error) {
       throw error instanceof ProbeError ? error : new ProbeError(`building task ${task.id}'s sandbox layer failed`, { cause: error });
     } finally {

@@ -1,0 +1,117 @@
+/**
+ * One image build of a task's (or our own) Dockerfile, confined (issue 26, class 3): its
+ * steps run in a network namespace of their own whose one way out is probe's proxy to the
+ * Debian archive (sandbox/build-network.ts), none of them holds CAP_NET_RAW or
+ * CAP_NET_ADMIN (confine-dockerfile.ts), and it is cancelled past its time, which is the
+ * task's build_timeout_sec capped at BUILD_TIMEOUT_CAP_S. A cancelled or failed build
+ * leaves no container behind: its network goes with every container in it.
+ */
+import { spawn } from 'node:child_process';
+import { appendFileSync, chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import type Docker from 'dockerode';
+import { EnvironmentError } from '../errors.ts';
+import { BUILD_TIMEOUT_CAP_S, type BuildNetwork, withBuildNetwork } from '../sandbox/build-network.ts';
+import { DROP_NET_CAPS_ARCHITECTURES, DROP_NET_CAPS_X86_64 } from './build-step/drop-net-caps.ts';
+import { confineDockerfile, type LocalImage, namedImages, STEP_WRAPPER_CONTEXT_NAME } from './confine-dockerfile.ts';
+
+/** Build output kept for the error message (in events). */
+const LOG_EVENTS_KEPT = 400;
+
+export interface ConfinedBuild {
+  tag: string;
+  /** What the task asked for (build_timeout_sec); the build gets at most BUILD_TIMEOUT_CAP_S. */
+  timeoutSec: number;
+  /** For the messages: `the image of task x (…/Dockerfile)`. */
+  what: string;
+  /** The Dockerfile the context's was made from, named by a refusal (InputError). */
+  dockerfile: string;
+}
+
+/** The seconds a build is given: what it asked for, at most the cap. */
+export function buildSeconds(requested: number): number {
+  return Math.min(requested, BUILD_TIMEOUT_CAP_S);
+}
+
+let architecture: Promise<string> | undefined;
+async function requireWrapperArchitecture(docker: Docker): Promise<void> {
+  architecture ??= docker.version().then((v) => v.Arch);
+  const arch = await architecture;
+  if (!DROP_NET_CAPS_ARCHITECTURES.includes(arch))
+    throw new EnvironmentError(
+      `this Docker engine runs ${arch} images; task images are built only on x86-64 engines (every build step starts with src/terminal/build-step/drop-net-caps, which is x86-64 code)`,
+    );
+}
+
+/** The context's Dockerfile confined, with the step wrapper beside it (kept even by a .dockerignore). */
+async function confineContext(docker: Docker, context: string, dockerfile: string): Promise<void> {
+  const path = join(context, 'Dockerfile');
+  const text = readFileSync(path, 'utf8');
+  const images = new Map<string, LocalImage>();
+  for (const name of namedImages(text)) {
+    const info = await docker
+      .getImage(name)
+      .inspect()
+      .catch(() => undefined);
+    if (info) images.set(name, { shell: (info.Config as { Shell?: string[] | null } | undefined)?.Shell ?? undefined });
+  }
+  writeFileSync(path, confineDockerfile(text, dockerfile, images));
+  const wrapper = join(context, STEP_WRAPPER_CONTEXT_NAME);
+  rmSync(wrapper, { recursive: true, force: true });
+  writeFileSync(wrapper, DROP_NET_CAPS_X86_64);
+  chmodSync(wrapper, 0o755);
+  const ignore = join(context, '.dockerignore');
+  if (existsSync(ignore)) appendFileSync(ignore, `\n!${STEP_WRAPPER_CONTEXT_NAME}\n`);
+}
+
+/** Builds `context` (its Dockerfile confined first) as `tag`; the error is the failing step's output. */
+export async function buildConfined(docker: Docker, context: string, build: ConfinedBuild): Promise<void> {
+  await requireWrapperArchitecture(docker);
+  await confineContext(docker, context, build.dockerfile);
+  await withBuildNetwork(docker, (network) => runBuild(docker, context, build, network));
+}
+
+async function runBuild(docker: Docker, context: string, build: ConfinedBuild, network: BuildNetwork): Promise<void> {
+  const seconds = buildSeconds(build.timeoutSec);
+  const tar = spawn('tar', ['-C', context, '-c', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const stream = (await docker.buildImage(tar.stdout, {
+    t: build.tag,
+    networkmode: network.networkMode,
+    buildargs: network.buildArgs,
+    rm: true,
+    forcerm: true,
+  })) as Readable;
+  const log: string[] = [];
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      // Dropping the connection cancels the build; the network's removal takes the step's container.
+      stream.destroy();
+      tar.kill();
+      const asked =
+        seconds < build.timeoutSec
+          ? `its build_timeout_sec is ${build.timeoutSec} s, capped at probe's ${BUILD_TIMEOUT_CAP_S} s`
+          : 'its build_timeout_sec';
+      reject(new EnvironmentError(`building ${build.what} took longer than ${seconds} s (${asked}); the build was cancelled`));
+    }, seconds * 1000);
+    docker.modem.followProgress(
+      stream,
+      (error: Error | null, events: Array<{ error?: string }>) => {
+        clearTimeout(timer);
+        const failed = error?.message ?? events.find((e) => e.error)?.error;
+        if (!failed) return resolve();
+        const tail = log.join('').trim().split('\n').slice(-12).join('\n');
+        const refused = network.refused.length > 0 ? `; it refused ${network.refused.join(', ')}` : '';
+        reject(
+          new EnvironmentError(
+            `building ${build.what} failed: ${failed.trim()}\n${tail}\n(the build's only way out is probe's proxy to the Debian archive, ${network.allowed}${refused})`,
+          ),
+        );
+      },
+      (event: { stream?: string }) => {
+        if (event.stream) log.push(event.stream);
+        if (log.length > LOG_EVENTS_KEPT) log.splice(0, log.length - LOG_EVENTS_KEPT);
+      },
+    );
+  });
+}
