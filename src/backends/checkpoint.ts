@@ -10,6 +10,7 @@ import { InputError } from '../errors.ts';
 import { checkpointContentHash } from './cache.ts';
 import type { HttpBackendOptions } from './http/backend.ts';
 import { type ModelConfig, readCheckpointDir, readTokenizerDir } from './onnx/checkpoint.ts';
+import { checkTokenizerAgainstConfig, tokenizerIdsOf } from './onnx/consistency.ts';
 import type { Dtype } from './onnx/dtype.ts';
 
 /** What a checkpoint directory says about itself in the `probe_ladder` block of its config.json. */
@@ -82,7 +83,8 @@ function directoryFacts(dir: string): CheckpointFacts {
 /**
  * Checks a `--ckpt` argument without loading weights and resolves it: a directory's files
  * (config, tokenizer, the graph `dtype` picks), or each URL's form and the `--tokenizer`
- * directory a server's text is counted with.
+ * directory a server's text is counted with (which must be its config.json's, where it has
+ * one: onnx/consistency.ts).
  */
 export function resolveCheckpoint(spec: string, options: { http?: HttpBackendOptions; dtype?: Dtype | undefined } = {}): Checkpoint {
   if (isServerAddress(spec)) {
@@ -94,9 +96,15 @@ export function resolveCheckpoint(spec: string, options: { http?: HttpBackendOpt
         throw new InputError({ file: spec }, `not a server URL: ${url}`);
       }
     }
-    if (options.http?.tokenizerDir) readTokenizerDir(options.http.tokenizerDir);
+    if (options.http?.tokenizerDir) {
+      // The text of a served model is counted with this tokenizer: it must be that model's (its config.json, where it has one).
+      const tokenizer = readTokenizerDir(options.http.tokenizerDir);
+      checkTokenizerAgainstConfig(tokenizer.dir, tokenizer.config, tokenizerIdsOf(tokenizer));
+    }
     return { kind: 'server', name: spec, key: checkpointKey(spec), urls, facts: NO_FACTS };
   }
+  // Its tokenizer, config and graph are checked against each other when it is opened, before it scores
+  // (onnx/consistency.ts): a mismatched checkpoint then costs the others nothing.
   const files = readCheckpointDir(spec, options.dtype);
   return {
     kind: 'directory',

@@ -16,7 +16,7 @@ import { encodeTail, splitContinuations, type SplitPair } from '../boundary.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
 import { readCheckpointDir } from './checkpoint.ts';
 import type { Dtype } from './dtype.ts';
-import { checkLogitsWidth, checkSpecialTokens } from './consistency.ts';
+import { checkLogitsWidth, checkSpecialsAreSpecial, checkSpecialTokens, tokenizerIdsOf } from './consistency.ts';
 import { OnnxGraph, type KvCache } from './graph.ts';
 import { LogSoftmaxSession, type RowScores } from './log-softmax.ts';
 import { CheckpointTokenizer } from './tokenizer.ts';
@@ -80,12 +80,14 @@ export class OnnxBackend implements CompletionBackend {
   /** Opens a checkpoint directory; its tokenizer, config and graph are checked against each other before any work (consistency.ts). */
   static async open(dirArg: string, options: OnnxBackendOptions = {}): Promise<OnnxBackend> {
     const files = readCheckpointDir(dirArg, options.dtype);
+    const ids = tokenizerIdsOf(files);
+    checkSpecialTokens(files.dir, files.config, ids);
     const tokenizer = new CheckpointTokenizer(files);
-    checkSpecialTokens(files.dir, files.config, tokenizer);
     const bosUse = tokenizer.bos(options.bos ?? 'auto'); // a policy the tokenizer cannot honour is bad input, before the graph loads
     const graph = await OnnxGraph.load(files);
     try {
-      checkLogitsWidth(files.dir, files.modelPath, files.config, tokenizer, graph.vocab);
+      checkLogitsWidth(files.dir, files.modelPath, files.config, ids, graph.vocab);
+      checkSpecialsAreSpecial(files.dir, files.config, ids);
     } catch (error) {
       await graph.close();
       throw error;

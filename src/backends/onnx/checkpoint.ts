@@ -38,6 +38,21 @@ const TokenizerJson = z.looseObject({
 });
 export type TokenizerJson = z.infer<typeof TokenizerJson>;
 
+/** Every (piece, id) the tokenizer knows: its model's vocabulary (a map, or Unigram's list) and its added tokens. */
+export function tokenEntries(tokenizerJson: TokenizerJson): Array<[string, number]> {
+  const vocab = tokenizerJson.model.vocab;
+  const entries: Array<[string, number]> = Array.isArray(vocab)
+    ? (vocab as Array<[string, number]>).map(([piece], id) => [piece, id])
+    : Object.entries((vocab ?? {}) as Record<string, number>);
+  for (const t of tokenizerJson.added_tokens ?? []) entries.push([t.content, t.id]);
+  return entries;
+}
+
+/** One more than the largest id the tokenizer can produce. */
+export function vocabSizeOf(entries: ReadonlyArray<[string, number]>): number {
+  return entries.reduce((max, [, id]) => Math.max(max, id + 1), 0);
+}
+
 export interface CheckpointFiles {
   dir: string;
   config: ModelConfig;

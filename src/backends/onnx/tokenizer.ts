@@ -5,7 +5,7 @@
 import { PreTrainedTokenizer } from '@huggingface/transformers';
 import { describeCause, InputError } from '../../errors.ts';
 import { BOS_PROBE_TEXT, prependedToken, type BosPolicy, type BosUse } from '../bos.ts';
-import type { TokenizerFiles } from './checkpoint.ts';
+import { type TokenizerFiles, tokenEntries, vocabSizeOf } from './checkpoint.ts';
 
 function gpt2ByteDecoder(): Map<string, number> {
   const map = new Map<string, number>();
@@ -40,12 +40,8 @@ export class CheckpointTokenizer {
     } catch (error) {
       throw new InputError({ file }, `cannot build a tokenizer: ${describeCause(error)}`, { cause: error });
     }
-    const vocab = files.tokenizerJson.model.vocab;
-    const entries: Array<[string, number]> = Array.isArray(vocab)
-      ? (vocab as Array<[string, number]>).map(([piece], id) => [piece, id])
-      : Object.entries((vocab ?? {}) as Record<string, number>);
-    for (const t of files.tokenizerJson.added_tokens ?? []) entries.push([t.content, t.id]);
-    this.vocabSize = entries.reduce((max, [, id]) => Math.max(max, id + 1), 0);
+    const entries = tokenEntries(files.tokenizerJson);
+    this.vocabSize = vocabSizeOf(entries);
     this.bytesById = buildByteTable(
       entries,
       decoderTypes(files.tokenizerJson.decoder),
