@@ -154,6 +154,9 @@ function writeTranscripts(dir: RunDir, instances: readonly TerminalInstance[], c
     const file = join(dir.dir, 'episodes', checkpointKey(name), idFileName(result.task_id), `run-${result.run}.md`);
     mkdirSync(dirname(file), { recursive: true });
     const verdict = result.resolved ? 'RESOLVED' : `not resolved (${result.reason ?? 'tests failed'})`;
-    writeFileSync(file, `${text}\n<!-- episode ended: ${result.termination}; ${verdict}; reward ${result.reward} -->\n`);
+    const planted = result.tampering?.length
+      ? `; tampering: ${result.tampering.map((t) => `${JSON.stringify(t.path).replaceAll('--', '-\\u002d')} (${t.reason})`).join(', ')}`
+      : '';
+    writeFileSync(file, `${text}\n<!-- episode ended: ${result.termination}; ${verdict}; reward ${result.reward}${planted} -->\n`);
   }
 }

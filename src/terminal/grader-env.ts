@@ -168,7 +168,12 @@ export function readPreparation(output: string): Preparation | null {
   if (value('SCAN') === 'none') return { home, tmp, tampering: [], unremoved: [], path: value('SAFEPATH') || OFFLINE_BIN };
   const json = lines.find((l) => l.startsWith('{"tampering"'));
   if (!json) return null;
-  const scan = JSON.parse(json) as { tampering: Array<Tampering & { removed: boolean | null }> };
+  let scan: { tampering: Array<Tampering & { removed: boolean | null }> };
+  try {
+    scan = JSON.parse(json);
+  } catch {
+    return null;
+  }
   return {
     home,
     tmp,
