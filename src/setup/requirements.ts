@@ -4,10 +4,11 @@
  * with pytest, the `python` alias, git. A bare machine of the project's kind (Node.js, root,
  * Debian packages reachable) runs `probe demo` after this.
  */
-import { spawnSync } from 'node:child_process';
+import { type SpawnSyncReturns, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { EnvironmentError } from '../errors.ts';
 import { jailProblem, resetJailCheck } from '../sandbox/jail.ts';
+import { waitForAptLocks } from './apt-lock.ts';
 
 export interface Requirement {
   name: string;
@@ -57,6 +58,22 @@ export function canInstall(): boolean {
   return process.getuid?.() === 0 && spawnSync('apt-get', ['--version'], { stdio: 'ignore' }).status === 0;
 }
 
+/** How long setup waits for another process's apt or dpkg lock (a fresh machine's unattended upgrades take minutes). */
+export const APT_LOCK_WAIT_S = 600;
+
+/**
+ * Runs `apt-get ARGS` as setup does: after waiting for apt's locks (apt-lock.ts), and with
+ * apt's own wait for the dpkg lock, for a process that takes it in between.
+ */
+export function aptGet(args: string[], options: { log: (line: string) => void; waitS?: number }): SpawnSyncReturns<Buffer> {
+  const waitS = options.waitS ?? APT_LOCK_WAIT_S;
+  waitForAptLocks(waitS, options.log);
+  return spawnSync('apt-get', ['-o', `DPkg::Lock::Timeout=${waitS}`, ...args], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+  });
+}
+
 /** The machine lacks what the jail needs: an environment to fix (exit 2). */
 export class MissingRequirements extends EnvironmentError {
   constructor(
@@ -78,15 +95,8 @@ export function ensureRequirements(options: { install: boolean; log: (line: stri
   const packages = [...new Set(missing.flatMap((r) => r.packages))];
   if (options.install && canInstall()) {
     options.log(`probe: installing what the jailed sandbox needs: ${packages.join(' ')} (${installCommand(packages)})\n`);
-    const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-    const update = spawnSync('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
-    const install =
-      update.status === 0
-        ? spawnSync('apt-get', ['install', '-y', '-qq', '--no-install-recommends', ...packages], {
-            stdio: ['ignore', 'ignore', 'inherit'],
-            env,
-          })
-        : update;
+    const update = aptGet(['update', '-qq'], options);
+    const install = update.status === 0 ? aptGet(['install', '-y', '-qq', '--no-install-recommends', ...packages], options) : update;
     if (install.status !== 0)
       throw new MissingRequirements(
         missing,
