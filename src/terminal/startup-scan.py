@@ -210,9 +210,9 @@ if python:
             if reason and changed(path):
                 report(path, f"{reason} ({d} is on the grader's Python path)")
 
-# 3. What a grader with the agent's HOME or working directory would have read. The grader has
-# a fresh HOME and runs python with -P, so none of it is read; it is reported, and left for
-# the tests (which may look at the agent's files).
+# 3. What a grader with the agent's HOME would have read. The grader has a fresh HOME and
+# runs python with -s, so none of it is read; it is reported, and left for the tests (which
+# may look at the agent's files).
 home_startup = [".local/bin/env", ".bashrc", ".bash_profile", ".bash_login", ".profile", ".bash_logout", ".zshenv", ".cargo/env"]
 for rel in home_startup:
     path = os.path.join(AGENT_HOME, rel)
@@ -225,22 +225,21 @@ for py in entries(user_lib):
         path = os.path.join(site_dir, name)
         if changed(path):
             report(path, "in the agent's user site (the grader runs python with -s and a fresh HOME)", remove=False)
+# The working directory is first on sys.path for a `python3 -m pytest` that a task's own
+# test.sh may run from it (not through probe's uvx, which runs python with -P): a runner
+# shadow, a pytest11 plugin or a start-up module there would load, and no solution needs one
+# at the top of its working directory. Removed; the rest of the agent's files stay for the tests.
 if os.path.isdir(WORKDIR):
     for name in entries(WORKDIR):
         path = os.path.join(WORKDIR, name)
         module = module_of(name)
         plugin = False
-        if name.endswith((".dist-info", ".egg-info")):
+        if name.lower().endswith((".dist-info", ".egg-info")):
             try:
-                plugin = "[pytest11]" in open(os.path.join(path, "entry_points.txt"), encoding="utf-8", errors="replace").read()
+                plugin = "pytest11" in open(os.path.join(path, "entry_points.txt"), encoding="utf-8", errors="replace").read()
             except OSError:
                 plugin = False
-        shadow = module in {"pytest", "_pytest", "pluggy"} or name == "py.py"
-        if (plugin or shadow or module in STARTUP) and changed(path):
-            report(
-                path,
-                "would load into `python -m pytest` run from the working directory (the grader runs python with -P)",
-                remove=False,
-            )
+        if (plugin or module in RUNNER or module in STARTUP) and changed(path):
+            report(path, "would load into a `python3 -m pytest` run from the working directory")
 
 print(json.dumps({"tampering": found, "python": python}))
