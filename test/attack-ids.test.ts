@@ -25,7 +25,7 @@ const shippedQueries = readFileSync(join(LICENSES, 'queries.jsonl'), 'utf8')
 function researchSet(ids: string[]): string {
   const dir = tempDir();
   copyFileSync(join(LICENSES, 'corpus.jsonl'), join(dir, 'corpus.jsonl'));
-  writeFileSync(join(dir, 'queries.jsonl'), ids.map((id, i) => JSON.stringify({ ...shippedQueries[i], query_id: id })).join('\n') + '\n');
+  writeFileSync(join(dir, 'queries.jsonl'), `${ids.map((id, i) => JSON.stringify({ ...shippedQueries[i], query_id: id })).join('\n')}\n`);
   return dir;
 }
 
