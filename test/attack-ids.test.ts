@@ -5,7 +5,7 @@
  * directory), and deeply nested JSON (a stack overflow that ended the whole build).
  * Each case runs the real `probe` bin on real files.
  */
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkpointKey } from '../src/asap/store.ts';
@@ -156,6 +156,17 @@ describe('class 8: ids that differ are files that differ', () => {
     expect(readdirSync(episodes)).toEqual([checkpointKey(CKPT.agent)]);
     expect(existsSync(join(out, 'run-0.md'))).toBe(false);
   }, 300_000);
+});
+
+describe('class 8: checkpoints whose names flatten to one directory', () => {
+  it('a/b and a_b in one run are refused, naming both', () => {
+    const dir = tempDir();
+    mkdirSync(join(dir, 'a'));
+    symlinkSync(CKPT.agent, join(dir, 'a', 'b'));
+    symlinkSync(CKPT.agent, join(dir, 'a_b'));
+    const run = runProbe(['bpb', '--ckpt', join(dir, 'a', 'b'), '--ckpt', join(dir, 'a_b'), '--limit', '1', '--no-cache']);
+    expectOneLineError(run, /a_b: field "--ckpt": this checkpoint and .*a\/b would share the run directory's files/);
+  });
 });
 
 describe.skipIf(!hasBubblewrap())('class 10: a too-deep JSON document is one bad input, and the others build', () => {

@@ -13,6 +13,7 @@ import { InputError } from '../errors.ts';
 import { servedAs, type Failure, type ScoringRun } from '../pipeline/checkpoint-loop.ts';
 import { loadProbeItems } from '../probes/load.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
+import { checkpointKey as episodesDirName } from '../asap/store.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { positiveInteger } from './args.ts';
 import { bosConfig } from '../backends/bos.ts';
@@ -49,7 +50,28 @@ export function addScoringOptions(command: Command): Command {
 /** The checkpoints named by `--ckpt`, or the embedded ladder; each checked before any work. */
 export function resolveCheckpoints(ckpt: string[] | undefined, http: HttpBackendOptions = {}, dtype?: Dtype): Checkpoint[] {
   const specs = ckpt ?? embeddedCheckpointDirs().map((dir) => relative(process.cwd(), dir) || '.');
-  return specs.map((spec) => resolveCheckpoint(spec, { http, dtype }));
+  const checkpoints = specs.map((spec) => resolveCheckpoint(spec, { http, dtype }));
+  refuseSharedFileNames(checkpoints);
+  return checkpoints;
+}
+
+/**
+ * Two different checkpoints whose names flatten to one file name (`a/b` and `a_b`) would
+ * write one episodes directory: refused, rather than one's transcripts read as the other's.
+ * (The flattening is kept as it is so existing run directories resume.)
+ */
+function refuseSharedFileNames(checkpoints: readonly Checkpoint[]): void {
+  const byName = new Map<string, Checkpoint>();
+  for (const c of checkpoints) {
+    const name = episodesDirName(c.name);
+    const other = byName.get(name);
+    if (other && other.key !== c.key)
+      throw new InputError(
+        { file: c.name, field: '--ckpt' },
+        `this checkpoint and ${other.name} would share the run directory's files (episodes/${name}); give one of them another path`,
+      );
+    byName.set(name, c);
+  }
 }
 
 /**
