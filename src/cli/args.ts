@@ -4,6 +4,7 @@
  * `--seed abc` that parses to NaN would otherwise give numbers that look like results.
  */
 import { InvalidArgumentError } from 'commander';
+import { MAX_TIMEOUT_S, timeoutProblem } from '../util/timeout.ts';
 
 /** `Number()` of a non-empty value ('' and '  ' are 0 to Number). */
 function numberOf(value: string): number {
@@ -20,6 +21,12 @@ function numberParser(ok: (n: number) => boolean, expected: string): (value: str
 }
 
 export const positiveInteger = numberParser((n) => Number.isInteger(n) && n >= 1, 'expected a positive integer');
+
+/** A timeout in whole seconds, at most MAX_TIMEOUT_S (one day): Node fires a longer timer at once (util/timeout.ts). */
+export const timeoutSeconds = numberParser(
+  (n) => Number.isInteger(n) && timeoutProblem(n) === undefined,
+  `expected a whole number of seconds from 1 to ${MAX_TIMEOUT_S} (one day)`,
+);
 
 export const nonNegativeInteger = numberParser((n) => Number.isInteger(n) && n >= 0, 'expected a whole number ≥ 0');
 

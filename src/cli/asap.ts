@@ -10,7 +10,7 @@ import { formatPercent, formatTable, passColumns } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
 import { SANDBOX_KINDS } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
-import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger, probability } from './args.ts';
+import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger, probability, timeoutSeconds } from './args.ts';
 import { ASAP_RUN_DEFAULTS, type AsapRunSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
 import { addDtypeOption, type DtypeFlags } from './dtype-option.ts';
@@ -98,7 +98,7 @@ export function asapCommand(): Command {
             .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, DEFAULTS.temperature)
             .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, DEFAULTS.topP)
             .option('--seed <n>', 'seed of the run (episode seeds derive from it, the same for every checkpoint)', integer, DEFAULTS.seed)
-            .option('--action-timeout <s>', 'seconds one action may run', positiveInteger, DEFAULTS.actionTimeoutS)
+            .option('--action-timeout <s>', 'seconds one action may run', timeoutSeconds, DEFAULTS.actionTimeoutS)
             .addOption(
               new Option('--sandbox <kind>', "where the model's actions run (always jailed, network off)")
                 .choices([...SANDBOX_KINDS])

@@ -4,7 +4,7 @@ import { isServerAddress } from '../backends/checkpoint.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { SERVER_KINDS, type ServerKind } from '../backends/http/servers.ts';
 import { DEFAULT_ENDPOINT_OPTIONS as DEFAULTS } from '../backends/http/transport.ts';
-import { nonNegativeInteger, positiveInteger } from './args.ts';
+import { nonNegativeInteger, positiveInteger, timeoutSeconds } from './args.ts';
 import { onShutdown } from '../util/shutdown.ts';
 
 export interface HttpFlags {
@@ -26,7 +26,7 @@ export function addHttpOptions(command: Command): Command {
     .option('--tokenizer <dir>', "the served checkpoint's tokenizer (tokenizer.json); default: the server's /tokenize")
     .option('--model <name>', 'model name to request from a server (default: its first model)')
     .option('--http-concurrency <n>', 'requests in flight per server replica', positiveInteger, DEFAULTS.concurrency)
-    .option('--http-timeout <s>', 'seconds one server request may take', positiveInteger, DEFAULTS.timeoutMs / 1000)
+    .option('--http-timeout <s>', 'seconds one server request may take', timeoutSeconds, DEFAULTS.timeoutMs / 1000)
     .option('--http-retries <n>', 'retries on 429, 5xx, timeouts and dropped connections', nonNegativeInteger, DEFAULTS.retries);
 }
 

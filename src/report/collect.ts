@@ -2,8 +2,8 @@
  * Reads finished run directories (any verb) into one report: per-probe results, the
  * ladder's shortlist, the probe items behind them and where ASAP transcripts are.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { basename, isAbsolute, join, resolve, sep } from 'node:path';
+import { existsSync } from 'node:fs';
+import { basename, isAbsolute, join, resolve } from 'node:path';
 import type { AsapResult } from '../asap/run.ts';
 import type { ResearchResult } from '../research/run.ts';
 import type { TerminalResult } from '../terminal/run.ts';
@@ -19,6 +19,7 @@ import { probeSetRecord, type RunManifest } from '../store/run-dir.ts';
 import { readResults } from './results-schema.ts';
 import type { LadderRow } from '../schema/ladder-row.ts';
 import { idFileName } from '../util/file-name.ts';
+import { MAX_STRING_BYTES, readTextFile, regularFile } from '../util/safe-tree.ts';
 
 /** The MCQ accuracy a ladder row is ranked and shown by (`rankingAccuracy`: acc_norm). */
 export function ladderMcqAccuracy(r: Pick<LadderRow, 'mcq_acc' | 'mcq_acc_norm'>): number {
@@ -47,19 +48,44 @@ export interface ReportData {
   items: Map<string, ProbeItem>;
   /** Checkpoints the runs recorded as controls (by name and by path): labelled everywhere, left out of correlations. */
   controls: Set<string>;
+  /**
+   * Files of the run directories the report does not read, with why: not a regular file,
+   * or a link (or a linked directory) leading out of its run directory. Keyed by the path
+   * the run would have written; the report shows the reason in the file's place.
+   */
+  leftOut?: Map<string, string>;
 }
 
-function readJson<T>(file: string, what: string): T {
-  if (!existsSync(file)) throw new InputError({ file }, `missing: ${what}`);
+/**
+ * A file the run directory `root` holds, as the report may read it: its real path when it
+ * is a regular file whose real path (links resolved) is inside `root`; undefined when
+ * there is nothing at `file`; otherwise the reason it is left out, recorded in `leftOut`.
+ * A run directory is not trusted to stay inside itself: a transcript replaced by a link
+ * to a host file must not bring that file into the HTML.
+ */
+function runFile(root: string, file: string, leftOut: Map<string, string>): string | undefined {
   try {
-    return JSON.parse(readFileSync(file, 'utf8')) as T;
+    return regularFile(file, { root, maxBytes: MAX_STRING_BYTES, what: 'the run directory' });
+  } catch (error) {
+    if (!(error instanceof InputError)) throw error;
+    leftOut.set(file, error.message.startsWith(`${file}: `) ? error.message.slice(file.length + 2) : error.message);
+    return undefined;
+  }
+}
+
+/** A JSON file of the run directory `root`: a regular file really inside it (see `runFile`), else an InputError naming it. */
+function readJson<T>(file: string, what: string, root: string): T {
+  if (!existsSync(file)) throw new InputError({ file }, `missing: ${what}`);
+  const text = readTextFile(file, { root, maxBytes: MAX_STRING_BYTES, what: 'the run directory' });
+  try {
+    return JSON.parse(text) as T;
   } catch (error) {
     throw new InputError({ file }, `not JSON (${what})`, { cause: error });
   }
 }
 
-function readJsonIf<T>(file: string): T | undefined {
-  return existsSync(file) ? readJson<T>(file, 'results') : undefined;
+function readJsonIf<T>(file: string, root: string): T | undefined {
+  return existsSync(file) ? readJson<T>(file, 'results', root) : undefined;
 }
 
 /**
@@ -89,8 +115,8 @@ export interface TerminalReport extends TerminalResult {
   transcripts: Record<string, string[]>;
 }
 
-/** Terminal results with the transcripts the run wrote for them. */
-function terminalTranscripts(dir: string, results: TerminalResult[]): TerminalReport[] {
+/** Terminal results with the transcripts the run wrote for them (a transcript left out is kept by its path, for its reason). */
+function terminalTranscripts(dir: string, results: TerminalResult[], leftOut: Map<string, string>): TerminalReport[] {
   return results.map((r) => ({
     ...r,
     transcripts: Object.fromEntries(
@@ -98,7 +124,7 @@ function terminalTranscripts(dir: string, results: TerminalResult[]): TerminalRe
         item.task_id,
         Array.from({ length: item.n }, (_, run) =>
           join(dir, 'episodes', checkpointKey(r.checkpoint), idFileName(item.task_id), `run-${run}.md`),
-        ).filter((f) => existsSync(f)),
+        ).flatMap((f) => runFile(dir, f, leftOut) ?? (leftOut.has(f) ? [f] : [])),
       ]),
     ),
   }));
@@ -107,12 +133,11 @@ function terminalTranscripts(dir: string, results: TerminalResult[]): TerminalRe
 /**
  * Transcript paths from where the episodes are in the run directory now, not from the
  * paths recorded when it ran: a moved directory still reports, and a report never reads
- * a file outside the runs it was given.
+ * a file outside the runs it was given (`runFile`: links resolved, regular files only).
  */
-function withTranscriptsIn(asapDir: string, results: AsapResult[]): AsapResult[] {
+function withTranscriptsIn(asapDir: string, results: AsapResult[], leftOut: Map<string, string>): AsapResult[] {
   const store = new AsapStore(asapDir);
-  const root = resolve(asapDir) + sep;
-  const inside = (file: string) => (resolve(file).startsWith(root) ? file : '');
+  const inside = (file: string) => runFile(asapDir, file, leftOut) ?? (leftOut.has(file) ? file : '');
   return results.map((r) => ({
     ...r,
     items: r.items.map((item) => ({
@@ -138,17 +163,19 @@ export function collectRuns(dirs: string[]): ReportData {
     ladder: null,
     items: new Map(),
     controls: new Set(),
+    leftOut: new Map(),
   };
+  const leftOut = data.leftOut!;
   for (const dir of dirs) {
     const manifestFile = join(dir, 'run.json');
-    const manifest = existsSync(manifestFile) ? readJson<RunManifest>(manifestFile, 'run manifest') : null;
+    const manifest = existsSync(manifestFile) ? readJson<RunManifest>(manifestFile, 'run manifest', dir) : null;
     // An ASAP directory from before run.json existed still says what it is.
     const verb = manifest?.verb ?? (existsSync(join(dir, 'asap.json')) ? 'asap' : undefined);
     if (!verb) throw new InputError({ file: manifestFile }, 'not a run directory (no run.json): give directories written with --out');
     const resultsFile = join(dir, 'results.json');
     if (!existsSync(resultsFile))
       throw new InputError({ file: resultsFile }, 'the run has not finished: continue it with --resume, then report');
-    const results = readJson<unknown>(resultsFile, 'results');
+    const results = readJson<unknown>(resultsFile, 'results', dir);
     switch (verb) {
       case 'bpb':
         data.bpb.push(...readResults.bpb(results, resultsFile).results);
@@ -163,14 +190,14 @@ export function collectRuns(dirs: string[]): ReportData {
         if ((results as { env?: unknown } | null)?.env === 'research')
           data.research.push(...readResults.research(results, resultsFile).results);
         else if ((results as { env?: unknown } | null)?.env === 'terminal')
-          data.terminal.push(...terminalTranscripts(dir, readResults.terminal(results, resultsFile).results));
-        else data.asap.push(...withTranscriptsIn(dir, readResults.asap(results, resultsFile).results));
+          data.terminal.push(...terminalTranscripts(dir, readResults.terminal(results, resultsFile).results, leftOut));
+        else data.asap.push(...withTranscriptsIn(dir, readResults.asap(results, resultsFile).results, leftOut));
         break;
       case 'screen':
       case 'demo': {
         const ladder = readResults.ladder(results, resultsFile);
         const stage = <T>(read: (value: unknown, file: string) => T, file: string): T | undefined => {
-          const value = readJsonIf<unknown>(file);
+          const value = readJsonIf<unknown>(file, dir);
           return value === undefined ? undefined : read(value, file);
         };
         const cheap = stage(readResults.cheap, join(dir, 'cheap.json'));
@@ -178,12 +205,12 @@ export function collectRuns(dirs: string[]): ReportData {
         data.mcq.push(...(cheap?.mcq ?? []));
         data.passk.push(...(stage(readResults.passkStage, join(dir, 'passk.json'))?.passk ?? []));
         data.asap.push(
-          ...withTranscriptsIn(join(dir, 'asap'), stage(readResults.asapStage, join(dir, 'asap', 'results.json'))?.results ?? []),
+          ...withTranscriptsIn(join(dir, 'asap'), stage(readResults.asapStage, join(dir, 'asap', 'results.json'))?.results ?? [], leftOut),
         );
         // The other environment kinds of the shortlist's ASAP (--asap-env), in their own run directories.
         const terminalDir = join(dir, 'asap-terminal');
         data.terminal.push(
-          ...terminalTranscripts(terminalDir, stage(readResults.terminal, join(terminalDir, 'results.json'))?.results ?? []),
+          ...terminalTranscripts(terminalDir, stage(readResults.terminal, join(terminalDir, 'results.json'))?.results ?? [], leftOut),
         );
         data.research.push(...(stage(readResults.research, join(dir, 'asap-research', 'results.json'))?.results ?? []));
         data.ladder = { rows: ladder.results, shortlist: ladder.shortlist };
@@ -197,7 +224,7 @@ export function collectRuns(dirs: string[]): ReportData {
         data.bpb.push(...rungs.bpb);
         data.mcq.push(...rungs.mcq);
         data.passk.push(...rungs.passk);
-        data.asap.push(...withTranscriptsIn(join(dir, 'asap'), rungs.asap));
+        data.asap.push(...withTranscriptsIn(join(dir, 'asap'), rungs.asap, leftOut));
         break;
       }
       default:

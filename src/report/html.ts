@@ -3,7 +3,8 @@
  * Sections (each with a stable id): runs, ranking, bpb, mcq, passk, asap, correlation,
  * items (drill-down per probe item) and transcripts (ASAP episodes).
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { AsapResult } from '../asap/run.ts';
 import { RESEARCH_TERMINATIONS } from '../research/episode.ts';
 import type { ResearchResult } from '../research/run.ts';
@@ -16,6 +17,8 @@ import { downstreamScore, formatPercent, shortCheckpointName } from './table.ts'
 import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
 import { knownOrder } from './known-order.ts';
 import { barChart, escapeXml as esc, lineChart, scatter, stackedBars } from './svg.ts';
+import { InputError } from '../errors.ts';
+import { MAX_STRING_BYTES, readTextFile } from '../util/safe-tree.ts';
 
 export const REPORT_SECTIONS = ['runs', 'ranking', 'bpb', 'mcq', 'passk', 'asap', 'correlation', 'items', 'transcripts'] as const;
 
@@ -376,10 +379,23 @@ function researchSection(data: ReportData): string {
   );
 }
 
-/** A transcript as the report shows it: whole up to `maxChars`, else its end, saying where the rest is. */
-function shownTranscript(file: string, maxChars: number): string {
+/**
+ * A transcript as the report shows it: whole up to `maxChars`, else its end, saying where
+ * the rest is. One that collect.ts left out (not a regular file, or leading out of its run
+ * directory) is not read: the report says why in its place. It is read as a regular file
+ * of its own directory (a link out of it is refused), in case it changed since collected.
+ */
+function shownTranscript(file: string, maxChars: number, leftOut: ReadonlyMap<string, string> | undefined): string {
+  const reason = leftOut?.get(file);
+  if (reason !== undefined) return `(transcript left out of this report: ${file} ${reason})`;
   if (!existsSync(file)) return `(transcript not found: ${file})`;
-  const text = readFileSync(file, 'utf8');
+  let text: string;
+  try {
+    text = readTextFile(file, { root: dirname(file), maxBytes: MAX_STRING_BYTES, what: 'the run directory' });
+  } catch (error) {
+    if (error instanceof InputError) return `(transcript left out of this report: ${error.message})`;
+    throw error;
+  }
   return text.length > maxChars
     ? `[… ${text.length - maxChars} earlier characters not shown; the whole transcript is ${file}]\n${text.slice(-maxChars)}`
     : text;
@@ -398,7 +414,7 @@ function terminalSection(data: ReportData, maxChars: number): string {
               files
                 .map((file) => {
                   const run = Number(/run-(\d+)\.md$/.exec(file)?.[1]);
-                  return `<details class="transcript"><summary>run ${run}: reward ${esc(String(item.rewards?.[run] ?? '–'))}</summary><pre>${esc(shownTranscript(file, maxChars))}</pre></details>`;
+                  return `<details class="transcript"><summary>run ${run}: reward ${esc(String(item.rewards?.[run] ?? '–'))}</summary><pre>${esc(shownTranscript(file, maxChars, data.leftOut))}</pre></details>`;
                 })
                 .join('') +
               '</details>'
@@ -521,7 +537,12 @@ function itemsSection(data: ReportData): string {
   return section('items', `Items (${ids.length})`, body);
 }
 
-function transcriptsSection(results: AsapResult[], maxChars: number, maxTranscripts: number): string {
+function transcriptsSection(
+  results: AsapResult[],
+  maxChars: number,
+  maxTranscripts: number,
+  leftOut: ReadonlyMap<string, string> | undefined,
+): string {
   if (!results.length) return section('transcripts', 'ASAP transcripts', empty('No ASAP episodes in these runs.'));
   let included = 0;
   const body = results
@@ -537,7 +558,7 @@ function transcriptsSection(results: AsapResult[], maxChars: number, maxTranscri
                     `run ${run.run}: ${run.resolved ? 'RESOLVED' : 'not resolved'} — ${run.termination}, ${run.steps} steps`,
                   );
                   if (included++ >= maxTranscripts) return `<p class="transcript-path">${head}: <code>${esc(run.transcript)}</code></p>`;
-                  return `<details class="transcript"><summary>${head}</summary><pre>${esc(shownTranscript(run.transcript, maxChars))}</pre></details>`;
+                  return `<details class="transcript"><summary>${head}</summary><pre>${esc(shownTranscript(run.transcript, maxChars, leftOut))}</pre></details>`;
                 })
                 .join('') +
               '</details>',
@@ -579,7 +600,7 @@ export function renderReport(data: ReportData, options: ReportOptions = {}): str
     aptbenchSection(data),
     correlationSection(data, options.downstream, Boolean(options.includeControls)),
     itemsSection(data),
-    transcriptsSection(data.asap, options.maxTranscriptChars ?? 100_000, options.maxTranscripts ?? 200),
+    transcriptsSection(data.asap, options.maxTranscriptChars ?? 100_000, options.maxTranscripts ?? 200, data.leftOut),
   ];
   const nav = REPORT_SECTIONS.map((id) => `<a href="#${id}">${id}</a>`).join(' · ');
   return (

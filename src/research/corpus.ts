@@ -5,9 +5,9 @@
  * form of its test split; documents inside a query are read by `docid` only). A query may
  * add `answer_aliases`, other spellings of the answer that count as correct.
  */
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { describeCause, InputError } from '../errors.ts';
+import { MAX_STRING_BYTES, readTextFile } from '../util/safe-tree.ts';
 import { UniqueIds } from '../util/unique-ids.ts';
 
 export interface ResearchDoc {
@@ -51,8 +51,10 @@ const QueryRow = z.looseObject({
 function readRows<T>(file: string, schema: z.ZodType<T>): Array<{ row: T; line: number }> {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    // A regular file only (a FIFO would block, a device never end), at most one string's worth.
+    text = readTextFile(file, { maxBytes: MAX_STRING_BYTES, what: 'a research set' });
   } catch (error) {
+    if (error instanceof InputError) throw error;
     throw new InputError({ file }, `cannot read: ${describeCause(error)}`, { cause: error });
   }
   const rows: Array<{ row: T; line: number }> = [];

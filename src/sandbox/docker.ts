@@ -27,6 +27,7 @@ import Docker from 'dockerode';
 import tar from 'tar-stream';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { onShutdown } from '../util/shutdown.ts';
+import { boundedTimeout } from '../util/timeout.ts';
 import { checkTree, UNCAPPED } from '../util/safe-tree.ts';
 import { describePackage, environmentPackages } from '../schema/environment.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
@@ -367,7 +368,7 @@ export class DockerSandbox implements Sandbox {
    */
   private finish(stream: Duplex, stdin: Buffer | string | undefined, timeoutMs: number): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
-      const backstop = setTimeout(() => {
+      const backstop = boundedTimeout(() => {
         stream.destroy();
         resolve(true);
       }, timeoutMs + 15_000);

@@ -10,7 +10,7 @@
  * `environment` must already be on the host (host-packages.ts checks, before anything runs).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
@@ -40,6 +40,8 @@ import {
   type SandboxOptions,
 } from './types.ts';
 import { onExit } from '../util/shutdown.ts';
+import { boundedTimeout } from '../util/timeout.ts';
+import { copyTree } from '../util/safe-tree.ts';
 
 /** The editors' sources (the Docker sandbox copies them in). */
 export { TOOLS_MOUNT, TOOLS_SOURCE as TOOLS_DIR } from './jail.ts';
@@ -100,7 +102,9 @@ export function checkoutTemplate(task: LoadedTask): string {
     git(parent, ['clone', '-q', '--no-local', task.repoDir, dir]);
     git(dir, ['checkout', '-q', task.base_commit]);
   } else {
-    cpSync(task.repoDir, dir, { recursive: true });
+    // A plain tree is the task set's: regular files, directories and links (kept as links) only, within the size caps.
+    mkdirSync(dir);
+    copyTree(task.repoDir, dir, { links: 'keep', what: "the task's repository (repo_path)" });
     // A repository on a read-only mount copies read-only, and the jails' copies would keep that: an agent's `sed -i` could not
     // create its temporary file. Git records only the executable bit, so owner write changes no commit.
     spawnSync('chmod', ['-R', 'u+w', dir]);
@@ -209,7 +213,7 @@ export class LocalSandbox implements Sandbox {
       child.stdout!.on('data', (chunk: Buffer) => output.add(chunk));
       child.stderr!.on('data', (chunk: Buffer) => errors.add(chunk));
       let timedOut = false;
-      const timer = setTimeout(() => {
+      const timer = boundedTimeout(() => {
         timedOut = true;
         try {
           process.kill(-child.pid!, 'SIGKILL');

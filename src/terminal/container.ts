@@ -33,6 +33,7 @@ import { client, dockerAvailable, LABEL, rootOwnedTarOf, sweepLeftovers } from '
 import { OutputCapture } from '../sandbox/output-capture.ts';
 import { LIMITS } from '../sandbox/types.ts';
 import { onShutdown } from '../util/shutdown.ts';
+import { boundedTimeout, sleep } from '../util/timeout.ts';
 import type { Tampering } from '../verify/harness-paths.ts';
 import {
   EPISODE_MARKER,
@@ -181,7 +182,7 @@ export class TerminalContainer {
     const output = new OutputCapture(OUTPUT_CAP);
     this.container.modem.demuxStream(stream, output, output);
     const cut = await new Promise<boolean>((resolve) => {
-      const backstop = setTimeout(() => {
+      const backstop = boundedTimeout(() => {
         stream.destroy();
         resolve(true);
       }, options.timeoutMs + 15_000);
@@ -230,7 +231,7 @@ export class TerminalContainer {
     const send = named ? `tmux send-keys -t ${SESSION} "$PROBE_KEYS"` : `tmux send-keys -t ${SESSION} -l -- "$PROBE_KEYS"`;
     const sent = await this.exec(send, { timeoutMs: 10_000, env: { PROBE_KEYS: named ? keys.trim() : keys } });
     if (sent.exitCode !== 0) throw new ProbeError(`tmux send-keys failed in the terminal sandbox: ${sent.output.trim().slice(0, 300)}`);
-    await new Promise((r) => setTimeout(r, durationS * 1000));
+    await sleep(durationS * 1000);
     return this.screen();
   }
 
@@ -244,7 +245,7 @@ export class TerminalContainer {
     while (performance.now() < until) {
       const r = await this.exec(`tmux display-message -p -t ${SESSION} '#{pane_current_command}'`, { timeoutMs: 10_000 });
       if (r.exitCode !== 0 || /^(ba|da|z|)sh$/.test(r.output.trim())) break;
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await sleep(200);
     }
     return this.screen();
   }

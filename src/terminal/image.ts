@@ -64,8 +64,8 @@ export function rebaseDockerfile(text: string, has: (image: string) => boolean, 
   return { text: lines.join('\n'), notes };
 }
 
-/** What the build context is called in the errors about its files. */
-const CONTEXT = "the task's environment/";
+/** What the hashed or copied tree is called in the errors about its files (the whole task directory is hashed too). */
+const CONTEXT = 'the task directory';
 
 /**
  * Content hash of a directory's files (paths, executable bits and bytes, streamed), its

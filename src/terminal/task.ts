@@ -15,9 +15,9 @@
  *
  * A task set is someone else's directory: its files are read through util/safe-tree.ts
  * (regular files and directories only, links only when they resolve inside the task's
- * directory, size caps), and environment/, tests/ and solution/ are checked whole at load,
- * so a FIFO, a device, a link out of the task or a huge file is refused here, naming it,
- * before a build or an upload would read it. Timeouts are capped (util/timeout.ts).
+ * directory, size caps), and the whole directory is checked at load, so a FIFO, a device,
+ * a link out of the task or a huge file is refused here, naming it, before a hash, a build
+ * or an upload would read it. Timeouts are capped (util/timeout.ts).
  */
 import { lstatSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { basename, join, resolve, sep } from 'node:path';
@@ -138,9 +138,12 @@ export function loadTerminalTask(dirArg: string): TerminalTask {
   const environmentDir = join(dir, 'environment');
   const dockerImage = optionalString(env, 'environment', 'docker_image', tomlFile);
   const dockerfile = join(environmentDir, 'Dockerfile');
-  // The build context is read whole by the image's hash and copied into the build: checked whole here.
+  // The whole directory is hashed into the run's manifest, environment/ into the image tag and copied into the
+  // build, tests/ uploaded: all checked here, before anything reads them. A link in environment/ must also stay
+  // inside it (the build context holds nothing else).
+  checkTree(dir, { what: TASK_DIR });
   const hasEnvironment = taskDir(dir, 'environment');
-  if (hasEnvironment) checkTree(environmentDir, { what: "the task's environment/" });
+  if (hasEnvironment) checkTree(environmentDir, { what: "the task's environment/ (the build context)" });
   const hasDockerfile = hasEnvironment && taskFile(dir, dockerfile) !== undefined;
   if (!hasDockerfile && !dockerImage) {
     const compose = hasEnvironment
@@ -157,10 +160,7 @@ export function loadTerminalTask(dirArg: string): TerminalTask {
   const testsDir = join(dir, 'tests');
   if (!taskDir(dir, 'tests') || !taskFile(dir, join(testsDir, 'test.sh')))
     throw new InputError({ file: join(testsDir, 'test.sh') }, 'missing: the task has no verifier');
-  // Uploaded whole to /tests after the episode.
-  checkTree(testsDir, { what: "the task's tests/" });
   const hasSolutionDir = taskDir(dir, 'solution');
-  if (hasSolutionDir) checkTree(join(dir, 'solution'), { what: "the task's solution/" });
   const solution = hasSolutionDir ? taskFile(dir, join(dir, 'solution', 'solve.sh')) : undefined;
 
   const allowInternet = env.allow_internet ?? true;

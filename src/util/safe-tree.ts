@@ -96,6 +96,15 @@ function size(bytes: number): string {
   return bytes >= GiB ? `${(bytes / GiB).toFixed(1)} GiB` : bytes >= MiB ? `${(bytes / MiB).toFixed(1)} MiB` : `${bytes} bytes`;
 }
 
+/** `lstat`, with a failure (permission, a file where a directory was expected) as an InputError naming the path. */
+function lstatOf(path: string): Stats | undefined {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false });
+  } catch (error) {
+    throw new InputError({ file: path }, `cannot be read: ${describeCause(error)}`, { cause: error });
+  }
+}
+
 function isInside(path: string, root: string): boolean {
   return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
 }
@@ -155,7 +164,8 @@ export function walkTree(root: string, options: TreeOptions = {}): TreeEntry[] {
     const { path, rel } = pending.pop()!;
     if (entries.length >= limits.entries)
       throw new InputError({ file: root }, `holds more than ${limits.entries} files, directories and links, over the cap on ${what}`);
-    const st = lstatSync(path);
+    const st = lstatOf(path);
+    if (!st) throw new InputError({ file: path }, 'vanished while being read');
     if (st.isDirectory()) {
       entries.push({ kind: 'dir', rel, path });
       pending.push(...childrenOf(path, rel));
@@ -277,7 +287,7 @@ export interface FileOptions {
  */
 export function regularFile(path: string, options: FileOptions = {}): string | undefined {
   const what = options.what ?? 'the directory';
-  const st = lstatSync(path, { throwIfNoEntry: false });
+  const st = lstatOf(path);
   if (!st) return undefined;
   let real = resolve(path);
   let target = st;

@@ -1,31 +1,32 @@
 /**
  * Builds a task record from a task source directory — `repo/` (the repository at its
  * base commit, a plain tree), `tests-added/` (files the test patch adds) and `meta.json`
- * (the SWE-bench fields) — computing `base_commit` and `test_patch`.
+ * (the SWE-bench fields) — computing `base_commit` and `test_patch`. The directory is read
+ * through util/safe-tree.ts: regular files and directories only, links only inside it,
+ * size caps — a FIFO or a link to /dev/zero there is an error naming it, not a hang.
  */
-import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
+import { InputError } from '../errors.ts';
 import { commitTree } from '../sandbox/local.ts';
+import { copyTree, readTextFile, TEXT_FILE_BYTES, walkTree } from '../util/safe-tree.ts';
 
-function filesUnder(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .sort()
-    .flatMap((name) => {
-      const path = join(dir, name);
-      return statSync(path).isDirectory() ? filesUnder(path) : [path];
-    });
-}
-
-/** A `git apply`-able patch that adds each file. */
+/** A `git apply`-able patch that adds each file (a patch is text: each file within the text cap). */
 export function addFilesPatch(root: string): string {
-  return filesUnder(root)
-    .map((file) => {
-      const rel = relative(root, file);
-      const text = readFileSync(file, 'utf8');
+  if (!existsSync(root)) return '';
+  const what = 'the added tests';
+  return walkTree(root, { what, limits: { fileBytes: TEXT_FILE_BYTES } })
+    .flatMap((entry) => {
+      if (entry.kind === 'dir') return [];
+      if (entry.kind === 'link')
+        throw new InputError({ file: entry.path }, 'is a symbolic link: a test patch adds files, give the file itself');
+      return [entry];
+    })
+    .map(({ rel, path, executable }) => {
+      const text = readTextFile(path, { root, what });
       const lines = text.endsWith('\n') ? text.slice(0, -1).split('\n') : text.split('\n');
-      const mode = statSync(file).mode & 0o111 ? '100755' : '100644';
+      const mode = executable ? '100755' : '100644';
       return `${[
         `diff --git a/${rel} b/${rel}`,
         `new file mode ${mode}`,
@@ -43,7 +44,8 @@ export function addFilesPatch(root: string): string {
 export function treeCommit(repoDir: string): string {
   const scratch = join(mkdtempSync(join(tmpdir(), 'probe-commit-')), 'repo');
   try {
-    cpSync(repoDir, scratch, { recursive: true });
+    mkdirSync(scratch);
+    copyTree(repoDir, scratch, { what: "the task's repo/" });
     return commitTree(scratch);
   } finally {
     rmSync(join(scratch, '..'), { recursive: true, force: true });
@@ -51,7 +53,8 @@ export function treeCommit(repoDir: string): string {
 }
 
 export function buildTaskRecord(taskDir: string): Record<string, unknown> {
-  const meta = JSON.parse(readFileSync(join(taskDir, 'meta.json'), 'utf8')) as Record<string, unknown>;
+  const metaFile = join(taskDir, 'meta.json');
+  const meta = JSON.parse(readTextFile(metaFile, { root: taskDir, what: 'the task source directory' })) as Record<string, unknown>;
   return {
     ...meta,
     base_commit: treeCommit(join(taskDir, 'repo')),
