@@ -154,12 +154,18 @@ export function walkTree(root: string, options: TreeOptions = {}): TreeEntry[] {
   const entries: TreeEntry[] = [];
   let total = 0;
   const pending: Array<{ path: string; rel: string }> = [];
-  const childrenOf = (dir: string, rel: string) =>
-    readdirSync(dir)
-      .sort()
-      .reverse()
-      .map((name) => ({ path: join(dir, name), rel: rel ? `${rel}/${name}` : name }));
-  pending.push(...childrenOf(root, ''));
+  // Children pushed one by one (a spread of a huge directory would overflow the stack), reversed so they pop in order.
+  const pushChildren = (dir: string, rel: string) => {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch (error) {
+      throw new InputError({ file: dir }, `cannot be read: ${describeCause(error)}`, { cause: error });
+    }
+    names.sort();
+    for (let i = names.length - 1; i >= 0; i--) pending.push({ path: join(dir, names[i]!), rel: rel ? `${rel}/${names[i]}` : names[i]! });
+  };
+  pushChildren(root, '');
   while (pending.length > 0) {
     const { path, rel } = pending.pop()!;
     if (entries.length >= limits.entries)
@@ -168,7 +174,7 @@ export function walkTree(root: string, options: TreeOptions = {}): TreeEntry[] {
     if (!st) throw new InputError({ file: path }, 'vanished while being read');
     if (st.isDirectory()) {
       entries.push({ kind: 'dir', rel, path });
-      pending.push(...childrenOf(path, rel));
+      pushChildren(path, rel);
     } else if (st.isFile()) {
       checkFileSize(path, st.size, limits.fileBytes, what);
       total += st.size;
