@@ -27,6 +27,7 @@ import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import tar from 'tar-stream';
 import { EnvironmentError, ProbeError } from '../errors.ts';
+import { processAlive } from '../util/process-alive.ts';
 import { onShutdown } from '../util/shutdown.ts';
 import { BASE_IMAGE } from './base-image.ts';
 
@@ -247,13 +248,7 @@ async function sweepGateways(docker: Docker): Promise<void> {
   const gateways = await docker.listContainers({ all: true, filters: { label: [GATEWAY_LABEL] } });
   const dead = gateways.filter((c) => {
     const pid = Number(c.Labels[GATEWAY_LABEL]);
-    if (!Number.isInteger(pid) || pid === process.pid) return false;
-    try {
-      process.kill(pid, 0);
-      return false;
-    } catch {
-      return true;
-    }
+    return Number.isInteger(pid) && pid !== process.pid && !processAlive(pid);
   });
   await Promise.all(dead.map((c) => removeGateway(docker, c.Id)));
 }

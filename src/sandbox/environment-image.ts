@@ -22,6 +22,7 @@ import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError, ProbeError } from '../errors.ts';
 import { BUILD_TIMEOUT_CAP_S, type BuildNetwork, withBuildNetwork } from './build-network.ts';
+import { processAlive } from '../util/process-alive.ts';
 import { OutputCapture } from './output-capture.ts';
 
 const REPOSITORY = 'probe-env';
@@ -184,13 +185,7 @@ async function sweepBuildLeftovers(docker: Docker): Promise<void> {
     containers
       .filter((c) => {
         const pid = Number(/-(\d+)$/.exec(c.Names[0] ?? '')?.[1]);
-        if (!Number.isInteger(pid) || pid === process.pid) return false;
-        try {
-          process.kill(pid, 0);
-          return false;
-        } catch {
-          return true;
-        }
+        return Number.isInteger(pid) && pid !== process.pid && !processAlive(pid);
       })
       .map((c) =>
         docker
