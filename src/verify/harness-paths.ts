@@ -13,7 +13,9 @@
  *   both versions' text, runner-settings.ts);
  * - shadows: a new top-level module at the repository root (first on `sys.path` for
  *   `python -m …`) named like one the run imports — pytest, unittest, their dependencies,
- *   any module of the standard library or the environment (the sandbox says which);
+ *   any module of the standard library or the environment (the sandbox says which); and a
+ *   new module or package in a directory of tests (pytest puts it on `sys.path`) named like
+ *   the repository's own, the runner's or the environment's;
  * - the tests themselves: files of the test patch (as SWE-bench resets them), files of the
  *   graded tests and their package's `__init__.py`, and any existing test file (named as
  *   pytest, Django, `node --test` or jest find them).
@@ -113,6 +115,10 @@ export interface HarnessContext {
   gradedFiles: Set<string>;
   /** The `__init__.py` of each graded or test-patch file's package. */
   testPackageInits: Set<string>;
+  /** Directories holding test files (the base's, the graded ones, the test patch's): pytest puts them on sys.path. */
+  testDirs: Set<string>;
+  /** The repository's own top-level modules and packages (what the tests import the code under test by). */
+  rootModules: Set<string>;
   /** Paths (files and their directories) of the base commit, as exact-byte keys. */
   base: Set<string>;
 }
@@ -150,7 +156,36 @@ export function harnessContext(task: LoadedTask, base: Set<string>): HarnessCont
       .filter((k) => base.has(k) || testPatchFiles.has(k)),
   );
   const testPackageInits = new Set([...gradedFiles, ...testPatchFiles].map((k) => [...k.split('/').slice(0, -1), '__init__.py'].join('/')));
-  return { testPatchFiles, gradedFiles, testPackageInits, base };
+  const testFiles = [...gradedFiles, ...testPatchFiles, ...[...base].filter((k) => TEST_FILE.test(k.split('/').at(-1)!))];
+  const testDirs = new Set(testFiles.map((k) => k.split('/').slice(0, -1).join('/')).filter(Boolean));
+  const rootModules = new Set<string>();
+  for (const key of base) {
+    const [top, ...rest] = key.split('/');
+    if (rest.length > 0 || MODULE_FILE.test(top!)) rootModules.add(moduleName(top!));
+  }
+  return { testPatchFiles, gradedFiles, testPackageInits, testDirs, rootModules, base };
+}
+
+/**
+ * pytest's default import mode puts a test file's directory (the first above it that is not
+ * a package) first on sys.path, so a new module or package in a directory of tests is
+ * imported in place of one of the same name: named like the repository's own (a fixed copy
+ * that only the test run sees) or the runner's, it is tampering; named like anything else,
+ * a shadow when the environment has that module.
+ */
+function testDirShadow(path: RepoPath, ctx: HarnessContext): PathVerdict | null {
+  const parts = path.key.split('/');
+  for (let i = 1; i < parts.length; i++) {
+    if (!ctx.testDirs.has(parts.slice(0, i).join('/')) || ctx.base.has(parts.slice(0, i + 1).join('/'))) continue;
+    // The entry at depth i is new: a module file, or a directory (a package, or a namespace package).
+    if (i === parts.length - 1 && !MODULE_FILE.test(parts[i]!)) continue;
+    const module = moduleName(parts[i]!);
+    if (!IDENTIFIER.test(module)) continue;
+    if (ctx.rootModules.has(module) || RUNNER_MODULES.has(module) || /^_?pytest/i.test(module))
+      return { kind: 'tampering', reason: TAMPERING.shadow(module) };
+    return { kind: 'shadow', module };
+  }
+  return null;
 }
 
 export function classifyPath(path: RepoPath, ctx: HarnessContext): PathVerdict {
@@ -172,6 +207,8 @@ export function classifyPath(path: RepoPath, ctx: HarnessContext): PathVerdict {
   if (ctx.gradedFiles.has(path.key) || ctx.testPackageInits.has(path.key) || TEST_FILE.test(name) || testScript) {
     return ctx.base.has(path.key) ? tampering(TAMPERING.testFile) : { kind: 'own-test' };
   }
+  const inTestDir = testDirShadow(path, ctx);
+  if (inTestDir) return inTestDir;
   // A new top-level module: `name.py` (or compiled) at the root, or a new root package's `__init__`.
   const top = segments[0]!;
   const module = moduleName(top);
