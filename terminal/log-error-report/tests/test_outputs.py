@@ -1,16 +1,10 @@
 import json
-import re
-from collections import Counter
 from pathlib import Path
 
-
-def expected():
-    counts = Counter()
-    for line in Path("/app/service.log").read_text().splitlines():
-        m = re.match(r"^\S+ (\w+) \[([^\]]+)\]", line)
-        if m and m.group(1) == "ERROR":
-            counts[m.group(2)] += 1
-    return dict(counts)
+# The ERROR counts of the log as the image ships it (environment/service.log). Written here,
+# not computed from /app/service.log: the agent owns /app and could rewrite the log to match
+# any report.
+EXPECTED = {"auth": 9, "billing": 11, "gateway": 9, "search": 10}
 
 
 def test_report_exists():
@@ -19,7 +13,7 @@ def test_report_exists():
 
 def test_report_counts():
     report = json.loads(Path("/app/report.json").read_text())
-    assert report == expected()
+    assert report == EXPECTED
 
 
 def test_quiet_services_absent():
