@@ -13,8 +13,11 @@
  *    where the grader looks first — a command in a directory on the grader's PATH, a `.pth`,
  *    sitecustomize/usercustomize, packaging metadata (`pytest11` plugins) or a module
  *    shadowing the runner or the standard library in a directory on the grader python's
- *    path — in any such directory the agent could write, and reports it as tampering, with
- *    what it planted in its own HOME and working directory (not read, and left in place);
+ *    path — in any such directory the agent could write; at the top of the working directory
+ *    (first on sys.path for a test.sh's own `python3 -m pytest`) every module named like one
+ *    the runner imports at start-up (probed by running the image's pytest on an empty
+ *    directory), its bytecode, and pytest11 metadata; it reports all of it as tampering, with
+ *    what it planted in its own HOME (not read, and left in place);
  * 4. test.sh runs under `env -i` with the environment below: the image's variables (the task
  *    author's) less those that make a shell or Python load files (BASH_ENV, ENV,
  *    PYTHONSTARTUP, PYTHONUSERBASE, LD_PRELOAD…), the fixed PATH, the fresh HOME/TMPDIR and

@@ -11,6 +11,7 @@
 # (before the agent's first action). Only directories the agent could write are looked at
 # (owned by its uid, writable by it, or replaceable because their parent is): the rest
 # cannot hold anything of the agent's.
+import importlib.machinery
 import json
 import os
 import stat
@@ -32,6 +33,29 @@ RUNNER = {
     "unittest", "doctest", "coverage", "xdist", "execnet", "nose", "nose2",
 }
 STARTUP = {"sitecustomize", "usercustomize"}
+# Run by the grader's python3 as `-I -S`, with sys.path set to the directories of its path the
+# agent could not write (so only what the image installed is imported): imports pytest and
+# runs a collection of an empty directory of ours, with an empty ini file and no conftest (so
+# no file of the agent's is read), then prints the top-level names of every module loaded —
+# what `python3 -m pytest` imports before the first test — and the import suffixes.
+RUNNER_PROBE = r"""
+import sys
+sys.path[:] = sys.argv[1:]
+import os, tempfile
+root = tempfile.mkdtemp()
+open(os.path.join(root, "pytest.ini"), "w").close()
+try:
+    import pytest
+    pytest.main(["--collect-only", "-q", "--noconftest", "-c", os.path.join(root, "pytest.ini"), "--rootdir", root, root])
+    ok = True
+except BaseException:
+    ok = False
+import importlib.machinery, json, shutil
+shutil.rmtree(root, ignore_errors=True)
+names = sorted({m.split(".", 1)[0] for m in sys.modules}) if ok else None
+print("PROBE-RUNNER " + json.dumps([names, importlib.machinery.all_suffixes()]))
+"""
+RUNNER_PROBE_SECONDS = 30
 WALK_CAP = 20000
 
 found = []
@@ -114,9 +138,18 @@ def entries(d):
         return []
 
 
+# importlib.metadata lower-cases a directory entry before matching these (an "x.DIST-INFO"
+# is a distribution too), so they are matched case-blind; site.py matches ".pth" as written.
+METADATA = (".dist-info", ".egg-info", ".egg-link", ".egg")
+
+
+def is_metadata(name):
+    return name.lower().endswith(METADATA)
+
+
 def module_of(name):
     """The module a directory entry would import as (None for what import never reads)."""
-    if name.endswith((".dist-info", ".egg-info", ".egg-link", ".pth")):
+    if is_metadata(name) or name.endswith(".pth"):
         return None
     base = name.split(".", 1)[0]
     return base or None
@@ -125,10 +158,43 @@ def module_of(name):
 def kind_of(name):
     if name.endswith(".pth"):
         return ".pth file: Python runs its import lines and adds its paths at start-up"
-    if name.endswith((".dist-info", ".egg-info", ".egg-link", ".egg")):
+    if is_metadata(name):
         return "packaging metadata (.dist-info/.egg-info): pytest loads the plugins its entry points name"
     if module_of(name) in STARTUP:
         return "sitecustomize/usercustomize: Python imports it at start-up, before any test"
+    return None
+
+
+def runner_imports(python, path):
+    """What the grader's test runner imports at start-up (see RUNNER_PROBE), or None."""
+    try:
+        out = subprocess.run(
+            [python, "-I", "-S", "-c", RUNNER_PROBE, *path],
+            capture_output=True,
+            text=True,
+            timeout=RUNNER_PROBE_SECONDS,
+            cwd="/",
+        ).stdout
+        line = [l for l in out.splitlines() if l.startswith("PROBE-RUNNER ")][-1]
+        names, suffixes = json.loads(line[len("PROBE-RUNNER ") :])
+        return (set(names), suffixes) if names else None
+    except (OSError, subprocess.SubprocessError, IndexError, ValueError, TypeError):
+        return None
+
+
+def import_name(d, name, suffixes):
+    """The module `import` would load from the entry `name` of directory `d` (None if none):
+    a file named module + an import suffix (source, sourceless .pyc, extension module) or a
+    regular package (a directory with an __init__). On Linux the match is case-sensitive, and a
+    directory without __init__ is only a namespace portion, which any regular module wins over."""
+    path = os.path.join(d, name)
+    if os.path.isdir(path):
+        if any(os.path.isfile(os.path.join(path, "__init__" + s)) for s in suffixes):
+            return name
+        return None
+    for s in sorted(suffixes, key=len, reverse=True):
+        if name.endswith(s) and len(name) > len(s):
+            return name[: -len(s)]
     return None
 
 
@@ -150,6 +216,9 @@ def which(command):
 
 
 python = which("python3")
+# Fallback when the runner cannot be probed: every standard-library name counts as imported.
+shadowed = RUNNER | STARTUP | set(sys.stdlib_module_names)
+suffixes = importlib.machinery.all_suffixes()
 if python:
     # 2. The grader python's own search path, as site would build it (PYTHONPATH, stdlib, site dirs,
     # the paths their .pth files add), read without running any of it.
@@ -186,7 +255,11 @@ if python:
         if real not in dirs:
             dirs.append(real)
     names_in = {d: {module_of(n) for n in entries(d)} - {None} for d in dirs if os.path.isdir(d)}
-    known = set(sys.stdlib_module_names) | set(sys.builtin_module_names) | RUNNER
+    probed = runner_imports(python, [d for d in dirs if os.path.isdir(d) and not controlled(d)])
+    if probed:
+        shadowed = probed[0] | RUNNER | STARTUP
+        suffixes = sorted(set(suffixes) | set(probed[1]))
+    known = set(sys.stdlib_module_names) | set(sys.builtin_module_names) | RUNNER | shadowed
     for d in dirs:
         if not os.path.exists(d) or not controlled(d):
             continue
@@ -226,20 +299,28 @@ for py in entries(user_lib):
         if changed(path):
             report(path, "in the agent's user site (the grader runs python with -s and a fresh HOME)", remove=False)
 # The working directory is first on sys.path for a `python3 -m pytest` that a task's own
-# test.sh may run from it (not through probe's uvx, which runs python with -P): a runner
-# shadow, a pytest11 plugin or a start-up module there would load, and no solution needs one
-# at the top of its working directory. Removed; the rest of the agent's files stay for the tests.
+# test.sh may run from it (not through probe's uvx, which runs python with -P): a module there
+# named like one the runner imports before the first test (pytest, its plugins, the standard
+# library modules they import: json, argparse…) or a start-up module would be imported
+# instead, as would a pytest11 plugin its metadata names. Such a file cannot be one the tests
+# need (it would break pytest's own import), so it is removed; the rest stays for the tests.
 if os.path.isdir(WORKDIR):
     for name in entries(WORKDIR):
         path = os.path.join(WORKDIR, name)
-        module = module_of(name)
+        if name == "__pycache__" and os.path.isdir(path) and not os.path.islink(path):
+            for pyc in entries(path):
+                if pyc.split(".", 1)[0] in shadowed and changed(os.path.join(path, pyc)):
+                    report(os.path.join(path, pyc), "compiled bytecode of a module the test runner imports, in the working directory")
+            continue
         plugin = False
         if name.lower().endswith((".dist-info", ".egg-info")):
             try:
                 plugin = "pytest11" in open(os.path.join(path, "entry_points.txt"), encoding="utf-8", errors="replace").read()
             except OSError:
                 plugin = False
-        if (plugin or module in RUNNER or module in STARTUP) and changed(path):
-            report(path, "would load into a `python3 -m pytest` run from the working directory")
+        module = import_name(WORKDIR, name, suffixes)
+        if (plugin or module in shadowed) and changed(path):
+            what = "a pytest11 plugin's metadata" if plugin else f'shadows the module "{module}" that the test runner imports'
+            report(path, f"{what}: would load into a `python3 -m pytest` run from the working directory")
 
 print(json.dumps({"tampering": found, "python": python}))
