@@ -9,6 +9,9 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlink
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkpointKey } from '../src/asap/store.ts';
+import { UnparsableAction } from '../src/formats/action-format.ts';
+import { asapFormat } from '../src/formats/asap-transcripts.ts';
+import { formatOf } from '../src/formats/registry.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
@@ -166,6 +169,27 @@ describe('class 8: checkpoints whose names flatten to one directory', () => {
     symlinkSync(CKPT.agent, join(dir, 'a_b'));
     const run = runProbe(['bpb', '--ckpt', join(dir, 'a', 'b'), '--ckpt', join(dir, 'a_b'), '--limit', '1', '--no-cache']);
     expectOneLineError(run, /a_b: field "--ckpt": this checkpoint and .*a\/b would share the run directory's files/);
+  });
+});
+
+describe("class 10: a model's action nested past the stack's reach is an unparsable sample, not a crash", () => {
+  const deep = `${'['.repeat(5000)}${']'.repeat(5000)}`;
+  it('OpenHands tool-call arguments, R2E-Gym view_range, an ASAP JSON step and a markdown editor block', () => {
+    expect(() => formatOf('native:openhands').parse(`{"command": ${deep}}`)).toThrow(UnparsableAction);
+    expect(() => formatOf('native:openhands').parse('"ls"')).toThrow(UnparsableAction);
+    expect(() =>
+      formatOf('native:r2e-gym').parse(
+        `<function=file_editor>\n<parameter=command>view</parameter>\n<parameter=path>/a</parameter>\n<parameter=view_range>${deep}</parameter>\n</function>`,
+      ),
+    ).toThrow(UnparsableAction);
+    expect(asapFormat('json').extract(`x", "action": ${deep}}`)).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/deeper than 200/),
+    });
+    expect(asapFormat('markdown').extract(`Edit.\n\n\`\`\`str_replace_editor\n{"a": ${deep}}\n\`\`\`\n`)).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/deeper than 200/),
+    });
   });
 });
 

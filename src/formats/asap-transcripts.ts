@@ -4,6 +4,7 @@
  * how the task, a step and an observation are written, what text cues the model's next
  * step, which stop strings can end an action, and how to find the action in a completion.
  */
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../util/json-depth.ts';
 import { type Action, MD_XML_STOPS, OBSERVATION_LIMIT, renderAction, renderObservation, renderTask } from './md-xml.ts';
 import { ActionParseError, findAction, parseAction } from './md-xml-parse.ts';
 
@@ -168,6 +169,7 @@ const json: AsapFormat = {
     } catch (error) {
       return { ok: false, complete: true, error: `not valid JSON: ${error instanceof Error ? error.message : error}` };
     }
+    if (nestsDeeperThan(value)) return { ok: false, complete: true, error: `the JSON step nests deeper than ${MAX_JSON_DEPTH} levels` };
     const step = value as Record<string, unknown>;
     const action = jsonAction(step.action);
     if (typeof action === 'string') return { ok: false, complete: true, error: action };
@@ -187,6 +189,7 @@ function markdownAction(tool: string, body: string): Action | string {
   } catch (error) {
     return `the str_replace_editor block must hold a JSON object: ${error instanceof Error ? error.message : error}`;
   }
+  if (nestsDeeperThan(value)) return `the str_replace_editor block nests deeper than ${MAX_JSON_DEPTH} levels`;
   return jsonAction({ ...(value as object), tool: 'str_replace_editor' });
 }
 

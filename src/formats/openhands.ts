@@ -4,6 +4,7 @@
  */
 import type { TrajectoryAction } from '../schema/trajectory.ts';
 import { type NativeFormat, plainOutput, UnparsableAction } from './action-format.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../util/json-depth.ts';
 import { bashAction, editorAction, submitAction } from './actions.ts';
 
 function parseToolArguments(text: string, like?: TrajectoryAction): TrajectoryAction {
@@ -13,6 +14,10 @@ function parseToolArguments(text: string, like?: TrajectoryAction): TrajectoryAc
   } catch (error) {
     throw new UnparsableAction(`tool-call arguments are not JSON: ${error instanceof Error ? error.message : error}`);
   }
+  // A model's output: anything reading a value nested past the stack's reach would crash the run.
+  if (nestsDeeperThan(args)) throw new UnparsableAction(`tool-call arguments nest deeper than ${MAX_JSON_DEPTH} levels`);
+  if (args === null || typeof args !== 'object' || Array.isArray(args))
+    throw new UnparsableAction('tool-call arguments are not a JSON object');
   if (like?.tool === 'submit') return submitAction(text, args);
   if (like?.tool === 'str_replace_editor' || 'path' in args) return editorAction(text, args);
   return bashAction(text, String(args.command ?? ''));

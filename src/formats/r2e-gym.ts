@@ -3,8 +3,21 @@
  * `<function=NAME>\n<parameter=KEY>VALUE</parameter>…\n</function>`.
  */
 import type { TrajectoryAction } from '../schema/trajectory.ts';
-import { type NativeFormat, plainOutput } from './action-format.ts';
+import { MAX_JSON_DEPTH, nestsDeeperThan } from '../util/json-depth.ts';
+import { type NativeFormat, plainOutput, UnparsableAction } from './action-format.ts';
 import { bashAction, editorAction, submitAction } from './actions.ts';
+
+/** `view_range` as the model wrote it (`[1, 40]`): JSON, or the action does not parse (never a crash of the run). */
+function viewRange(text: string): unknown {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (error) {
+    throw new UnparsableAction(`view_range is not JSON: ${error instanceof Error ? error.message : error}`);
+  }
+  if (nestsDeeperThan(value)) throw new UnparsableAction(`view_range nests deeper than ${MAX_JSON_DEPTH} levels`);
+  return value;
+}
 
 export const FUNCTION_CALL = /<function=([\w.-]+)>([\s\S]*?)<\/function>/;
 
@@ -20,7 +33,7 @@ export function functionCallAction(text: string): TrajectoryAction {
   if (name === 'execute_bash' || name === 'bash') return bashAction(written, String(params.cmd ?? params.command ?? ''));
   if (name === 'file_editor' || name === 'str_replace_editor') {
     const args: Record<string, unknown> = { ...params };
-    if (typeof params.view_range === 'string') args.view_range = JSON.parse(params.view_range);
+    if (typeof params.view_range === 'string') args.view_range = viewRange(params.view_range);
     if (typeof params.insert_line === 'string') args.insert_line = Number(params.insert_line);
     return editorAction(written, args);
   }
