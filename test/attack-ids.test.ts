@@ -12,6 +12,7 @@ import { checkpointKey } from '../src/asap/store.ts';
 import { UnparsableAction } from '../src/formats/action-format.ts';
 import { asapFormat } from '../src/formats/asap-transcripts.ts';
 import { formatOf } from '../src/formats/registry.ts';
+import { idFileName } from '../src/util/file-name.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
@@ -159,6 +160,35 @@ describe('class 8: ids that differ are files that differ', () => {
     expect(readdirSync(episodes)).toEqual([checkpointKey(CKPT.agent)]);
     expect(existsSync(join(out, 'run-0.md'))).toBe(false);
   }, 300_000);
+});
+
+describe('class 8: the id → file name encoding is injective', () => {
+  it('lone surrogates (JSON.parse keeps them), U+FFFD, escapes and long ids each get their own name', () => {
+    const ids = JSON.parse(
+      '["a\\ud800", "a\\udfff", "a\\ufffd", "a%EF%BF%BD", "a%%D800", ".", "..", "%2E", "", "%", "a/b", "a_b"]',
+    ) as string[];
+    const long = (tail: string) => `${'x'.repeat(300)}${tail}`;
+    ids.push(long('\ud800'), long('\ufffd'), long(''), `${'y'.repeat(164)}\ud800zz`, `${'y'.repeat(164)}\ufffdzz`);
+    // Random ids over an alphabet of the characters the encoding treats specially.
+    const alphabet = ['a', '.', '%', '~', '/', '_', '\ud800', '\udc00', '\ufffd', 'é', '\u0000'];
+    let seed = 7;
+    for (let n = 0; n < 3000; n++) {
+      let id = '';
+      for (let len = 1 + (n % 9); len > 0; len--) {
+        seed = (seed * 1103515245 + 12345) % 2 ** 31;
+        id += alphabet[seed % alphabet.length];
+      }
+      ids.push(id);
+    }
+    const unique = [...new Set(ids)];
+    const names = unique.map(idFileName);
+    expect(new Set(names).size).toBe(unique.length);
+    for (const name of names) {
+      expect(name).not.toMatch(/\//);
+      expect(['', '.', '..']).not.toContain(name);
+      expect(Buffer.byteLength(name)).toBeLessThanOrEqual(200);
+    }
+  });
 });
 
 describe('class 8: checkpoints whose names flatten to one directory', () => {

@@ -18,15 +18,24 @@ const KEPT = /^[A-Za-z0-9._-]$/;
 export function idFileName(id: string): string {
   if (id === '') return '%'; // no other id encodes to a lone `%`: every escape has two hex digits
   let name = '';
-  for (const byte of Buffer.from(id, 'utf8')) {
-    const char = String.fromCharCode(byte);
-    name +=
-      byte < 0x80 && KEPT.test(char) && !(name === '' && char === '.') ? char : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  for (const char of id) {
+    const unit = char.charCodeAt(0);
+    // A lone surrogate (JSON.parse keeps them) has no UTF-8 bytes: it gets `%%` and its four hex
+    // digits, which no other character writes (a `%` of the id itself is `%25`).
+    if (char.length === 1 && unit >= 0xd800 && unit <= 0xdfff) {
+      name += `%%${unit.toString(16).toUpperCase().padStart(4, '0')}`;
+      continue;
+    }
+    for (const byte of Buffer.from(char, 'utf8')) {
+      const c = String.fromCharCode(byte);
+      name += byte < 0x80 && KEPT.test(c) && !(name === '' && c === '.') ? c : `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+    }
   }
   if (name.length <= MAX_NAME_BYTES) return name;
-  // Cut where no escape is split, so the kept start still reads as the id's start.
+  // Cut where no escape is split, so the kept start still reads as the id's start; the hash is
+  // of the whole encoded name, which is injective where the id's UTF-8 bytes are not.
   let cut = MAX_NAME_BYTES - 34;
   const lastEscape = name.lastIndexOf('%', cut - 1);
-  if (lastEscape > cut - 3) cut = lastEscape;
-  return `${name.slice(0, cut)}~${createHash('sha256').update(id).digest('hex').slice(0, 32)}`;
+  if (lastEscape > cut - 5) cut = name[lastEscape - 1] === '%' ? lastEscape - 1 : lastEscape;
+  return `${name.slice(0, cut)}~${createHash('sha256').update(name).digest('hex').slice(0, 32)}`;
 }
