@@ -214,6 +214,35 @@ describe.skipIf(skipWithoutDocker)('a task image build reaches nothing of the ho
     }
   }, 300_000);
 
+  it('a Dockerfile the builder reads otherwise than a plain reading (directives past an unknown one) opens no raw socket', async () => {
+    // The builder stops reading directives at `# foo=bar`, so `\` stays its escape token and
+    // `CMD echo \` continues onto the next line; before the fix probe took the backtick, and
+    // the line it swallowed was the fresh wrapper's COPY.
+    const dockerfile = [
+      '# foo=bar',
+      '# escape=`',
+      'FROM debian:bookworm-slim',
+      'COPY probes.py fake-wrapper /opt/',
+      `RUN mkdir /results && cp /opt/fake-wrapper ${STEP_WRAPPER_PATH}`,
+      'CMD echo \\',
+      'RUN python3 /opt/probes.py raw > /results/raw-swallowed',
+      'RUN python3 /opt/probes.py raw > /results/raw-after',
+      '',
+    ].join('\n');
+    const dir = taskDir('directive-build', dockerfile, { 'probes.py': PROBES, 'fake-wrapper': '#!/bin/sh\nexec "$@"\n' });
+    const tag = (await terminalImage(docker, loadTerminalTask(dir))).tag;
+    try {
+      const swallowed = await fileInImage(docker, tag, '/results/raw-swallowed').catch(() => 'absent');
+      if (swallowed !== 'absent') expect(results(swallowed)).toEqual({ inet: 'EPERM', packet: 'EPERM' });
+      expect(results(await fileInImage(docker, tag, '/results/raw-after'))).toEqual({ inet: 'EPERM', packet: 'EPERM' });
+    } finally {
+      await docker
+        .getImage(tag)
+        .remove({ force: true })
+        .catch(() => {});
+    }
+  }, 300_000);
+
   it('a build past its time is cancelled with a clear error and leaves no container', async () => {
     const marker = `probe-attack-build-${process.pid}`;
     const dir = taskDir('slow-build', `FROM debian:bookworm-slim\nRUN sleep 120 && echo ${marker}\n`, {}, 3);
@@ -337,6 +366,40 @@ describe('the rules of a confined build', () => {
     expect(
       confine('FROM base AS b\nFROM base\nCOPY --from=b /a /a\nCOPY --from=0 /a /a\nCOPY --from=local:img /a /a\nADD local.tar /\n'),
     ).toContain('ADD local.tar /');
+  });
+
+  it('reads directives and line ends as the builder does, and emits a file the builder cannot read otherwise', () => {
+    const wrapped = (cmd: string) => [
+      `COPY .probe-build-step ${STEP_WRAPPER_PATH}`,
+      `RUN ["${STEP_WRAPPER_PATH}","/bin/sh","-c","${cmd}"]`,
+    ];
+    // Directives end at the first unknown one (B1), or at a `#\v…` line (RE2's \s has no \v):
+    // `\` stays the escape token, so CMD's continuation takes the RUN, as the builder reads it.
+    for (const first of ['# foo=bar\n# escape=`', '#\vescape=`'])
+      expect(confine(`${first}\nFROM base\nCMD echo \\\nRUN x\n`).split('\n')).toEqual(['# escape=\\', 'FROM base', 'CMD echo RUN x', '']);
+    // Leading blanks and upper case are still the directive; it is emitted in its one plain form.
+    expect(confine('  #  ESCAPE = `  \nFROM base\nCMD echo \\\nRUN x\n').split('\n')).toEqual([
+      '# escape=`',
+      'FROM base',
+      'CMD echo \\',
+      ...wrapped('x'),
+      '',
+    ]);
+    // CR LF files read as the builder reads them.
+    expect(confine('FROM base\r\nCMD echo \\\r\nRUN x\r\n').split('\n')).toEqual(['# escape=\\', 'FROM base', 'CMD echo RUN x', '']);
+    // A carriage return that does not end a line (B2: the builder trims `\r\r`, a plain split kept one).
+    expect(refusal('FROM base\nCMD echo \\\r\r\nRUN x\n')).toMatch(new RegExp(`^${file}:2: a carriage return that does not end the line`));
+    expect(refusal('FROM base\nRUN echo a\rRUN b\n')).toMatch(/:2: a carriage return/);
+    // What the builder itself refuses, and heredocs (whose body lines a newer parser would take).
+    expect(refusal('# escape=`\n# escape=\\\nFROM base\n')).toBe(
+      `${file}:2: field "# escape": only one escape parser directive can be used`,
+    );
+    expect(refusal('# escape=x\nFROM base\n')).toMatch(/:1: field "# escape": the escape token is/);
+    expect(refusal(`FROM base\nCOPY <<"COPY .probe-build-step ${STEP_WRAPPER_PATH}" /x\nRUN x\n`)).toMatch(
+      /:2: field "COPY": heredocs \(<<WORD\) are not allowed/,
+    );
+    expect(refusal('FROM base\nRUN cat <<EOF > /x\nRUN x\nEOF\n')).toMatch(/:2: field "RUN": heredocs/);
+    expect(confine('FROM base\nRUN cat <<< "$x"\n')).toContain('"cat <<< \\"$x\\""');
   });
 
   it('caps the build time, and the proxy lets through only GET and HEAD under the archive', () => {

@@ -41,22 +41,62 @@ export interface ParsedDockerfile {
   instructions: Instruction[];
 }
 
-/** Go's unicode.IsSpace, as the builder trims. */
-const trimLeft = (s: string) => s.replace(/^[\s\u0085]+/u, '');
+/** Go's unicode.IsSpace, the set the builder trims a line's start with. */
+const GO_SPACE = '\\t\\n\\v\\f\\r \\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
+const trimLeft = (s: string) => s.replace(new RegExp(`^[${GO_SPACE}]+`, 'u'), '');
+const trim = (s: string) => trimLeft(s).replace(new RegExp(`[${GO_SPACE}]+$`, 'u'), '');
+/**
+ * A parser directive as the builder matches it: RE2's `\s` is `[\t\n\f\r ]` (JavaScript's is
+ * wider) and its `.` takes anything but `\n`.
+ */
+const DIRECTIVE = /^#[\t\n\f\r ]*([a-zA-Z][a-zA-Z0-9]*)[\t\n\f\r ]*=[\t\n\f\r ]*([^\n]+?)[\t\n\f\r ]*$/;
+/** The directives the builder knows; the first line that is not one of them ends the directives. */
+const DIRECTIVE_NAMES = new Set(['syntax', 'escape', 'check']);
+const ESCAPE_TOKENS = new Set(['\\', '`']);
 
-/** Instructions as the classic builder's parser reads them (moby/buildkit frontend/dockerfile/parser). */
-export function parseDockerfile(text: string): ParsedDockerfile {
-  const lines = text.replace(/^\uFEFF/, '').split(/\r?\n/);
+/** The builder's line continuation: the escape token, then only spaces and tabs, at the end of a line. */
+export function continuationOf(token: string): RegExp {
+  return new RegExp(`${token.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}[ \\t]*$`);
+}
+
+/**
+ * Instructions as the classic builder's parser reads them (moby/buildkit
+ * frontend/dockerfile/parser, Parse and DirectiveParser): lines end at `\n`; directives only
+ * in the leading run of `# name=value` lines, which ends at the first line that is not a
+ * known one; a continuation skips comment and empty lines. What the builder reads the same
+ * only by luck, or reads differently from one engine version to the next, is refused instead
+ * (a carriage return that does not end a line; heredocs are refused by confineDockerfile).
+ */
+export function parseDockerfile(text: string, file = 'Dockerfile'): ParsedDockerfile {
+  const lines = text
+    .replace(/^\uFEFF/, '')
+    .replace(/\r\n/g, '\n')
+    .split('\n');
+  lines.forEach((line, i) => {
+    if (line.includes('\r'))
+      throw new InputError(
+        { file, line: i + 1 },
+        'a carriage return that does not end the line (CR LF): the image builder reads such a line differently from a plain reading (a continuation or not), so it is refused',
+      );
+  });
   const directives: string[] = [];
+  const seen = new Set<string>();
   let escapeToken = '\\';
   let i = 0;
   for (; i < lines.length; i++) {
-    const m = /^#\s*([a-zA-Z][a-zA-Z0-9]*)\s*=\s*(.+?)\s*$/.exec(lines[i]!);
-    if (!m) break;
+    const m = DIRECTIVE.exec(trimLeft(lines[i]!));
+    const name = m?.[1]?.toLowerCase();
+    if (!m || !name || !DIRECTIVE_NAMES.has(name)) break;
+    const where = { file, line: i + 1, field: `# ${name}` };
+    if (seen.has(name)) throw new InputError(where, `only one ${name} parser directive can be used`);
+    seen.add(name);
+    if (name === 'escape') {
+      if (!ESCAPE_TOKENS.has(m[2]!)) throw new InputError(where, `the escape token is \\ or \`, not ${JSON.stringify(m[2])}`);
+      escapeToken = m[2]!;
+    }
     directives.push(lines[i]!);
-    if (m[1]!.toLowerCase() === 'escape') escapeToken = m[2]!;
   }
-  const continuation = new RegExp(`${escapeToken.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}[ \\t]*$`);
+  const continuation = continuationOf(escapeToken);
   const isComment = (s: string) => trimLeft(s).startsWith('#');
   const instructions: Instruction[] = [];
   for (; i < lines.length; i++) {
@@ -72,8 +112,8 @@ export function parseDockerfile(text: string): ParsedDockerfile {
       open = continuation.test(next);
       line += open ? next.replace(continuation, '') : next;
     }
-    if (line.trim() === '') continue;
-    const [keyword = '', rest = ''] = line.trim().split(/[\t\v\f\r ]+(.*)/s);
+    if (trim(line) === '') continue;
+    const [keyword = '', rest = ''] = trim(line).split(/[\t\v\f\r ]+(.*)/s);
     instructions.push({ keyword: keyword.toLowerCase(), rest, text: line, line: start });
   }
   return { directives, escape: escapeToken, instructions };
@@ -110,9 +150,9 @@ export interface LocalImage {
 }
 
 /** Images named by FROM and COPY --from, for the caller to look up before `confineDockerfile`. */
-export function namedImages(text: string): string[] {
+export function namedImages(text: string, file: string): string[] {
   const names = new Set<string>();
-  for (const ins of parseDockerfile(text).instructions) {
+  for (const ins of parseDockerfile(text, file).instructions) {
     if (ins.keyword === 'from') {
       const image = flagsOf(ins.rest).args.split(/\s+/)[0];
       if (image) names.add(image);
@@ -125,10 +165,12 @@ export function namedImages(text: string): string[] {
 
 /** The Dockerfile `text` (read from `file`) with every step confined (see the module comment). */
 export function confineDockerfile(text: string, file: string, images: ReadonlyMap<string, LocalImage>): string {
-  const parsed = parseDockerfile(text);
-  const out = [...parsed.directives];
+  const parsed = parseDockerfile(text, file);
+  // Only the escape directive, always, in the one form every engine reads: what the task's
+  // directives meant is in `parsed`, and the builder must read the emitted lines with that token.
+  const out = [`# escape=${parsed.escape}`];
   const stageShells = new Map<string, string[]>();
-  const continuation = new RegExp(`${parsed.escape.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&')}[ \\t]*$`);
+  const continuation = continuationOf(parsed.escape);
   let shell = DEFAULT_SHELL;
   let stage: string | undefined;
   let stages = 0;
@@ -138,6 +180,10 @@ export function confineDockerfile(text: string, file: string, images: ReadonlyMa
   for (const ins of parsed.instructions) {
     const refuse = (problem: string) => new InputError({ file, line: ins.line, field: ins.keyword.toUpperCase() }, problem);
     if (continuation.test(ins.text)) throw refuse('the file ends inside a line continuation');
+    if (['add', 'copy', 'run'].includes(ins.keyword) && hasHeredoc(ins))
+      throw refuse(
+        'heredocs (<<WORD) are not allowed: the classic builder runs no heredoc, and newer parsers would read the lines after it as its body',
+      );
     switch (ins.keyword) {
       case 'from': {
         endStage();
@@ -202,5 +248,38 @@ export function confineDockerfile(text: string, file: string, images: ReadonlyMa
         out.push(ins.text);
     }
   }
-  return `${out.join('\n')}\n`;
+  const emitted = `${out.join('\n')}\n`;
+  requireReadAsEmitted(emitted, out, file);
+  return emitted;
+}
+
+/**
+ * A heredoc as a newer builder's parser would see one (a word `<<NAME`, `<<-NAME`, `2<<NAME`;
+ * not bash's `<<<`): the lines after it would be its body, not the instructions they are.
+ * ADD and COPY are refused on any `<<`; the exec form of RUN holds none.
+ */
+function hasHeredoc(ins: Instruction): boolean {
+  if (ins.keyword !== 'run') return ins.rest.includes('<<');
+  if (ins.rest.trimStart().startsWith('[')) return false;
+  return ins.rest.split(/[\t\v\f\r ]+/).some((word) => /^\d*<<-?[^<]*$/.test(word.replace(/^['"]|['"]$/g, '')));
+}
+
+/**
+ * The emitted file read back must be exactly the emitted lines, one instruction each: no line
+ * joins the next (a continuation), none is skipped (a comment, an empty line). The confinement
+ * rests on that, not on this module having read the task's file as the builder would: the
+ * builder reads only what is emitted here.
+ */
+function requireReadAsEmitted(emitted: string, lines: string[], file: string): void {
+  const back = parseDockerfile(emitted, file);
+  const expected = lines.slice(1);
+  const same =
+    back.directives.length === 1 &&
+    back.instructions.length === expected.length &&
+    back.instructions.every((ins, k) => ins.text === expected[k] && ins.line === k + 2);
+  if (!same)
+    throw new InputError(
+      { file },
+      'the confined Dockerfile would not read back one instruction per line (a construct the image builder would read differently); it is refused',
+    );
 }

@@ -49,7 +49,7 @@ async function confineContext(docker: Docker, context: string, dockerfile: strin
   const path = join(context, 'Dockerfile');
   const text = readFileSync(path, 'utf8');
   const images = new Map<string, LocalImage>();
-  for (const name of namedImages(text)) {
+  for (const name of namedImages(text, dockerfile)) {
     const info = await docker
       .getImage(name)
       .inspect()
