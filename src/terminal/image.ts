@@ -31,7 +31,7 @@ import { copyTree, hashTree } from '../util/safe-tree.ts';
 import type { TerminalTask } from './task.ts';
 
 /** Part of every tag: a change to how images are made must not reuse ones made the old way. */
-const RECIPE = 'terminal-task image v2 (confined build)';
+const RECIPE = 'terminal-task image v3 (confined build, Dockerfile read as the builder reads it)';
 const REPOSITORY = 'probe-terminal';
 /** probe's offline uvx (offline/uvx), first on PATH while the tests run: see container.ts. */
 const OFFLINE_UVX = join(dirname(fileURLToPath(import.meta.url)), 'offline', 'uvx');
