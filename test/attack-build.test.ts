@@ -139,6 +139,17 @@ function taskDir(name: string, dockerfile: string, files: Record<string, string>
 }
 
 /** `name: value` lines as a record. */
+/** Removes an image a test built (gone already is fine). */
+function removeImage(docker: Docker, tag: string): Promise<void> {
+  return docker
+    .getImage(tag)
+    .remove({ force: true })
+    .then(
+      () => {},
+      () => {},
+    );
+}
+
 function results(text: string): Record<string, string> {
   return Object.fromEntries(
     text
@@ -207,10 +218,7 @@ describe.skipIf(skipWithoutDocker)('a task image build reaches nothing of the ho
       expect(portSeenBusy).toBe(false);
       expect(await fileInImage(docker, tag, '/results/jq')).toMatch(/^jq-1\.\d/);
     } finally {
-      await docker
-        .getImage(tag)
-        .remove({ force: true })
-        .catch(() => {});
+      await removeImage(docker, tag);
     }
   }, 300_000);
 
@@ -236,10 +244,7 @@ describe.skipIf(skipWithoutDocker)('a task image build reaches nothing of the ho
       if (swallowed !== 'absent') expect(results(swallowed)).toEqual({ inet: 'EPERM', packet: 'EPERM' });
       expect(results(await fileInImage(docker, tag, '/results/raw-after'))).toEqual({ inet: 'EPERM', packet: 'EPERM' });
     } finally {
-      await docker
-        .getImage(tag)
-        .remove({ force: true })
-        .catch(() => {});
+      await removeImage(docker, tag);
     }
   }, 300_000);
 
