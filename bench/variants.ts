@@ -4,7 +4,7 @@
  * scripts/checkpoints/real-variants.ts as the real tools make them, each scored against
  * the fp32 graph of the same checkpoint, and fp32 against HF transformers' reference.
  * Prints, per checkpoint and dtype: max |Δ nats| per item, mean |Δ nats| per token, and
- * |Δ bpb| over all items together. README.md ("Your own checkpoint") quotes a run.
+ * |Δ bpb| over all items together. docs/checkpoints.md ("Layouts and dtypes of real exports") quotes a run.
  * Usage: npx tsx bench/variants.ts [--ckpt llama-bpe8k-s250] [--limit N]
  */
 import { mkdtempSync, readFileSync } from 'node:fs';

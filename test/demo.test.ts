@@ -19,7 +19,7 @@ function probe(args: string[]) {
 describe.skipIf(!hasBubblewrap())('probe demo', () => {
   it('builds the probes, runs the ladder on the embedded checkpoints and writes the report', () => {
     const out = join(tempDir(), 'demo');
-    // Smaller than the default demo (the full one is measured in the README), the same path through the code.
+    // Smaller than the default demo (the full one is measured in docs/benchmarks.md), the same path through the code.
     const args = [
       'demo',
       '--out',

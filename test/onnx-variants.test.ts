@@ -7,7 +7,7 @@
  *   logits_to_keep): the same numbers as HF transformers, within 1e-4 nats per item;
  * - dtype variants picked with `dtype` (fp16 with a float16 cache and logits, q8 =
  *   model_quantized.onnx, uint8, q4, q4f16, bnb4): agree with float32 within the tolerances measured
- *   and written down in README.md ("Checkpoints"), with room to spare.
+ *   and written down in docs/checkpoints.md, with room to spare.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { ResultCache } from '../src/backends/cache.ts';
@@ -42,7 +42,7 @@ const present = existsSync(join(SOURCE, 'onnx', 'model.onnx'));
 /** The four shortest items (337–469 tokens with their context): enough to compare, fast on two cores. */
 const ITEMS = ['demo-04', 'demo-02', 'demo-03', 'demo-01'];
 
-/** Per item: |Δ nats| against float32, and |Δ bpb| over the items together (README.md, "Checkpoints": measured, then ×2–4). */
+/** Per item: |Δ nats| against float32, and |Δ bpb| over the items together (docs/checkpoints.md: measured, then ×2–4). */
 const TOLERANCE = {
   fp16: { nats: 0.1, bpb: 0.002 },
   q8: { nats: 1.5, bpb: 0.01 },
@@ -272,7 +272,7 @@ describe.runIf(present)('real export layouts and dtype variants (llama-bpe8k-s25
   function expectWithin(dtype: keyof typeof TOLERANCE, scored: Scored[]): void {
     const deltas = scored.map((s, i) => Math.abs(s.nats - fp32[i]!.nats));
     const dBpb = Math.abs(bpb(scored) - bpb(fp32));
-    // Printed so the README's measured numbers can be checked against a run.
+    // Printed so the measured numbers in docs/checkpoints.md can be checked against a run.
     process.stderr.write(
       `${dtype}: max |Δ nats| per item ${Math.max(...deltas).toFixed(4)}, |Δ bpb| ${dBpb.toFixed(5)} (fp32 bpb ${bpb(fp32).toFixed(4)})\n`,
     );

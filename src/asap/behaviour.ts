@@ -1,6 +1,6 @@
 /**
  * Behaviour metrics of ASAP episodes: what the model did, not only whether it solved the
- * task. Every rule is here and in the README; each is computed from the saved steps and
+ * task. Every rule is here and in docs/asap.md; each is computed from the saved steps and
  * the final verdict alone, so a report can be recomputed from a run directory.
  */
 import type { Tampering } from '../verify/harness-paths.ts';

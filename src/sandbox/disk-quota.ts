@@ -2,7 +2,7 @@
  * The disk a local sandbox can fill: when probe runs as root, each sandbox's directory is
  * a tmpfs of LIMITS.diskBytes (pages are used only as files are written), so a command
  * that writes without end fills its own tmpfs, not the host's disk. Without root there is
- * no mount: the per-file limit (RLIMIT_FSIZE) is the bound, as the README says.
+ * no mount: the per-file limit (RLIMIT_FSIZE) is the bound, as docs/trajectories.md says.
  *
  * A mount outlives a process killed with SIGKILL; each root records its owner's pid, and
  * the next process unmounts the roots of owners that are gone.

@@ -1,5 +1,5 @@
 /**
- * Images for tasks that name an `environment` (README, "Environments"): the base image with
+ * Images for tasks that name an `environment` (docs/trajectories.md, "Environments"): the base image with
  * the task's Debian packages installed, built once and kept.
  *
  * - The tag is a content hash of the base image's id and the sorted package list

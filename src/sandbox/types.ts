@@ -60,7 +60,7 @@ export const DEFAULT_EXEC_TIMEOUT_MS = 120_000;
 export const FILE_OUTPUT_CAP = 512 * 1024 * 1024;
 
 /**
- * Resource limits of every sandboxed command (README, "Sandboxes"). Per command: processes;
+ * Resource limits of every sandboxed command (docs/trajectories.md, "Sandboxes"). Per command: processes;
  * per process: data memory, size of any one file written; per sandbox: the disk its tree
  * and /tmp can fill (where the provider can enforce it).
  */

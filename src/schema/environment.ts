@@ -1,5 +1,5 @@
 /**
- * A task's `environment` (README, "Environments"): what its tests need beyond the base
+ * A task's `environment` (docs/trajectories.md, "Environments"): what its tests need beyond the base
  * image — Debian packages, and pip requirements that Debian packages (`numpy` →
  * `python3-numpy`). Everything becomes one list of Debian packages: the Docker sandbox
  * installs them in an image of its own, the local sandbox checks the host has them.
