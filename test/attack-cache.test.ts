@@ -17,9 +17,11 @@ import { ResultCache } from '../src/backends/cache.ts';
 import { CANARY_TOLERANCE } from '../src/backends/http/fingerprint.ts';
 import type { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { openBackend, type OpenOptions } from '../src/backends/open.ts';
-import type { SampleRequest, ScoreRequest, ScoreResult } from '../src/backends/types.ts';
+import type { Sample, SampleRequest, ScoreRequest, ScoreResult } from '../src/backends/types.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
+import { launchEngine, type RunningEngine } from '../src/engines/launch.ts';
 import { close, FaultProxy, serveCheckpoint } from './helpers/http.ts';
+import { GGUF, HF, LLAMA_SERVER, llamaServerPresent } from './helpers/llama-server.ts';
 import { CKPT, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
 
 const R1: ScoreRequest = { context: 'def add(a, b):\n', continuations: ['    return a + b\n', '    return a - b\n'] };
@@ -288,8 +290,10 @@ describe('a tampered entry of an ONNX checkpoint is computed again', () => {
 describe('a server', () => {
   const running: Array<{ server: Server; backend: OnnxBackend }> = [];
   const proxies: FaultProxy[] = [];
+  const engines: RunningEngine[] = [];
   afterEach(async () => {
     for (const p of proxies.splice(0)) await p.stop();
+    for (const e of engines.splice(0)) await e.stop();
     for (const s of running.splice(0)) {
       await close(s.server);
       await s.backend.close();
@@ -368,41 +372,51 @@ describe('a server', () => {
     expect(changed.results).toEqual(truth);
   });
 
-  describe('that cannot score (llama.cpp)', () => {
+  // The real llama.cpp server on the GGUF ladder: it samples but cannot score, so its weights are read by a greedy canary sample.
+  describe.skipIf(!llamaServerPresent)('that cannot score (the real llama.cpp server)', () => {
+    const llamaServer = async (gguf: string) => {
+      const engine = await launchEngine(LLAMA_SERVER, { engine: 'llamacpp', path: gguf }, { logDir: tempDir(), name: 'cache' });
+      engines.push(engine);
+      return engine.urls[0]!;
+    };
     const llama = (dir?: string): OpenOptions => ({
-      http: { kind: 'llamacpp', model: 'test-model', tokenizerDir: CKPT.agent },
+      http: { kind: 'llamacpp', tokenizerDir: HF.s1500 },
       ...(dir ? { cache: new ResultCache(dir) } : {}),
     });
     const sampleWith = async (url: string, options: OpenOptions) => (await (await openBackend(url, options)).sample([S1]))[0]!;
+    // llama.cpp's log-probs move in the 6th digit with its prompt cache (the texts do not): sums compared to 1e-4 nats.
+    const same = (got: Sample[], want: Sample[]) => {
+      expect(got.map(({ logprob: _, ...rest }) => rest)).toEqual(want.map(({ logprob: _, ...rest }) => rest));
+      got.forEach((g, i) => expect(Math.abs(g.logprob - want[i]!.logprob)).toBeLessThan(1e-4));
+    };
 
     it('is fingerprinted by a greedy canary sample: other weights behind the URL get fresh samples', async () => {
       const dir = tempDir('probe-attack-cache-');
-      const first = await serve(CKPT.agent);
-      const url = `${first}/v1`;
-      const port = Number(new URL(first).port);
-      const agentSamples = await sampleWith(url, llama());
-      expect(await sampleWith(url, llama(dir))).toEqual(agentSamples);
+      const proxy = new FaultProxy(await llamaServer(GGUF.s40));
+      proxies.push(proxy);
+      const url = await proxy.start();
+      const earlySamples = await sampleWith(url, llama());
+      same(await sampleWith(url, llama(dir)), earlySamples);
       const hit = llama(dir);
-      expect(await sampleWith(url, hit)).toEqual(agentSamples);
+      same(await sampleWith(url, hit), earlySamples);
       expect(hit.cache!.stats).toMatchObject({ hits: 1, misses: 0 });
 
-      await stopAll();
-      await serve(CKPT.code, port);
-      const codeSamples = await sampleWith(url, llama());
-      expect(codeSamples.map((s) => s.text)).not.toEqual(agentSamples.map((s) => s.text));
+      proxy.target = await llamaServer(GGUF.s1500); // other weights, same URL
+      const laterSamples = await sampleWith(url, llama());
+      expect(laterSamples.map((s) => s.text)).not.toEqual(earlySamples.map((s) => s.text));
       const swapped = llama(dir);
-      expect(await sampleWith(url, swapped)).toEqual(codeSamples);
+      same(await sampleWith(url, swapped), laterSamples);
       expect(swapped.cache!.stats).toMatchObject({ hits: 0, misses: 1 });
-    });
+    }, 120_000);
 
     it('one that reports no log-probs is not cached at all, with a warning', async () => {
       const dir = tempDir('probe-attack-cache-');
-      const proxy = new FaultProxy(await serve(CKPT.agent), [], (path) => path === '/v1/completions');
+      const proxy = new FaultProxy(await llamaServer(GGUF.s40), [], (path) => path === '/completion');
       proxies.push(proxy);
-      const url = `${await proxy.start()}/v1`;
+      const url = await proxy.start();
       const strip = () => ({
         kind: 'rewrite' as const,
-        rewrite: (answer: any) => ({ ...answer, choices: answer.choices.map((c: any) => ({ ...c, logprobs: null })) }),
+        rewrite: (answer: any) => (Array.isArray(answer) ? answer : [answer]).map(({ completion_probabilities: _, ...rest }: any) => rest),
       });
       proxy.faults = Array.from({ length: 10 }, strip);
       const truth = await sampleWith(url, llama());
@@ -421,6 +435,6 @@ describe('a server', () => {
         spy.mockRestore();
       }
       expect(readdirSync(dir)).toEqual([]);
-    });
+    }, 120_000);
   });
 });

@@ -279,7 +279,7 @@ describe('llama.cpp', () => {
       ],
     };
     expect(() => parseScore('openai', answer, [1, 2, 3])).toThrow(
-      /server kind openai: the answer has no choices\[0\]\.logprobs\.token_logprobs/,
+      /server kind openai: the server ignored echo: it returned chat-shaped logprobs\.content for 1 generated token\(s\)/,
     );
     const ignored = {
       choices: [
@@ -294,13 +294,48 @@ describe('llama.cpp', () => {
     expect(() => parseScore('openai', ignored, [1, 2, 3])).toThrow(/the server ignored echo: 1 log-prob\(s\) for a 3-token prompt/);
   });
 
-  it('/tokenize takes content and answers tokens; sampling reads stop as EOS without stop_reason when several stops were asked', () => {
+  it('/tokenize takes content and answers tokens; samples come from /completion, a stop kept only where stop_type says "word"', () => {
     expect(parseTokenize('llamacpp', { tokens: [1724, 338, 278] })).toEqual([1724, 338, 278]);
-    expect(parseSamples('llamacpp', { choices: [{ text: 'x', index: 0, finish_reason: 'stop', logprobs: null }] }, ['a', 'b'])).toEqual([
-      { text: 'x', finishReason: 'eos', tokens: null, logprob: null },
+    const call = sampleCall('llamacpp', 'm', {
+      prompt: 'x',
+      promptIds: [1, 2],
+      n: 3,
+      temperature: 0.7,
+      topP: 0.95,
+      maxTokens: 9,
+      stop: ['</bash>'],
+      seed: 5,
+    });
+    expect(call.path).toBe('/completion');
+    expect(call.body).toMatchObject({
+      prompt: [1, 2],
+      n: 3,
+      n_predict: 9,
+      seed: 5,
+      top_k: 0,
+      min_p: 0,
+      samplers: ['temperature', 'top_k', 'top_p'],
+    });
+    const answer = [
+      {
+        index: 1,
+        content: 'b',
+        stop_type: 'eos',
+        stopping_word: '',
+        tokens_predicted: 2,
+        completion_probabilities: [{ logprob: -1 }, { logprob: -2 }],
+      },
+      { index: 0, content: 'a', stop_type: 'word', stopping_word: '</bash>', tokens_predicted: 1 },
+      { index: 2, content: 'c', stop_type: 'limit', stopping_word: '', tokens_predicted: 9 },
+    ];
+    expect(parseSamples('llamacpp', answer, ['</bash>'])).toEqual([
+      { text: 'a', finishReason: 'stop', stop: '</bash>', tokens: 1, logprob: null },
+      { text: 'b', finishReason: 'eos', tokens: 2, logprob: -3 },
+      { text: 'c', finishReason: 'length', tokens: 9, logprob: null },
     ]);
-    expect(parseSamples('llamacpp', { choices: [{ text: 'x', index: 0, finish_reason: 'stop', logprobs: null }] }, ['</bash>'])).toEqual([
-      { text: 'x', finishReason: 'stop', stop: '</bash>', tokens: null, logprob: null },
+    // An end of text answered as OpenAI's "stop" with no stop_reason is not taken for the one stop string.
+    expect(parseSamples('openai', { choices: [{ text: 'x', index: 0, finish_reason: 'stop', logprobs: null }] }, ['</bash>'])).toEqual([
+      { text: 'x', finishReason: 'eos', tokens: null, logprob: null },
     ]);
   });
 });

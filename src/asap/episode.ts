@@ -46,7 +46,7 @@ export interface EpisodeStep {
   /** The model's step as written, cut where its action ends (all of it when it has none). */
   completion: string;
   /** `action`: a complete action was found; otherwise the backend's finish reason. */
-  finish: 'action' | 'stop' | 'length' | 'eos';
+  finish: 'action' | 'stop' | 'length' | 'eos' | 'error';
   tokens: number;
   action: Action | null;
   /** Why the step has no usable action. */
@@ -187,7 +187,7 @@ export async function runEpisode(ctx: EpisodeContext, settings: EpisodeSettings)
       finish: completion.finish,
       tokens: completion.tokens,
       action: completion.found.ok ? completion.found.step.action : null,
-      error: stepError(completion.found, settings.profile),
+      error: completion.serverError ?? stepError(completion.found, settings.profile),
       outcome: decision.kind === 'execute' ? 'executed' : decision.outcome,
       observation: null,
       exitCode: null,

@@ -84,7 +84,7 @@ export function checkScoreAnswer(request: ScoreRequest, answer: unknown): Proble
   return undefined;
 }
 
-const FINISH_REASONS = new Set(['stop', 'length', 'eos']);
+const FINISH_REASONS = new Set(['stop', 'length', 'eos', 'error']);
 
 function checkSample(sample: unknown, request: SampleRequest): Problem {
   if (!isRecord(sample)) return `${describe(sample)} is not a sample`;
@@ -97,6 +97,8 @@ function checkSample(sample: unknown, request: SampleRequest): Problem {
   if (!FINISH_REASONS.has(sample.finishReason as string)) return `finishReason is ${describe(sample.finishReason)}`;
   if ((sample.finishReason === 'stop') !== (sample.stop !== undefined))
     return `finishReason ${describe(sample.finishReason)} with stop ${describe(sample.stop)}`;
+  if ((sample.finishReason === 'error') !== (typeof sample.error === 'string'))
+    return `finishReason ${describe(sample.finishReason)} with error ${describe(sample.error)}`;
   if (sample.stop !== undefined && !request.stop.includes(sample.stop as string))
     return `stop ${describe(sample.stop)} is not one of the request's stop strings`;
   if (sample.tokenLogprobs !== undefined) {

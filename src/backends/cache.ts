@@ -222,6 +222,10 @@ export class CachedBackend implements CompletionBackend {
     return this.cached('sample', requests, (missing) => this.inner.sample(missing), checkSampleAnswer);
   }
 
+  samplerSettings(request: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Record<string, unknown> | undefined {
+    return this.inner.samplerSettings?.(request);
+  }
+
   async bos(): Promise<BosUse | undefined> {
     return this.inner.bos?.();
   }

@@ -12,6 +12,8 @@ import type { HttpBackendOptions } from './http/backend.ts';
 import { type ModelConfig, readCheckpointDir, readTokenizerDir } from './onnx/checkpoint.ts';
 import { checkTokenizerAgainstConfig, tokenizerIdsOf } from './onnx/consistency.ts';
 import type { Dtype } from './onnx/dtype.ts';
+import { ENGINE_PROBES, type EngineName, engineTargetOf } from '../engines/engine-target.ts';
+import { findEngine } from '../engines/find-engine.ts';
 
 /** What a checkpoint directory says about itself in the `probe_ladder` block of its config.json. */
 export interface CheckpointFacts {
@@ -46,7 +48,17 @@ export interface ServerCheckpoint extends Resolved {
   urls: string[];
 }
 
-export type Checkpoint = DirectoryCheckpoint | ServerCheckpoint;
+/** A GGUF file or a Hugging Face directory: served for the run by an engine probe starts (engines/launch.ts). */
+export interface EngineCheckpoint extends Resolved {
+  kind: 'engine';
+  engine: EngineName;
+  /** The file or directory, absolute. */
+  path: string;
+  /** The engine's program (found when the checkpoint is resolved, so a missing one stops the run before any work). */
+  program: string;
+}
+
+export type Checkpoint = DirectoryCheckpoint | ServerCheckpoint | EngineCheckpoint;
 
 /** Whether a `--ckpt` argument names servers rather than a directory: the one place that tells them apart. */
 export function isServerAddress(spec: string): boolean {
@@ -86,7 +98,10 @@ function directoryFacts(dir: string): CheckpointFacts {
  * directory a server's text is counted with (which must be its config.json's, where it has
  * one: onnx/consistency.ts).
  */
-export function resolveCheckpoint(spec: string, options: { http?: HttpBackendOptions; dtype?: Dtype | undefined } = {}): Checkpoint {
+export function resolveCheckpoint(
+  spec: string,
+  options: { http?: HttpBackendOptions; dtype?: Dtype | undefined; scores?: boolean } = {},
+): Checkpoint {
   if (isServerAddress(spec)) {
     const urls = spec.split(',').map((url) => url.trim());
     for (const url of urls) {
@@ -102,6 +117,23 @@ export function resolveCheckpoint(spec: string, options: { http?: HttpBackendOpt
       checkTokenizerAgainstConfig(tokenizer.dir, tokenizer.config, tokenizerIdsOf(tokenizer));
     }
     return { kind: 'server', name: spec, key: checkpointKey(spec), urls, facts: NO_FACTS };
+  }
+  const target = engineTargetOf(spec);
+  if (target) {
+    if (options.scores && !ENGINE_PROBES[target.engine].scores)
+      throw new InputError(
+        { file: spec },
+        `this probe scores prompts, and ${ENGINE_PROBES[target.engine].label} returns no prompt log-probs (its /v1/completions ignores echo); score the Hugging Face checkpoint it was converted from (vLLM, or its ONNX export in process) — a GGUF runs pass@K and ASAP`,
+      );
+    return {
+      kind: 'engine',
+      name: spec,
+      key: checkpointKey(spec),
+      engine: target.engine,
+      path: target.path,
+      program: findEngine(spec, target),
+      facts: NO_FACTS,
+    };
   }
   // Its tokenizer, config and graph are checked against each other when it is opened, before it scores
   // (onnx/consistency.ts): a mismatched checkpoint then costs the others nothing.

@@ -3,10 +3,17 @@ import { type Checkpoint, resolveCheckpoint } from './checkpoint.ts';
 import { HttpBackend, type HttpBackendOptions } from './http/backend.ts';
 import { OnnxBackend, type OnnxBackendOptions } from './onnx/backend.ts';
 import { DEFAULT_DTYPE, type Dtype } from './onnx/dtype.ts';
-import type { CompletionBackend } from './types.ts';
+import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from './types.ts';
+import type { BosUse } from './bos.ts';
 import { bosKey } from './bos.ts';
 import { CachedBackend, checkpointContentHash, type ResultCache } from './cache.ts';
 import { serverFingerprint } from './http/fingerprint.ts';
+import { launchEngine } from '../engines/launch.ts';
+import { idFileName } from '../util/file-name.ts';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join } from 'node:path';
+import { createHash } from 'node:crypto';
 
 /** Checks a checkpoint's files (or a server URL's form) without loading anything, so bad input is caught before any work. */
 export function checkCheckpoint(spec: string, http: HttpBackendOptions = {}, dtype?: Dtype): void {
@@ -17,11 +24,14 @@ export interface OpenOptions extends OnnxBackendOptions {
   http?: HttpBackendOptions;
   /** Answer repeated deterministic calls from this cache. */
   cache?: ResultCache;
+  /** Where an engine probe starts writes its log (the run directory's `engines/`; else a temporary directory). */
+  engineLogDir?: string;
 }
 
 /** Opens a resolved checkpoint (or resolves a `--ckpt` argument first). */
 export async function openBackend(checkpoint: Checkpoint | string, options: OpenOptions = {}): Promise<CompletionBackend> {
   const ckpt = typeof checkpoint === 'string' ? resolveCheckpoint(checkpoint, { http: options.http, dtype: options.dtype }) : checkpoint;
+  if (ckpt.kind === 'engine') return openEngine(ckpt, options);
   if (ckpt.kind === 'server') {
     const server = await HttpBackend.open(ckpt.name, { ...options.http, ...(options.bos ? { bos: options.bos } : {}) });
     if (!options.cache) return server;
@@ -36,6 +46,71 @@ export async function openBackend(checkpoint: Checkpoint | string, options: Open
   if (!options.cache) return backend;
   // A directory is keyed by its content, the graph that runs (--dtype) and the BOS put before contexts.
   return new CachedBackend(backend, options.cache, `${directoryFingerprint(ckpt.dir, options.dtype)}${bosKey(backend.bosUse)}`);
+}
+
+/**
+ * A GGUF file or a Hugging Face directory: its engine is started for the run, spoken to as
+ * the server it is (kind fixed, so nothing is guessed; a Hugging Face directory's own
+ * tokenizer counts the text) and stopped when the backend closes. Results are cached as a
+ * server's are, keyed by a canary reading of the weights it serves.
+ */
+async function openEngine(ckpt: Extract<Checkpoint, { kind: 'engine' }>, options: OpenOptions): Promise<CompletionBackend> {
+  const logDir = options.engineLogDir ?? mkdtempSync(join(tmpdir(), 'probe-engine-'));
+  // The log is named for the file or directory, with a digest of its path so two of one name in a run keep their own.
+  const name = `${idFileName(basename(ckpt.path))}-${createHash('sha256').update(ckpt.key).digest('hex').slice(0, 8)}`;
+  const engine = await launchEngine(ckpt.program, ckpt, { logDir, name, ...(options.http?.signal ? { signal: options.http.signal } : {}) });
+  let server: HttpBackend;
+  try {
+    server = await HttpBackend.open(engine.urls.join(','), {
+      ...options.http,
+      kind: ckpt.engine,
+      ...(ckpt.engine === 'vllm' ? { tokenizerDir: ckpt.path } : {}),
+      ...(options.bos ? { bos: options.bos } : {}),
+    });
+  } catch (error) {
+    await engine.stop();
+    throw error;
+  }
+  const served = new EngineBackend(server, engine.stop);
+  if (!options.cache) return served;
+  const cache = options.cache;
+  return new CachedBackend(served, cache, async () => {
+    const weights = await serverFingerprint(server, cache);
+    return weights === undefined ? undefined : `${weights}${bosKey(await server.bos())}`;
+  });
+}
+
+/** The server an engine runs, as a backend whose close also stops the engine. */
+class EngineBackend implements CompletionBackend {
+  readonly id: string;
+  constructor(
+    private readonly server: HttpBackend,
+    private readonly stopEngine: () => Promise<void>,
+  ) {
+    this.id = server.id;
+  }
+  get concurrency(): number {
+    return this.server.concurrency;
+  }
+  encode(text: string): number[] {
+    return this.server.encode(text);
+  }
+  score(requests: ScoreRequest[]): Promise<ScoreResult[][]> {
+    return this.server.score(requests);
+  }
+  sample(requests: SampleRequest[]): Promise<Sample[][]> {
+    return this.server.sample(requests);
+  }
+  samplerSettings(request: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Record<string, unknown> {
+    return this.server.samplerSettings(request);
+  }
+  bos(): Promise<BosUse> {
+    return this.server.bos();
+  }
+  async close(): Promise<void> {
+    await this.server.close();
+    await this.stopEngine();
+  }
 }
 
 /**

@@ -27,6 +27,8 @@ export interface CompletedStep<F> {
   finish: 'action' | Sample['finishReason'];
   tokens: number;
   modelMs: number;
+  /** Why the server returned nothing for the step's last part (finish `error`). */
+  serverError?: string;
 }
 
 export async function completeStep<F extends FoundAction>(
@@ -56,6 +58,7 @@ export async function completeStep<F extends FoundAction>(
     const found = action.find(text);
     if (found.ok) return { text: text.slice(0, found.end), found, finish: 'action', tokens, modelMs };
     const finish = sample?.finishReason ?? 'eos';
+    if (finish === 'error') return { text, found, finish, tokens, modelMs, serverError: sample!.error! };
     if (found.complete || finish !== 'stop' || !action.continueAfterStop || tokens >= sampling.maxTokens) {
       return { text, found, finish, tokens, modelMs };
     }

@@ -39,9 +39,12 @@ export interface Sample {
   tokens: number[];
   /** Sum of the sampled tokens' log-probabilities under the sampling distribution's logits (before temperature). */
   logprob: number;
-  finishReason: 'stop' | 'length' | 'eos';
+  /** `error`: the server generated it but could not return it (`error` says why); its text is empty and it counts as a failure. */
+  finishReason: 'stop' | 'length' | 'eos' | 'error';
   /** The stop string that ended generation, when `finishReason` is `stop`. */
   stop?: string;
+  /** Why the server returned no sample, when `finishReason` is `error`. */
+  error?: string;
   truncated: boolean;
   /** Per sampled token, where the backend reports them. */
   tokenLogprobs?: number[];
@@ -58,6 +61,12 @@ export interface CompletionBackend {
    * Scoring loops submit up to this many items at a time; the backend still bounds what it runs.
    */
   readonly concurrency?: number;
+  /**
+   * The sampling distribution a request is drawn from, as this backend runs it: the stages in
+   * order and every parameter that shapes it, defaults included (results record it, so two
+   * engines' samples can be told to come from the same distribution or not).
+   */
+  samplerSettings?(request: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Record<string, unknown> | undefined;
   /** Whether a BOS token goes first, as resolved for this checkpoint (a server may need a request to say). */
   bos?(): Promise<BosUse | undefined>;
   close(): Promise<void>;

@@ -15,7 +15,7 @@ export function bpbCommand(): Command {
       '\nExample:\n  probe bpb --ckpt checkpoints/ngram-prose checkpoints/ngram-agent --probes probes/ --out runs/bpb-ladder --json\n  probe bpb --ckpt /ckpts/llama-2-7b-onnx --bos never   # no BOS, as lm-evaluation-harness by default',
     )
     .action(async (flags: ScoringFlags) => {
-      const run = prepareScoringRun(flags, 'bpb', { config: {} });
+      const run = prepareScoringRun(flags, 'bpb', { config: {}, scores: true });
       const { results, failures } = await scoreCheckpoints<Awaited<ReturnType<typeof scoreBpb>>, BpbItem>(
         run,
         'bpb',

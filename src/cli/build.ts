@@ -77,11 +77,11 @@ export function buildCommand(): Command {
     .action(async (flags: BuildFlags) => {
       const tasks = await loadTasks(flags.tasks, { imageNamespace: flags.imageNamespace });
       const distractorCkpt = flags.distractorCkpt ? resolveCheckpoint(flags.distractorCkpt) : undefined;
-      if (distractorCkpt?.kind === 'server') {
+      if (distractorCkpt && distractorCkpt.kind !== 'directory') {
         // A resumed build must sample from the same weights: it records the directory's content hash, which a server has not.
         throw new InputError(
           { file: distractorCkpt.name },
-          "--distractor-ckpt takes a checkpoint directory, not a server URL (its samples are recorded by the checkpoint's content hash)",
+          `--distractor-ckpt takes an ONNX checkpoint directory, not ${distractorCkpt.kind === 'server' ? 'a server URL' : 'a checkpoint an engine serves'} (its samples are recorded by the checkpoint's content hash)`,
         );
       }
       // The probe set is written once, after every replay: a path that cannot take it must fail now.

@@ -26,7 +26,7 @@ export function mcqCommand(): Command {
   )
     .addHelpText('after', '\nExample:\n  probe mcq --ckpt checkpoints/ngram-agent checkpoints/attn-agent --probes probes/demo.jsonl --json')
     .action(async (flags: McqFlags) => {
-      const run = prepareScoringRun(flags, 'mcq', { config: { style: flags.style }, seeds: { option_order: flags.seed } });
+      const run = prepareScoringRun(flags, 'mcq', { config: { style: flags.style }, seeds: { option_order: flags.seed }, scores: true });
       const { results, failures } = await scoreCheckpoints<McqResult, McqItem>(run, 'mcq', (ckpt, backend, hooks) =>
         scoreMcq(ckpt, backend, run.items, flags.style, flags.seed, hooks),
       );

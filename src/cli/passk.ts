@@ -97,11 +97,16 @@ export function passkCommand(): Command {
             tableName(r.checkpoint),
             ...ks.map((k) => `${(100 * r.pass_at[String(k)]!).toFixed(1)}%`),
             `${(100 * r.parse_failure_rate).toFixed(1)}%`,
+            `${(100 * (r.not_returned_rate ?? 0)).toFixed(1)}%`,
           ]);
           process.stderr.write(`\nPrefix-conditioned pass@k on ${run.items.length} probe items, n = ${flags.n}\n\n`);
           process.stderr.write(
-            `${formatTable(['checkpoint', ...ks.map((k) => `pass@${k}`), 'unparsable'], rows, ks.map((_, i) => i + 1).concat(ks.length + 1))}\n`,
+            `${formatTable(['checkpoint', ...ks.map((k) => `pass@${k}`), 'unparsable', 'not returned'], rows, ks.map((_, i) => i + 1).concat(ks.length + 1, ks.length + 2))}\n`,
           );
+          for (const r of results.filter((r) => (r.not_returned_rate ?? 0) > 0))
+            process.stderr.write(
+              `${tableName(r.checkpoint)}: ${(100 * r.not_returned_rate!).toFixed(1)}% of samples were generated but not returned by the server (counted as failures; each sample's reason is in the results)\n`,
+            );
         }
         emitResults(run, { results, ...errors });
       } finally {

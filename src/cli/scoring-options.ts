@@ -48,9 +48,10 @@ export function addScoringOptions(command: Command): Command {
 }
 
 /** The checkpoints named by `--ckpt`, or the embedded ladder; each checked before any work. */
-export function resolveCheckpoints(ckpt: string[] | undefined, http: HttpBackendOptions = {}, dtype?: Dtype): Checkpoint[] {
+/** `scores`: the verb scores prompts, which a checkpoint served by llama.cpp cannot (refused here, before any work). */
+export function resolveCheckpoints(ckpt: string[] | undefined, http: HttpBackendOptions = {}, dtype?: Dtype, scores = false): Checkpoint[] {
   const specs = ckpt ?? embeddedCheckpointDirs().map((dir) => relative(process.cwd(), dir) || '.');
-  const checkpoints = specs.map((spec) => resolveCheckpoint(spec, { http, dtype }));
+  const checkpoints = specs.map((spec) => resolveCheckpoint(spec, { http, dtype, scores }));
   refuseSharedFileNames(checkpoints);
   return checkpoints;
 }
@@ -81,7 +82,13 @@ function refuseSharedFileNames(checkpoints: readonly Checkpoint[]): void {
 export function prepareScoringRun(
   flags: ScoringFlags,
   verb: string,
-  settings: { config: Record<string, unknown>; seeds?: Record<string, number>; select?: (items: ProbeItem[]) => ProbeItem[] },
+  settings: {
+    config: Record<string, unknown>;
+    seeds?: Record<string, number>;
+    select?: (items: ProbeItem[]) => ProbeItem[];
+    /** The verb scores prompts (BPB, MCQ): checkpoints whose engine cannot are refused up front. */
+    scores?: boolean;
+  },
 ): ScoringRun {
   checkResume(flags);
   const source = flags.probes ?? EMBEDDED_PROBES;
@@ -89,7 +96,7 @@ export function prepareScoringRun(
   if (settings.select) items = settings.select(items);
   if (flags.limit !== undefined) items = items.slice(0, flags.limit);
   const http = httpOptions(flags, flags.ckpt);
-  const checkpoints = resolveCheckpoints(flags.ckpt, http, flags.dtype);
+  const checkpoints = resolveCheckpoints(flags.ckpt, http, flags.dtype, settings.scores);
   const dir = flags.out
     ? RunDir.open(
         flags.out,

@@ -98,7 +98,7 @@ export function screenCommand(): Command {
         terminalTasks: flags.terminalTasks,
         researchSet: flags.researchSet,
       };
-      const run = prepareScoringRun(flags, 'screen', { config: ladderConfig(settings), seeds: { sampling: flags.seed } });
+      const run = prepareScoringRun(flags, 'screen', { config: ladderConfig(settings), seeds: { sampling: flags.seed }, scores: true });
       // The ASAP stage writes last, after the cheap stages: its directory is checked now.
       if (flags.asapOut && !flags.out && flags.asapRuns > 0) ensureOutputDir(flags.asapOut, '--asap-out');
       const outcome = await runLadder(run, settings);

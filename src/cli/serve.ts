@@ -38,8 +38,13 @@ export function serveCommand(): Command {
     )
     .action(async (flags: ServeFlags) => {
       const checkpoint = resolveCheckpoint(flags.ckpt, { dtype: flags.dtype });
-      if (checkpoint.kind === 'server')
-        throw new InputError({ file: flags.ckpt, field: '--ckpt' }, 'probe serve serves a checkpoint directory, not a server');
+      if (checkpoint.kind !== 'directory')
+        throw new InputError(
+          { file: flags.ckpt, field: '--ckpt' },
+          checkpoint.kind === 'server'
+            ? 'probe serve serves a checkpoint directory, not a server'
+            : `probe serve serves an ONNX checkpoint directory; this one is served by ${checkpoint.engine === 'llamacpp' ? 'llama-server' : 'vllm serve'} (pass it to --ckpt of the verb directly, and probe starts it)`,
+        );
       const backend = await OnnxBackend.open(checkpoint.name, flags.dtype ? { dtype: flags.dtype } : {});
       const server = createOpenAiServer(backend, {
         model: flags.model ?? basename(backend.dir),

@@ -131,6 +131,7 @@ export function validateCommand(): Command {
       const run = prepareScoringRun({ ...flags, out, probes }, 'validate', {
         config: studyConfig(settings),
         seeds: { sampling: flags.seed, bootstrap: flags.seed },
+        scores: true,
       });
       const study = await runStudy({ ...run, dir: run.dir! }, settings); // --out always set above
       const errors = reportFailures(study.failures);

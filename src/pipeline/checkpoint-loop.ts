@@ -129,6 +129,7 @@ export async function forEachCheckpoint<R>(
           ...(options.cache ? { cache: options.cache } : {}),
           ...(options.bos ? { bos: options.bos } : {}),
           ...(options.dtype ? { dtype: options.dtype } : {}),
+          ...(options.dir ? { engineLogDir: join(options.dir.dir, 'engines') } : {}),
         });
         try {
           const bos = options.dir ? await backend.bos?.() : undefined;

@@ -27,6 +27,8 @@ export interface PasskSample {
   reason: string;
   /** Changes the verifier dropped because they may alter how the tests run (graded samples only). */
   tampering?: Tampering[];
+  /** The server generated this sample but could not return it (`reason` says why). */
+  notReturned?: true;
 }
 export interface PasskItem {
   id: string;
@@ -34,6 +36,8 @@ export interface PasskItem {
   n: number;
   c: number;
   parse_failures: number;
+  /** Samples the server generated but could not return (llama.cpp on bytes that are not UTF-8): failures, counted in n (absent in older runs). */
+  not_returned?: number;
   samples: PasskSample[];
 }
 export interface PasskResult {
@@ -42,6 +46,10 @@ export interface PasskResult {
   n: number;
   pass_at: Record<string, number>;
   parse_failure_rate: number;
+  /** Share of samples the server could not return (each a failure; absent in older runs). */
+  not_returned_rate?: number;
+  /** The distribution the samples were drawn from, as the backend ran it (absent in older runs). */
+  sampler?: Record<string, unknown>;
   items: PasskItem[];
 }
 
@@ -73,6 +81,15 @@ export const PASSK_DEFAULTS = {
 /** A sample's record of its verdict: the outcome, and what was dropped as tampering (new field, absent in older runs). */
 function judged(verdict: Verdict, reason: string): Pick<PasskSample, 'resolved' | 'reason' | 'tampering'> {
   return { resolved: verdict.resolved, reason, tampering: verdict.tampering };
+}
+
+/**
+ * A sample the server could not return: a failure that says why. Counting it as one keeps
+ * n what was asked for; dropping it would leave the rest of the item's samples to stand for
+ * it, and whether a sample can be returned is not independent of what it says.
+ */
+function notReturned(sample: Sample): PasskSample {
+  return { text: '', parsed: false, resolved: false, reason: `not returned: ${sample.error}`, notReturned: true };
 }
 
 /** Parses one sampled action, applies it at the item's T* state and verifies (cached per distinct action). */
@@ -134,6 +151,10 @@ async function rollout(
         stop: [...(step === 0 ? format.stops : turn.nextStops)],
         seed: options.seed * 1_000_003 + index * 1009 + step,
       });
+      if (sample?.finishReason === 'error') {
+        if (step === 0) return notReturned(sample);
+        break; // what the earlier steps did is verified
+      }
       const stop = sample?.stop;
       const text = (sample?.text ?? '') + (stop && (format.keepStop || step > 0) ? stop.replace(/\n$/, '') : '');
       texts.push(text);
@@ -219,7 +240,12 @@ export async function scorePassk(
         const task = options.taskOf(item);
         const cache = new Map<string, PasskSample>();
         const judged: PasskSample[] = [];
-        for (const s of samples) judged.push(await judgeSample(sampledActionText(formats.get(item.id)!, s), item, task, options, cache));
+        for (const s of samples)
+          judged.push(
+            s.finishReason === 'error'
+              ? notReturned(s)
+              : await judgeSample(sampledActionText(formats.get(item.id)!, s), item, task, options, cache),
+          );
         return passkItem(item, judged);
       }),
     );
@@ -234,7 +260,8 @@ function passkItem(item: ProbeItem, judged: PasskSample[]): PasskItem {
     task: item.task,
     n: judged.length,
     c: judged.filter((j) => j.resolved).length,
-    parse_failures: judged.filter((j) => !j.parsed).length,
+    parse_failures: judged.filter((j) => !j.parsed && !j.notReturned).length,
+    not_returned: judged.filter((j) => j.notReturned).length,
     samples: judged,
   };
 }
@@ -249,6 +276,8 @@ function summarize(checkpoint: string, backend: CompletionBackend, options: Pass
     n: options.n,
     pass_at,
     parse_failure_rate: total ? scored.reduce((a, i) => a + i.parse_failures, 0) / total : 0,
+    not_returned_rate: total ? scored.reduce((a, i) => a + (i.not_returned ?? 0), 0) / total : 0,
+    ...(backend.samplerSettings ? { sampler: backend.samplerSettings({ temperature: options.temperature, topP: options.topP }) } : {}),
     items: scored,
   };
 }

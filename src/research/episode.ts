@@ -36,7 +36,7 @@ export interface ResearchStep {
   index: number;
   /** The model's step as written, cut where its action ends (all of it when it has none). */
   completion: string;
-  finish: 'action' | 'stop' | 'length' | 'eos';
+  finish: 'action' | 'stop' | 'length' | 'eos' | 'error';
   tokens: number;
   action: ResearchAction | null;
   error: string | null;
@@ -150,7 +150,7 @@ export async function runResearchEpisode(
       finish: completion.finish,
       tokens: completion.tokens,
       action: completion.found.ok ? completion.found.action : null,
-      error: completion.found.ok ? null : completion.found.error,
+      error: completion.serverError ?? (completion.found.ok ? null : completion.found.error),
       outcome: decision.kind === 'execute' ? 'executed' : decision.outcome,
       observation: decision.kind === 'hint' ? decision.message : null,
       modelMs: completion.modelMs,

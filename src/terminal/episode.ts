@@ -56,7 +56,7 @@ export interface TerminalStep {
   index: number;
   /** The model's step as written, cut where its action ends (all of it when it has none). */
   completion: string;
-  finish: 'action' | 'stop' | 'length' | 'eos';
+  finish: 'action' | 'stop' | 'length' | 'eos' | 'error';
   tokens: number;
   action: TerminalAction | null;
   error: string | null;
@@ -208,11 +208,13 @@ export async function runTerminalEpisode(
       finish: completion.finish,
       tokens: completion.tokens,
       action: completion.found.ok ? completion.found.action : null,
-      error: completion.found.ok
-        ? allowed(settings.profile, completion.found.action)
-          ? null
-          : `the ${completion.found.action.kind} tool is not in the ${settings.profile} profile`
-        : completion.found.error,
+      error:
+        completion.serverError ??
+        (completion.found.ok
+          ? allowed(settings.profile, completion.found.action)
+            ? null
+            : `the ${completion.found.action.kind} tool is not in the ${settings.profile} profile`
+          : completion.found.error),
       outcome: decision.kind === 'execute' ? 'executed' : decision.outcome,
       observation: decision.kind === 'hint' ? decision.message : null,
       exitCode: null,

@@ -42,7 +42,8 @@ export class FaultProxy {
   url = '';
 
   constructor(
-    private readonly target: string,
+    /** Where requests go; a test may point it elsewhere (another server behind the same URL). */
+    public target: string,
     public faults: Fault[] = [],
     private readonly match: (path: string) => boolean = () => true,
   ) {

@@ -13,16 +13,19 @@ import { CheckpointTokenizer } from '../onnx/tokenizer.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
 import {
   checkCanScore,
+  llamacppSampler,
+  type ParsedSample,
   parseSamples,
   parseScore,
   parseTokenize,
   sampleCall,
+  type SampleCallOptions,
   scoreCall,
   ServerContractError,
   type ServerKind,
   tokenizeCall,
 } from './servers.ts';
-import { DEFAULT_ENDPOINT_OPTIONS, Endpoint, EndpointPool, type EndpointOptions } from './transport.ts';
+import { DEFAULT_ENDPOINT_OPTIONS, Endpoint, EndpointPool, type EndpointOptions, ServerOutputError } from './transport.ts';
 
 export interface HttpBackendOptions {
   /** Server kind; detected from `/v1/models` when omitted. */
@@ -51,6 +54,14 @@ interface ModelCard {
   id?: string;
   owned_by?: string;
   max_model_len?: number;
+  /** llama.cpp: its context per slot (`n_ctx`), the window a request has. */
+  meta?: { n_ctx?: number };
+}
+
+/** What llama.cpp's `/props` says: its parallel slots (the most samples one request may ask for) and each slot's window. */
+interface LlamacppProps {
+  slots: number;
+  nCtx: number | undefined;
 }
 
 /** The server kind from what `/v1/models` says about its models' owner. */
@@ -65,12 +76,25 @@ export function kindFromModels(cards: ModelCard[]): ServerKind {
 
 const utf8 = new TextEncoder();
 
+/** The message inside a server's JSON error body, else the body itself (cut short). */
+function serverMessage(body: string): string {
+  try {
+    const message = (JSON.parse(body) as { error?: { message?: unknown } })?.error?.message;
+    if (typeof message === 'string') return message;
+  } catch {
+    // not JSON: the body as it came
+  }
+  return body.slice(0, 300);
+}
+
 export class HttpBackend implements CompletionBackend {
   readonly id: string;
   /** The BOS policy resolved: from --tokenizer at once, else from the server's /tokenize on first use. */
   private bosUse: Promise<BosUse> | undefined;
   /** TGI's /tokenize always adds its specials: what it answers for "" (taken off every answer). */
   private tgiSpecials: Promise<number[]> | undefined;
+  /** llama.cpp's `/props`, asked once. */
+  private llamacppProps: Promise<LlamacppProps> | undefined;
 
   private constructor(
     private readonly pool: EndpointPool,
@@ -101,7 +125,8 @@ export class HttpBackend implements CompletionBackend {
     const kind = options.kind ?? kindFromModels(cards);
     const model = options.model ?? cards[0]?.id ?? '';
     if (!model && kind !== 'sglang' && kind !== 'tgi') throw new ProbeError(`${spec}: /v1/models names no model; pass --model`);
-    return new HttpBackend(pool, kind, model, tokenizer, cards[0]?.max_model_len, options.signal, options.bos ?? 'auto');
+    const window = cards[0]?.max_model_len ?? (kind === 'llamacpp' ? cards[0]?.meta?.n_ctx : undefined);
+    return new HttpBackend(pool, kind, model, tokenizer, window, options.signal, options.bos ?? 'auto');
   }
 
   get concurrency(): number {
@@ -277,13 +302,13 @@ export class HttpBackend implements CompletionBackend {
     const { ids: prompt, truncated } = fitContext(tokens, head, prefix, room);
     // TGI takes text and adds its own specials: the text is the prompt's without the BOS.
     const text = this.tokenizer ? this.tokenizer.decode(prompt.slice(head.length)) : request.prompt;
-    // TGI has no n: one request per sample, seeded seed + i as vLLM seeds its children.
-    const perRequest = this.kind === 'tgi' ? 1 : request.n;
-    const calls = Array.from({ length: request.n / perRequest }, (_, i) =>
-      sampleCall(this.kind, this.model, { ...request, prompt: text, promptIds: prompt, n: perRequest, seed: request.seed + i }),
-    );
-    const answers = await Promise.all(calls.map((c) => this.pool.json(c.path, c.body, this.signal)));
-    const parsed = answers.flatMap((a) => parseSamples(this.kind, a, request.stop));
+    // TGI has no n: one request per sample; llama.cpp refuses an n above its slot count. Either
+    // way the samples are asked for in parts, part by part seeded seed + offset, as vLLM seeds
+    // its children (seed + i): the same samples whatever the split.
+    const perRequest = this.kind === 'tgi' ? 1 : this.kind === 'llamacpp' ? Math.min(request.n, (await this.props()).slots) : request.n;
+    const parts: Array<{ offset: number; n: number }> = [];
+    for (let offset = 0; offset < request.n; offset += perRequest) parts.push({ offset, n: Math.min(perRequest, request.n - offset) });
+    const parsed = (await Promise.all(parts.map((part) => this.samplePart({ ...request, prompt: text, promptIds: prompt }, part)))).flat();
     if (parsed.length !== request.n) throw new ProbeError(`${this.id} returned ${parsed.length} samples for n = ${request.n}`);
     return parsed.map((p) => {
       const tokens = this.tokenizer ? this.tokenizer.encode(p.text) : new Array<number>(p.tokens ?? 0).fill(-1);
@@ -293,9 +318,68 @@ export class HttpBackend implements CompletionBackend {
         logprob: p.logprob ?? NaN,
         finishReason: p.finishReason,
         ...(p.stop ? { stop: p.stop } : {}),
+        ...(p.error !== undefined ? { error: p.error } : {}),
         truncated,
       };
     });
+  }
+
+  /**
+   * Samples `part.n` of a request from `part.offset` on. A server that cannot return what it
+   * generated (llama.cpp on bytes that are not valid UTF-8: `ServerOutputError`) fails the
+   * whole request the same way on every try, so the part is asked for one sample at a time;
+   * a sample that still cannot be had is kept as an `error` sample — a failure that says why —
+   * and the others are kept as they are.
+   */
+  private async samplePart(o: SampleCallOptions, part: { offset: number; n: number }): Promise<ParsedSample[]> {
+    const call = sampleCall(this.kind, this.model, { ...o, n: part.n, seed: o.seed + part.offset });
+    try {
+      return parseSamples(this.kind, await this.pool.json(call.path, call.body, this.signal), o.stop);
+    } catch (error) {
+      if (!(error instanceof ServerOutputError)) throw error;
+      if (part.n > 1) {
+        const singles = Array.from({ length: part.n }, (_, i) => this.samplePart(o, { offset: part.offset + i, n: 1 }));
+        return (await Promise.all(singles)).flat();
+      }
+      return [
+        {
+          text: '',
+          finishReason: 'error',
+          error: `${this.kind} at ${error.url} generated sample ${part.offset} (seed ${o.seed + part.offset}) but could not return it: ${serverMessage(error.body)}`,
+          tokens: 0,
+          logprob: null,
+        },
+      ];
+    }
+  }
+
+  /** llama.cpp's slots and window, from `/props` (asked once; a failed attempt is tried again). */
+  private props(): Promise<LlamacppProps> {
+    this.llamacppProps ??= this.pool
+      .json<{ total_slots?: unknown; default_generation_settings?: { n_ctx?: unknown } }>('/props', undefined, this.signal)
+      .then((answer) => {
+        const slots = answer?.total_slots;
+        if (!Number.isInteger(slots) || (slots as number) < 1)
+          throw new ServerContractError(`server kind llamacpp: /props has no total_slots (got ${JSON.stringify(slots)})`, 'total_slots');
+        const nCtx = answer.default_generation_settings?.n_ctx;
+        return { slots: slots as number, nCtx: Number.isInteger(nCtx) ? (nCtx as number) : undefined };
+      })
+      .catch((error: unknown) => {
+        this.llamacppProps = undefined;
+        throw error;
+      });
+    return this.llamacppProps;
+  }
+
+  /** The distribution a request is drawn from on this server: what is sent, and what the server's own sampler adds where known. */
+  samplerSettings(o: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Record<string, unknown> {
+    if (this.kind === 'llamacpp') return { engine: 'llama.cpp /completion', ...llamacppSampler(o) };
+    return {
+      engine: `${this.kind} (the server's own sampler)`,
+      temperature: o.temperature,
+      top_p: o.topP,
+      top_k: o.topK ?? 'off (not sent)',
+    };
   }
 
   async close(): Promise<void> {}

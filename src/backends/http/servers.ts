@@ -112,6 +112,12 @@ export function parseScore(kind: ServerKind, answer: unknown, ids: number[]): Pr
     case 'openai': {
       const choice = a?.choices?.[0];
       const lp = choice?.logprobs;
+      // llama.cpp answers /v1/completions with chat-shaped logprobs.content for the generated token: echo was what it ignored.
+      if (lp && !Array.isArray(lp.token_logprobs) && Array.isArray(lp.content))
+        fail(
+          kind,
+          `the server ignored echo: it returned chat-shaped logprobs.content for ${lp.content.length} generated token(s) and no log-prob for the ${ids.length}-token prompt`,
+        );
       if (!lp || !Array.isArray(lp.token_logprobs))
         fail(kind, 'the answer has no choices[0].logprobs.token_logprobs (the server ignored logprobs)');
       // echo ignored: only the generated token comes back.
@@ -214,14 +220,60 @@ export interface SampleCallOptions extends SampleRequest {
 
 export interface ParsedSample {
   text: string;
-  finishReason: 'stop' | 'length' | 'eos';
+  finishReason: 'stop' | 'length' | 'eos' | 'error';
   stop?: string;
+  /** Why the server returned no text (finishReason `error`). */
+  error?: string;
   /** Token count where the server says it; the caller counts otherwise. */
   tokens: number | null;
   logprob: number | null;
 }
 
+/**
+ * llama.cpp's sampler, set to the distribution probe states: temperature, then top-k (off
+ * unless asked), then top-p, then one draw — the in-process order (logits.ts). Its defaults
+ * would add top-k 40, min-p 0.05 and top-p 0.95 on their own; naming the chain leaves out
+ * every other stage (penalties, DRY, typical-p, XTC, top-n-sigma), and the neutral values
+ * are sent too so the request reads as what it does. Recorded with each result (`sampler`).
+ */
+export function llamacppSampler(o: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Record<string, unknown> {
+  return {
+    samplers: ['temperature', 'top_k', 'top_p'],
+    temperature: o.temperature,
+    top_k: o.topK ?? 0,
+    top_p: o.topP,
+    min_p: 0,
+    typical_p: 1,
+    repeat_penalty: 1,
+    presence_penalty: 0,
+    frequency_penalty: 0,
+    dry_multiplier: 0,
+    xtc_probability: 0,
+    top_n_sigma: -1,
+    mirostat: 0,
+  };
+}
+
 export function sampleCall(kind: ServerKind, model: string, o: SampleCallOptions): ScoreCall {
+  if (kind === 'llamacpp') {
+    // The native endpoint, not /v1/completions: it says how each sample ended (stop_type,
+    // stopping_word) where the OpenAI one says "stop" for an end of text too; children of
+    // one request are seeded seed + i, as vLLM seeds them.
+    return {
+      path: '/completion',
+      body: {
+        prompt: o.promptIds,
+        n: o.n,
+        n_predict: o.maxTokens,
+        ...llamacppSampler(o),
+        stop: o.stop,
+        seed: o.seed,
+        n_probs: 1,
+        return_tokens: true,
+        cache_prompt: true,
+      },
+    };
+  }
   if (kind === 'sglang') {
     return {
       path: '/generate',
@@ -282,6 +334,35 @@ function stopOf(reason: unknown, stops: string[]): string | undefined {
 /** Samples out of a sampling answer, in choice order. */
 export function parseSamples(kind: ServerKind, answer: unknown, stops: string[]): ParsedSample[] {
   const a = answer as any;
+  if (kind === 'llamacpp') {
+    const outs = (Array.isArray(a) ? a : [a]) as any[];
+    return [...outs]
+      .sort((x, y) => (x?.index ?? 0) - (y?.index ?? 0))
+      .map((o) => {
+        if (typeof o?.content !== 'string' || typeof o?.stop_type !== 'string')
+          fail(kind, "the answer has no content and stop_type (not llama.cpp's /completion)");
+        // A stop string is kept only where the server says it matched ("word"); "eos" and "limit" end on their own.
+        const stop = o.stop_type === 'word' ? stopOf(o.stopping_word, stops) : undefined;
+        if (o.stop_type === 'word' && stop === undefined)
+          fail(
+            kind,
+            `stop_type "word" with stopping_word ${JSON.stringify(o.stopping_word)}, which is not one of the request's stop strings`,
+          );
+        const probs = (Array.isArray(o.completion_probabilities) ? o.completion_probabilities : []) as Array<{ logprob?: number }>;
+        const predicted = Number.isInteger(o.tokens_predicted)
+          ? (o.tokens_predicted as number)
+          : Array.isArray(o.tokens)
+            ? o.tokens.length
+            : null;
+        return {
+          text: o.content,
+          finishReason: o.stop_type === 'limit' ? 'length' : stop ? 'stop' : 'eos',
+          ...(stop ? { stop } : {}),
+          tokens: predicted,
+          logprob: probs.length && probs.every((p) => typeof p.logprob === 'number') ? probs.reduce((s, p) => s + p.logprob!, 0) : null,
+        };
+      });
+  }
   if (kind === 'sglang') {
     const outs = (Array.isArray(a) ? a : [a]) as any[];
     return outs.map((o) => {
@@ -321,11 +402,10 @@ export function parseSamples(kind: ServerKind, answer: unknown, stops: string[])
     .sort((x, y) => (x.index ?? 0) - (y.index ?? 0))
     .map((c) => {
       if (typeof c.text !== 'string') fail(kind, 'a choice has no text');
-      // vLLM (and probe serve) say which stop string matched in stop_reason; with a single stop string it can only be that one.
-      const stop =
-        c.finish_reason === 'stop'
-          ? (stopOf(c.stop_reason, stops) ?? (c.stop_reason === undefined && stops.length === 1 ? stops[0] : undefined))
-          : undefined;
+      // vLLM (and probe serve) say which stop string matched in stop_reason. A server that does not
+      // says "stop" for an end of text too, so without it no stop string is taken to have matched:
+      // appending one the model never wrote could turn half an action into one that parses.
+      const stop = c.finish_reason === 'stop' ? stopOf(c.stop_reason, stops) : undefined;
       const lps = c.logprobs?.token_logprobs as Array<number | null> | undefined;
       return {
         text: c.text,

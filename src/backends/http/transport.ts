@@ -18,6 +18,20 @@ export class HttpStatusError extends ProbeError {
   }
 }
 
+/**
+ * The server could not turn what the model generated into an answer, and says so the same
+ * way on every attempt: llama.cpp answers HTTP 500 "The model produced output that does not
+ * match the expected … format" when a sampled byte sequence is not valid UTF-8. Retrying
+ * with the same seed gives the same 500, so it is raised at once (not retried, and the
+ * replica is not taken out of the pool); the backend asks for the samples one at a time.
+ */
+export class ServerOutputError extends HttpStatusError {}
+
+/** Whether an error answer is one of those (`ServerOutputError`). */
+export function isModelOutputRefusal(status: number, body: string): boolean {
+  return status === 500 && /produced output that does not match the expected/i.test(body);
+}
+
 /** A replica could not be reached, or kept failing, after every retry. */
 export class EndpointFailure extends ProbeError {}
 
@@ -113,11 +127,13 @@ export class Endpoint {
               continue;
             }
           }
+          if (isModelOutputRefusal(response.status, text)) throw new ServerOutputError(url, response.status, text);
           const error = new HttpStatusError(url, response.status, text);
           if (!RETRYABLE_STATUS.has(response.status)) throw error;
           lastError = Object.assign(error, { retryAfterMs: retryAfter(response.headers.get('retry-after')) });
         } catch (error) {
           if (signal?.aborted) throw signal.reason;
+          if (error instanceof ServerOutputError) throw error;
           if (error instanceof HttpStatusError && !RETRYABLE_STATUS.has(error.status)) throw error;
           lastError = error;
         }

@@ -113,6 +113,18 @@ export class OnnxBackend implements CompletionBackend {
     return this.tokenizer.decode(ids);
   }
 
+  /** In process: temperature, then top-k (off unless asked), then top-p, then one draw (logits.ts); nothing else. */
+  samplerSettings(o: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Record<string, unknown> {
+    return {
+      engine: 'probe in process (onnxruntime)',
+      samplers: ['temperature', 'top_k', 'top_p'],
+      temperature: o.temperature,
+      top_k: o.topK ?? 0,
+      top_p: o.topP,
+      min_p: 0,
+    };
+  }
+
   async bos(): Promise<BosUse> {
     return this.bosUse;
   }
