@@ -6,8 +6,8 @@
  * ignored, and `--ckpt FILE.gguf` is served for the run by a llama-server probe starts and
  * stops. Each of these failed on the code before it (an appended fence, HTTP 500, HTTP 400).
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -280,6 +280,36 @@ describe.skipIf(skip)('--ckpt FILE.gguf: served for the run by a llama-server pr
     expect(serversOf(GGUF.s40)).toEqual([]);
   }, 300_000);
 
+  it('Ctrl-C during the run stops the server it started', async () => {
+    const out = join(tempDir(), 'interrupted');
+    const child = spawn(
+      process.execPath,
+      [
+        PROBE_BIN,
+        'passk',
+        '--ckpt',
+        GGUF.s40,
+        '--probes',
+        join(REPO_ROOT, 'probes', 'demo.jsonl'),
+        '-n',
+        '16',
+        '--max-tokens',
+        '1024',
+        '--no-cache',
+        '--out',
+        out,
+      ],
+      { cwd: REPO_ROOT, env: { ...process.env, PROBE_LLAMA_SERVER: LLAMA_SERVER }, stdio: 'ignore' },
+    );
+    const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? String(code))));
+    for (let i = 0; i < 600 && serversOf(GGUF.s40).length === 0; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(serversOf(GGUF.s40)).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 1000)); // sampling under way
+    child.kill('SIGINT');
+    expect(['SIGINT', '130']).toContain(await exited); // ended as a killed process does
+    expect(serversOf(GGUF.s40)).toEqual([]);
+  }, 120_000);
+
   it('probe bpb is refused before any work in one line: llama.cpp returns no prompt log-probs', () => {
     const run = probe(['bpb', '--ckpt', GGUF.s1500, '--limit', '1']);
     expect(run.code).toBe(2);
@@ -301,6 +331,63 @@ describe.skipIf(skip)('--ckpt FILE.gguf: served for the run by a llama-server pr
 });
 
 describe('--ckpt DIR of a Hugging Face checkpoint (safetensors, no onnx/)', () => {
+  // No vLLM installs on these machines (not in the package mirrors): a stand-in `vllm` on PATH takes
+  // vLLM's command line and serves the same weights' ONNX export with probe serve, so what is tested
+  // here is probe's side — the command, one replica per GPU, readiness, logs, stop — not vLLM.
+  it.skipIf(!existsSync(HF.s1500))(
+    'with vllm on PATH: one replica per GPU in CUDA_VISIBLE_DEVICES, used for the run and stopped after it',
+    () => {
+      const bin = tempDir();
+      const seen = join(bin, 'seen.log');
+      const onnx = join(REPO_ROOT, '..', 'shared', 'models', 'llama-bpe8k-s1500');
+      writeFileSync(
+        join(bin, 'vllm'),
+        `#!/bin/bash
+[ "$1" = serve ] || exit 64
+dir=$2; shift 2; args="$*"
+while [ $# -gt 0 ]; do case $1 in --port) port=$2; shift 2;; *) shift;; esac; done
+echo "gpu=$CUDA_VISIBLE_DEVICES dir=$dir args=$args" >> ${JSON.stringify(seen)}
+exec ${JSON.stringify(process.execPath)} ${JSON.stringify(PROBE_BIN)} serve --ckpt ${JSON.stringify(onnx)} --port "$port"
+`,
+      );
+      chmodSync(join(bin, 'vllm'), 0o755);
+      const out = join(tempDir(), 'hf');
+      const run = probe(
+        [
+          'passk',
+          '--ckpt',
+          HF.s1500,
+          '--probes',
+          join(REPO_ROOT, 'probes', 'demo.jsonl'),
+          '--limit',
+          '2',
+          '-n',
+          '2',
+          '--max-tokens',
+          '32',
+          '--no-cache',
+          '--out',
+          out,
+          '--json',
+        ],
+        { PATH: `${bin}:${process.env.PATH}`, CUDA_VISIBLE_DEVICES: '0,1' },
+      );
+      expect(run.code, run.stderr).toBe(0);
+      const lines = readFileSync(seen, 'utf8').trim().split('\n');
+      expect(lines.map((l) => l.split(' ')[0]).sort()).toEqual(['gpu=0', 'gpu=1']);
+      for (const line of lines) expect(line).toContain(`dir=${HF.s1500} args=--host 127.0.0.1 --port`);
+      const result = JSON.parse(run.stdout).results[0];
+      expect(result.backend).toMatch(/^http:vllm:.*@http:\/\/127\.0\.0\.1:\d+,http:\/\/127\.0\.0\.1:\d+$/);
+      expect(result.items.map((i: { n: number }) => i.n)).toEqual([2, 2]);
+      expect(readdirSync(join(out, 'engines'))).toHaveLength(2);
+      const left = spawnSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
+        .stdout.split('\n')
+        .filter((l) => l.includes(`serve --ckpt ${onnx}`));
+      expect(left).toEqual([]);
+    },
+    300_000,
+  );
+
   it.skipIf(!existsSync(HF.s1500))('without vllm on PATH, one line says which command would serve it', () => {
     const run = probe(['bpb', '--ckpt', HF.s1500, '--limit', '1'], { PATH: '/usr/bin:/bin' });
     expect(run.code).toBe(2);

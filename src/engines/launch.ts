@@ -22,8 +22,11 @@ export const ENGINE_DEFAULTS = {
   llamaContextPerSlot: 4096,
   /** Seconds an engine may take to answer /health (vLLM compiles and captures graphs first). */
   startTimeoutS: { llamacpp: 300, vllm: 1800 },
-  /** Seconds between SIGTERM and SIGKILL on shutdown. */
-  stopGraceS: 10,
+  /**
+   * Seconds between SIGTERM and SIGKILL on shutdown. llama-server logs "cleaning up before
+   * exit" and then waits on a request still in flight, with nothing of its own to save.
+   */
+  stopGraceS: { llamacpp: 3, vllm: 15 },
 } as const;
 
 export interface RunningEngine {
@@ -148,7 +151,7 @@ export async function launchEngine(
   const children: ChildProcess[] = [];
   const exited = new Map<ChildProcess, string>();
   const stopAll = async () => {
-    await Promise.all(children.map((child) => stopChild(child, exited)));
+    await Promise.all(children.map((child) => stopChild(child, exited, ENGINE_DEFAULTS.stopGraceS[target.engine])));
   };
   const killAll = () => {
     for (const child of children) if (!exited.has(child)) signalGroup(child, 'SIGKILL');
@@ -219,7 +222,7 @@ function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
   }
 }
 
-async function stopChild(child: ChildProcess, exited: Map<ChildProcess, string>): Promise<void> {
+async function stopChild(child: ChildProcess, exited: Map<ChildProcess, string>, graceS: number): Promise<void> {
   if (exited.has(child) || child.pid === undefined) return;
   const done = new Promise<void>((resolve) => {
     if (exited.has(child)) return resolve();
@@ -227,7 +230,7 @@ async function stopChild(child: ChildProcess, exited: Map<ChildProcess, string>)
   });
   signalGroup(child, 'SIGTERM');
   let timer: NodeJS.Timeout | undefined;
-  const grace = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), ENGINE_DEFAULTS.stopGraceS * 1000)));
+  const grace = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), graceS * 1000)));
   const outcome = await Promise.race([done, grace]);
   clearTimeout(timer);
   if (outcome === 'timeout') {

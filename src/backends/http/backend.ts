@@ -311,7 +311,8 @@ export class HttpBackend implements CompletionBackend {
     const parsed = (await Promise.all(parts.map((part) => this.samplePart({ ...request, prompt: text, promptIds: prompt }, part)))).flat();
     if (parsed.length !== request.n) throw new ProbeError(`${this.id} returned ${parsed.length} samples for n = ${request.n}`);
     return parsed.map((p) => {
-      const tokens = this.tokenizer ? this.tokenizer.encode(p.text) : new Array<number>(p.tokens ?? 0).fill(-1);
+      // The ids the server sampled where it says them (llama.cpp); else the text re-encoded, or only their count.
+      const tokens = p.ids ?? (this.tokenizer ? this.tokenizer.encode(p.text) : new Array<number>(p.tokens ?? 0).fill(-1));
       return {
         text: p.text,
         tokens,

@@ -224,6 +224,8 @@ export interface ParsedSample {
   stop?: string;
   /** Why the server returned no text (finishReason `error`). */
   error?: string;
+  /** The sampled token ids, where the server returns them (llama.cpp's `tokens`). */
+  ids?: number[];
   /** Token count where the server says it; the caller counts otherwise. */
   tokens: number | null;
   logprob: number | null;
@@ -354,10 +356,12 @@ export function parseSamples(kind: ServerKind, answer: unknown, stops: string[])
           : Array.isArray(o.tokens)
             ? o.tokens.length
             : null;
+        const ids = Array.isArray(o.tokens) && o.tokens.every((t: unknown) => Number.isInteger(t)) ? (o.tokens as number[]) : undefined;
         return {
           text: o.content,
           finishReason: o.stop_type === 'limit' ? 'length' : stop ? 'stop' : 'eos',
           ...(stop ? { stop } : {}),
+          ...(ids ? { ids } : {}),
           tokens: predicted,
           logprob: probs.length && probs.every((p) => typeof p.logprob === 'number') ? probs.reduce((s, p) => s + p.logprob!, 0) : null,
         };
