@@ -63,6 +63,8 @@ async function openEngine(ckpt: Extract<Checkpoint, { kind: 'engine' }>, options
   try {
     server = await HttpBackend.open(engine.urls.join(','), {
       ...options.http,
+      // As many requests in flight as the engine has slots (each asks for at most that many samples).
+      ...(engine.slots ? { endpoint: { ...options.http?.endpoint, concurrency: engine.slots } } : {}),
       kind: ckpt.engine,
       ...(ckpt.engine === 'vllm' ? { tokenizerDir: ckpt.path } : {}),
       ...(options.bos ? { bos: options.bos } : {}),

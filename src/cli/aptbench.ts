@@ -51,7 +51,7 @@ export function aptbenchCommand(): Command {
       }
       for (const item of items) fillTemplate(template, item, flags.items); // every placeholder resolvable before any work
       checkResume(flags);
-      const checkpoints = resolveCheckpoints(flags.ckpt, {}, flags.dtype);
+      const checkpoints = resolveCheckpoints(flags.ckpt, {}, flags.dtype, true);
       const dir = flags.out
         ? RunDir.open(
             flags.out,

@@ -1,6 +1,7 @@
 /** Flags for checkpoints behind inference servers (`--ckpt http://…/v1`). */
 import { type Command, Option } from 'commander';
 import { isServerAddress } from '../backends/checkpoint.ts';
+import { servedByEngine } from '../engines/engine-target.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { SERVER_KINDS, type ServerKind } from '../backends/http/servers.ts';
 import { DEFAULT_ENDPOINT_OPTIONS as DEFAULTS } from '../backends/http/transport.ts';
@@ -46,7 +47,8 @@ function interruptSignal(): AbortSignal {
 }
 
 export function httpOptions(flags: HttpFlags, ckpts: readonly string[] = []): HttpBackendOptions {
-  const remote = ckpts.some(isServerAddress);
+  // Servers, and checkpoints an engine serves for the run: their requests are cancelled on Ctrl-C.
+  const remote = ckpts.some((spec) => isServerAddress(spec) || servedByEngine(spec));
   return {
     ...(remote ? { signal: interruptSignal() } : {}),
     ...(flags.serverKind ? { kind: flags.serverKind } : {}),

@@ -22,6 +22,15 @@ export const ENGINE_PROBES: Record<EngineName, { scores: boolean; label: string 
   vllm: { scores: true, label: 'vLLM (vllm serve)' },
 };
 
+/** Whether an engine serves `spec` (without refusing a missing file: resolving the checkpoint does that). */
+export function servedByEngine(spec: string): boolean {
+  try {
+    return engineTargetOf(spec) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
 /** The engine that serves `spec`, or undefined where probe runs it itself (an ONNX directory) or it is a URL. */
 export function engineTargetOf(spec: string): EngineTarget | undefined {
   const path = resolve(spec);

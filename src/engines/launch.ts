@@ -33,6 +33,8 @@ export interface RunningEngine {
   /** The replicas' roots, for `--ckpt` (comma-joined). */
   urls: string[];
   logFiles: string[];
+  /** llama-server's parallel slots, as started. */
+  slots?: number;
   stop(): Promise<void>;
 }
 
@@ -206,6 +208,7 @@ export async function launchEngine(
   return {
     urls,
     logFiles,
+    ...(target.engine === 'llamacpp' ? { slots: envInt('PROBE_LLAMA_SLOTS', ENGINE_DEFAULTS.llamaSlots) } : {}),
     stop: async () => {
       await stopAll();
       takeBackShutdown();
