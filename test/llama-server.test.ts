@@ -276,6 +276,13 @@ describe.skipIf(skip)('--ckpt FILE.gguf: served for the run by a llama-server pr
     expect(run.code, run.stderr).toBe(0);
     const result = JSON.parse(run.stdout).results[0];
     expect(result.checkpoint).toBe(GGUF.s40);
+    expect(result.sampler).toMatchObject({
+      engine: 'llama.cpp /completion',
+      top_k: 0,
+      min_p: 0,
+      samplers: ['temperature', 'top_k', 'top_p'],
+    });
+    expect(result.runs).toBe(2);
     expect(existsSync(join(out, 'engines'))).toBe(true);
     expect(serversOf(GGUF.s40)).toEqual([]);
   }, 300_000);

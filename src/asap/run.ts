@@ -59,6 +59,8 @@ export interface AsapItem {
 export interface AsapResult {
   checkpoint: string;
   backend: string;
+  /** The distribution the episodes' steps were drawn from, as the backend ran it (absent in older runs). */
+  sampler?: Record<string, unknown>;
   runs: number;
   instances: number;
   pass_at: Record<string, number>;
@@ -216,9 +218,11 @@ export async function runAsap(
   const pass_at: Record<string, number> = {};
   for (const k of options.ks.filter((k) => k <= options.runs)) pass_at[String(k)] = meanPassAtK(items, k);
   const solvedAlways = items.filter((i) => i.n > 0 && i.c === i.n).length;
+  const sampler = backend.samplerSettings?.({ temperature: options.settings.temperature, topP: options.settings.topP });
   return {
     checkpoint,
     backend: backend.id,
+    ...(sampler ? { sampler } : {}),
     runs: options.runs,
     instances: instances.length,
     pass_at,

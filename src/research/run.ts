@@ -36,6 +36,8 @@ export interface ResearchEpisodeRecord {
 export interface ResearchResult {
   checkpoint: string;
   backend: string;
+  /** The distribution the episodes' steps were drawn from, as the backend ran it (absent in older runs). */
+  sampler?: Record<string, unknown>;
   env: 'research';
   runs: number;
   queries: number;
@@ -90,7 +92,8 @@ export async function runResearch(
     hooks.onItem?.(id);
     return record;
   });
-  return summarize(checkpoint, backend.id, queries, records, options.runs);
+  const sampler = backend.samplerSettings?.({ temperature: options.temperature, topP: options.topP });
+  return { ...summarize(checkpoint, backend.id, queries, records, options.runs), ...(sampler ? { sampler } : {}) };
 }
 
 function summarize(

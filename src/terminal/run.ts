@@ -51,6 +51,8 @@ export interface TerminalEpisodeRecord {
 export interface TerminalResult {
   checkpoint: string;
   backend: string;
+  /** The distribution the episodes' steps were drawn from, as the backend ran it (absent in older runs). */
+  sampler?: Record<string, unknown>;
   env: 'terminal';
   profile: TerminalEpisodeSettings['profile'];
   runs: number;
@@ -127,7 +129,8 @@ export async function runTerminal(
     hooks.onItem?.(id);
     return record;
   });
-  return summarize(checkpoint, backend.id, options, instances, records);
+  const sampler = backend.samplerSettings?.({ temperature: options.temperature, topP: options.topP });
+  return { ...summarize(checkpoint, backend.id, options, instances, records), ...(sampler ? { sampler } : {}) };
 }
 
 function summarize(
