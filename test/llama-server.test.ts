@@ -34,6 +34,27 @@ function probe(args: string[], env: Record<string, string> = {}) {
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
+const DEMO_SET = join(REPO_ROOT, 'probes', 'demo.jsonl');
+
+/** `probe passk` on the first `limit` demo items (all without), n samples of up to `maxTokens`, uncached, into `out`. */
+function passkArgs(ckpt: string, o: { out: string; n: number; maxTokens: number; limit?: number }): string[] {
+  return [
+    'passk',
+    '--ckpt',
+    ckpt,
+    '--probes',
+    DEMO_SET,
+    ...(o.limit ? ['--limit', String(o.limit)] : []),
+    '-n',
+    String(o.n),
+    '--max-tokens',
+    String(o.maxTokens),
+    '--no-cache',
+    '--out',
+    o.out,
+  ];
+}
+
 /** llama-server processes serving `file` (none may outlive the run that started them). */
 function serversOf(file: string): string[] {
   const ps = spawnSync('ps', ['-eo', 'pid,args'], { encoding: 'utf8' }).stdout;
@@ -223,26 +244,7 @@ describe.skipIf(skip)('real llama.cpp server', () => {
 describe.skipIf(skip)('--ckpt FILE.gguf: served for the run by a llama-server probe starts', () => {
   it('probe passk runs through it on n above the slots, records the sampler and the engine log, and leaves no server behind', () => {
     const out = join(tempDir(), 'passk');
-    const run = probe(
-      [
-        'passk',
-        '--ckpt',
-        GGUF.s250,
-        '--probes',
-        join(REPO_ROOT, 'probes', 'demo.jsonl'),
-        '--limit',
-        '2',
-        '-n',
-        '6',
-        '--max-tokens',
-        '64',
-        '--no-cache',
-        '--out',
-        out,
-        '--json',
-      ],
-      { PROBE_LLAMA_SLOTS: '4' },
-    );
+    const run = probe([...passkArgs(GGUF.s250, { out, limit: 2, n: 6, maxTokens: 64 }), '--json'], { PROBE_LLAMA_SLOTS: '4' });
     expect(run.code, run.stderr).toBe(0);
     const result = JSON.parse(run.stdout).results[0];
     expect(result.backend).toMatch(/^http:llamacpp:/);
@@ -289,25 +291,11 @@ describe.skipIf(skip)('--ckpt FILE.gguf: served for the run by a llama-server pr
 
   it('Ctrl-C during the run stops the server it started', async () => {
     const out = join(tempDir(), 'interrupted');
-    const child = spawn(
-      process.execPath,
-      [
-        PROBE_BIN,
-        'passk',
-        '--ckpt',
-        GGUF.s40,
-        '--probes',
-        join(REPO_ROOT, 'probes', 'demo.jsonl'),
-        '-n',
-        '16',
-        '--max-tokens',
-        '1024',
-        '--no-cache',
-        '--out',
-        out,
-      ],
-      { cwd: REPO_ROOT, env: { ...process.env, PROBE_LLAMA_SERVER: LLAMA_SERVER }, stdio: 'ignore' },
-    );
+    const child = spawn(process.execPath, [PROBE_BIN, ...passkArgs(GGUF.s40, { out, n: 16, maxTokens: 1024 })], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, PROBE_LLAMA_SERVER: LLAMA_SERVER },
+      stdio: 'ignore',
+    });
     const exited = new Promise<string>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? String(code))));
     for (let i = 0; i < 600 && serversOf(GGUF.s40).length === 0; i++) await new Promise((r) => setTimeout(r, 100));
     expect(serversOf(GGUF.s40)).toHaveLength(1);
@@ -327,7 +315,7 @@ describe.skipIf(skip)('--ckpt FILE.gguf: served for the run by a llama-server pr
   });
 
   it('without llama-server anywhere, one line says what would serve it', () => {
-    const run = probe(['passk', '--ckpt', GGUF.s1500, '--probes', join(REPO_ROOT, 'probes', 'demo.jsonl'), '--limit', '1'], {
+    const run = probe(['passk', '--ckpt', GGUF.s1500, '--probes', DEMO_SET, '--limit', '1'], {
       PROBE_LLAMA_SERVER: '',
       PATH: '/usr/bin:/bin',
     });
@@ -359,26 +347,10 @@ exec ${JSON.stringify(process.execPath)} ${JSON.stringify(PROBE_BIN)} serve --ck
       );
       chmodSync(join(bin, 'vllm'), 0o755);
       const out = join(tempDir(), 'hf');
-      const run = probe(
-        [
-          'passk',
-          '--ckpt',
-          HF.s1500,
-          '--probes',
-          join(REPO_ROOT, 'probes', 'demo.jsonl'),
-          '--limit',
-          '2',
-          '-n',
-          '2',
-          '--max-tokens',
-          '32',
-          '--no-cache',
-          '--out',
-          out,
-          '--json',
-        ],
-        { PATH: `${bin}:${process.env.PATH}`, CUDA_VISIBLE_DEVICES: '0,1' },
-      );
+      const run = probe([...passkArgs(HF.s1500, { out, limit: 2, n: 2, maxTokens: 32 }), '--json'], {
+        PATH: `${bin}:${process.env.PATH}`,
+        CUDA_VISIBLE_DEVICES: '0,1',
+      });
       expect(run.code, run.stderr).toBe(0);
       const lines = readFileSync(seen, 'utf8').trim().split('\n');
       expect(lines.map((l) => l.split(' ')[0]).sort()).toEqual(['gpu=0', 'gpu=1']);
