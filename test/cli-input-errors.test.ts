@@ -348,3 +348,27 @@ describe('what the user sees for each kind of error (src/cli/exit.ts)', () => {
     expect(readdirSync(out).filter((f) => f.startsWith('.probe-write-check'))).toEqual([]);
   });
 });
+
+describe('defaults that work', () => {
+  it('passk without --probes runs the shipped items that have task records, saying how many it left out', () => {
+    const run = runProbe([
+      'passk',
+      '--ckpt',
+      CKPT.prose,
+      '--limit',
+      '1',
+      '-n',
+      '1',
+      '--max-tokens',
+      '8',
+      '--no-cache',
+      '--out',
+      join(dir, 'passk-default'),
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(
+      /^passk: \d+ of the \d+ shipped probe items have no task record in .*verifiers \(scoring fixtures\) and are left out$/m,
+    );
+    expect(run.stderr).toMatch(/pass@k on 1 probe items, n = 1/);
+  });
+});
