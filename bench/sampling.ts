@@ -4,12 +4,17 @@
  * policy, and a fixed batch of n), at a short prompt and at a pass@K-length one (the
  * longest demo probe context), plus n = 1 for reference. Every mode draws the same
  * samples (checked here: identical tokens), so tokens/s compare like with like.
+ * The llama.cpp anchor: the same prompts, n and settings through the real llama-server on
+ * the same weights as GGUF (`--gguf FILE`; default the s1500 conversion beside the default
+ * checkpoint; started by probe, PROBE_LLAMA_SERVER names the binary), n = 1 and n, with the
+ * ratios probe / llama.cpp and probe n / probe n = 1, all from this one run.
  * Then an ASAP-like episode of growing prompts sampled with and without prompt caches.
- * Usage: npx tsx bench/sampling.ts [--ckpt DIR] [-n 16] [--max-tokens 256] [--reps 2]
+ * Usage: npx tsx bench/sampling.ts [--ckpt DIR] [--gguf FILE|none] [-n 16] [--max-tokens 256] [--reps 2]
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
+import { openBackend } from '../src/backends/open.ts';
 import type { Sample } from '../src/backends/types.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 
@@ -18,6 +23,9 @@ const ckpt = arg('--ckpt', join(REPO_ROOT, '..', 'shared', 'models', 'llama-bpe8
 const n = Number(arg('-n', '16'));
 const maxTokens = Number(arg('--max-tokens', '256'));
 const reps = Number(arg('--reps', '2'));
+const gguf = arg('--gguf', join(REPO_ROOT, '..', 'shared', 'models', 'gguf', 'llama-bpe8k-s1500-f32.gguf'));
+process.env.PROBE_LLAMA_SERVER ??= join(REPO_ROOT, '..', 'shared', 'tools', 'llama.cpp', 'llama-server');
+const llama = gguf === 'none' ? undefined : await openBackend(gguf);
 
 const demo = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8')
   .trim()
@@ -55,7 +63,27 @@ for (const [label, prompt] of Object.entries(prompts)) {
   console.log(`\n${label} prompt (${first.encode(prompt).length} tokens):`);
   for (const [name, value] of rate)
     console.log(`  ${name.padEnd(14)} ${value.toFixed(0).padStart(6)} tokens/s  ${(value / base).toFixed(2)}× one at a time`);
+  if (!llama) continue;
+  // The anchor, measured between the same reps' in-process runs' rates: best of reps at n and at 1.
+  const anchor = new Map<string, number>();
+  for (let rep = 0; rep < reps; rep++) {
+    for (const count of [n, 1]) {
+      const started = performance.now();
+      const [samples] = await llama.sample([{ ...request, n: count }]);
+      const tokens = samples!.reduce((sum, s) => sum + s.tokens.length, 0);
+      const key = `llama.cpp n = ${count}`;
+      anchor.set(key, Math.max(anchor.get(key) ?? 0, tokens / ((performance.now() - started) / 1000)));
+    }
+  }
+  const ours = rate.get('batched')!;
+  const theirs = anchor.get(`llama.cpp n = ${n}`)!;
+  for (const [name, value] of anchor)
+    console.log(`  ${name.padEnd(14)} ${value.toFixed(0).padStart(6)} tokens/s  (llama-server, same weights)`);
+  console.log(
+    `  probe batched / llama.cpp at n = ${n}: ${(ours / theirs).toFixed(2)}×; probe n = ${n} / probe n = 1: ${(ours / rate.get('n = 1')!).toFixed(2)}×; llama.cpp n = ${n} / its n = 1: ${(theirs / anchor.get('llama.cpp n = 1')!).toFixed(2)}×`,
+  );
 }
+await llama?.close();
 
 // Prompt caches: an ASAP-like episode (each prompt = the last one + the action + an observation), with and without reuse.
 {
