@@ -69,7 +69,7 @@ export function asapCommand(): Command {
               'ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics. --env terminal: Terminal-Bench tasks (keystrokes to a tmux shell, or bash commands, in the task container). --env research: deep-research episodes over a document corpus (search, open, answer).',
             )
             .option(
-              '--ckpt <dir|file|url...>',
+              '--ckpt <path|url...>',
               'checkpoint directories (ONNX; a Hugging Face safetensors directory is served by vllm), GGUF files (served by llama-server) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder',
             )
             .option('--tasks <dir|file>', 'task records', join(REPO_ROOT, 'verifiers'))
