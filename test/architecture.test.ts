@@ -53,8 +53,13 @@ describe('src/ imports', () => {
     expect(local.filter((i) => folder(i.from) !== 'cli' && folder(i.to) === 'cli').map((i) => `${i.from} → ${i.to}`)).toEqual([]);
   });
 
-  it('backends and sandboxes know nothing of each other', () => {
-    expect([...arrows('backends', 'sandbox'), ...arrows('sandbox', 'backends')]).toEqual([]);
+  it('backends (and the engines they start) and sandboxes know nothing of each other', () => {
+    expect([
+      ...arrows('backends', 'sandbox'),
+      ...arrows('sandbox', 'backends'),
+      ...arrows('engines', 'sandbox'),
+      ...arrows('sandbox', 'engines'),
+    ]).toEqual([]);
   });
 
   it('stats/ is pure: no I/O, no other folder but util/rng', () => {
@@ -62,7 +67,7 @@ describe('src/ imports', () => {
     expect(outside.map((i) => `${i.from} → ${i.specifier}`)).toEqual([]);
   });
 
-  it('the layers below the pipeline (backends, sandbox, formats, stats, util, schema) import none above it', () => {
+  it('the layers below the pipeline (backends, engines, sandbox, formats, stats, util, schema) import none above it', () => {
     const above = new Set([
       'cli',
       'pipeline',
@@ -76,7 +81,7 @@ describe('src/ imports', () => {
       'replay',
       'trajectories',
     ]);
-    const low = new Set(['backends', 'sandbox', 'formats', 'stats', 'util', 'schema']);
+    const low = new Set(['backends', 'engines', 'sandbox', 'formats', 'stats', 'util', 'schema']);
     expect(local.filter((i) => low.has(folder(i.from)) && above.has(folder(i.to))).map((i) => `${i.from} → ${i.to}`)).toEqual([]);
   });
 
