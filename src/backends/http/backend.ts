@@ -58,10 +58,9 @@ interface ModelCard {
   meta?: { n_ctx?: number };
 }
 
-/** What llama.cpp's `/props` says: its parallel slots (the most samples one request may ask for) and each slot's window. */
+/** What llama.cpp's `/props` says: its parallel slots, the most samples one request may ask for. */
 interface LlamacppProps {
   slots: number;
-  nCtx: number | undefined;
 }
 
 /** The server kind from what `/v1/models` says about its models' owner. */
@@ -303,8 +302,8 @@ export class HttpBackend implements CompletionBackend {
     // TGI takes text and adds its own specials: the text is the prompt's without the BOS.
     const text = this.tokenizer ? this.tokenizer.decode(prompt.slice(head.length)) : request.prompt;
     // TGI has no n: one request per sample; llama.cpp refuses an n above its slot count. Either
-    // way the samples are asked for in parts, part by part seeded seed + offset, as vLLM seeds
-    // its children (seed + i): the same samples whatever the split.
+    // way the samples are asked for in parts, part by part seeded seed + offset, as vLLM and
+    // llama.cpp seed the samples of one request (seed + i).
     const perRequest = this.kind === 'tgi' ? 1 : this.kind === 'llamacpp' ? Math.min(request.n, (await this.props()).slots) : request.n;
     const parts: Array<{ offset: number; n: number }> = [];
     for (let offset = 0; offset < request.n; offset += perRequest) parts.push({ offset, n: Math.min(perRequest, request.n - offset) });
@@ -354,16 +353,15 @@ export class HttpBackend implements CompletionBackend {
     }
   }
 
-  /** llama.cpp's slots and window, from `/props` (asked once; a failed attempt is tried again). */
+  /** llama.cpp's slots, from `/props` (asked once; a failed attempt is tried again). */
   private props(): Promise<LlamacppProps> {
     this.llamacppProps ??= this.pool
-      .json<{ total_slots?: unknown; default_generation_settings?: { n_ctx?: unknown } }>('/props', undefined, this.signal)
+      .json<{ total_slots?: unknown }>('/props', undefined, this.signal)
       .then((answer) => {
         const slots = answer?.total_slots;
         if (!Number.isInteger(slots) || (slots as number) < 1)
           throw new ServerContractError(`server kind llamacpp: /props has no total_slots (got ${JSON.stringify(slots)})`, 'total_slots');
-        const nCtx = answer.default_generation_settings?.n_ctx;
-        return { slots: slots as number, nCtx: Number.isInteger(nCtx) ? (nCtx as number) : undefined };
+        return { slots: slots as number };
       })
       .catch((error: unknown) => {
         this.llamacppProps = undefined;
