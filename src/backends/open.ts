@@ -3,8 +3,7 @@ import { type Checkpoint, resolveCheckpoint } from './checkpoint.ts';
 import { HttpBackend, type HttpBackendOptions } from './http/backend.ts';
 import { OnnxBackend, type OnnxBackendOptions } from './onnx/backend.ts';
 import { DEFAULT_DTYPE, type Dtype } from './onnx/dtype.ts';
-import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from './types.ts';
-import type { BosUse } from './bos.ts';
+import type { CompletionBackend } from './types.ts';
 import { bosKey } from './bos.ts';
 import { CachedBackend, checkpointContentHash, type ResultCache } from './cache.ts';
 import { serverFingerprint } from './http/fingerprint.ts';
@@ -32,16 +31,11 @@ export interface OpenOptions extends OnnxBackendOptions {
 export async function openBackend(checkpoint: Checkpoint | string, options: OpenOptions = {}): Promise<CompletionBackend> {
   const ckpt = typeof checkpoint === 'string' ? resolveCheckpoint(checkpoint, { http: options.http, dtype: options.dtype }) : checkpoint;
   if (ckpt.kind === 'engine') return openEngine(ckpt, options);
-  if (ckpt.kind === 'server') {
-    const server = await HttpBackend.open(ckpt.name, { ...options.http, ...(options.bos ? { bos: options.bos } : {}) });
-    if (!options.cache) return server;
-    // A server is keyed by what it says it serves, where, a canary reading of the weights behind it (taken on first use) and the BOS used.
-    const cache = options.cache;
-    return new CachedBackend(server, cache, async () => {
-      const weights = await serverFingerprint(server, cache);
-      return weights === undefined ? undefined : `${weights}${bosKey(await server.bos())}`;
-    });
-  }
+  if (ckpt.kind === 'server')
+    return serverBackend(
+      await HttpBackend.open(ckpt.name, { ...options.http, ...(options.bos ? { bos: options.bos } : {}) }),
+      options.cache,
+    );
   const backend = await OnnxBackend.open(ckpt.name, options);
   if (!options.cache) return backend;
   // A directory is keyed by its content, the graph that runs (--dtype) and the BOS put before contexts.
@@ -49,69 +43,41 @@ export async function openBackend(checkpoint: Checkpoint | string, options: Open
 }
 
 /**
+ * A server is keyed by what it says it serves, where, a canary reading of the weights behind
+ * it (taken on first use) and the BOS used.
+ */
+function serverBackend(server: HttpBackend, cache: ResultCache | undefined): CompletionBackend {
+  if (!cache) return server;
+  return new CachedBackend(server, cache, async () => {
+    const weights = await serverFingerprint(server, cache);
+    return weights === undefined ? undefined : `${weights}${bosKey(await server.bos())}`;
+  });
+}
+
+/**
  * A GGUF file or a Hugging Face directory: its engine is started for the run, spoken to as
  * the server it is (kind fixed, so nothing is guessed; a Hugging Face directory's own
- * tokenizer counts the text) and stopped when the backend closes. Results are cached as a
- * server's are, keyed by a canary reading of the weights it serves.
+ * tokenizer counts the text), cached as a server is, and stopped when the backend closes.
  */
 async function openEngine(ckpt: Extract<Checkpoint, { kind: 'engine' }>, options: OpenOptions): Promise<CompletionBackend> {
   const logDir = options.engineLogDir ?? mkdtempSync(join(tmpdir(), 'probe-engine-'));
   // The log is named for the file or directory, with a digest of its path so two of one name in a run keep their own.
   const name = `${idFileName(basename(ckpt.path))}-${createHash('sha256').update(ckpt.key).digest('hex').slice(0, 8)}`;
   const engine = await launchEngine(ckpt.program, ckpt, { logDir, name, ...(options.http?.signal ? { signal: options.http.signal } : {}) });
-  let server: HttpBackend;
   try {
-    server = await HttpBackend.open(engine.urls.join(','), {
+    const server = await HttpBackend.open(engine.urls.join(','), {
       ...options.http,
       // As many requests in flight as the engine has slots (each asks for at most that many samples).
       ...(engine.slots ? { endpoint: { ...options.http?.endpoint, concurrency: engine.slots } } : {}),
       kind: ckpt.engine,
       ...(ckpt.engine === 'vllm' ? { tokenizerDir: ckpt.path } : {}),
       ...(options.bos ? { bos: options.bos } : {}),
+      onClose: engine.stop,
     });
+    return serverBackend(server, options.cache);
   } catch (error) {
     await engine.stop();
     throw error;
-  }
-  const served = new EngineBackend(server, engine.stop);
-  if (!options.cache) return served;
-  const cache = options.cache;
-  return new CachedBackend(served, cache, async () => {
-    const weights = await serverFingerprint(server, cache);
-    return weights === undefined ? undefined : `${weights}${bosKey(await server.bos())}`;
-  });
-}
-
-/** The server an engine runs, as a backend whose close also stops the engine. */
-class EngineBackend implements CompletionBackend {
-  readonly id: string;
-  constructor(
-    private readonly server: HttpBackend,
-    private readonly stopEngine: () => Promise<void>,
-  ) {
-    this.id = server.id;
-  }
-  get concurrency(): number {
-    return this.server.concurrency;
-  }
-  encode(text: string): number[] {
-    return this.server.encode(text);
-  }
-  score(requests: ScoreRequest[]): Promise<ScoreResult[][]> {
-    return this.server.score(requests);
-  }
-  sample(requests: SampleRequest[]): Promise<Sample[][]> {
-    return this.server.sample(requests);
-  }
-  samplerSettings(request: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Record<string, unknown> {
-    return this.server.samplerSettings(request);
-  }
-  bos(): Promise<BosUse> {
-    return this.server.bos();
-  }
-  async close(): Promise<void> {
-    await this.server.close();
-    await this.stopEngine();
   }
 }
 

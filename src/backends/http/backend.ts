@@ -39,6 +39,8 @@ export interface HttpBackendOptions {
   endpoint?: Partial<EndpointOptions>;
   cooldownMs?: number;
   signal?: AbortSignal;
+  /** Runs when the backend closes, after its last request (an engine probe started for the run is stopped there). */
+  onClose?: () => Promise<void>;
 }
 
 /** `http://host:8000/v1,http://host2:8000/v1` → server roots (`/v1` is added per call). */
@@ -103,6 +105,7 @@ export class HttpBackend implements CompletionBackend {
     private readonly maxModelLen: number | undefined,
     private readonly signal: AbortSignal | undefined,
     private readonly bosPolicy: BosPolicy,
+    private readonly onClose: (() => Promise<void>) | undefined,
   ) {
     this.id = `http:${kind}:${model}@${pool.urls.join(',')}`;
     if (tokenizer) this.bosUse = Promise.resolve(tokenizer.bos(bosPolicy));
@@ -125,7 +128,7 @@ export class HttpBackend implements CompletionBackend {
     const model = options.model ?? cards[0]?.id ?? '';
     if (!model && kind !== 'sglang' && kind !== 'tgi') throw new ProbeError(`${spec}: /v1/models names no model; pass --model`);
     const window = cards[0]?.max_model_len ?? (kind === 'llamacpp' ? cards[0]?.meta?.n_ctx : undefined);
-    return new HttpBackend(pool, kind, model, tokenizer, window, options.signal, options.bos ?? 'auto');
+    return new HttpBackend(pool, kind, model, tokenizer, window, options.signal, options.bos ?? 'auto', options.onClose);
   }
 
   get concurrency(): number {
@@ -381,5 +384,7 @@ export class HttpBackend implements CompletionBackend {
     };
   }
 
-  async close(): Promise<void> {}
+  async close(): Promise<void> {
+    await this.onClose?.();
+  }
 }
