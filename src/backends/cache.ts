@@ -18,6 +18,7 @@ import { homedir } from 'node:os';
 import { join, relative, resolve } from 'node:path';
 import { describeCause } from '../errors.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
+import { onceUntilFailure } from '../util/once-until-failure.ts';
 import { DamagedCacheEntry, entryId, type KeyMaterial, openEntry, sealEntry } from './cache-entry.ts';
 import type { BosUse } from './bos.ts';
 import { checkSampleAnswer, checkScoreAnswer } from './cache-shape.ts';
@@ -157,14 +158,16 @@ export type Fingerprint = string | (() => Promise<string | undefined>);
 /** Wraps a backend so repeated calls are answered from the cache. */
 export class CachedBackend implements CompletionBackend {
   readonly id: string;
-  private fingerprinted: Promise<string | undefined> | undefined;
+  /** The fingerprint, taken once per backend; a failed attempt (a server down) is tried again on the next call. */
+  private readonly weights: () => Promise<string | undefined>;
 
   constructor(
     private readonly inner: CompletionBackend,
     private readonly cache: ResultCache,
-    private readonly fingerprint: Fingerprint,
+    fingerprint: Fingerprint,
   ) {
     this.id = inner.id;
+    this.weights = typeof fingerprint === 'string' ? () => Promise.resolve(fingerprint) : onceUntilFailure(fingerprint);
   }
 
   get concurrency(): number | undefined {
@@ -173,16 +176,6 @@ export class CachedBackend implements CompletionBackend {
 
   encode(text: string): number[] {
     return this.inner.encode(text);
-  }
-
-  /** The fingerprint, taken once per backend; a failed attempt (a server down) is tried again on the next call. */
-  private weights(): Promise<string | undefined> {
-    if (typeof this.fingerprint === 'string') return Promise.resolve(this.fingerprint);
-    this.fingerprinted ??= this.fingerprint().catch((error: unknown) => {
-      this.fingerprinted = undefined;
-      throw error;
-    });
-    return this.fingerprinted;
   }
 
   /** `check` says whether an answer fits its request: stored ones are served, and fresh ones stored, only if it does. */

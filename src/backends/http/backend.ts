@@ -25,6 +25,7 @@ import {
   type ServerKind,
   tokenizeCall,
 } from './servers.ts';
+import { onceUntilFailure } from '../../util/once-until-failure.ts';
 import { DEFAULT_ENDPOINT_OPTIONS, Endpoint, EndpointPool, type EndpointOptions, ServerOutputError } from './transport.ts';
 
 export interface HttpBackendOptions {
@@ -60,11 +61,6 @@ interface ModelCard {
   meta?: { n_ctx?: number };
 }
 
-/** What llama.cpp's `/props` says: its parallel slots, the most samples one request may ask for. */
-interface LlamacppProps {
-  slots: number;
-}
-
 /** The server kind from what `/v1/models` says about its models' owner. */
 export function kindFromModels(cards: ModelCard[]): ServerKind {
   const owner = (cards[0]?.owned_by ?? '').toLowerCase();
@@ -91,11 +87,11 @@ function serverMessage(body: string): string {
 export class HttpBackend implements CompletionBackend {
   readonly id: string;
   /** The BOS policy resolved: from --tokenizer at once, else from the server's /tokenize on first use. */
-  private bosUse: Promise<BosUse> | undefined;
+  private readonly bosUse: () => Promise<BosUse>;
   /** TGI's /tokenize always adds its specials: what it answers for "" (taken off every answer). */
   private tgiSpecials: Promise<number[]> | undefined;
-  /** llama.cpp's `/props`, asked once. */
-  private llamacppProps: Promise<LlamacppProps> | undefined;
+  /** llama.cpp's parallel slots (`/props` `total_slots`): the most samples one request may ask for. */
+  private readonly slots = onceUntilFailure(() => this.serverSlots());
 
   private constructor(
     private readonly pool: EndpointPool,
@@ -108,7 +104,8 @@ export class HttpBackend implements CompletionBackend {
     private readonly onClose: (() => Promise<void>) | undefined,
   ) {
     this.id = `http:${kind}:${model}@${pool.urls.join(',')}`;
-    if (tokenizer) this.bosUse = Promise.resolve(tokenizer.bos(bosPolicy));
+    const local = tokenizer ? Promise.resolve(tokenizer.bos(bosPolicy)) : undefined;
+    this.bosUse = local ? () => local : onceUntilFailure(() => this.serverBos());
   }
 
   static async open(spec: string, options: HttpBackendOptions = {}): Promise<HttpBackend> {
@@ -156,11 +153,7 @@ export class HttpBackend implements CompletionBackend {
 
   /** The BOS policy as resolved for this checkpoint; asked of the server once (a failed attempt is tried again). */
   bos(): Promise<BosUse> {
-    this.bosUse ??= this.serverBos().catch((error: unknown) => {
-      this.bosUse = undefined;
-      throw error;
-    });
-    return this.bosUse;
+    return this.bosUse();
   }
 
   /**
@@ -307,7 +300,7 @@ export class HttpBackend implements CompletionBackend {
     // TGI has no n: one request per sample; llama.cpp refuses an n above its slot count. Either
     // way the samples are asked for in parts, part by part seeded seed + offset, as vLLM and
     // llama.cpp seed the samples of one request (seed + i).
-    const perRequest = this.kind === 'tgi' ? 1 : this.kind === 'llamacpp' ? Math.min(request.n, (await this.props()).slots) : request.n;
+    const perRequest = this.kind === 'tgi' ? 1 : this.kind === 'llamacpp' ? Math.min(request.n, await this.slots()) : request.n;
     const parts: Array<{ offset: number; n: number }> = [];
     for (let offset = 0; offset < request.n; offset += perRequest) parts.push({ offset, n: Math.min(perRequest, request.n - offset) });
     const parsed = (await Promise.all(parts.map((part) => this.samplePart({ ...request, prompt: text, promptIds: prompt }, part)))).flat();
@@ -356,21 +349,11 @@ export class HttpBackend implements CompletionBackend {
     }
   }
 
-  /** llama.cpp's slots, from `/props` (asked once; a failed attempt is tried again). */
-  private props(): Promise<LlamacppProps> {
-    this.llamacppProps ??= this.pool
-      .json<{ total_slots?: unknown }>('/props', undefined, this.signal)
-      .then((answer) => {
-        const slots = answer?.total_slots;
-        if (!Number.isInteger(slots) || (slots as number) < 1)
-          throw new ServerContractError(`server kind llamacpp: /props has no total_slots (got ${JSON.stringify(slots)})`, 'total_slots');
-        return { slots: slots as number };
-      })
-      .catch((error: unknown) => {
-        this.llamacppProps = undefined;
-        throw error;
-      });
-    return this.llamacppProps;
+  private async serverSlots(): Promise<number> {
+    const slots = (await this.pool.json<{ total_slots?: unknown }>('/props', undefined, this.signal))?.total_slots;
+    if (!Number.isInteger(slots) || (slots as number) < 1)
+      throw new ServerContractError(`server kind llamacpp: /props has no total_slots (got ${JSON.stringify(slots)})`, 'total_slots');
+    return slots as number;
   }
 
   /** The distribution a request is drawn from on this server: what is sent, and what the server's own sampler adds where known. */
