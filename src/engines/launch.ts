@@ -12,6 +12,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { ProbeError } from '../errors.ts';
 import { onExit, onShutdown } from '../util/shutdown.ts';
+import { sleep } from '../util/timeout.ts';
 import type { EngineTarget } from './engine-target.ts';
 
 /** The engine's settings, each overridable from the environment (docs/checkpoints.md, "GGUF and Hugging Face checkpoints"). */
@@ -62,41 +63,41 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** The command line of one replica. */
-export function engineArgs(target: EngineTarget, port: number): string[] {
-  if (target.engine === 'llamacpp') {
-    const slots = envInt('PROBE_LLAMA_SLOTS', ENGINE_DEFAULTS.llamaSlots);
-    const perSlot = envInt('PROBE_LLAMA_CTX', ENGINE_DEFAULTS.llamaContextPerSlot);
-    // Separate KV caches per slot (-no-kvu: a unified one made parallel long prompts 30× slower),
-    // float32 KV and no flash attention: the settings whose log-probs were closest to the references.
-    return [
-      '-m',
-      target.path,
-      '--host',
-      '127.0.0.1',
-      '--port',
-      String(port),
-      '-np',
-      String(slots),
-      '-c',
-      String(slots * perSlot),
-      '-no-kvu',
-      '-t',
-      String(availableParallelism()),
-      '-ctk',
-      'f32',
-      '-ctv',
-      'f32',
-      '-fa',
-      'off',
-      '--no-webui',
-      ...envArgs('PROBE_LLAMA_SERVER_ARGS'),
-    ];
-  }
-  // float32 and no prefix caching: what docs/checkpoints.md serves scoring with.
+/** llama-server's command line, with `slots` parallel slots. */
+function llamaServerArgs(path: string, port: number, slots: number): string[] {
+  const perSlot = envInt('PROBE_LLAMA_CTX', ENGINE_DEFAULTS.llamaContextPerSlot);
+  // Separate KV caches per slot (-no-kvu: a unified one made parallel long prompts 30× slower),
+  // float32 KV and no flash attention: the settings whose log-probs were closest to the references.
+  return [
+    '-m',
+    path,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '-np',
+    String(slots),
+    '-c',
+    String(slots * perSlot),
+    '-no-kvu',
+    '-t',
+    String(availableParallelism()),
+    '-ctk',
+    'f32',
+    '-ctv',
+    'f32',
+    '-fa',
+    'off',
+    '--no-webui',
+    ...envArgs('PROBE_LLAMA_SERVER_ARGS'),
+  ];
+}
+
+/** `vllm serve`'s command line: float32 and no prefix caching, what docs/checkpoints.md serves scoring with. */
+function vllmArgs(path: string, port: number): string[] {
   return [
     'serve',
-    target.path,
+    path,
     '--host',
     '127.0.0.1',
     '--port',
@@ -121,8 +122,6 @@ function logTail(file: string): string {
     return '(no log)';
   }
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function healthy(url: string): Promise<boolean> {
   try {
@@ -160,6 +159,14 @@ export async function launchEngine(
   };
   const takeBackShutdown = onShutdown(stopAll);
   const takeBackExit = onExit(killAll);
+  const release = async () => {
+    await stopAll();
+    takeBackShutdown();
+    takeBackExit();
+  };
+  // llama-server's slots, read once: its command line and the backend's request split use one number.
+  const slots = target.engine === 'llamacpp' ? envInt('PROBE_LLAMA_SLOTS', ENGINE_DEFAULTS.llamaSlots) : undefined;
+  const argsFor = (port: number) => (slots === undefined ? vllmArgs(target.path, port) : llamaServerArgs(target.path, port, slots));
   const urls: string[] = [];
   const logFiles: string[] = [];
   try {
@@ -167,7 +174,7 @@ export async function launchEngine(
       const port = await freePort();
       const logFile = join(options.logDir, `${options.name}${replicas.length > 1 ? `.${i}` : ''}.log`);
       const fd = openSync(logFile, 'a');
-      const child = spawn(program, engineArgs(target, port), {
+      const child = spawn(program, argsFor(port), {
         stdio: ['ignore', fd, fd],
         detached: true, // its own process group: vLLM's workers stop with it
         env: { ...process.env, ...env },
@@ -200,21 +207,10 @@ export async function launchEngine(
       }
     }
   } catch (error) {
-    await stopAll();
-    takeBackShutdown();
-    takeBackExit();
+    await release();
     throw error;
   }
-  return {
-    urls,
-    logFiles,
-    ...(target.engine === 'llamacpp' ? { slots: envInt('PROBE_LLAMA_SLOTS', ENGINE_DEFAULTS.llamaSlots) } : {}),
-    stop: async () => {
-      await stopAll();
-      takeBackShutdown();
-      takeBackExit();
-    },
-  };
+  return { urls, logFiles, ...(slots === undefined ? {} : { slots }), stop: release };
 }
 
 function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {

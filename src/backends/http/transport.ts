@@ -28,7 +28,7 @@ export class HttpStatusError extends ProbeError {
 export class ServerOutputError extends HttpStatusError {}
 
 /** Whether an error answer is one of those (`ServerOutputError`). */
-export function isModelOutputRefusal(status: number, body: string): boolean {
+function isModelOutputRefusal(status: number, body: string): boolean {
   return status === 500 && /produced output that does not match the expected/i.test(body);
 }
 
