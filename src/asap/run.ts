@@ -7,6 +7,7 @@
  * The final patch (the working-tree diff) is applied to a clean base and graded by the
  * task's verifier; Pass@k is unbiased, Intersection@n counts instances solved in all n runs.
  */
+import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { writeToolState } from '../sandbox/run-action.ts';
 import type { LoadedTask } from '../schema/task.ts';
@@ -218,11 +219,10 @@ export async function runAsap(
   const pass_at: Record<string, number> = {};
   for (const k of options.ks.filter((k) => k <= options.runs)) pass_at[String(k)] = meanPassAtK(items, k);
   const solvedAlways = items.filter((i) => i.n > 0 && i.c === i.n).length;
-  const sampler = backend.samplerSettings?.({ temperature: options.settings.temperature, topP: options.settings.topP });
   return {
     checkpoint,
     backend: backend.id,
-    ...(sampler ? { sampler } : {}),
+    ...samplerRecord(backend, options.settings),
     runs: options.runs,
     instances: instances.length,
     pass_at,

@@ -4,6 +4,7 @@
  * and let the task's verifier decide. Unbiased pass@k over items; parse failures count as
  * failures and are reported separately.
  */
+import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend, Sample, SampleRequest } from '../backends/types.ts';
 import { sampleOne } from '../backends/single.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
@@ -277,7 +278,7 @@ function summarize(checkpoint: string, backend: CompletionBackend, options: Pass
     pass_at,
     parse_failure_rate: total ? scored.reduce((a, i) => a + i.parse_failures, 0) / total : 0,
     not_returned_rate: total ? scored.reduce((a, i) => a + (i.not_returned ?? 0), 0) / total : 0,
-    ...(backend.samplerSettings ? { sampler: backend.samplerSettings({ temperature: options.temperature, topP: options.topP }) } : {}),
+    ...samplerRecord(backend, options),
     items: scored,
   };
 }

@@ -4,6 +4,7 @@
  * graded by the answer; pass@k and Intersection@n over queries, as for SWE episodes, and
  * the behaviour of this kind of environment. Finished episodes are read back from the memo.
  */
+import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { type ItemHooks, memoized } from '../probes/memo.ts';
 import { passAtKs } from '../protocol.ts';
@@ -92,8 +93,7 @@ export async function runResearch(
     hooks.onItem?.(id);
     return record;
   });
-  const sampler = backend.samplerSettings?.({ temperature: options.temperature, topP: options.topP });
-  return { ...summarize(checkpoint, backend.id, queries, records, options.runs), ...(sampler ? { sampler } : {}) };
+  return { ...summarize(checkpoint, backend.id, queries, records, options.runs), ...samplerRecord(backend, options) };
 }
 
 function summarize(

@@ -5,6 +5,7 @@
  * pass@k and Intersection@n over tasks, as for SWE episodes. Finished episodes are read back
  * from the memo (a killed run resumes episode by episode).
  */
+import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { type ItemHooks, memoized } from '../probes/memo.ts';
 import { passAtKs } from '../protocol.ts';
@@ -129,8 +130,7 @@ export async function runTerminal(
     hooks.onItem?.(id);
     return record;
   });
-  const sampler = backend.samplerSettings?.({ temperature: options.temperature, topP: options.topP });
-  return { ...summarize(checkpoint, backend.id, options, instances, records), ...(sampler ? { sampler } : {}) };
+  return { ...summarize(checkpoint, backend.id, options, instances, records), ...samplerRecord(backend, options) };
 }
 
 function summarize(
