@@ -3,7 +3,7 @@
  * need it run wherever it is, and with PROBE_REQUIRE_LLAMA_SERVER set (CI) its absence fails
  * them instead of skipping them.
  */
-import { accessSync, constants } from 'node:fs';
+import { accessSync, constants, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../../src/embedded.ts';
 
@@ -24,7 +24,8 @@ function executable(path: string): boolean {
   }
 }
 
-export const llamaServerPresent = executable(LLAMA_SERVER) && executable(GGUF.s1500.replace(/[^/]+$/, ''));
+/** The server, and the GGUF files the tests serve with it. */
+export const llamaServerPresent = executable(LLAMA_SERVER) && Object.values(GGUF).every((file) => existsSync(file));
 if (!llamaServerPresent && process.env.PROBE_REQUIRE_LLAMA_SERVER) {
-  throw new Error(`PROBE_REQUIRE_LLAMA_SERVER is set but ${LLAMA_SERVER} (or ../shared/models/gguf) is not there`);
+  throw new Error(`PROBE_REQUIRE_LLAMA_SERVER is set but ${LLAMA_SERVER} (or a GGUF file of ../shared/models/gguf) is not there`);
 }
