@@ -24,8 +24,12 @@ import type { BosUse } from './bos.ts';
 import { checkSampleAnswer, checkScoreAnswer } from './cache-shape.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from './types.ts';
 
-/** Bump when the meaning of a cached answer changes (scoring rule, sampler) or the entry format does. */
-export const CACHE_VERSION = 2;
+/**
+ * Bump when the meaning of a cached answer changes (scoring rule, sampler) or the entry
+ * format does. 3: samples of recognised Llama exports are computed by the shared-prefix
+ * decode graph (onnx/prefix-decoder.ts), which rounds differently from the export's own.
+ */
+export const CACHE_VERSION = 3;
 
 /** Where the cache lives unless `--cache DIR` says otherwise: $PROBE_CACHE_DIR, else the user's cache directory. */
 export function defaultCacheDir(): string {

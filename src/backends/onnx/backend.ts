@@ -14,7 +14,7 @@ import { ProbeError } from '../../errors.ts';
 import { bosHead, fitContext, type BosPolicy, type BosUse } from '../bos.ts';
 import { encodeTail, splitContinuations, type SplitPair } from '../boundary.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
-import { readCheckpointDir } from './checkpoint.ts';
+import { readCheckpointDir, type CheckpointFiles } from './checkpoint.ts';
 import type { Dtype } from './dtype.ts';
 import { checkLogitsWidth, checkSpecialsAreSpecial, checkSpecialTokens, tokenizerIdsOf } from './consistency.ts';
 import { OnnxGraph, type KvCache } from './graph.ts';
@@ -23,6 +23,8 @@ import { CheckpointTokenizer } from './tokenizer.ts';
 import { BatchSampler } from './batch-sampler.ts';
 import { SampleDraws } from './sample-draws.ts';
 import { PromptCaches, type FedPrompt } from './prompt-caches.ts';
+import { PrefixDecoder } from './prefix-decoder.ts';
+import { onceUntilFailure } from '../../util/once-until-failure.ts';
 
 export interface OnnxBackendOptions {
   /** Most tokens per forward pass when feeding a context through the cache (default 512). */
@@ -37,6 +39,26 @@ export interface OnnxBackendOptions {
   sampleRows?: number;
   /** Continue a sampling prompt from the cache of a recent prompt it extends (default true; bit-identical either way, prompt-caches.ts). */
   reusePrompts?: boolean;
+  /**
+   * How sampling steps run: 'auto' (default) through probe's shared-prefix decode graph
+   * where the export is a recognised Llama one that agrees with its own graph
+   * (prefix-decoder.ts), else through the checkpoint's graph; 'graph' always through the
+   * checkpoint's graph (the path before the decode graph, for comparison). Default:
+   * $PROBE_DECODE, else 'auto'.
+   */
+  decode?: DecodeChoice;
+}
+
+const DECODE_CHOICES = ['auto', 'graph'] as const;
+type DecodeChoice = (typeof DECODE_CHOICES)[number];
+
+/** $PROBE_DECODE (auto | graph): how every in-process checkpoint of this process samples, unless told. */
+function decodeFromEnvironment(): DecodeChoice {
+  const raw = process.env.PROBE_DECODE;
+  if (raw === undefined || raw === '') return 'auto';
+  if (!(DECODE_CHOICES as readonly string[]).includes(raw))
+    throw new ProbeError(`PROBE_DECODE=${raw} is not one of ${DECODE_CHOICES.join(', ')}`, { exitCode: 2 });
+  return raw as DecodeChoice;
 }
 
 const utf8 = new TextEncoder();
@@ -58,9 +80,13 @@ export class OnnxBackend implements CompletionBackend {
   /** Batched sampling through the cache; absent for graphs without one. */
   private readonly sampler: BatchSampler | undefined;
   private readonly prompts: PromptCaches | undefined;
+  /** The decode graph, opened at the first sample: the decoder, or why sampling steps through the checkpoint's graph. */
+  private readonly decoder: () => Promise<PrefixDecoder | { reason: string }>;
+  private decodePath: PrefixDecoder | { reason: string } | undefined;
 
   private constructor(
     readonly dir: string,
+    files: CheckpointFiles,
     private readonly tokenizer: CheckpointTokenizer,
     private readonly graph: OnnxGraph,
     private readonly rows: LogSoftmaxSession,
@@ -72,8 +98,24 @@ export class OnnxBackend implements CompletionBackend {
     this.window = options.window ?? graph.window;
     this.chunkSize = options.chunkSize ?? 512;
     this.prompts = options.reusePrompts === false ? undefined : new PromptCaches();
+    const opened =
+      (options.decode ?? decodeFromEnvironment()) === 'graph' ? undefined : onceUntilFailure(() => PrefixDecoder.open(files, graph));
+    this.decoder = async () => {
+      this.decodePath = opened ? await opened() : { reason: "the export's own graph was asked for" };
+      return this.decodePath;
+    };
     this.sampler = graph.hasCache
-      ? new BatchSampler(graph, tokenizer, this.window, (ids) => this.feedPrompt(ids), options.sampleRows)
+      ? new BatchSampler(
+          graph,
+          tokenizer,
+          this.window,
+          (ids) => this.feedPrompt(ids),
+          async () => {
+            const path = await this.decoder();
+            return path instanceof PrefixDecoder ? path : undefined;
+          },
+          options.sampleRows,
+        )
       : undefined;
   }
 
@@ -93,7 +135,7 @@ export class OnnxBackend implements CompletionBackend {
       throw error;
     }
     const rows = await LogSoftmaxSession.create();
-    return new OnnxBackend(realpathSync(files.dir), tokenizer, graph, rows, bosUse, options);
+    return new OnnxBackend(realpathSync(files.dir), files, tokenizer, graph, rows, bosUse, options);
   }
 
   get hasCache(): boolean {
@@ -113,10 +155,18 @@ export class OnnxBackend implements CompletionBackend {
     return this.tokenizer.decode(ids);
   }
 
-  /** In process: temperature, then top-k (off unless asked), then top-p, then one draw (logits.ts); nothing else. */
+  /**
+   * In process: temperature, then top-k (off unless asked), then top-p, then one draw
+   * (logits.ts); nothing else. `decode` says which graph ran the steps (known once a
+   * sample was drawn).
+   */
   samplerSettings(o: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Record<string, unknown> {
+    const path = this.decodePath;
+    const decode =
+      path === undefined ? undefined : path instanceof PrefixDecoder ? 'shared-prefix decode graph' : `checkpoint graph (${path.reason})`;
     return {
       engine: 'probe in process (onnxruntime)',
+      ...(decode ? { decode } : {}),
       samplers: ['temperature', 'top_k', 'top_p'],
       temperature: o.temperature,
       top_k: o.topK ?? 0,
@@ -347,7 +397,15 @@ export class OnnxBackend implements CompletionBackend {
     return (await this.graph.forward(window, undefined, 1, 'last')).logits;
   }
 
+  /** The graph sampling steps run through: the decode graph, or why not (opens it if no sample has yet). */
+  async decodeInfo(): Promise<{ decoder: true; agreement: number } | { decoder: false; reason: string }> {
+    const path = await this.decoder();
+    return path instanceof PrefixDecoder ? { decoder: true, agreement: path.agreement } : { decoder: false, reason: path.reason };
+  }
+
   async close(): Promise<void> {
+    const path = this.decodePath;
+    if (path instanceof PrefixDecoder) await path.close();
     await this.graph.close();
     await this.rows.close();
   }

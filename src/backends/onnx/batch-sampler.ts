@@ -5,25 +5,27 @@
  * its stop.
  *
  * Reproducible per sample, whatever the batch: sample i of a request draws from its own
- * random stream (`sample`, seed, i) and reads only its own logits row, and rows share a
- * pass only with rows of the same length (the samples of a prompt; prompts that happen
- * to be as long, such as ASAP runs from one reference prefix). A pass over stacked rows
- * of equal length rounds each row exactly as a pass over that row alone (checked bit for
- * bit on the real checkpoints); left padding rows of different lengths into one pass does
- * not — the softmax then sums over more positions — and at temperature 1 a draw into the
- * tail of an 8K vocabulary is decided by those last bits often enough to change a sample
- * within a few hundred tokens.
+ * random stream (`sample`, seed, i) and reads only its own logits row, and a pass's rows
+ * are computed exactly as each would be alone (checked bit for bit on the real
+ * checkpoints). How a step is run depends on the checkpoint:
  *
- * Each step runs one pass per length. A pass copies every row's whole cache (exported
- * graphs concatenate past and new keys and tile them per GQA head), so its cost is memory
- * traffic ∝ rows × tokens; once that leaves the CPU's caches, many rows cost more per
- * token than one. Rows of one length are therefore split into passes within
- * PASS_BUDGET_BYTES.
+ * - Through probe's shared-prefix decode graph (prefix-decoder.ts), where the export is a
+ *   recognised Llama one: the rows of a prompt (a cohort) read its cache once, and only
+ *   their generated tokens are theirs. One pass per cohort and step.
+ * - Otherwise through the checkpoint's own graph, which takes each row's whole cache and
+ *   returns it grown: rows share a pass only with rows of the same length (the samples of
+ *   a prompt; prompts that happen to be as long) — left padding rows of different lengths
+ *   into one pass would change how it rounds (the softmax sums over more positions), and
+ *   at temperature 1 a draw into the tail of an 8K vocabulary is decided by those last
+ *   bits often enough to change a sample within a few hundred tokens. Such a pass copies
+ *   every row's whole cache, so its cost is memory traffic ∝ rows × tokens; rows of one
+ *   length are split into passes within PASS_BUDGET_BYTES.
  */
 import type { Sample, SampleRequest } from '../types.ts';
 import type { KvCache, OnnxGraph } from './graph.ts';
 import { bytesPerCachedToken, stackRows, type RowSource } from './kv-rows.ts';
-import { SampleDraws } from './sample-draws.ts';
+import type { DecodeCohort, PrefixDecoder } from './prefix-decoder.ts';
+import { SampleDraws, type NextToken } from './sample-draws.ts';
 import type { CheckpointTokenizer } from './tokenizer.ts';
 
 /** One prompt to continue `request.n` times: already fitted to the window (BOS included). */
@@ -49,10 +51,12 @@ interface PendingJob extends SampleJob {
 /** One sequence being generated: a sample of a job, and where its cache row is. */
 class Sequence {
   readonly draws: SampleDraws;
-  /** The logits row predicting its next token. */
-  next: Float32Array;
-  /** Where its cache row is: row 0 of its prompt's cache, then its row in the last pass it took part in. */
+  /** What predicts its next token: a logits row, or a decode-graph row. */
+  next: NextToken;
+  /** Checkpoint-graph steps: where its cache row is (row 0 of its prompt's cache, then its row in the last pass it took part in). */
   source: RowSource;
+  /** Decode-graph steps: the cohort it is a row of. */
+  cohort: Cohort | undefined;
 
   constructor(
     readonly job: PendingJob,
@@ -66,14 +70,22 @@ class Sequence {
   }
 }
 
+/** Rows of one prompt stepped together by the decode graph, in their row order. */
+interface Cohort {
+  rows: Sequence[];
+  decode: DecodeCohort;
+}
+
 /**
- * Cache bytes one pass may carry (rows × tokens × bytes per token). Measured on the s1500
- * checkpoint (bench/sampling.ts; 2 KiB per token): at 1,024 tokens 4 rows (8 MiB) ran 2×
- * faster per token than 1, 16 rows (32 MiB) 3× slower.
+ * Cache bytes one checkpoint-graph pass may carry (rows × tokens × bytes per token).
+ * Measured on the s1500 checkpoint (bench/sampling.ts; 2 KiB per token): at 1,024 tokens
+ * 4 rows (8 MiB) ran 2× faster per token than 1, 16 rows (32 MiB) 3× slower.
  */
 const PASS_BUDGET_BYTES = 8 * 2 ** 20;
 /** Cache bytes all live sequences may hold at the window's length; further prompts wait (one always runs). */
 const LIVE_BUDGET_BYTES = 2 * 2 ** 30;
+/** Most rows of a decode-graph cohort: a request's samples beyond it form further cohorts (further passes). */
+const COHORT_ROWS = 64;
 
 export class BatchSampler {
   private readonly pending: PendingJob[] = [];
@@ -83,13 +95,15 @@ export class BatchSampler {
 
   /**
    * @param feed runs a prompt through the graph (chunked) and returns its cache.
-   * @param maxRows most rows per pass (1: one sequence at a time); default: as PASS_BUDGET_BYTES allows.
+   * @param decoder the shared-prefix decode graph, once known to serve this checkpoint (undefined: the checkpoint's graph steps).
+   * @param maxRows most rows per pass (1: one sequence at a time); default: as PASS_BUDGET_BYTES allows, or COHORT_ROWS.
    */
   constructor(
     private readonly graph: OnnxGraph,
     private readonly tokenizer: CheckpointTokenizer,
     private readonly window: number,
     private readonly feed: (ids: number[]) => Promise<Prefix>,
+    private readonly decoder: () => Promise<PrefixDecoder | undefined>,
     private readonly maxRows?: number,
   ) {}
 
@@ -102,7 +116,7 @@ export class BatchSampler {
     });
   }
 
-  /** Rows a pass over `tokens`-long rows may carry. */
+  /** Rows a checkpoint-graph pass over `tokens`-long rows may carry. */
   private rowsPerPass(tokens: number, bytesPerToken: number): number {
     if (this.maxRows) return this.maxRows;
     return Math.max(1, Math.floor(PASS_BUDGET_BYTES / Math.max(1, tokens * bytesPerToken)));
@@ -112,6 +126,7 @@ export class BatchSampler {
     this.running = true;
     let live: Sequence[] = [];
     try {
+      const decoder = await this.decoder();
       for (;;) {
         // Admit prompts while the live sequences' caches fit (one prompt always runs).
         while (this.pending.length > 0) {
@@ -120,7 +135,9 @@ export class BatchSampler {
           const prefix = await this.feed(job.prompt);
           this.pending.shift();
           this.liveRows ??= Math.max(1, Math.floor(LIVE_BUDGET_BYTES / (this.window * bytesPerCachedToken(prefix.cache))));
-          for (let i = 0; i < job.request.n; i++) live.push(new Sequence(job, i, prefix, this.tokenizer));
+          const admitted = Array.from({ length: job.request.n }, (_, i) => new Sequence(job, i, prefix, this.tokenizer));
+          if (decoder) this.formCohorts(decoder, admitted, prefix, job.request.maxTokens);
+          live.push(...admitted);
         }
         if (live.length === 0) break;
 
@@ -133,31 +150,8 @@ export class BatchSampler {
           if (--job.left === 0) job.resolve(job.samples);
           return false;
         });
-
-        // Sequences of one length share passes (the samples of a prompt, prompts that happen to be as long).
-        const byLength = new Map<number, Sequence[]>();
-        for (const sequence of live) {
-          const group = byLength.get(sequence.source.cache.length);
-          if (group) group.push(sequence);
-          else byLength.set(sequence.source.cache.length, [sequence]);
-        }
-        for (const [length, group] of byLength) {
-          const perPass = this.rowsPerPass(length, bytesPerCachedToken(group[0]!.source.cache));
-          for (let start = 0; start < group.length; start += perPass) {
-            const rows = group.slice(start, start + perPass);
-            const out = await this.graph.forward(
-              rows.map((s) => s.draws.lastToken),
-              cacheOf(rows),
-              rows.length,
-              'last',
-            );
-            const vocab = out.logits.length / rows.length;
-            rows.forEach((s, b) => {
-              s.next = out.logits.subarray(b * vocab, (b + 1) * vocab);
-              s.source = { cache: out.cache!, row: b };
-            });
-          }
-        }
+        if (decoder) await this.stepCohorts(live);
+        else await this.stepByLength(live);
       }
     } catch (error) {
       // A failed pass fails every request it was serving (and those queued behind it): none can be finished.
@@ -168,6 +162,63 @@ export class BatchSampler {
     }
     // A request that arrived as the loop was ending starts the next one.
     if (this.pending.length > 0) void this.loop();
+  }
+
+  /** A prompt's sequences as cohorts of at most maxRows (default COHORT_ROWS), each with room for the request's tokens. */
+  private formCohorts(decoder: PrefixDecoder, sequences: Sequence[], prefix: Prefix, maxTokens: number): void {
+    const size = this.maxRows ?? COHORT_ROWS;
+    for (let start = 0; start < sequences.length; start += size) {
+      const rows = sequences.slice(start, start + size);
+      const cohort: Cohort = { rows, decode: decoder.cohort(prefix.cache, rows.length, maxTokens) };
+      for (const s of rows) s.cohort = cohort;
+    }
+  }
+
+  /** One decode-graph pass per cohort; a cohort first drops the rows that left. */
+  private async stepCohorts(live: Sequence[]): Promise<void> {
+    const cohorts = new Set(live.map((s) => s.cohort!));
+    const stillLive = new Set(live);
+    for (const cohort of cohorts) {
+      const keep: number[] = [];
+      cohort.rows.forEach((s, row) => stillLive.has(s) && keep.push(row));
+      cohort.decode.retain(keep);
+      cohort.rows = keep.map((row) => cohort.rows[row]!);
+      const { probs, logprobs } = await cohort.decode.step(
+        cohort.rows.map((s) => s.draws.lastToken),
+        cohort.rows[0]!.job.request.temperature,
+      );
+      const vocab = probs.length / cohort.rows.length;
+      cohort.rows.forEach((s, b) => {
+        s.next = { probs: probs.subarray(b * vocab, (b + 1) * vocab), logprobs: logprobs.subarray(b * vocab, (b + 1) * vocab) };
+      });
+    }
+  }
+
+  /** Checkpoint-graph passes: sequences of one length share passes (the samples of a prompt, prompts that happen to be as long). */
+  private async stepByLength(live: Sequence[]): Promise<void> {
+    const byLength = new Map<number, Sequence[]>();
+    for (const sequence of live) {
+      const group = byLength.get(sequence.source.cache.length);
+      if (group) group.push(sequence);
+      else byLength.set(sequence.source.cache.length, [sequence]);
+    }
+    for (const [length, group] of byLength) {
+      const perPass = this.rowsPerPass(length, bytesPerCachedToken(group[0]!.source.cache));
+      for (let start = 0; start < group.length; start += perPass) {
+        const rows = group.slice(start, start + perPass);
+        const out = await this.graph.forward(
+          rows.map((s) => s.draws.lastToken),
+          cacheOf(rows),
+          rows.length,
+          'last',
+        );
+        const vocab = out.logits.length / rows.length;
+        rows.forEach((s, b) => {
+          s.next = out.logits.subarray(b * vocab, (b + 1) * vocab);
+          s.source = { cache: out.cache!, row: b };
+        });
+      }
+    }
   }
 }
 

@@ -5,10 +5,14 @@
  * is the same token for token given the same logits rows.
  */
 import { createRng, type Rng } from '../../util/rng.ts';
-import { chooseToken, logSoftmaxAt, type SamplingParams } from '../logits.ts';
+import { chooseToken, chooseTokenFromProbs, logSoftmaxAt, type SamplingParams } from '../logits.ts';
 import type { Sample, SampleRequest } from '../types.ts';
 import { IncrementalText } from './incremental-text.ts';
+import type { DecodedRows } from './prefix-decoder.ts';
 import type { CheckpointTokenizer } from './tokenizer.ts';
+
+/** What predicts a sequence's next token: a logits row, or a decode-graph row's distributions. */
+export type NextToken = Float32Array | DecodedRows;
 
 export class SampleDraws {
   readonly tokens: number[] = [];
@@ -29,10 +33,21 @@ export class SampleDraws {
     this.text = new IncrementalText(tokenizer, request.stop);
   }
 
-  /** Draws the next token from `logits` (the row predicting it); returns the finished sample when it ends the sequence. */
-  draw(logits: Float32Array): Sample | undefined {
-    const token = chooseToken(logits, this.params, this.rng);
-    const lp = logSoftmaxAt(logits, 0, logits.length, token).logprob;
+  /**
+   * Draws the next token from the row predicting it — logits (drawn in float64 here), or
+   * the decode graph's probabilities and log-probabilities (prefix-decoder.ts) — and
+   * returns the finished sample when it ends the sequence.
+   */
+  draw(row: NextToken): Sample | undefined {
+    let token: number;
+    let lp: number;
+    if (row instanceof Float32Array) {
+      token = chooseToken(row, this.params, this.rng);
+      lp = logSoftmaxAt(row, 0, row.length, token).logprob;
+    } else {
+      token = chooseTokenFromProbs(row.probs, row.logprobs, this.params, this.rng);
+      lp = row.logprobs[token]!;
+    }
     this.logprob += lp;
     this.tokenLogprobs.push(lp);
     this.tokens.push(token);
