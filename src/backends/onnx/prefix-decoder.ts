@@ -14,7 +14,7 @@ import { describeCause, ProbeError } from '../../errors.ts';
 import type { CheckpointFiles } from './checkpoint.ts';
 import { buildDecodeGraph } from './decode-graph.ts';
 import { SESSION_OPTIONS, type KvCache, type OnnxGraph } from './graph.ts';
-import { NotRecognised, readLlamaExport, type LlamaShape } from './llama-export.ts';
+import { NotRecognised, readLlamaExport, type LlamaExport, type LlamaShape } from './llama-export.ts';
 
 /**
  * Largest |Δ log-prob| allowed between the decode graph and the checkpoint's own graph
@@ -49,9 +49,7 @@ export class PrefixDecoder {
     if (!graph.hasCache) return { reason: 'the graph has no key/value cache' };
     let decoder: PrefixDecoder;
     try {
-      const model = readLlamaExport(files);
-      const session = await ort.InferenceSession.create(buildDecodeGraph(model), SESSION_OPTIONS);
-      decoder = new PrefixDecoder(session, model.shape, model.layers.length, files.modelPath);
+      decoder = await PrefixDecoder.build(readLlamaExport(files), files.modelPath);
     } catch (error) {
       if (error instanceof NotRecognised) return { reason: `not a recognised Llama export: ${error.message}` };
       return { reason: `the decode graph failed to build: ${describeCause(error).split('\n')[0]}` };
@@ -61,6 +59,12 @@ export class PrefixDecoder {
     if (disagreement <= AGREEMENT) return decoder;
     await decoder.close();
     return { reason: `the decode graph's logits differ from the checkpoint's own by ${disagreement.toExponential(2)}` };
+  }
+
+  /** The decode graph of `model`, unchecked (`open` checks it against the export's own graph). */
+  static async build(model: LlamaExport, modelPath: string): Promise<PrefixDecoder> {
+    const session = await ort.InferenceSession.create(buildDecodeGraph(model), SESSION_OPTIONS);
+    return new PrefixDecoder(session, model.shape, model.layers.length, modelPath);
   }
 
   /** A cohort of `rows` sequences continuing `prefix` (a one-row prompt cache), with room for `capacity` new tokens each. */
