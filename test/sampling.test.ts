@@ -1,7 +1,7 @@
 /** The owned sampling loop: seeds, stop strings, top-p / top-k on a real checkpoint and on a tiny vocabulary. */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PromptCaches } from '../src/backends/onnx/prompt-caches.ts';
-import { chooseToken } from '../src/backends/logits.ts';
+import { chooseToken, chooseTokenFromProbs } from '../src/backends/logits.ts';
 import { sampleOne, scoreContinuation } from '../src/backends/single.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import type { SampleRequest } from '../src/backends/types.ts';
@@ -187,6 +187,67 @@ describe('top-p and top-k over a real-sized vocabulary', () => {
       }
     }
   }, 120_000);
+});
+
+describe("top-p and top-k over the decode graph's float32 probabilities", () => {
+  /** The walk over every id sorted by a comparator (probability, then id), over the probabilities as given. */
+  function fullSortChoice(probs: Float32Array, topP: number, topK: number, u: number): number {
+    let total = 0;
+    for (const p of probs) total += p;
+    const order = Array.from({ length: probs.length }, (_, i) => i).sort((a, b) => probs[b]! - probs[a]! || a - b);
+    let kept = 0;
+    let mass = 0;
+    for (const id of order) {
+      if (kept >= topK || (kept > 0 && mass >= topP * total)) break;
+      mass += probs[id]!;
+      kept++;
+    }
+    let left = u * mass;
+    for (let i = 0; i < kept; i++) {
+      left -= probs[order[i]!]!;
+      if (left < 0) return order[i]!;
+    }
+    return order[kept - 1]!;
+  }
+
+  it('draws exactly what a comparator sort of the whole vocabulary draws (packed-key sort; peaked, flat, tied and zero rows)', () => {
+    const vocab = 50_257;
+    const gen = createRng('f32-rows', 4);
+    const softmax = (logits: number[]) => {
+      const max = Math.max(...logits);
+      const e = logits.map((x) => Math.exp(x - max));
+      const z = e.reduce((a, b) => a + b, 0);
+      return Float32Array.from(e, (x) => x / z);
+    };
+    const rows = [
+      softmax(Array.from({ length: vocab }, () => gen.next() * 30 - 15)),
+      softmax(Array.from({ length: vocab }, () => gen.next() * 0.5)),
+      softmax(Array.from({ length: vocab }, (_, i) => (i % 7 === 0 ? 2 : 0))), // ties across the cut
+      softmax(Array.from({ length: vocab }, (_, i) => (i < 3 ? 0 : -200))), // float32 zeros past the first ids
+    ];
+    const logprobs = new Float32Array(vocab);
+    for (const probs of rows) {
+      for (const [topP, topK] of [
+        [0.95, vocab],
+        [0.5, vocab],
+        [1, 40],
+        [0.95, 5000],
+        [0.999, vocab],
+      ] as const) {
+        for (let seed = 0; seed < 4; seed++) {
+          const u = createRng('draw', seed).next();
+          expect(chooseTokenFromProbs(probs, logprobs, { temperature: 0.7, topP, topK }, createRng('draw', seed))).toBe(
+            fullSortChoice(probs, topP, topK, u),
+          );
+        }
+      }
+    }
+  }, 120_000);
+
+  it('is greedy on the log-probabilities at temperature 0 (the first maximum)', () => {
+    const logprobs = Float32Array.from([-3, -1, -0.5, -0.5, -2]);
+    expect(chooseTokenFromProbs(new Float32Array(5), logprobs, { temperature: 0, topP: 1 }, createRng('g', 0))).toBe(2);
+  });
 });
 
 describe('n-gram rungs declare their receptive field', () => {
