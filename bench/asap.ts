@@ -3,8 +3,12 @@
  * (a) harness overhead — wall time spent neither in the model (sampling), nor in the
  *     sandbox (actions, tree diffs, restoring, grading) — as a share of wall time, at
  *     concurrency 1 where nothing overlaps;
- * (b) episodes per hour at concurrency 1, 2 and 4 (one shared backend, one sandbox per episode).
- * Usage: npx tsx bench/asap.ts [--ckpt NAME] [--instances N] [--runs R] [--max-steps S]
+ * (b) episodes per hour at concurrency 1, 2 and 4 (one shared backend, one sandbox per episode);
+ * (c) with `--decode-ab`: wall time at concurrency 2 with sampling steps through the
+ *     export's own graph (`decode: 'graph'`, as before the decode graph) against the
+ *     default, at the demo's ASAP settings (≤ 1,024 new tokens a step; the same instances,
+ *     runs and steps as above). Only (c) runs with `--decode-ab`.
+ * Usage: npx tsx bench/asap.ts [--ckpt NAME] [--instances N] [--runs R] [--max-steps S] [--decode-ab]
  */
 import { rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -27,6 +31,7 @@ const maxSteps = Number(arg('--max-steps', '10'));
 
 const tasks = (await loadTasks(join(REPO_ROOT, 'verifiers'))).slice(0, instanceCount);
 const format = asapFormat('md+xml');
+const decodeAb = process.argv.includes('--decode-ab');
 const backend = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, ckpt));
 const prefixStore = new AsapStore(join(tmpdir(), `probe-bench-asap-prefixes-${process.pid}`));
 const prepPools = new TaskPools((t) => openSandbox('local', t), 1);
@@ -42,9 +47,39 @@ await prepPools.close();
 console.log(
   `ASAP bench: ${ckpt}, ${instances.length} instances × ${runs} runs, ≤ ${maxSteps} steps, md+xml, bash profile, local sandbox\n`,
 );
+if (decodeAb) {
+  const walls = new Map<string, number>();
+  for (const decode of ['graph', 'auto'] as const) {
+    const sampler = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, ckpt), { decode });
+    const dir = join(tmpdir(), `probe-bench-asap-${process.pid}-${decode}`);
+    const pools = new TaskPools((t) => openSandbox('local', t), 2);
+    const started = performance.now();
+    const result = await runAsap(ckpt, sampler, instances, {
+      runs,
+      concurrency: 2,
+      seed: 0,
+      ks: [1],
+      store: new AsapStore(dir),
+      leaseFor: pools.leaseFor,
+      settings: { format, profile: 'bash', maxSteps, maxTokens: 1024, temperature: 0.7, topP: 0.95, actionTimeoutMs: 60_000 },
+    });
+    const wall = performance.now() - started;
+    const path = await sampler.decodeInfo();
+    await pools.close();
+    await sampler.close();
+    rmSync(dir, { recursive: true, force: true });
+    const steps = result.items.reduce((a, i) => a + i.runs.reduce((b, r) => b + r.steps, 0), 0);
+    const name = decode === 'graph' ? 'export graph' : path.decoder ? 'decode graph' : `export graph (${path.reason})`;
+    walls.set(decode, wall);
+    console.log(
+      `(c) ${name}: ${instances.length * runs} episodes, ${steps} steps, concurrency 2: wall ${(wall / 1000).toFixed(1)} s (model ${(result.timing.model_ms / 1000).toFixed(1)} s)`,
+    );
+  }
+  console.log(`    default / export graph: ${(walls.get('graph')! / walls.get('auto')!).toFixed(2)}× faster`);
+}
 const rows: string[] = [];
 let firstRate = 0;
-for (const concurrency of [1, 2, 4]) {
+for (const concurrency of decodeAb ? [] : [1, 2, 4]) {
   const dir = join(tmpdir(), `probe-bench-asap-${process.pid}-${concurrency}`);
   const store = new AsapStore(dir);
   const pools = new TaskPools((t) => openSandbox('local', t), concurrency);
@@ -77,6 +112,6 @@ for (const concurrency of [1, 2, 4]) {
     `    concurrency ${concurrency}: ${(wall / 1000).toFixed(1)} s, ${perHour.toFixed(0)} episodes/hour (${(perHour / firstRate).toFixed(2)}× concurrency 1)`,
   );
 }
-console.log(`(b) throughput\n${rows.join('\n')}`);
+if (!decodeAb) console.log(`(b) throughput\n${rows.join('\n')}`);
 rmSync(prefixStore.dir, { recursive: true, force: true });
 await backend.close();

@@ -187,7 +187,7 @@ async function runEngine(
   const backend = await openBackend(spec);
   try {
     const openSeconds = (performance.now() - opened) / 1000;
-    const sampler = backend.samplerSettings?.(SAMPLING);
+    const sampler = await backend.samplerSettings?.(SAMPLING);
     const bos = await bosOf(backend);
     const runs: EngineRun[] = [];
     for (const workload of workloads) {

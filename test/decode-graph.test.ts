@@ -43,7 +43,7 @@ describe('which checkpoints sample through the decode graph', () => {
         expect(info).toMatchObject({ decoder: true });
         if (info.decoder) expect(info.agreement).toBeLessThan(1e-4);
         await backend.sample([{ prompt: 'import os\n', n: 1, temperature: 1, topP: 1, maxTokens: 4, stop: [], seed: 0 }]);
-        expect(backend.samplerSettings({ temperature: 1, topP: 1 }).decode).toBe('shared-prefix decode graph');
+        expect((await backend.samplerSettings({ temperature: 1, topP: 1 })).decode).toBe('shared-prefix decode graph');
       } finally {
         await backend.close();
       }
@@ -58,7 +58,7 @@ describe('which checkpoints sample through the decode graph', () => {
         reason: 'not a recognised Llama export: model_type is "probe-attention", not "llama"',
       });
       await backend.sample([{ prompt: 'ls\n', n: 1, temperature: 1, topP: 1, maxTokens: 2, stop: [], seed: 0 }]);
-      expect(String(backend.samplerSettings({ temperature: 1, topP: 1 }).decode)).toMatch(/^checkpoint graph \(not a recognised/);
+      expect(String((await backend.samplerSettings({ temperature: 1, topP: 1 })).decode)).toMatch(/^checkpoint graph \(not a recognised/);
     } finally {
       await backend.close();
     }

@@ -184,7 +184,7 @@ describe.skipIf(skip)('real llama.cpp server', () => {
     expect(used!.min_p).toBe(0);
     expect(used!.top_p).toBeCloseTo(0.95, 6);
     expect(used!.temperature).toBeCloseTo(0.7, 6);
-    expect(backend.samplerSettings({ temperature: 0.7, topP: 0.95 })).toMatchObject({
+    expect(await backend.samplerSettings({ temperature: 0.7, topP: 0.95 })).toMatchObject({
       top_k: 0,
       min_p: 0,
       samplers: ['temperature', 'top_k', 'top_p'],

@@ -173,18 +173,22 @@ describe.skipIf(skipWithoutDocker)("a published row in an image with the harness
    * GitHub (the harness's containers have a network, the sandbox none) fail at once instead
    * of after 21 s of retries per file: the tests that need it fail at every state alike.
    */
-  const image = swebenchTestImage({
-    name: task.image!,
-    gitTar: join(FIXTURES, 'pydicom-8da0b9b.git.tar'),
-    packages: ['python3-numpy', 'python3-requests'],
-    files: OFFLINE_PYDICOM_DATA,
-  });
+  // Built when a test first needs it: a skipped describe still runs its body, and a build started there without a daemon
+  // would reject with nobody waiting.
+  let building: ReturnType<typeof swebenchTestImage> | undefined;
+  const image = () =>
+    (building ??= swebenchTestImage({
+      name: task.image!,
+      gitTar: join(FIXTURES, 'pydicom-8da0b9b.git.tar'),
+      packages: ['python3-numpy', 'python3-requests'],
+      files: OFFLINE_PYDICOM_DATA,
+    }));
   /** PASS_TO_PASS ids that embed the dataset builder's own paths (/n/fs/…): no log can name them. */
   const foreign = task.PASS_TO_PASS.filter((t) => t.includes('[/n/fs/'));
 
   it('the gold patch passes both FAIL_TO_PASS tests and breaks no PASS_TO_PASS test; the base fails them', async () => {
     const started = performance.now();
-    const { built } = await image;
+    const { built } = await image();
     const sb = await DockerSandbox.create(task);
     try {
       const gold = await verifyPatch(sb, task, { base_commit: task.base_commit, patch: task.patch! });
@@ -214,7 +218,7 @@ describe.skipIf(skipWithoutDocker)("a published row in an image with the harness
     "SWE-agent's trajectory is rejected: its patch fails both FAIL_TO_PASS tests",
     async () => {
       const started = performance.now();
-      await image;
+      await image();
       const trajectory = importTrajectory(real('swe-agent/pydicom__pydicom-1458.traj'));
       const result = await replayTrajectory(trajectory, task, {
         openSandbox: (t) => DockerSandbox.create(t),

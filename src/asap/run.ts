@@ -222,7 +222,7 @@ export async function runAsap(
   return {
     checkpoint,
     backend: backend.id,
-    ...samplerRecord(backend, options.settings),
+    ...(await samplerRecord(backend, options.settings)),
     runs: options.runs,
     instances: instances.length,
     pass_at,

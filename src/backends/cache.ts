@@ -219,7 +219,7 @@ export class CachedBackend implements CompletionBackend {
     return this.cached('sample', requests, (missing) => this.inner.sample(missing), checkSampleAnswer);
   }
 
-  samplerSettings(request: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Record<string, unknown> | undefined {
+  async samplerSettings(request: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Promise<Record<string, unknown> | undefined> {
     return this.inner.samplerSettings?.(request);
   }
 

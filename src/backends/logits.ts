@@ -100,6 +100,7 @@ function drawFromWeights(probs: Float64Array | Float32Array, total: number, para
  * vocabulary per sampled token is what keeps sampling cheap on real vocabularies.
  */
 export function nucleusCandidates(probs: Float64Array | Float32Array, total: number, topP: number, topK: number): number[] {
+  if (probs instanceof Float32Array) return float32Candidates(probs, total, topP, topK);
   let max = 0;
   for (let i = 0; i < probs.length; i++) if (probs[i]! > max) max = probs[i]!;
   const want = topP * total;
@@ -118,6 +119,41 @@ export function nucleusCandidates(probs: Float64Array | Float32Array, total: num
     let walked = 0;
     for (const id of ids) walked += probs[id]!;
     if (walked >= want || ids.length >= topK || threshold === 0 || ids.length === probs.length) return ids;
+  }
+}
+
+/**
+ * nucleusCandidates over float32 probabilities, with thresholds at powers of two read
+ * off the bits: one pass sums the mass and counts the ids of each binary exponent, the
+ * threshold is the highest exponent whose ids and those above hold topP of the mass or
+ * number topK, and one more pass collects them — at most twice the ids the walk needs,
+ * where thresholds a factor of 16 apart may collect sixteen times as many to sort.
+ */
+function float32Candidates(probs: Float32Array, total: number, topP: number, topK: number): number[] {
+  const bits = new Uint32Array(probs.buffer, probs.byteOffset, probs.length);
+  const mass = new Float64Array(256);
+  const count = new Int32Array(256);
+  for (let i = 0; i < probs.length; i++) {
+    const exponent = bits[i]! >>> 23;
+    mass[exponent]! += probs[i]!;
+    count[exponent]!++;
+  }
+  const want = topP * total;
+  let exponent = 255;
+  for (let m = 0, c = 0; exponent > 0; exponent--) {
+    m += mass[exponent]!;
+    c += count[exponent]!;
+    if (m >= want || c >= topK) break;
+  }
+  for (; ; exponent--) {
+    const floor = exponent * 2 ** 23;
+    const ids: number[] = [];
+    for (let i = 0; i < probs.length; i++) if (bits[i]! >= floor) ids.push(i);
+    sortByProbability(ids, probs);
+    // The walk sums in this order, which may round differently from the sums above: check it as the walk will.
+    let walked = 0;
+    for (const id of ids) walked += probs[id]!;
+    if (walked >= want || ids.length >= topK || exponent === 0) return ids;
   }
 }
 

@@ -66,7 +66,7 @@ export interface CompletionBackend {
    * order and every parameter that shapes it, defaults included (results record it, so two
    * engines' samples can be told to come from the same distribution or not).
    */
-  samplerSettings?(request: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Record<string, unknown> | undefined;
+  samplerSettings?(request: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Promise<Record<string, unknown> | undefined>;
   /** Whether a BOS token goes first, as resolved for this checkpoint (a server may need a request to say). */
   bos?(): Promise<BosUse | undefined>;
   close(): Promise<void>;

@@ -267,7 +267,7 @@ function passkItem(item: ProbeItem, judged: PasskSample[]): PasskItem {
   };
 }
 
-function summarize(checkpoint: string, backend: CompletionBackend, options: PasskOptions, scored: PasskItem[]): PasskResult {
+async function summarize(checkpoint: string, backend: CompletionBackend, options: PasskOptions, scored: PasskItem[]): Promise<PasskResult> {
   const pass_at: Record<string, number> = {};
   for (const k of options.ks.filter((k) => k <= options.n)) pass_at[String(k)] = meanPassAtK(scored, k);
   const total = scored.reduce((a, i) => a + i.n, 0);
@@ -278,7 +278,7 @@ function summarize(checkpoint: string, backend: CompletionBackend, options: Pass
     pass_at,
     parse_failure_rate: total ? scored.reduce((a, i) => a + i.parse_failures, 0) / total : 0,
     not_returned_rate: total ? scored.reduce((a, i) => a + (i.not_returned ?? 0), 0) / total : 0,
-    ...samplerRecord(backend, options),
+    ...(await samplerRecord(backend, options)),
     items: scored,
   };
 }

@@ -93,7 +93,7 @@ export async function runResearch(
     hooks.onItem?.(id);
     return record;
   });
-  return { ...summarize(checkpoint, backend.id, queries, records, options.runs), ...samplerRecord(backend, options) };
+  return { ...summarize(checkpoint, backend.id, queries, records, options.runs), ...(await samplerRecord(backend, options)) };
 }
 
 function summarize(

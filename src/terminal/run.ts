@@ -130,7 +130,7 @@ export async function runTerminal(
     hooks.onItem?.(id);
     return record;
   });
-  return { ...summarize(checkpoint, backend.id, options, instances, records), ...samplerRecord(backend, options) };
+  return { ...summarize(checkpoint, backend.id, options, instances, records), ...(await samplerRecord(backend, options)) };
 }
 
 function summarize(

@@ -357,7 +357,7 @@ export class HttpBackend implements CompletionBackend {
   }
 
   /** The distribution a request is drawn from on this server: what is sent, and what the server's own sampler adds where known. */
-  samplerSettings(o: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Record<string, unknown> {
+  async samplerSettings(o: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Promise<Record<string, unknown>> {
     if (this.kind === 'llamacpp') return { engine: 'llama.cpp /completion', ...llamacppSampler(o) };
     return {
       engine: `${this.kind} (the server's own sampler)`,

@@ -157,16 +157,15 @@ export class OnnxBackend implements CompletionBackend {
 
   /**
    * In process: temperature, then top-k (off unless asked), then top-p, then one draw
-   * (logits.ts); nothing else. `decode` says which graph ran the steps (known once a
-   * sample was drawn).
+   * (logits.ts); nothing else. `decode` says which graph runs the steps (the decode
+   * graph is opened to say so, if no sample has opened it: a resumed run records what a
+   * fresh one does).
    */
-  samplerSettings(o: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Record<string, unknown> {
-    const path = this.decodePath;
-    const decode =
-      path === undefined ? undefined : path instanceof PrefixDecoder ? 'shared-prefix decode graph' : `checkpoint graph (${path.reason})`;
+  async samplerSettings(o: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Promise<Record<string, unknown>> {
+    const path = await this.decoder();
     return {
       engine: 'probe in process (onnxruntime)',
-      ...(decode ? { decode } : {}),
+      decode: path instanceof PrefixDecoder ? 'shared-prefix decode graph' : `checkpoint graph (${path.reason})`,
       samplers: ['temperature', 'top_k', 'top_p'],
       temperature: o.temperature,
       top_k: o.topK ?? 0,
