@@ -77,7 +77,7 @@ describe('which checkpoints sample through the decode graph', () => {
     try {
       const info = await checked.decodeInfo();
       expect(info.decoder).toBe(false);
-      if (!info.decoder) expect(info.reason).toMatch(/^the decode graph's logits differ from the checkpoint's own by \d/);
+      if (!info.decoder) expect(info.reason).toMatch(/^the decode graph's log-probs differ from the checkpoint's own by \d/);
       const request: SampleRequest = { prompt: longContext, n: 4, temperature: 1, topP: 1, maxTokens: 24, stop: [], seed: 5 };
       expect(await checked.sample([request])).toEqual(await own.sample([request]));
     } finally {

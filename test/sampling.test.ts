@@ -138,27 +138,37 @@ describe('chooseToken on a tiny vocabulary', () => {
   });
 });
 
+/** Top-k, top-p and the draw at `u` over every id sorted by a comparator (probability, then id): the reference the samplers must equal. */
+function walkAllSorted(probs: Float64Array | Float32Array, topP: number, topK: number, u: number): number {
+  let total = 0;
+  for (const p of probs) total += p;
+  const order = Array.from({ length: probs.length }, (_, i) => i).sort((a, b) => probs[b]! - probs[a]! || a - b);
+  let kept = 0;
+  let mass = 0;
+  for (const id of order) {
+    if (kept >= topK || (kept > 0 && mass >= topP * total)) break;
+    mass += probs[id]!;
+    kept++;
+  }
+  let left = u * mass;
+  for (let i = 0; i < kept; i++) {
+    left -= probs[order[i]!]!;
+    if (left < 0) return order[i]!;
+  }
+  return order[kept - 1]!;
+}
+
 describe('top-p and top-k over a real-sized vocabulary', () => {
   /** The walk over the whole vocabulary sorted, as chooseToken did before it sorted only the candidates. */
   function fullSortChoice(row: Float32Array, temperature: number, topP: number, topK: number, u: number): number {
     let max = -Infinity;
     for (const v of row) if (v > max) max = v;
-    const probs = Float64Array.from(row, (v) => Math.exp((v - max) / temperature));
-    const total = probs.reduce((a, b) => a + b, 0);
-    const order = Array.from({ length: row.length }, (_, i) => i).sort((a, b) => probs[b]! - probs[a]! || a - b);
-    let kept = 0,
-      mass = 0;
-    for (const id of order) {
-      if (kept >= topK || (kept > 0 && mass >= topP * total)) break;
-      mass += probs[id]!;
-      kept++;
-    }
-    let left = u * mass;
-    for (let i = 0; i < kept; i++) {
-      left -= probs[order[i]!]!;
-      if (left < 0) return order[i]!;
-    }
-    return order[kept - 1]!;
+    return walkAllSorted(
+      Float64Array.from(row, (v) => Math.exp((v - max) / temperature)),
+      topP,
+      topK,
+      u,
+    );
   }
 
   it('draws exactly what a sort of the whole vocabulary draws (151,936 ids; peaked, flat and tied rows)', () => {
@@ -190,26 +200,6 @@ describe('top-p and top-k over a real-sized vocabulary', () => {
 });
 
 describe("top-p and top-k over the decode graph's float32 probabilities", () => {
-  /** The walk over every id sorted by a comparator (probability, then id), over the probabilities as given. */
-  function fullSortChoice(probs: Float32Array, topP: number, topK: number, u: number): number {
-    let total = 0;
-    for (const p of probs) total += p;
-    const order = Array.from({ length: probs.length }, (_, i) => i).sort((a, b) => probs[b]! - probs[a]! || a - b);
-    let kept = 0;
-    let mass = 0;
-    for (const id of order) {
-      if (kept >= topK || (kept > 0 && mass >= topP * total)) break;
-      mass += probs[id]!;
-      kept++;
-    }
-    let left = u * mass;
-    for (let i = 0; i < kept; i++) {
-      left -= probs[order[i]!]!;
-      if (left < 0) return order[i]!;
-    }
-    return order[kept - 1]!;
-  }
-
   it('draws exactly what a comparator sort of the whole vocabulary draws (packed-key sort; peaked, flat, tied and zero rows)', () => {
     const vocab = 50_257;
     const gen = createRng('f32-rows', 4);
@@ -237,7 +227,7 @@ describe("top-p and top-k over the decode graph's float32 probabilities", () => 
         for (let seed = 0; seed < 4; seed++) {
           const u = createRng('draw', seed).next();
           expect(chooseTokenFromProbs(probs, logprobs, { temperature: 0.7, topP, topK }, createRng('draw', seed))).toBe(
-            fullSortChoice(probs, topP, topK, u),
+            walkAllSorted(probs, topP, topK, u),
           );
         }
       }

@@ -4,7 +4,7 @@
  * live in buffers that grow in place.
  *
  * A checkpoint gets this path only when its export is recognised (llama-export.ts) and
- * the decode graph agrees with the checkpoint's own graph on a test sequence: logits
+ * the decode graph agrees with the checkpoint's own graph on a test sequence: log-probs
  * after a prompt cache and several generated tokens, within AGREEMENT of the export's
  * own full pass. Otherwise sampling runs through the checkpoint's graph as before
  * (batch-sampler.ts), and `reason` says why. Scoring never uses this graph.
@@ -58,7 +58,7 @@ export class PrefixDecoder {
     decoder.agreement = disagreement;
     if (disagreement <= AGREEMENT) return decoder;
     await decoder.close();
-    return { reason: `the decode graph's logits differ from the checkpoint's own by ${disagreement.toExponential(2)}` };
+    return { reason: `the decode graph's log-probs differ from the checkpoint's own by ${disagreement.toExponential(2)}` };
   }
 
   /** The decode graph of `model`, unchecked (`open` checks it against the export's own graph). */
