@@ -74,7 +74,7 @@ export function demoCommand(): Command {
   )
     .addHelpText(
       'after',
-      '\nExample:\n  probe demo            # about 16 minutes on 2 CPU cores (installs bubblewrap and pytest first on a bare machine, as root)\n  probe demo --out runs/demo --resume',
+      '\nExample:\n  probe demo            # about 7 minutes on 2 CPU cores (installs bubblewrap and pytest first on a bare machine, as root)\n  probe demo --out runs/demo --resume',
     )
     .action(async (flags: DemoFlags) => {
       const started = Date.now();
