@@ -53,13 +53,29 @@ export function chooseToken(row: Float32Array, params: SamplingParams, rng: Rng)
  * chooseToken's draw from a row's tempered probabilities as computed elsewhere (float32,
  * e.g. by the decode graph's softmax; they need not sum to exactly 1): the same top-k,
  * top-p and draw over them, summed in float64. `logprobs` (the untempered row's
- * log-softmax) decides greedy draws: the first maximum.
+ * log-softmax) decides greedy draws: the first maximum. One pass sums the row and, where
+ * top-k or top-p cut it, also the mass and count of each binary exponent, which place the
+ * candidates' threshold (float32Candidates).
  */
 export function chooseTokenFromProbs(probs: Float32Array, logprobs: Float32Array, params: SamplingParams, rng: Rng): number {
   if (params.temperature <= 0) return firstMax(logprobs);
+  const vocab = probs.length;
+  const topK = params.topK && params.topK > 0 && params.topK < vocab ? params.topK : vocab;
   let total = 0;
-  for (let i = 0; i < probs.length; i++) total += probs[i]!;
-  return drawFromWeights(probs, total, params, rng);
+  if (topK === vocab && params.topP >= 1) {
+    for (let i = 0; i < vocab; i++) total += probs[i]!;
+    return drawFrom(probs, total, rng);
+  }
+  const bits = new Uint32Array(probs.buffer, probs.byteOffset, vocab);
+  const exponents: ExponentHistogram = { mass: new Float64Array(256), count: new Int32Array(256) };
+  for (let i = 0; i < vocab; i++) {
+    const p = probs[i]!;
+    const exponent = bits[i]! >>> 23;
+    total += p;
+    exponents.mass[exponent]! += p;
+    exponents.count[exponent]!++;
+  }
+  return drawFromOrder(float32Candidates(probs, bits, exponents, params.topP * total, topK), probs, total, params.topP, topK, rng);
 }
 
 function firstMax(row: Float32Array): number {
@@ -69,16 +85,19 @@ function firstMax(row: Float32Array): number {
 }
 
 /** Top-k, then top-p, then one uniform draw over unnormalised weights summing to `total`. */
-function drawFromWeights(probs: Float64Array | Float32Array, total: number, params: SamplingParams, rng: Rng): number {
+function drawFromWeights(probs: Float64Array, total: number, params: SamplingParams, rng: Rng): number {
   const vocab = probs.length;
   const topK = params.topK && params.topK > 0 && params.topK < vocab ? params.topK : vocab;
   if (topK === vocab && params.topP >= 1) return drawFrom(probs, total, rng);
+  return drawFromOrder(nucleusCandidates(probs, total, params.topP, topK), probs, total, params.topP, topK, rng);
+}
 
-  const order = nucleusCandidates(probs, total, params.topP, topK);
+/** The walk: keep ids in `order` until topK or topP of `total`, then one uniform draw over the kept mass. */
+function drawFromOrder(order: number[], probs: Float64Array | Float32Array, total: number, topP: number, topK: number, rng: Rng): number {
   let kept = 0;
   let mass = 0;
   for (const id of order) {
-    if (kept >= topK || (kept > 0 && mass >= params.topP * total)) break;
+    if (kept >= topK || (kept > 0 && mass >= topP * total)) break;
     mass += probs[id]!;
     kept++;
   }
@@ -99,8 +118,7 @@ function drawFromWeights(probs: Float64Array | Float32Array, total: number, para
  * the draw is the one a full sort gives; sorting a few hundred ids instead of a 150K
  * vocabulary per sampled token is what keeps sampling cheap on real vocabularies.
  */
-export function nucleusCandidates(probs: Float64Array | Float32Array, total: number, topP: number, topK: number): number[] {
-  if (probs instanceof Float32Array) return float32Candidates(probs, total, topP, topK);
+export function nucleusCandidates(probs: Float64Array, total: number, topP: number, topK: number): number[] {
   let max = 0;
   for (let i = 0; i < probs.length; i++) if (probs[i]! > max) max = probs[i]!;
   const want = topP * total;
@@ -114,7 +132,7 @@ export function nucleusCandidates(probs: Float64Array | Float32Array, total: num
       }
     }
     if (mass < want && ids.length < topK && threshold > 0 && ids.length < probs.length) continue;
-    sortByProbability(ids, probs);
+    ids.sort((a, b) => probs[b]! - probs[a]! || a - b);
     // The walk sums in this order, which may round differently from the sum above: check it as the walk will.
     let walked = 0;
     for (const id of ids) walked += probs[id]!;
@@ -122,60 +140,50 @@ export function nucleusCandidates(probs: Float64Array | Float32Array, total: num
   }
 }
 
+/** Mass and number of a row's probabilities per float32 binary exponent (bits >>> 23). */
+interface ExponentHistogram {
+  mass: Float64Array;
+  count: Int32Array;
+}
+
 /**
  * nucleusCandidates over float32 probabilities, with thresholds at powers of two read
- * off the bits: one pass sums the mass and counts the ids of each binary exponent, the
- * threshold is the highest exponent whose ids and those above hold topP of the mass or
- * number topK, and one more pass collects them — at most twice the ids the walk needs,
- * where thresholds a factor of 16 apart may collect sixteen times as many to sort.
+ * off the bits: the threshold is the highest exponent whose ids and those above hold
+ * `want` of the mass or number topK (from the histogram), and one pass collects them — at
+ * most twice the ids the walk needs, where thresholds a factor of 16 apart may collect
+ * sixteen times as many to sort. They are sorted as packed keys: a non-negative float32's
+ * bit pattern orders as its value, so bits × 2^idBits + (2^idBits − 1 − id) is an exact
+ * integer in a float64 that orders as (probability, −id), sorted by the engine's numeric
+ * sort rather than a comparator.
  */
-function float32Candidates(probs: Float32Array, total: number, topP: number, topK: number): number[] {
-  const bits = new Uint32Array(probs.buffer, probs.byteOffset, probs.length);
-  const mass = new Float64Array(256);
-  const count = new Int32Array(256);
-  for (let i = 0; i < probs.length; i++) {
-    const exponent = bits[i]! >>> 23;
-    mass[exponent]! += probs[i]!;
-    count[exponent]!++;
-  }
-  const want = topP * total;
+function float32Candidates(probs: Float32Array, bits: Uint32Array, exponents: ExponentHistogram, want: number, topK: number): number[] {
+  const idBits = Math.max(1, Math.ceil(Math.log2(probs.length)));
+  const span = 2 ** idBits; // up to 2^22 (a 4M vocabulary) bits × span + id stays within 2^53
   let exponent = 255;
   for (let m = 0, c = 0; exponent > 0; exponent--) {
-    m += mass[exponent]!;
-    c += count[exponent]!;
+    m += exponents.mass[exponent]!;
+    c += exponents.count[exponent]!;
     if (m >= want || c >= topK) break;
   }
   for (; ; exponent--) {
     const floor = exponent * 2 ** 23;
-    const ids: number[] = [];
-    for (let i = 0; i < probs.length; i++) if (bits[i]! >= floor) ids.push(i);
-    sortByProbability(ids, probs);
+    let ids: number[];
+    if (idBits <= 22) {
+      const keys: number[] = [];
+      for (let i = 0; i < probs.length; i++) if (bits[i]! >= floor) keys.push(bits[i]! * span + (span - 1 - i));
+      const sorted = Float64Array.from(keys).sort();
+      ids = new Array<number>(sorted.length);
+      for (let i = 0; i < sorted.length; i++) ids[i] = span - 1 - (sorted[sorted.length - 1 - i]! % span);
+    } else {
+      ids = [];
+      for (let i = 0; i < probs.length; i++) if (bits[i]! >= floor) ids.push(i);
+      ids.sort((a, b) => probs[b]! - probs[a]! || a - b);
+    }
     // The walk sums in this order, which may round differently from the sums above: check it as the walk will.
     let walked = 0;
     for (const id of ids) walked += probs[id]!;
     if (walked >= want || ids.length >= topK || exponent === 0) return ids;
   }
-}
-
-/**
- * Sorts ids by probability, highest first, lower id first among equals. Float32
- * probabilities are sorted as packed keys — a non-negative float32's bit pattern orders
- * as its value, so bits × 2^idBits + (2^idBits − 1 − id) is an exact integer in a float64
- * that orders as (probability, −id) — by the engine's numeric sort, several times faster
- * than a comparator over thousands of candidates per sampled token.
- */
-function sortByProbability(ids: number[], probs: Float64Array | Float32Array): void {
-  const idBits = Math.max(1, Math.ceil(Math.log2(probs.length)));
-  if (!(probs instanceof Float32Array) || idBits > 21) {
-    ids.sort((a, b) => probs[b]! - probs[a]! || a - b);
-    return;
-  }
-  const bits = new Uint32Array(probs.buffer, probs.byteOffset, probs.length);
-  const span = 2 ** idBits;
-  const keys = new Float64Array(ids.length);
-  for (let i = 0; i < ids.length; i++) keys[i] = bits[ids[i]!]! * span + (span - 1 - ids[i]!);
-  keys.sort();
-  for (let i = 0; i < ids.length; i++) ids[i] = span - 1 - (keys[ids.length - 1 - i]! % span);
 }
 
 function drawFrom(probs: Float64Array | Float32Array, total: number, rng: Rng): number {
