@@ -96,18 +96,21 @@ describe('which checkpoints sample through the decode graph', () => {
 });
 
 describe.each(REAL.length ? [REAL.at(-1)!] : [IMPORTED[1]!])('what the decode graph computes (%s)', (dir) => {
-  it('each sampled token has the log-prob that exact scoring of the prompt and sample gives it (1,000-token prompt, 48 steps)', async () => {
+  it('each sampled token has the log-prob that exact scoring of the prompt and sample gives it (1,000-token prompt, 48 steps, temperature 1 and 0.8)', async () => {
     const backend = await OnnxBackend.open(dir);
     try {
       const prompt = backend.encode(longContext);
-      const request: SampleRequest = { prompt: '', n: 3, temperature: 1, topP: 1, maxTokens: 48, stop: [], seed: 2 };
-      const samples = await backend.sampleIds(prompt, request);
-      expect(samples.some((s) => s.tokens.length > 40)).toBe(true);
-      for (const sample of samples) {
-        const scored = await backend.promptLogprobs([...prompt, ...sample.tokens]);
-        const exact = scored.tokenLogprobs.slice(prompt.length - 1);
-        expect(exact).toHaveLength(sample.tokens.length);
-        sample.tokenLogprobs!.forEach((lp, t) => expect(Math.abs(lp - exact[t]!)).toBeLessThan(1e-4));
+      // At temperature 1 a token's log-prob is read off the step's softmax; otherwise off its log-softmax.
+      for (const temperature of [1, 0.8]) {
+        const request: SampleRequest = { prompt: '', n: 3, temperature, topP: 0.95, maxTokens: 48, stop: [], seed: 2 };
+        const samples = await backend.sampleIds(prompt, request);
+        expect(samples.some((s) => s.tokens.length > 40)).toBe(true);
+        for (const sample of samples) {
+          const scored = await backend.promptLogprobs([...prompt, ...sample.tokens]);
+          const exact = scored.tokenLogprobs.slice(prompt.length - 1);
+          expect(exact).toHaveLength(sample.tokens.length);
+          sample.tokenLogprobs!.forEach((lp, t) => expect(Math.abs(lp - exact[t]!), `T=${temperature} token ${t}`).toBeLessThan(1e-4));
+        }
       }
     } finally {
       await backend.close();
@@ -186,8 +189,8 @@ describe('a row is the same bits whatever its batch', () => {
           const many = await three.step(rows.map(tokenOf), 0.8);
           for (const [b, row] of rows.entries()) {
             const one = await singles[row]!.step([tokenOf(row)], 0.8);
-            expect(Array.from(many.probs.subarray(b * 96, (b + 1) * 96))).toEqual(Array.from(one.probs));
-            expect(Array.from(many.logprobs.subarray(b * 96, (b + 1) * 96))).toEqual(Array.from(one.logprobs));
+            expect(Array.from(many.probs!.subarray(b * 96, (b + 1) * 96))).toEqual(Array.from(one.probs!));
+            expect(Array.from(many.logprobs!.subarray(b * 96, (b + 1) * 96))).toEqual(Array.from(one.logprobs!));
           }
         };
         for (let step = 0; step < 12; step++) await same([0, 1, 2], (row) => (step * 29 + row * 7 + 3) % 96);

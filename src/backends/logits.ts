@@ -37,7 +37,7 @@ export interface SamplingParams {
  */
 export function chooseToken(row: Float32Array, params: SamplingParams, rng: Rng): number {
   const vocab = row.length;
-  if (params.temperature <= 0) return firstMax(row);
+  if (params.temperature <= 0) return firstMaximum(row);
   let max = -Infinity;
   for (let i = 0; i < vocab; i++) if (row[i]! > max) max = row[i]!;
   const probs = new Float64Array(vocab);
@@ -51,14 +51,13 @@ export function chooseToken(row: Float32Array, params: SamplingParams, rng: Rng)
 
 /**
  * chooseToken's draw from a row's tempered probabilities as computed elsewhere (float32,
- * e.g. by the decode graph's softmax; they need not sum to exactly 1): the same top-k,
- * top-p and draw over them, summed in float64. `logprobs` (the untempered row's
- * log-softmax) decides greedy draws: the first maximum. One pass sums the row and, where
- * top-k or top-p cut it, also the mass and count of each binary exponent, which place the
- * candidates' threshold (float32Candidates).
+ * e.g. by the decode graph's softmax; they need not sum to exactly 1), temperature > 0:
+ * the same top-k, top-p and draw over them, summed in float64. One pass sums the row and,
+ * where top-k or top-p cut it, also the mass and count of each binary exponent, which
+ * place the candidates' threshold (float32Candidates). Greedy draws take firstMaximum of
+ * the row's log-probabilities.
  */
-export function chooseTokenFromProbs(probs: Float32Array, logprobs: Float32Array, params: SamplingParams, rng: Rng): number {
-  if (params.temperature <= 0) return firstMax(logprobs);
+export function chooseTokenFromProbs(probs: Float32Array, params: SamplingParams, rng: Rng): number {
   const vocab = probs.length;
   const topK = params.topK && params.topK > 0 && params.topK < vocab ? params.topK : vocab;
   let total = 0;
@@ -78,7 +77,8 @@ export function chooseTokenFromProbs(probs: Float32Array, logprobs: Float32Array
   return drawFromOrder(float32Candidates(probs, bits, exponents, params.topP * total, topK), probs, total, params.topP, topK, rng);
 }
 
-function firstMax(row: Float32Array): number {
+/** The first maximum of a row (greedy decoding). */
+export function firstMaximum(row: Float32Array): number {
   let best = 0;
   for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
   return best;

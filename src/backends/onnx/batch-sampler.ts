@@ -187,9 +187,9 @@ export class BatchSampler {
         cohort.rows.map((s) => s.draws.lastToken),
         cohort.rows[0]!.job.request.temperature,
       );
-      const vocab = probs.length / cohort.rows.length;
+      const vocab = (probs ?? logprobs)!.length / cohort.rows.length;
       cohort.rows.forEach((s, b) => {
-        s.next = { probs: probs.subarray(b * vocab, (b + 1) * vocab), logprobs: logprobs.subarray(b * vocab, (b + 1) * vocab) };
+        s.next = { probs: probs?.subarray(b * vocab, (b + 1) * vocab), logprobs: logprobs?.subarray(b * vocab, (b + 1) * vocab) };
       });
     }
   }

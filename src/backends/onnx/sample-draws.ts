@@ -5,7 +5,7 @@
  * is the same token for token given the same logits rows.
  */
 import { createRng, type Rng } from '../../util/rng.ts';
-import { chooseToken, chooseTokenFromProbs, logSoftmaxAt, type SamplingParams } from '../logits.ts';
+import { chooseToken, chooseTokenFromProbs, firstMaximum, logSoftmaxAt, type SamplingParams } from '../logits.ts';
 import type { Sample, SampleRequest } from '../types.ts';
 import { IncrementalText } from './incremental-text.ts';
 import type { DecodedRows } from './prefix-decoder.ts';
@@ -45,8 +45,9 @@ export class SampleDraws {
       token = chooseToken(row, this.params, this.rng);
       lp = logSoftmaxAt(row, 0, row.length, token).logprob;
     } else {
-      token = chooseTokenFromProbs(row.probs, row.logprobs, this.params, this.rng);
-      lp = row.logprobs[token]!;
+      // The step returned what this temperature reads (prefix-decoder.ts DecodedRows).
+      token = this.params.temperature > 0 ? chooseTokenFromProbs(row.probs!, this.params, this.rng) : firstMaximum(row.logprobs!);
+      lp = row.logprobs ? row.logprobs[token]! : Math.log(row.probs![token]!);
     }
     this.logprob += lp;
     this.tokenLogprobs.push(lp);
