@@ -143,19 +143,15 @@ function walkAllSorted(probs: Float64Array | Float32Array, topP: number, topK: n
   let total = 0;
   for (const p of probs) total += p;
   const order = Array.from({ length: probs.length }, (_, i) => i).sort((a, b) => probs[b]! - probs[a]! || a - b);
-  let kept = 0;
-  let mass = 0;
-  for (const id of order) {
-    if (kept >= topK || (kept > 0 && mass >= topP * total)) break;
-    mass += probs[id]!;
-    kept++;
-  }
+  // The nucleus: the shortest head of the order (at most topK) whose running sum, taken before each id, never reaches topP.
+  const running: number[] = [];
+  order.reduce((sum, id) => (running.push(sum), sum + probs[id]!), 0);
+  const size = Math.min(topK, order.findIndex((_, i) => i > 0 && running[i]! >= topP * total) >>> 0);
+  const nucleus = order.slice(0, size);
+  const mass = nucleus.reduce((sum, id) => sum + probs[id]!, 0);
+  // The draw: the first id whose cumulative mass passes u × mass, subtracting as the sampler does.
   let left = u * mass;
-  for (let i = 0; i < kept; i++) {
-    left -= probs[order[i]!]!;
-    if (left < 0) return order[i]!;
-  }
-  return order[kept - 1]!;
+  return nucleus.find((id) => (left -= probs[id]!) < 0) ?? nucleus.at(-1)!;
 }
 
 describe('top-p and top-k over a real-sized vocabulary', () => {
