@@ -145,7 +145,11 @@ function walkAllSorted(probs: Float64Array | Float32Array, topP: number, topK: n
   const order = Array.from({ length: probs.length }, (_, i) => i).sort((a, b) => probs[b]! - probs[a]! || a - b);
   // The nucleus: the shortest head of the order (at most topK) whose running sum, taken before each id, never reaches topP.
   const running: number[] = [];
-  order.reduce((sum, id) => (running.push(sum), sum + probs[id]!), 0);
+  let sum = 0;
+  for (const id of order) {
+    running.push(sum);
+    sum += probs[id]!;
+  }
   const size = Math.min(topK, order.findIndex((_, i) => i > 0 && running[i]! >= topP * total) >>> 0);
   const nucleus = order.slice(0, size);
   const mass = nucleus.reduce((sum, id) => sum + probs[id]!, 0);
