@@ -59,7 +59,7 @@ export function chooseToken(row: Float32Array, params: SamplingParams, rng: Rng)
  */
 export function chooseTokenFromProbs(probs: Float32Array, params: SamplingParams, rng: Rng): number {
   const vocab = probs.length;
-  const topK = params.topK && params.topK > 0 && params.topK < vocab ? params.topK : vocab;
+  const topK = topKOf(params, vocab);
   let total = 0;
   if (topK === vocab && params.topP >= 1) {
     for (let i = 0; i < vocab; i++) total += probs[i]!;
@@ -77,6 +77,11 @@ export function chooseTokenFromProbs(probs: Float32Array, params: SamplingParams
   return drawFromOrder(float32Candidates(probs, bits, exponents, params.topP * total, topK), probs, total, params.topP, topK, rng);
 }
 
+/** The top-k cut a request asks for, as a count of ids (the whole vocabulary where it asks for none). */
+function topKOf(params: SamplingParams, vocab: number): number {
+  return params.topK && params.topK > 0 && params.topK < vocab ? params.topK : vocab;
+}
+
 /** The first maximum of a row (greedy decoding). */
 export function firstMaximum(row: Float32Array): number {
   let best = 0;
@@ -87,7 +92,7 @@ export function firstMaximum(row: Float32Array): number {
 /** Top-k, then top-p, then one uniform draw over unnormalised weights summing to `total`. */
 function drawFromWeights(probs: Float64Array, total: number, params: SamplingParams, rng: Rng): number {
   const vocab = probs.length;
-  const topK = params.topK && params.topK > 0 && params.topK < vocab ? params.topK : vocab;
+  const topK = topKOf(params, vocab);
   if (topK === vocab && params.topP >= 1) return drawFrom(probs, total, rng);
   return drawFromOrder(nucleusCandidates(probs, total, params.topP, topK), probs, total, params.topP, topK, rng);
 }
