@@ -74,7 +74,7 @@ export class PrefixDecoder {
 
   /** A cohort of `rows` sequences continuing `prefix` (a one-row prompt cache), with room for `capacity` new tokens each. */
   cohort(prefix: KvCache, rows: number, capacity: number): DecodeCohort {
-    return new DecodeCohort(this, prefix, rows, capacity, this.shape.kvHeads * this.shape.headDim, this.layers);
+    return new DecodeCohort(this, prefix, rows, capacity, this.shape, this.layers);
   }
 
   /** @internal one step of the graph. */
@@ -144,15 +144,18 @@ export class DecodeCohort {
   private readonly prefixFeeds: Record<string, ort.Tensor> = {};
   /** The step's new keys and values, fetched every step. */
   private readonly cacheOutputs: string[] = [];
+  /** Floats one token takes in one layer's keys (or values): kv_heads × head_dim. */
+  private readonly perToken: number;
 
   constructor(
     private readonly decoder: PrefixDecoder,
     private readonly prefix: KvCache,
     private rows: number,
     private readonly capacity: number,
-    private readonly perToken: number,
+    private readonly shape: Pick<LlamaShape, 'kvHeads' | 'headDim'>,
     private readonly layers: number,
   ) {
+    this.perToken = shape.kvHeads * shape.headDim;
     for (let l = 0; l < layers; l++) {
       for (const kind of ['key', 'value']) {
         this.prefixFeeds[`prefix.${l}.${kind}`] = prefix.tensors[`past_key_values.${l}.${kind}`]!;
@@ -161,10 +164,6 @@ export class DecodeCohort {
     }
     this.keys = this.buffers(rows);
     this.values = this.buffers(rows);
-  }
-
-  get size(): number {
-    return this.rows;
   }
 
   private buffers(rows: number): Float32Array[] {
@@ -177,7 +176,7 @@ export class DecodeCohort {
     if (this.length >= this.capacity) throw new ProbeError(`a decode cohort with room for ${this.capacity} tokens was asked for more`);
     const position = this.prefix.length + this.length;
     const filled = this.length * this.rows * this.perToken;
-    const dims = [this.length, this.rows, this.perToken / this.headDim, this.headDim];
+    const dims = [this.length, this.rows, this.shape.kvHeads, this.shape.headDim];
     const feeds: Record<string, ort.Tensor> = {
       ...this.prefixFeeds,
       input_ids: new ort.Tensor('int64', BigInt64Array.from(tokens, BigInt), [this.rows]),
@@ -215,9 +214,5 @@ export class DecodeCohort {
     this.keys = compact(this.keys);
     this.values = compact(this.values);
     this.rows = keep.length;
-  }
-
-  private get headDim(): number {
-    return this.prefix.tensors['past_key_values.0.key']!.dims[3]!;
   }
 }
