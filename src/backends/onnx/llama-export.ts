@@ -76,7 +76,11 @@ export function readLlamaExport(files: CheckpointFiles): LlamaExport {
   const consumers = new Map<string, NodeProto[]>();
   const producer = new Map<string, NodeProto>();
   for (const node of nodes) {
-    for (const input of node.input ?? []) consumers.set(input, [...(consumers.get(input) ?? []), node]);
+    for (const input of node.input ?? []) {
+      const readers = consumers.get(input);
+      if (readers) readers.push(node);
+      else consumers.set(input, [node]);
+    }
     for (const output of node.output ?? []) producer.set(output, node);
   }
   const order = new Map(nodes.map((n, i) => [n, i]));
@@ -96,8 +100,16 @@ export function readLlamaExport(files: CheckpointFiles): LlamaExport {
       throw new NotRecognised('a projection has a bias');
   }
 
-  /** From a linear layer's output, without crossing another linear layer: the graph outputs and the linear layers it reaches. */
+  const graphOutputs = new Set(graph.output?.map((o) => o.name!) ?? []);
+  const reached = new Map<NodeProto, { outputs: Set<string>; linears: Set<NodeProto> }>();
+  /**
+   * From a linear layer's output, without crossing another linear layer: the graph outputs
+   * and the linear layers it reaches. Once per layer: the residual stream makes each walk
+   * span the rest of the graph, and the layer search asks again for every layer.
+   */
   const reach = (start: NodeProto) => {
+    const known = reached.get(start);
+    if (known) return known;
     const outputs = new Set<string>();
     const linears = new Set<NodeProto>();
     const seen = new Set<string>();
@@ -106,13 +118,15 @@ export function readLlamaExport(files: CheckpointFiles): LlamaExport {
       const name = queue.pop()!;
       if (seen.has(name)) continue;
       seen.add(name);
-      if (graph.output!.some((o) => o.name === name)) outputs.add(name);
+      if (graphOutputs.has(name)) outputs.add(name);
       for (const next of consumers.get(name) ?? []) {
         if (isLinear(next)) linears.add(next);
         else queue.push(...(next.output ?? []));
       }
     }
-    return { outputs, linears };
+    const found = { outputs, linears };
+    reached.set(start, found);
+    return found;
   };
   /** The 1-D weight of the Mul producing `tensor` (an RMSNorm's last step). */
   const normBefore = (tensor: string, role: string): Weight => {
