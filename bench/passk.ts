@@ -28,14 +28,14 @@ const tasks = new Map((await loadTasks(join(REPO_ROOT, 'verifiers'))).map((t) =>
 const checkpoints = process.argv.flatMap((a, i) => (process.argv[i - 1] === '--ckpt' ? [a] : []));
 const runs = (checkpoints.length ? checkpoints : ['contaminated-agent', 'attn-agent'].map((c) => join(EMBEDDED_CHECKPOINTS, c))).flatMap(
   (dir) => [
-    { dir, decode: 'graph', mode: 'export graph' },
-    { dir, decode: 'auto', mode: 'default' },
+    { dir, decode: 'graph' as const, mode: 'export graph' },
+    { dir, decode: 'auto' as const, mode: 'default' },
   ],
 );
 const walls = new Map<string, number>();
 for (const { dir, decode, mode } of runs) {
   const name = `${dir.split('/').pop()} (${mode})`;
-  const inner = await OnnxBackend.open(dir, { decode: decode as 'graph' | 'auto' });
+  const inner = await OnnxBackend.open(dir, { decode });
   let modelMs = 0;
   let verifierMs = 0;
   const backend: CompletionBackend = {
