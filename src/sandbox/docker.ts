@@ -23,7 +23,8 @@
 import { spawn } from 'node:child_process';
 import { posix } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
-import Docker from 'dockerode';
+import { createRequire } from 'node:module';
+import type Docker from 'dockerode';
 import tar from 'tar-stream';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { onShutdown } from '../util/shutdown.ts';
@@ -83,8 +84,9 @@ const GIT_IDENTITY = {
 
 let docker: Docker | undefined;
 /** The one engine client of this process. */
+/** dockerode is loaded on the first call, not at start-up (a tenth of a second that most verbs never need). */
 export function client(): Docker {
-  docker ??= new Docker();
+  docker ??= new (createRequire(import.meta.url)('dockerode') as typeof Docker)();
   return docker;
 }
 

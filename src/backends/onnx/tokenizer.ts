@@ -2,10 +2,23 @@
  * The checkpoint's own tokenizer (transformers.js), plus a token → bytes table so that
  * sampling can decode incrementally without re-decoding the whole generation per token.
  */
-import { PreTrainedTokenizer } from '@huggingface/transformers';
+import { createRequire } from 'node:module';
+import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import { describeCause, InputError } from '../../errors.ts';
 import { BOS_PROBE_TEXT, prependedToken, type BosPolicy, type BosUse } from '../bos.ts';
 import { type TokenizerFiles, tokenEntries, vocabSizeOf } from './checkpoint.ts';
+
+/**
+ * transformers.js is loaded on the first tokenizer, not at start-up: importing it costs half a second,
+ * which every `probe --help` and every verb that opens no checkpoint would pay. Its CommonJS build loads
+ * synchronously, so the constructor stays synchronous.
+ */
+let tokenizerClass: typeof PreTrainedTokenizer | undefined;
+function preTrainedTokenizer(): typeof PreTrainedTokenizer {
+  tokenizerClass ??= (createRequire(import.meta.url)('@huggingface/transformers') as typeof import('@huggingface/transformers'))
+    .PreTrainedTokenizer;
+  return tokenizerClass;
+}
 
 function gpt2ByteDecoder(): Map<string, number> {
   const map = new Map<string, number>();
@@ -36,7 +49,7 @@ export class CheckpointTokenizer {
     this.files = files;
     const file = `${files.dir}/tokenizer.json`;
     try {
-      this.inner = new PreTrainedTokenizer(files.tokenizerJson, files.tokenizerConfig);
+      this.inner = new (preTrainedTokenizer())(files.tokenizerJson, files.tokenizerConfig);
     } catch (error) {
       throw new InputError({ file }, `cannot build a tokenizer: ${describeCause(error)}`, { cause: error });
     }
