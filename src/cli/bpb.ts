@@ -3,6 +3,7 @@ import { Command } from 'commander';
 import { rankByBpb, scoreBpb, type BpbItem } from '../probes/bpb.ts';
 import { formatTable } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
+import { rankedWithTies } from '../stats/ties.ts';
 import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
 
@@ -25,18 +26,11 @@ export function bpbCommand(): Command {
       const errors = reportFailures(failures);
       if (!run.quiet && results.length) {
         const byName = new Map(results.map((r) => [r.checkpoint, r]));
-        const rows = ranking.map((name, i) => {
+        const places = rankedWithTies(ranking, (name) => byName.get(name)!.bpb, 'lower');
+        const rows = places.map(({ item: name, rank }) => {
           const r = byName.get(name)!;
           const truncated = r.items.filter((it) => it.truncated).length;
-          return [
-            String(i + 1),
-            tableName(name),
-            r.bpb.toFixed(4),
-            String(r.items.length),
-            String(r.tokens),
-            String(r.bytes),
-            String(truncated),
-          ];
+          return [rank, tableName(name), r.bpb.toFixed(4), String(r.items.length), String(r.tokens), String(r.bytes), String(truncated)];
         });
         process.stderr.write(`\nDecisive-Action BPB on ${run.items.length} probe items (lower is better)\n\n`);
         process.stderr.write(

@@ -10,6 +10,7 @@ import { writeFileAtomic } from '../util/atomic-file.ts';
 import { nonNegativeInteger } from './args.ts';
 import { readScores } from './correlate.ts';
 import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
+import { rankedWithTies } from '../stats/ties.ts';
 
 interface ReportFlags {
   html?: string;
@@ -86,6 +87,12 @@ function summary(data: ReportData, html: string | null) {
   };
 }
 
+/** Results best first with each one's place, a tie sharing it (rankedWithTies). */
+function places<T>(results: readonly T[], score: (r: T) => number | undefined, better: 'higher' | 'lower'): Array<[T, string]> {
+  return rankedWithTies(results, score, better).map(({ item, rank }) => [item, rank]);
+}
+const passAt1 = (r: { pass_at: Record<string, number> }) => r.pass_at['1'] ?? 0;
+
 function printRankings(data: ReportData): void {
   const fixed = (v: number | null | undefined, digits: number) => (typeof v === 'number' && Number.isFinite(v) ? v.toFixed(digits) : '-');
   const name = (c: string) => (data.controls.has(c) ? `${c} ${CONTROL_LABEL}` : c);
@@ -95,72 +102,73 @@ function printRankings(data: ReportData): void {
     out(
       'Decisive-Action BPB (lower is better)',
       ['rank', 'checkpoint', 'bpb'],
-      [...data.bpb].sort((a, b) => a.bpb - b.bpb).map((r, i) => [String(i + 1), name(r.checkpoint), fixed(r.bpb, 4)]),
+      places(data.bpb, (r) => r.bpb, 'lower').map(([r, rank]) => [rank, name(r.checkpoint), fixed(r.bpb, 4)]),
     );
   if (data.mcq.length)
     out(
       'Patch MCQ',
       ['rank', 'checkpoint', 'acc', 'acc_norm', 'acc_pmi'],
-      [...data.mcq]
-        .sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a))
-        .map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.acc), formatPercent(r.acc_norm), formatPercent(r.acc_pmi)]),
+      places(data.mcq, rankingAccuracy, 'higher').map(([r, rank]) => [
+        rank,
+        name(r.checkpoint),
+        formatPercent(r.acc),
+        formatPercent(r.acc_norm),
+        formatPercent(r.acc_pmi),
+      ]),
     );
   if (data.passk.length)
     out(
       'Prefix-conditioned pass@k',
       ['rank', 'checkpoint', 'pass@1', 'pass@n'],
-      [...data.passk]
-        .sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0))
-        .map((r, i) => [String(i + 1), name(r.checkpoint), formatPercent(r.pass_at['1']), formatPercent(r.pass_at[String(r.n)])]),
+      places(data.passk, passAt1, 'higher').map(([r, rank]) => [
+        rank,
+        name(r.checkpoint),
+        formatPercent(r.pass_at['1']),
+        formatPercent(r.pass_at[String(r.n)]),
+      ]),
     );
   if (data.asap.length)
     out(
       'ASAP',
       ['rank', 'checkpoint', 'pass@1', '∩@n', 'parsable', 'edits'],
-      [...data.asap]
-        .sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0))
-        .map((r, i) => [
-          String(i + 1),
-          name(r.checkpoint),
-          formatPercent(r.pass_at['1']),
-          formatPercent(r.intersection),
-          formatPercent(r.behaviour.parsable_turns),
-          formatPercent(r.behaviour.autonomous_edits),
-        ]),
+      places(data.asap, passAt1, 'higher').map(([r, rank]) => [
+        rank,
+        name(r.checkpoint),
+        formatPercent(r.pass_at['1']),
+        formatPercent(r.intersection),
+        formatPercent(r.behaviour.parsable_turns),
+        formatPercent(r.behaviour.autonomous_edits),
+      ]),
     );
   if (data.terminal.length)
     out(
       'Terminal tasks',
       ['rank', 'checkpoint', 'profile', 'pass@1', '∩@n', 'parsable', 'actions', 'submitted'],
-      [...data.terminal]
-        .sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0))
-        .map((r, i) => [
-          String(i + 1),
-          name(r.checkpoint),
-          r.profile,
-          formatPercent(r.pass_at['1']),
-          formatPercent(r.intersection),
-          formatPercent(r.behaviour.parsable_turns),
-          r.behaviour.actions.toFixed(1),
-          formatPercent(r.behaviour.submitted),
-        ]),
+      places(data.terminal, passAt1, 'higher').map(([r, rank]) => [
+        rank,
+        name(r.checkpoint),
+        r.profile,
+        formatPercent(r.pass_at['1']),
+        formatPercent(r.intersection),
+        formatPercent(r.behaviour.parsable_turns),
+        r.behaviour.actions.toFixed(1),
+        formatPercent(r.behaviour.submitted),
+      ]),
     );
   if (data.research.length)
     out(
       'Deep research',
       ['rank', 'checkpoint', 'pass@1', '∩@n', 'parsable', 'searches', 'gold opened', 'answered'],
-      [...data.research]
-        .sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0))
-        .map((r, i) => [
-          String(i + 1),
-          name(r.checkpoint),
-          formatPercent(r.pass_at['1']),
-          formatPercent(r.intersection),
-          formatPercent(r.behaviour.parsable_turns),
-          r.behaviour.searches.toFixed(1),
-          formatPercent(r.behaviour.gold_opened),
-          formatPercent(r.behaviour.answered),
-        ]),
+      places(data.research, passAt1, 'higher').map(([r, rank]) => [
+        rank,
+        name(r.checkpoint),
+        formatPercent(r.pass_at['1']),
+        formatPercent(r.intersection),
+        formatPercent(r.behaviour.parsable_turns),
+        r.behaviour.searches.toFixed(1),
+        formatPercent(r.behaviour.gold_opened),
+        formatPercent(r.behaviour.answered),
+      ]),
     );
   if (data.ladder) process.stderr.write(`\nShortlist: ${data.ladder.shortlist.join(', ') || 'none'}\n`);
 }

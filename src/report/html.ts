@@ -12,9 +12,11 @@ import { TERMINAL_TERMINATIONS } from '../terminal/episode.ts';
 import type { BpbResult } from '../probes/bpb.ts';
 import { RANKING_ACCURACY_LABEL, rankingAccuracy } from '../probes/mcq.ts';
 import { spearman } from '../stats/correlation.ts';
+import { rankedWithTies, tiedChain, tiedGroups } from '../stats/ties.ts';
 import { ladderMcqAccuracy, type ReportData } from './collect.ts';
 import { downstreamScore, formatPercent, shortCheckpointName } from './table.ts';
 import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
+import { MCQ_MIN_DISTRACTORS } from '../schema/probe-item.ts';
 import { knownOrder } from './known-order.ts';
 import { barChart, escapeXml as esc, lineChart, scatter, stackedBars } from './svg.ts';
 import { InputError } from '../errors.ts';
@@ -128,35 +130,18 @@ function rankingSection(data: ReportData): string {
     );
     body += knownOrderBlock(data);
   }
+  // Each probe's order, ties as ties: four checkpoints all at pass@1 0% are one group, not an order.
+  const chainOf = <T extends { checkpoint: string }>(
+    results: readonly T[],
+    score: (r: T) => number | undefined,
+    better: 'higher' | 'lower',
+  ) => esc(tiedChain(tiedGroups(results, score, better).map((group) => group.map((r) => short(r.checkpoint)))));
+  const passAt1 = (r: { pass_at: Record<string, number> }) => r.pass_at['1'] ?? 0;
   const ranked: string[] = [];
-  if (data.bpb.length)
-    ranked.push(
-      `<li>BPB (lower is better): ${[...data.bpb]
-        .sort((a, b) => a.bpb - b.bpb)
-        .map((r) => esc(short(r.checkpoint)))
-        .join(' › ')}</li>`,
-    );
-  if (data.mcq.length)
-    ranked.push(
-      `<li>MCQ ${RANKING_ACCURACY_LABEL}: ${[...data.mcq]
-        .sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a))
-        .map((r) => esc(short(r.checkpoint)))
-        .join(' › ')}</li>`,
-    );
-  if (data.passk.length)
-    ranked.push(
-      `<li>pass@1: ${[...data.passk]
-        .sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0))
-        .map((r) => esc(short(r.checkpoint)))
-        .join(' › ')}</li>`,
-    );
-  if (data.asap.length)
-    ranked.push(
-      `<li>ASAP pass@1: ${[...data.asap]
-        .sort((a, b) => (b.pass_at['1'] ?? 0) - (a.pass_at['1'] ?? 0))
-        .map((r) => esc(short(r.checkpoint)))
-        .join(' › ')}</li>`,
-    );
+  if (data.bpb.length) ranked.push(`<li>BPB (lower is better): ${chainOf(data.bpb, (r) => r.bpb, 'lower')}</li>`);
+  if (data.mcq.length) ranked.push(`<li>MCQ ${RANKING_ACCURACY_LABEL}: ${chainOf(data.mcq, rankingAccuracy, 'higher')}</li>`);
+  if (data.passk.length) ranked.push(`<li>pass@1: ${chainOf(data.passk, passAt1, 'higher')}</li>`);
+  if (data.asap.length) ranked.push(`<li>ASAP pass@1: ${chainOf(data.asap, passAt1, 'higher')}</li>`);
   body += ranked.length ? `<h3>Ranking per probe</h3><ol class="plain">${ranked.join('')}</ol>` : '';
   return section('ranking', 'Ranking', body || empty('No results in these runs.'));
 }
@@ -189,18 +174,26 @@ function knownOrderBlock(data: ReportData): string {
 
 function bpbSection(results: BpbResult[]): string {
   if (!results.length) return section('bpb', 'Decisive-Action BPB', empty('No BPB results in these runs.'));
-  const sorted = [...results].sort((a, b) => a.bpb - b.bpb);
+  const places = rankedWithTies(results, (r) => r.bpb, 'lower');
   return section(
     'bpb',
     'Decisive-Action BPB',
     table(
       ['rank', 'checkpoint', 'BPB', 'items', 'tokens', 'bytes', 'truncated'],
-      sorted.map((r, i) => [i + 1, r.checkpoint, num(r.bpb), r.items.length, r.tokens, r.bytes, r.items.filter((x) => x.truncated).length]),
+      places.map(({ item: r, rank }) => [
+        rank,
+        r.checkpoint,
+        num(r.bpb),
+        r.items.length,
+        r.tokens,
+        r.bytes,
+        r.items.filter((x) => x.truncated).length,
+      ]),
       [0, 2, 3, 4, 5, 6],
     ) +
       barChart(
         'Bits per byte of the gold decisive action (lower is better)',
-        sorted.map((r) => ({ label: short(r.checkpoint), value: r.bpb })),
+        places.map(({ item: r }) => ({ label: short(r.checkpoint), value: r.bpb })),
         (v) => v.toFixed(3),
       ),
   );
@@ -208,14 +201,24 @@ function bpbSection(results: BpbResult[]): string {
 
 function mcqSection(data: ReportData): string {
   if (!data.mcq.length) return section('mcq', 'Patch MCQ', empty('No MCQ results in these runs.'));
-  const sorted = [...data.mcq].sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a));
+  const places = rankedWithTies(data.mcq, rankingAccuracy, 'higher');
+  const sorted = places.map(({ item }) => item);
   return section(
     'mcq',
     'Patch MCQ',
     table(
-      ['checkpoint', 'style', 'acc', 'acc_norm', 'acc_pmi', 'asked', 'no distractors'],
-      sorted.map((r) => [r.checkpoint, r.style, pct(r.acc), pct(r.acc_norm), pct(r.acc_pmi), r.items.length, r.skipped.length]),
-      [2, 3, 4, 5, 6],
+      ['rank', 'checkpoint', 'style', 'acc', 'acc_norm', 'acc_pmi', 'asked', `left out (<${MCQ_MIN_DISTRACTORS} distractors)`],
+      places.map(({ item: r, rank }) => [
+        rank,
+        r.checkpoint,
+        r.style,
+        pct(r.acc),
+        pct(r.acc_norm),
+        pct(r.acc_pmi),
+        r.items.length,
+        r.skipped.length,
+      ]),
+      [0, 3, 4, 5, 6, 7],
     ) +
       barChart(
         `MCQ ${RANKING_ACCURACY_LABEL}: gold preferred over every verifier-rejected distractor`,
