@@ -3,10 +3,17 @@ import { Command, Option } from 'commander';
 import { rankingAccuracy, scoreMcq, type McqItem, type McqResult, type McqStyle } from '../probes/mcq.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
 import { MCQ_MIN_DISTRACTORS } from '../schema/probe-item.ts';
+import { InputError } from '../errors.ts';
+import { EMBEDDED_PROBES } from '../embedded.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
+import { rankedWithTies } from '../stats/ties.ts';
 import { integer } from './args.ts';
 import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
+
+/** What to do about items with too few distractors: a real trajectory's own near misses are often fewer than three. */
+const FEWER_DISTRACTORS_HINT =
+  'the verifier rejected too few near misses; rebuild with probe build --distractor-ckpt DIR to add candidates sampled from a checkpoint at T*';
 
 interface McqFlags extends ScoringFlags {
   style: McqStyle;
@@ -27,6 +34,12 @@ export function mcqCommand(): Command {
     .addHelpText('after', '\nExample:\n  probe mcq --ckpt checkpoints/ngram-agent checkpoints/attn-agent --probes probes/demo.jsonl --json')
     .action(async (flags: McqFlags) => {
       const run = prepareScoringRun(flags, 'mcq', { config: { style: flags.style }, seeds: { option_order: flags.seed }, scores: true });
+      const askable = run.items.filter((item) => item.distractors.length >= MCQ_MIN_DISTRACTORS).length;
+      if (askable === 0)
+        throw new InputError(
+          { file: flags.probes ?? EMBEDDED_PROBES },
+          `none of its ${run.items.length} items has the ${MCQ_MIN_DISTRACTORS} distractors MCQ asks with (${FEWER_DISTRACTORS_HINT})`,
+        );
       const { results, failures } = await scoreCheckpoints<McqResult, McqItem>(run, 'mcq', (ckpt, backend, hooks) =>
         scoreMcq(ckpt, backend, run.items, flags.style, flags.seed, hooks),
       );
@@ -34,7 +47,9 @@ export function mcqCommand(): Command {
       const ranking = [...results].sort((a, b) => rankingAccuracy(b) - rankingAccuracy(a)).map((r) => r.checkpoint);
       if (!run.quiet && results.length) {
         const byName = new Map(results.map((r) => [r.checkpoint, r]));
-        const rows = ranking.map((name, i) => {
+        // Each checkpoint's place by the ranking accuracy, a tie sharing it (three at 30% are 2=, 2=, 2=, not 2, 3, 4).
+        const places = rankedWithTies(ranking, (name) => rankingAccuracy(byName.get(name)!), 'higher');
+        const rows = places.map(({ item: name, rank }) => {
           const r = byName.get(name)!;
           const s = r.diagnostics.shortest_wins;
           const wins =
@@ -42,7 +57,7 @@ export function mcqCommand(): Command {
               ? [s.acc, s.acc_norm, s.acc_pmi].map((v) => formatPercent(v)).join(' / ')
               : formatPercent(s.letter);
           return [
-            String(i + 1),
+            rank,
             tableName(name),
             formatPercent(r.acc),
             formatPercent(r.acc_norm),
@@ -66,6 +81,11 @@ export function mcqCommand(): Command {
           `option text verbatim in the context: ${formatPercent(v.any)} of asked items (gold ${formatPercent(v.gold)}, a distractor ${formatPercent(v.distractor)})\n`,
         );
       }
+      const leftOut = run.items.length - askable;
+      if (!run.quiet && leftOut > 0)
+        process.stderr.write(
+          `${leftOut} of ${run.items.length} items left out: fewer than ${MCQ_MIN_DISTRACTORS} distractors each (${FEWER_DISTRACTORS_HINT})\n`,
+        );
       emitResults(run, { results, ranking, ...errors });
     });
 }

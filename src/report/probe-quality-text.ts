@@ -150,6 +150,11 @@ export function summarizeProbeQuality(r: ProbeQualityReport, reportFile: string)
   return `${[
     `quality: ${d.total} distractors (${d.non_edit} not an edit), ${d.below_minimum.length} of ${r.items} items below the MCQ minimum of ${d.mcq_minimum}; gold median ${fmt(r.gold.bytes.median, 0)} bytes; T* median step ${fmt(r.decisive_step.absolute.median, 1)}`,
     `quality: items with leaks: ${leaks}`,
+    ...(d.below_minimum.length
+      ? [
+          `quality: probe mcq leaves out the ${d.below_minimum.length} item${d.below_minimum.length === 1 ? '' : 's'} with fewer than ${d.mcq_minimum} distractors; --distractor-ckpt DIR adds candidates sampled from a checkpoint at T* (the verifier keeps those it rejects)`,
+        ]
+      : []),
     `quality: ${r.warnings.length} warning${r.warnings.length === 1 ? '' : 's'}${r.warnings.length ? ` (${r.warnings.map((w) => w.code).join(', ')})` : ''} → ${reportFile}; \`probe inspect\` on the probe file explains them`,
   ].join('\n')}\n`;
 }
