@@ -1,14 +1,17 @@
 /**
  * Builds a task record from a task source directory — `repo/` (the repository at its
- * base commit, a plain tree), `tests-added/` (files the test patch adds) and `meta.json`
- * (the SWE-bench fields) — computing `base_commit` and `test_patch`. The directory is read
+ * base commit: a git repository, or a plain tree), `tests-added/` (files the test patch
+ * adds) and the SWE-bench fields (`meta.json`, and/or given by `probe task`'s flags) —
+ * computing `base_commit` and `test_patch`. The directory is read
  * through util/safe-tree.ts: regular files and directories only, links only inside it,
  * size caps — a FIFO or a link to /dev/zero there is an error naming it, not a hang.
  */
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InputError } from '../errors.ts';
+import { COMMIT_ID } from '../schema/task.ts';
 import { commitTree } from '../sandbox/local.ts';
 import { copyTree, readTextFile, TEXT_FILE_BYTES, walkTree } from '../util/safe-tree.ts';
 
@@ -52,17 +55,53 @@ export function treeCommit(repoDir: string): string {
   }
 }
 
-export function buildTaskRecord(taskDir: string): Record<string, unknown> {
+/**
+ * The commit a git repository's HEAD names, in full. Read with every hook-like setting off:
+ * `rev-parse` runs none, and fsmonitor is the one configuration that could make it run a program.
+ */
+function gitHead(repoDir: string): string {
+  const run = spawnSync('git', ['-c', 'core.fsmonitor=', 'rev-parse', '--verify', 'HEAD^{commit}'], { cwd: repoDir, encoding: 'utf8' });
+  const head = run.stdout.trim();
+  if (run.status !== 0 || !COMMIT_ID.test(head))
+    throw new InputError({ file: repoDir }, `is a git repository without a commit at HEAD (${run.stderr.trim() || 'git said nothing'})`);
+  return head;
+}
+
+/** The base commit of a task's repository: HEAD of a git repository, else the plain tree's deterministic commit. */
+export function baseCommitOf(repoDir: string): string {
+  if (!existsSync(repoDir)) throw new InputError({ file: repoDir }, 'is missing: a task source directory holds the repository as repo/');
+  return existsSync(join(repoDir, '.git')) ? gitHead(repoDir) : treeCommit(repoDir);
+}
+
+/** The fields of `meta.json`, when the directory has one. */
+export function readMeta(taskDir: string): Record<string, unknown> {
   const metaFile = join(taskDir, 'meta.json');
-  const meta = JSON.parse(readTextFile(metaFile, { root: taskDir, what: 'the task source directory' })) as Record<string, unknown>;
+  if (!existsSync(metaFile)) return {};
+  const text = readTextFile(metaFile, { root: taskDir, what: 'the task source directory' });
+  let meta: unknown;
+  try {
+    meta = JSON.parse(text);
+  } catch (error) {
+    throw new InputError({ file: metaFile }, `is not JSON: ${(error as Error).message}`);
+  }
+  if (!meta || typeof meta !== 'object' || Array.isArray(meta)) throw new InputError({ file: metaFile }, 'must hold one JSON object');
+  return meta as Record<string, unknown>;
+}
+
+/** The record of a task source directory: `fields` over `meta.json`, base_commit and test_patch computed, repo_path `repo`. */
+export function buildTaskRecord(taskDir: string, fields: Record<string, unknown> = {}): Record<string, unknown> {
   return {
-    ...meta,
-    base_commit: treeCommit(join(taskDir, 'repo')),
+    ...readMeta(taskDir),
+    ...fields,
+    base_commit: (fields.base_commit as string | undefined) ?? baseCommitOf(join(taskDir, 'repo')),
     test_patch: addFilesPatch(join(taskDir, 'tests-added')),
     repo_path: 'repo',
   };
 }
 
-export function writeTaskRecord(taskDir: string): void {
-  writeFileSync(join(taskDir, 'task.json'), `${JSON.stringify(buildTaskRecord(taskDir), null, 2)}\n`);
+/** Writes `task.json` into the task source directory and returns its path. */
+export function writeTaskRecord(taskDir: string, fields: Record<string, unknown> = {}): string {
+  const file = join(taskDir, 'task.json');
+  writeFileSync(file, `${JSON.stringify(buildTaskRecord(taskDir, fields), null, 2)}\n`);
+  return file;
 }
