@@ -134,10 +134,10 @@ export function taskCommand(): Command {
       if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InputError({ file: dirArg }, 'is not a directory');
       const file = writeTaskRecord(dir, fieldsOf(dir, flags));
       const [task] = await loadTaskFile(file); // the schema's word on every field, before any test runs
+      const checked = flags.check ? `${await checkAtBase(file, flags.sandbox)}\n` : ''; // a failed check is the only line printed
       process.stderr.write(
-        `${file}: task ${task!.instance_id}, base_commit ${task!.base_commit.slice(0, 12)}, ${task!.FAIL_TO_PASS.length} FAIL_TO_PASS, ${task!.PASS_TO_PASS.length} PASS_TO_PASS\n`,
+        `${file}: task ${task!.instance_id}, base_commit ${task!.base_commit.slice(0, 12)}, ${task!.FAIL_TO_PASS.length} FAIL_TO_PASS, ${task!.PASS_TO_PASS.length} PASS_TO_PASS\n${checked}`,
       );
-      if (flags.check) process.stderr.write(`${await checkAtBase(file, flags.sandbox)}\n`);
       process.stderr.write(
         `next: probe replay TRAJECTORY --task ${join(dirArg, 'task.json')}   (T*; name trajectory files ${task!.instance_id}.<label>.<ext> for probe build --tasks ${dirArg})\n`,
       );

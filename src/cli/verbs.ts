@@ -41,20 +41,22 @@ export const VERB_GROUPS: readonly VerbGroup[] = [
     verbs: [
       {
         name: 'task',
-        summary: 'a task record from a repository (or a plain tree) and its tests, for your own trajectories',
-        example: 'probe task --repo ./myrepo --test-cmd "python -m pytest -q" --fail tests/test_x.py::test_y --out tasks/my-task.json',
+        summary:
+          'a task record (DIR/task.json) from DIR/repo/ (a git checkout or a plain tree) and DIR/tests-added/, for your own trajectories',
+        example:
+          'probe task my-task --test-cmd "python3 -m pytest -rA tests/test_fix.py" --fail tests/test_fix.py::test_fix --problem-file issue.md',
         load: async () => (await import('./task.ts')).taskCommand(),
       },
       {
         name: 'replay',
         summary: 'replay one successful trajectory, verify after every edit, find the decisive step T*',
-        example: 'probe replay trajectories/demo-01.agent.json --task tasks/demo-01.json',
+        example: 'probe replay trajectories/shop__pricing-1.mini.traj.json --task verifiers/shop__pricing-1/task.json',
         load: async () => (await import('./replay.ts')).replayCommand(),
       },
       {
         name: 'build',
         summary: 'replay a directory of trajectories and write a probe item at each T*, with near-miss distractors',
-        example: 'probe build --trajectories trajectories --tasks tasks --out probes/mine.jsonl',
+        example: 'probe build --trajectories trajectories --tasks verifiers --out my-probes/demo.jsonl',
         load: async () => (await import('./build.ts')).buildCommand(),
       },
       {
@@ -112,7 +114,7 @@ export const VERB_GROUPS: readonly VerbGroup[] = [
       {
         name: 'validate',
         summary: 'the validation study: each probe against ASAP, with rank correlations and their intervals',
-        example: 'probe validate --ckpt a --ckpt b --ckpt c --trajectories trajectories --tasks tasks',
+        example: 'probe validate --ckpt ckpt-a --ckpt ckpt-b --ckpt ckpt-c --trajectories trajectories --tasks verifiers',
         load: async () => (await import('./validate.ts')).validateCommand(),
       },
       {
