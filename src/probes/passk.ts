@@ -99,7 +99,8 @@ export async function judgeSample(
   item: ProbeItem,
   task: LoadedTask,
   options: Pick<PasskOptions, 'leaseFor' | 'restore'>,
-  cache: Map<string, PasskSample>,
+  /** Verdicts of this item's actions so far, by parsed action: a repeated sample is graded once (also while its first copy is still running). */
+  cache: Map<string, Promise<PasskSample>>,
 ): Promise<PasskSample> {
   let action: TrajectoryAction;
   try {
@@ -111,20 +112,19 @@ export async function judgeSample(
   if (action.tool === 'submit' || action.tool === 'none') return { text, parsed: true, resolved: false, reason: 'changes nothing' };
   const key = JSON.stringify({ tool: action.tool, args: action.args });
   const known = cache.get(key);
-  if (known) return { ...known, text };
+  if (known) return { ...(await known), text };
   const lease = options.leaseFor(task);
-  const verdict = await lease(async (sb) => {
+  const grading = lease(async (sb) => {
     await options.restore(sb, item, task);
     await runAction(sb, action, 60_000);
     return verifySandbox(sb, task); // grades the tree's diff on a freshly restored base
-  });
-  const sample = {
+  }).then((verdict) => ({
     text,
     parsed: true,
     ...judged(verdict, verdict.resolved ? 'resolved' : (verdict.reason ?? unresolvedCauses(verdict, undefined, 3))),
-  };
-  cache.set(key, sample);
-  return sample;
+  }));
+  cache.set(key, grading);
+  return grading;
 }
 
 /** One rollout of up to `steps` actions from the T* state, then the verifier. */
@@ -180,6 +180,9 @@ async function rollout(
   });
 }
 
+/** Items graded at once in a single-step pass@K: one's sandboxes run while the other's samples are drawn or graded. */
+const ITEMS_IN_FLIGHT = 2;
+
 export async function scorePassk(
   checkpoint: string,
   backend: CompletionBackend,
@@ -212,6 +215,7 @@ export async function scorePassk(
   }
   // The next unfinished item samples while this one's samples are verified: the model and the sandboxes overlap.
   const sampling = new Map<string, Promise<Sample[]>>();
+  const consumed = new Set<string>(); // items whose samples were taken: never sampled again
   const samplesOf = (item: ProbeItem) => {
     let pending = sampling.get(item.id);
     if (!pending) {
@@ -231,28 +235,46 @@ export async function scorePassk(
     }
     return pending;
   };
-  for (const [index, item] of items.entries()) {
-    scored.push(
-      await memoized(hooks.memo, item.id, async () => {
-        const samples = await samplesOf(item);
-        sampling.delete(item.id);
-        const following = items.slice(index + 1).find((next) => hooks.memo?.get(next.id) === undefined);
-        if (following) void samplesOf(following);
-        const task = options.taskOf(item);
-        const cache = new Map<string, PasskSample>();
-        const judged: PasskSample[] = [];
-        for (const s of samples)
-          judged.push(
-            s.finishReason === 'error'
-              ? notReturned(s)
-              : await judgeSample(sampledActionText(formats.get(item.id)!, s), item, task, options, cache),
-          );
-        return passkItem(item, judged);
-      }),
-    );
-    hooks.onItem?.(item.id);
-  }
-  return summarize(checkpoint, backend, options, scored);
+  // Items are graded ITEMS_IN_FLIGHT at a time (their sandboxes run while the model samples the next); results keep the items' order.
+  const byIndex: PasskItem[] = new Array(items.length);
+  let nextIndex = 0;
+  let failed = false;
+  const worker = async () => {
+    while (!failed && nextIndex < items.length) {
+      const index = nextIndex++;
+      const item = items[index]!;
+      try {
+        byIndex[index] = await gradeItem(item, index);
+      } catch (error) {
+        failed = true; // the other worker takes no further item
+        throw error;
+      }
+      hooks.onItem?.(item.id);
+    }
+  };
+  const gradeItem = (item: ProbeItem, index: number) =>
+    memoized(hooks.memo, item.id, async () => {
+      const samples = await samplesOf(item);
+      sampling.delete(item.id);
+      consumed.add(item.id);
+      const following = items
+        .slice(index + 1)
+        .find((next) => hooks.memo?.get(next.id) === undefined && !sampling.has(next.id) && !consumed.has(next.id));
+      if (following) void samplesOf(following);
+      const task = options.taskOf(item);
+      // The samples are graded at once, as many at a time as the task's sandbox pool holds; the order of the results is the samples'.
+      const cache = new Map<string, Promise<PasskSample>>();
+      const judged = await Promise.all(
+        samples.map((s) =>
+          s.finishReason === 'error'
+            ? notReturned(s)
+            : judgeSample(sampledActionText(formats.get(item.id)!, s), item, task, options, cache),
+        ),
+      );
+      return passkItem(item, judged);
+    });
+  await Promise.all(Array.from({ length: Math.min(ITEMS_IN_FLIGHT, items.length) }, worker));
+  return summarize(checkpoint, backend, options, byIndex);
 }
 
 function passkItem(item: ProbeItem, judged: PasskSample[]): PasskItem {
