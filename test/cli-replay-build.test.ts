@@ -232,7 +232,16 @@ describe.skipIf(!hasBubblewrap())('probe build, killed and resumed', () => {
     const dir = tempDir();
     const trajectories = join(dir, 'trajectories');
     mkdirSync(trajectories);
-    for (const name of ['cart-js__total-8.mini.traj.json', 'shop__pricing-1.mini.traj.json', 'stats__median-7.mini.traj.json'])
+    // More trajectories than the build runs at once, so that the kill after the first lands with work left.
+    for (const name of [
+      'cart-js__total-8.mini.traj.json',
+      'shop__pricing-1.mini.traj.json',
+      'stats__median-7.mini.traj.json',
+      'api__pagination-5.mini.traj.json',
+      'csv-js__quoted-11.mini.traj.json',
+      'shop__slugify-2.mini2.traj.json',
+      'config__loader-6.mini2.traj.json',
+    ])
       copyFileSync(join(REPO_ROOT, 'trajectories', name), join(trajectories, name));
     const args = (out: string) => [
       'build',

@@ -15,6 +15,7 @@ import type { ContextFormat } from '../replay/render-context.ts';
 import { replayTrajectory, type ReplayOptions } from '../replay/replay.ts';
 import { placeTask } from '../replay/workdir.ts';
 import { createProgress } from '../report/progress.ts';
+import { enterStage } from '../report/run-stages.ts';
 import { SandboxPool } from '../sandbox/pool.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import type { LoadedTask } from '../schema/task.ts';
@@ -220,6 +221,7 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
   const counts: CorpusCounts = { rows: 0, unresolved: 0 };
   const skipped = { unresolved: 0, noTask: 0 };
   const outcome: BuildOutcome = { items: [], trajectories: [], inputErrors: 0, skipped };
+  enterStage('build');
   const progress = createProgress({ total: (await corpusRowCount(file)) ?? 0, enabled: !s.quiet });
   const owners = new Map<string, string>();
   let ticked = 0;
@@ -270,19 +272,40 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
   return outcome;
 }
 
+/** Trajectory files built at once: each one's replay waits on its jails, and two cores can run several. */
+const TRAJECTORIES_IN_FLIGHT = 3;
+
 export async function buildProbeSet(s: BuildSettings): Promise<BuildOutcome> {
   if (isTrajectoryCorpus(s.trajectories)) return buildCorpus(s);
   const files = trajectoryFiles(s.trajectories);
   const root = resolve(s.trajectories, '..');
   const outcome: BuildOutcome = { items: [], trajectories: [], inputErrors: 0 };
+  enterStage('build');
   const progress = createProgress({ total: files.length, enabled: !s.quiet });
   const owners = new Map<string, string>();
+  // Trajectories are built TRAJECTORIES_IN_FLIGHT at a time (a replay mostly waits on its jails); results are taken in file order.
+  const building = new Map<number, Promise<{ built: TrajectoryBuild } | { error: unknown }>>();
+  const startBuild = (index: number) => {
+    const file = files[index]!;
+    if (building.has(index) || s.memo?.get(basename(file)) !== undefined) return;
+    building.set(
+      index,
+      buildTrajectory(file, s, root).then(
+        (built) => ({ built }),
+        (error: unknown) => ({ error }),
+      ),
+    );
+  };
   try {
-    for (const file of files) {
+    for (const [index, file] of files.entries()) {
+      for (let ahead = index; ahead < Math.min(files.length, index + TRAJECTORIES_IN_FLIGHT); ahead++) startBuild(ahead);
       progress.label(`replaying ${file}`);
       const known = s.memo?.get(basename(file));
       try {
-        const built = known ?? (await buildTrajectory(file, s, root));
+        const settled = known ? { built: known } : await building.get(index)!;
+        building.delete(index);
+        if ('error' in settled) throw settled.error;
+        const built = settled.built;
         // A replay's verdict is kept (a rejection included); a file that could not be read is not, so a fixed file is built next time.
         if (!known) s.memo?.put(basename(file), built);
         claimItemIds(built, owners, file);
