@@ -21,8 +21,9 @@ import { lockRunDir } from '../store/run-lock.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { INCLUDE_CONTROLS_HELP, prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './scoring-options.ts';
-import { LADDER_DEFAULTS, ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
+import { LADDER_DEFAULTS, ladderConfig, passkItemsOf, runLadder, SCREEN_STAGES, type LadderSettings } from '../pipeline/ladder.ts';
 import { printLadder } from '../report/ladder-table.ts';
+import { withRunStages } from '../report/run-stages.ts';
 import { ASAP_ENVIRONMENTS, type AsapEnvironment } from '../protocol.ts';
 import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
 
@@ -39,10 +40,27 @@ interface DemoFlags extends RunFlags {
   concurrency: number;
   includeControls?: boolean;
   asapEnv: AsapEnvironment[];
+  passkRenderings: 'one' | 'all';
 }
 
 const TRAJECTORIES = join(REPO_ROOT, 'trajectories');
 const TASKS = join(REPO_ROOT, 'verifiers');
+
+/**
+ * The demo's budgets, said beside its table: each is smaller than a screen's default, and the
+ * reader should know which and why (docs/benchmarks.md measures the larger ones).
+ */
+function budgetsLine(flags: DemoFlags, items: number, passkItems: number): string {
+  const renderings =
+    passkItems < items
+      ? `on one rendering of each trajectory (${passkItems} of ${items} items; its renderings share one decisive action)`
+      : `on all ${items} items`;
+  return (
+    `Budgets: pass@${flags.n} ${renderings}, sampled actions ≤ ${flags.passkMaxTokens} tokens (the longest gold action is 595); ` +
+    `ASAP ${flags.asapRuns} runs × ${flags.asapInstances} instances, ≤ ${flags.asapMaxSteps} steps of ≤ ${flags.asapMaxTokens} tokens. ` +
+    'With every rendering the ranking and the recommendation are the same (docs/benchmarks.md).'
+  );
+}
 
 export function demoCommand(): Command {
   return addRunOptions(
@@ -67,6 +85,14 @@ export function demoCommand(): Command {
           .choices([...ASAP_ENVIRONMENTS])
           .default(['swe']),
       )
+      .addOption(
+        new Option(
+          '--passk-renderings <which>',
+          "pass@K on one rendering of each trajectory (its native one) or on every rendering; a trajectory's renderings share its decisive action",
+        )
+          .choices(['one', 'all'])
+          .default('one'),
+      )
       .option('--include-controls', INCLUDE_CONTROLS_HELP)
       .option('--no-install', 'do not install missing system packages (bubblewrap, python3-pytest, git) even as root')
       .option('--json', 'print one JSON document on stdout'),
@@ -76,84 +102,90 @@ export function demoCommand(): Command {
       'after',
       '\nExample:\n  probe demo            # about 7 minutes on 2 CPU cores (installs bubblewrap and pytest first on a bare machine, as root)\n  probe demo --out runs/demo --resume',
     )
-    .action(async (flags: DemoFlags) => {
-      const started = Date.now();
-      checkResume(flags);
-      const out = flags.out ?? timestampedRunDir('demo');
-      const quiet = Boolean(flags.json);
-      const say = (text: string) => {
-        if (!quiet) process.stderr.write(text);
-      };
-      // A bare machine has no bubblewrap or pytest yet: as root, install them (saying so) before any work.
-      ensureRequirements({ install: flags.install, log: (line) => process.stderr.write(line) });
-      const tasks = await loadTasks(TASKS);
-      const probesFile = join(out, 'probes.jsonl');
-      ensureOutputDir(out, '--out');
-      lockRunDir(out); // from the build on: one demo writes this directory at a time
+    .action((flags: DemoFlags) => withRunStages(DEMO_STAGES, () => runDemo(flags)));
+}
 
-      // 1. The probe set, built once per run directory (a resumed demo keeps the one it built).
-      if (!existsSync(probesFile)) {
-        if (existsSync(join(out, 'run.json')) && !flags.resume) throw existingRunError(join(out, 'run.json'));
-        say(
-          `Building probes from ${relative(process.cwd(), TRAJECTORIES) || TRAJECTORIES} (replaying each trajectory in a jailed sandbox)\n`,
-        );
-        const progressLog = UnitLog.open<TrajectoryBuild>(
-          join(out, 'build.progress.jsonl'),
-          { trajectories: trajectoriesHash(TRAJECTORIES) },
-          { resume: Boolean(flags.resume), what: 'probe build' },
-        );
-        const built = await buildProbeSet({
-          trajectories: TRAJECTORIES,
-          tasks,
-          contexts: ['native', 'asap'],
-          restore: 'patch',
-          distractors: true,
-          replay: { openSandbox: (t) => openSandbox('local', t), sandboxName: 'local', concurrency: 4, repeats: 3 },
-          quiet,
-          memo: progressLog,
-        });
-        if (built.inputErrors) throw new InputError({ file: TRAJECTORIES }, `${built.inputErrors} demo trajectories could not be read`);
-        writeProbeItems(probesFile, built.items);
-        progressLog.remove();
-        say(
-          `${built.items.length} probe items from ${built.trajectories.filter((t) => !t.rejected).length} trajectories → ${probesFile}\n`,
-        );
-      }
+/**
+ * The demo's stages and their shares of its time on a cold cache (measured: docs/benchmarks.md),
+ * for the one progress display and its ETA over the whole run.
+ */
+const DEMO_STAGES = [{ name: 'build', share: 0.2 }, ...SCREEN_STAGES];
 
-      // 2. The ladder, into the same run directory.
-      const settings: LadderSettings = {
-        shortlist: flags.shortlist,
-        n: flags.n,
-        seed: 0,
-        tasks,
-        tasksPath: TASKS,
-        reference: TRAJECTORIES,
-        asapRuns: flags.asapRuns,
-        asapMaxSteps: flags.asapMaxSteps,
-        passkMaxTokens: flags.passkMaxTokens,
-        asapMaxTokens: flags.asapMaxTokens,
-        asapInstances: flags.asapInstances,
-        concurrency: flags.concurrency,
-        includeControls: flags.includeControls,
-        asapEnvs: flags.asapEnv,
-      };
-      const scoring: ScoringFlags = { ...flags, out, probes: probesFile };
-      const run = prepareScoringRun(scoring, 'demo', { config: ladderConfig(settings), seeds: { sampling: 0 } });
-      const outcome = await runLadder(run, settings);
-      const errors = reportFailures(outcome.failures);
-      run.dir!.writeResults({ results: outcome.rows, shortlist: outcome.shortlist, asap_out: outcome.asapOut, ...errors });
+async function runDemo(flags: DemoFlags): Promise<void> {
+  const started = Date.now();
+  checkResume(flags);
+  const out = flags.out ?? timestampedRunDir('demo');
+  const quiet = Boolean(flags.json);
+  const say = (text: string) => {
+    if (!quiet) process.stderr.write(text);
+  };
+  // A bare machine has no bubblewrap or pytest yet: as root, install them (saying so) before any work.
+  ensureRequirements({ install: flags.install, log: (line) => process.stderr.write(line) });
+  const tasks = await loadTasks(TASKS);
+  const probesFile = join(out, 'probes.jsonl');
+  ensureOutputDir(out, '--out');
+  lockRunDir(out); // from the build on: one demo writes this directory at a time
 
-      // 3. The report.
-      const html = join(out, 'report.html');
-      writeFileAtomic(html, renderReport(collectRuns([out]), { title: 'probe demo: the embedded checkpoint ladder' }));
-      const minutes = ((Date.now() - started) / 60_000).toFixed(1);
-      if (quiet) {
-        process.stdout.write(
-          `${JSON.stringify({ out, report: html, minutes: Number(minutes), results: outcome.rows, shortlist: outcome.shortlist, ...errors }, null, 2)}\n`,
-        );
-        return;
-      }
-      printLadder(outcome, run.items.length, flags.n);
-      say(`\nHTML report: ${html}\nRun directory: ${out} (${minutes} min)\n`);
+  // 1. The probe set, built once per run directory (a resumed demo keeps the one it built).
+  if (!existsSync(probesFile)) {
+    if (existsSync(join(out, 'run.json')) && !flags.resume) throw existingRunError(join(out, 'run.json'));
+    say(`Building probes from ${relative(process.cwd(), TRAJECTORIES) || TRAJECTORIES} (replaying each trajectory in a jailed sandbox)\n`);
+    const progressLog = UnitLog.open<TrajectoryBuild>(
+      join(out, 'build.progress.jsonl'),
+      { trajectories: trajectoriesHash(TRAJECTORIES) },
+      { resume: Boolean(flags.resume), what: 'probe build' },
+    );
+    const built = await buildProbeSet({
+      trajectories: TRAJECTORIES,
+      tasks,
+      contexts: ['native', 'asap'],
+      restore: 'patch',
+      distractors: true,
+      replay: { openSandbox: (t) => openSandbox('local', t), sandboxName: 'local', concurrency: 4, repeats: 3 },
+      quiet,
+      memo: progressLog,
     });
+    if (built.inputErrors) throw new InputError({ file: TRAJECTORIES }, `${built.inputErrors} demo trajectories could not be read`);
+    writeProbeItems(probesFile, built.items);
+    progressLog.remove();
+    say(`${built.items.length} probe items from ${built.trajectories.filter((t) => !t.rejected).length} trajectories → ${probesFile}\n`);
+  }
+
+  // 2. The ladder, into the same run directory.
+  const settings: LadderSettings = {
+    shortlist: flags.shortlist,
+    n: flags.n,
+    seed: 0,
+    tasks,
+    tasksPath: TASKS,
+    reference: TRAJECTORIES,
+    asapRuns: flags.asapRuns,
+    asapMaxSteps: flags.asapMaxSteps,
+    passkMaxTokens: flags.passkMaxTokens,
+    asapMaxTokens: flags.asapMaxTokens,
+    asapInstances: flags.asapInstances,
+    concurrency: flags.concurrency,
+    includeControls: flags.includeControls,
+    asapEnvs: flags.asapEnv,
+    passkOnePerTrajectory: flags.passkRenderings === 'one',
+  };
+  const scoring: ScoringFlags = { ...flags, out, probes: probesFile };
+  const run = prepareScoringRun(scoring, 'demo', { config: ladderConfig(settings), seeds: { sampling: 0 } });
+  const outcome = await runLadder(run, settings);
+  const errors = reportFailures(outcome.failures);
+  run.dir!.writeResults({ results: outcome.rows, shortlist: outcome.shortlist, asap_out: outcome.asapOut, ...errors });
+
+  // 3. The report.
+  const html = join(out, 'report.html');
+  writeFileAtomic(html, renderReport(collectRuns([out]), { title: 'probe demo: the embedded checkpoint ladder' }));
+  const minutes = ((Date.now() - started) / 60_000).toFixed(1);
+  if (quiet) {
+    process.stdout.write(
+      `${JSON.stringify({ out, report: html, minutes: Number(minutes), results: outcome.rows, shortlist: outcome.shortlist, ...errors }, null, 2)}\n`,
+    );
+    return;
+  }
+  printLadder(outcome, run.items.length, flags.n);
+  say(`${budgetsLine(flags, run.items.length, passkItemsOf(run.items, settings).length)}\n`);
+  say(`\nHTML report: ${html}\nRun directory: ${out} (${minutes} min)\n`);
 }

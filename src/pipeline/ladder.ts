@@ -46,6 +46,11 @@ export interface LadderSettings {
   concurrency: number;
   /** Treat controls (checkpoints that have seen the probes) as candidates: shortlisted and recommended like any other. */
   includeControls?: boolean | undefined;
+  /**
+   * pass@K on one rendering of each trajectory (its first item: the native context) instead of every rendering.
+   * The renderings of one trajectory share its decisive action, so they are not independent draws of the task.
+   */
+  passkOnePerTrajectory?: boolean | undefined;
   /** The environment kinds the shortlist's ASAP episodes run in (default: swe only). */
   asapEnvs?: readonly AsapEnvironment[] | undefined;
   /** Terminal-Bench task directories and the deep-research set, for those kinds (default: the shipped ones). */
@@ -66,6 +71,13 @@ export const LADDER_DEFAULTS = {
   asapMaxTokens: ASAP_PROTOCOL.maxTokens,
   concurrency: 2,
 } as const satisfies Partial<LadderSettings>;
+
+/** The ladder's stages and their shares of a screen's time (the demo's, measured: docs/benchmarks.md), for the run's one progress display. */
+export const SCREEN_STAGES = [
+  { name: 'bpb + mcq', share: 0.1 },
+  { name: 'pass@k', share: 0.5 },
+  { name: 'asap', share: 0.2 },
+] as const;
 
 export interface LadderOutcome {
   rows: LadderRow[];
@@ -91,6 +103,8 @@ export function ladderConfig(s: LadderSettings): Record<string, unknown> {
     asap_max_tokens: s.asapMaxTokens ?? LADDER_DEFAULTS.asapMaxTokens,
     asap_instances: s.asapInstances ?? null,
     include_controls: Boolean(s.includeControls),
+    // Only when set: ladders from before resume with the settings they recorded.
+    ...(s.passkOnePerTrajectory ? { passk_items: 'one per trajectory' } : {}),
     // Only where it is not SWE alone: ladders from before keep the settings they resume with.
     ...(envs.join() === 'swe'
       ? {}
@@ -107,6 +121,16 @@ function asapTasksOf(run: ScoringRun, s: LadderSettings): LoadedTask[] {
   const probeTasks = new Set(run.items.map((i) => i.task));
   const tasks = s.tasks.filter((t) => probeTasks.has(t.instance_id));
   return s.asapInstances === undefined ? tasks : tasks.slice(0, s.asapInstances);
+}
+
+/** The items pass@K samples: all of them, or the first rendering of each trajectory (`passkOnePerTrajectory`). */
+export function passkItemsOf<T extends { source: { file: string } }>(
+  items: readonly T[],
+  s: Pick<LadderSettings, 'passkOnePerTrajectory'>,
+): T[] {
+  if (!s.passkOnePerTrajectory) return [...items];
+  const seen = new Set<string>();
+  return items.filter((item) => !seen.has(item.source.file) && seen.add(item.source.file));
 }
 
 export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<LadderOutcome> {
@@ -162,7 +186,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   const failures = [...cheap.failures];
   const top = [...rows.filter(candidate).slice(0, s.passkTop ?? 2 * s.shortlist), ...rows.filter((r) => !candidate(r))];
   const tasks = new Map(s.tasks.map((t) => [t.instance_id, t]));
-  const passkItems = items.filter((i) => tasks.has(i.task));
+  const passkItems = passkItemsOf(items, s).filter((i) => tasks.has(i.task));
   const pools = new TaskPools((t) => openSandbox('local', t), 2);
   try {
     const passk = await forEachCheckpoint(
