@@ -2,6 +2,7 @@
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { createProgress, formatDuration } from '../src/report/progress.ts';
+import { enterStage, RunStages, withRunStages } from '../src/report/run-stages.ts';
 
 class Terminal extends Writable {
   text = '';
@@ -97,5 +98,56 @@ describe('progress', () => {
     expect(formatDuration(59_400)).toBe('59s');
     expect(formatDuration(65_000)).toBe('1m05s');
     expect(formatDuration(3_725_000)).toBe('1h02m');
+  });
+});
+
+describe('one display for a run of stages', () => {
+  it("shows the stage of how many, the whole run's share done and its ETA, with read-back work outside the pace", async () => {
+    let t = 0;
+    const term = new Terminal(true);
+    const bar = (total: number) => createProgress({ total, enabled: true, stream: term, intervalMs: 0, now: () => t });
+    await withRunStages(
+      [
+        { name: 'a', share: 1 },
+        { name: 'b', share: 3 },
+      ],
+      async () => {
+        enterStage('a');
+        const a = bar(2);
+        t = 10_000;
+        a.tick();
+        // Half of a (share 1 of 4) in 10 s: 1/8 of the run, so 70 s left.
+        expect(term.screen()[0]).toMatch(/^stage 1\/2 a █+░+ 1\/2 \| run 13% ETA 1m10s \| 10s elapsed$/);
+        a.tick();
+        a.stop();
+        enterStage('b');
+        const b = bar(3);
+        b.tick(undefined, true); // read back: done, but no time spent
+        // a (1/4) computed plus a third of b read back (1/4): half the run, a quarter of it computed in 10 s → 20 s left.
+        expect(term.screen()[0]).toMatch(/^stage 2\/2 b █+░+ 1\/3 \| run 50% ETA 20s \| 10s elapsed$/);
+        b.stop();
+      },
+      () => t,
+    );
+    // Outside a tracked run a bar is its own again.
+    const alone = bar(2);
+    alone.tick();
+    expect(term.screen()[0]).toMatch(/^█+░+ 1\/2 {2}50% \| ETA/);
+  });
+
+  it('counts the stages a resumed run skips as done and read back, and takes stages it was not told of', () => {
+    let t = 0;
+    const run = new RunStages(
+      [
+        { name: 'build', share: 1 },
+        { name: 'score', share: 1 },
+      ],
+      () => t,
+    );
+    run.enter('score');
+    t = 5000;
+    expect(run.position(0.5, 0)).toMatchObject({ stage: 'stage 2/2 score', fraction: 0.75, etaMs: 5000, elapsedMs: 5000 });
+    run.enter('report');
+    expect(run.position(0, 0).stage).toBe('stage 3/3 report');
   });
 });

@@ -16,7 +16,8 @@ import {
   reportFailures,
   type ScoringFlags,
 } from './scoring-options.ts';
-import { LADDER_DEFAULTS, ladderConfig, runLadder, type LadderSettings } from '../pipeline/ladder.ts';
+import { LADDER_DEFAULTS, ladderConfig, runLadder, SCREEN_STAGES, type LadderSettings } from '../pipeline/ladder.ts';
+import { withRunStages } from '../report/run-stages.ts';
 import { printLadder } from '../report/ladder-table.ts';
 import { ASAP_ENVIRONMENTS, type AsapEnvironment } from '../protocol.ts';
 
@@ -101,7 +102,8 @@ export function screenCommand(): Command {
       const run = prepareScoringRun(flags, 'screen', { config: ladderConfig(settings), seeds: { sampling: flags.seed }, scores: true });
       // The ASAP stage writes last, after the cheap stages: its directory is checked now.
       if (flags.asapOut && !flags.out && flags.asapRuns > 0) ensureOutputDir(flags.asapOut, '--asap-out');
-      const outcome = await runLadder(run, settings);
+      // One progress display for the rungs, with the ETA of the whole screen (shares as the demo's, without its build).
+      const outcome = await withRunStages(SCREEN_STAGES, () => runLadder(run, settings));
       const errors = reportFailures(outcome.failures);
       if (!run.quiet) printLadder(outcome, run.items.length, flags.n);
       emitResults(run, { results: outcome.rows, shortlist: outcome.shortlist, asap_out: outcome.asapOut, ...errors });

@@ -16,6 +16,7 @@ import type { CompletionBackend } from '../backends/types.ts';
 import { ProbeError } from '../errors.ts';
 import type { ItemHooks } from '../probes/memo.ts';
 import { createProgress } from '../report/progress.ts';
+import { enterStage } from '../report/run-stages.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import type { RunDir } from '../store/run-dir.ts';
 import { interruptedBy } from '../util/interrupt.ts';
@@ -113,6 +114,7 @@ export async function forEachCheckpoint<R>(
   /** `name` is what results carry (`checkpoint`): the argument as written. */
   run: (name: string, backend: CompletionBackend, tick: (reused?: boolean) => void) => Promise<R>,
 ): Promise<{ results: R[]; failures: Failure[] }> {
+  if (options.label) enterStage(options.label);
   const progress = createProgress({
     total: checkpoints.length * options.units,
     perCheckpoint: checkpoints.map(({ name }) => ({ name, units: options.units })),

@@ -4,6 +4,7 @@
  * terminal. Items answered from a resumed run's log or the cache count as done but not
  * into the rate, so the ETA is that of the work left.
  */
+import { currentRun } from './run-stages.ts';
 import { shortCheckpointName } from './table.ts';
 
 export interface Progress {
@@ -55,7 +56,12 @@ export function createProgress(options: ProgressOptions): Progress {
     const eta = done >= options.total ? 0 : computed === 0 ? NaN : ((options.total - done) * elapsed) / computed;
     const barWidth = 16;
     const filled = Math.round(fraction * barWidth);
-    const head = `${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)} ${done}/${options.total} ${(100 * fraction).toFixed(0).padStart(3)}% | ETA ${formatDuration(eta)} | ${formatDuration(elapsed)} elapsed`;
+    const bar = `${'█'.repeat(filled)}${'░'.repeat(barWidth - filled)}`;
+    // Inside a tracked run (run-stages.ts) the bar is one stage of it: the stage, and the whole run's share done and ETA.
+    const run = currentRun()?.position(fraction, (done - computed) / options.total);
+    const head = run
+      ? `${run.stage} ${bar} ${done}/${options.total} | run ${(100 * run.fraction).toFixed(0)}% ETA ${formatDuration(run.etaMs)} | ${formatDuration(run.elapsedMs)} elapsed`
+      : `${bar} ${done}/${options.total} ${(100 * fraction).toFixed(0).padStart(3)}% | ETA ${formatDuration(eta)} | ${formatDuration(elapsed)} elapsed`;
     const out = [`${head}${label ? ` | ${label}` : ''}`.slice(0, width - 1)];
     if (counts.size > 0) {
       const parts = [...counts].map(([name, c]) => `${shortCheckpointName(name)} ${c.done}/${c.units}${c.done >= c.units ? ' ✓' : ''}`);
