@@ -283,22 +283,24 @@ export async function buildProbeSet(s: BuildSettings): Promise<BuildOutcome> {
   enterStage('build');
   const progress = createProgress({ total: files.length, enabled: !s.quiet });
   const owners = new Map<string, string>();
-  // Trajectories are built TRAJECTORIES_IN_FLIGHT at a time (a replay mostly waits on its jails); results are taken in file order.
+  // TRAJECTORIES_IN_FLIGHT trajectories are built at once (a replay mostly waits on its jails): each one that finishes starts the
+  // next not yet started, whichever finished; results are taken in file order.
   const building = new Map<number, Promise<{ built: TrajectoryBuild } | { error: unknown }>>();
-  const startBuild = (index: number) => {
-    const file = files[index]!;
-    if (building.has(index) || s.memo?.get(basename(file)) !== undefined) return;
-    building.set(
-      index,
-      buildTrajectory(file, s, root).then(
-        (built) => ({ built }),
-        (error: unknown) => ({ error }),
-      ),
+  let nextToStart = 0;
+  const startNext = () => {
+    while (nextToStart < files.length && s.memo?.get(basename(files[nextToStart]!)) !== undefined) nextToStart++;
+    if (nextToStart >= files.length) return;
+    const index = nextToStart++;
+    const settled = buildTrajectory(files[index]!, s, root).then(
+      (built) => ({ built }),
+      (error: unknown) => ({ error }),
     );
+    building.set(index, settled);
+    void settled.then(startNext);
   };
   try {
+    for (let i = 0; i < TRAJECTORIES_IN_FLIGHT; i++) startNext();
     for (const [index, file] of files.entries()) {
-      for (let ahead = index; ahead < Math.min(files.length, index + TRAJECTORIES_IN_FLIGHT); ahead++) startBuild(ahead);
       progress.label(`replaying ${file}`);
       const known = s.memo?.get(basename(file));
       try {
