@@ -44,6 +44,7 @@ describe.skipIf(!hasBubblewrap())('probe demo', () => {
       out: string;
       report: string;
       minutes: number;
+      stages: Array<{ stage: string; seconds: number }>;
       shortlist: string[];
       results: Array<{
         checkpoint: string;
@@ -55,6 +56,9 @@ describe.skipIf(!hasBubblewrap())('probe demo', () => {
       }>;
     };
     expect(doc.report).toBe(join(out, 'report.html'));
+    // Where the time went, stage by stage, in the order they ran.
+    expect(doc.stages.map((t) => t.stage)).toEqual(['build', 'bpb + mcq', 'pass@k', 'asap', 'report']);
+    expect(doc.stages.every((t) => t.seconds >= 0)).toBe(true);
     expect(existsSync(doc.report)).toBe(true);
 
     // The probes were built here by replaying the shipped trajectories: 11 of 12 have a T*, two context formats each.
@@ -102,6 +106,15 @@ describe.skipIf(!hasBubblewrap())('probe demo', () => {
       expect(html).toContain(`<section id="${id}">`);
     expect(html).toContain('Against the known order');
     expect(html).toMatch(/contaminated-agent <span class="control">\(control\)<\/span>/);
+
+    // pass@K sampled one rendering of each trajectory: its first (native) item, never the md+xml copy of the same action.
+    const passk = readFileSync(join(out, 'passk', 'samples.jsonl'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { checkpoint: string; item: string });
+    const passkItems = new Set(passk.map((r) => r.item));
+    expect(passkItems.size).toBe(12);
+    expect([...passkItems].some((id) => id.endsWith(':asap'))).toBe(false);
 
     // A finished demo directory is not overwritten; with --resume everything is read back.
     const lines = (probeName: string) => readFileSync(join(out, probeName, 'samples.jsonl'), 'utf8').split('\n').length;

@@ -151,3 +151,24 @@ describe('one display for a run of stages', () => {
     expect(run.position(0, 0).stage).toBe('stage 3/3 report');
   });
 });
+
+describe('where a run of stages spent its time', () => {
+  it('gives each stage that ran its seconds, the current one until now', () => {
+    let t = 0;
+    const run = new RunStages(
+      [
+        { name: 'build', share: 1 },
+        { name: 'score', share: 1 },
+      ],
+      () => t,
+    );
+    run.enter('build');
+    t = 1500;
+    run.enter('score');
+    t = 4000;
+    expect(run.timings()).toEqual([
+      { stage: 'build', seconds: 1.5 },
+      { stage: 'score', seconds: 2.5 },
+    ]);
+  });
+});

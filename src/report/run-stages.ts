@@ -39,6 +39,8 @@ export class RunStages {
   /** Shares of the stages before the current one: all of them done, and the part of that read back rather than computed. */
   private doneShare = 0;
   private reusedShare = 0;
+  /** When each stage entered was entered (ms), by its index. */
+  private readonly enteredAt = new Map<number, number>();
   /** The part of the current stage read back, as its bar last said. */
   private stageReused = 0;
 
@@ -74,6 +76,16 @@ export class RunStages {
     }
     this.current = index;
     this.stageReused = 0;
+    this.enteredAt.set(index, this.now());
+  }
+
+  /** Seconds each stage that ran took (the current one until now), in order: where a run's time went. */
+  timings(): Array<{ stage: string; seconds: number }> {
+    const entered = [...this.enteredAt].sort(([a], [b]) => a - b);
+    return entered.map(([index, at], i) => ({
+      stage: this.stages[index]!.name,
+      seconds: Math.round(((entered[i + 1]?.[1] ?? this.now()) - at) / 100) / 10,
+    }));
   }
 
   /** Where the run stands, given the current stage's own fraction done and the part of it read back. */
