@@ -56,6 +56,18 @@ describe.skipIf(!hasBubblewrap())('apply and verify a sampled action', () => {
   });
 });
 
+describe.skipIf(!hasBubblewrap())('a sample that leaves the T* state as it was', () => {
+  it('fails without a test run (that state fails by the definition of T*); one that edits is graded', async () => {
+    const item = items.find((i) => i.format === 'native:mini-swe-agent-1')!;
+    const task = tasks.get(item.task)!;
+    const looking = await judgeSample('```bash\nls -la && cat README.md || true\n```', item, task, options, new Map());
+    expect(looking).toMatchObject({ parsed: true, resolved: false, reason: expect.stringMatching(/^changes no file at the T\* state/) });
+    const wrong = await judgeSample(item.distractors[0]!, item, task, options, new Map());
+    expect(wrong.resolved).toBe(false);
+    expect(wrong.reason).not.toMatch(/^changes no file/);
+  });
+});
+
 describe.skipIf(!hasBubblewrap())('scorePassk with a real checkpoint', () => {
   it('counts c, parse failures and unbiased pass@k per item, reproducibly', async () => {
     const backend = await OnnxBackend.open(CKPT.attention);

@@ -16,8 +16,8 @@ import { meanPassAtK } from '../stats/pass-at-k.ts';
 import { type ActionFormat, sampledActionText, UnparsableAction } from '../formats/action-format.ts';
 import { itemFormat } from '../formats/registry.ts';
 import { runAction } from '../sandbox/run-action.ts';
-import { unresolvedCauses, verifySandbox, type Tampering, type Verdict } from '../verify/verifier.ts';
-import { InputError } from '../errors.ts';
+import { unresolvedCauses, verifyPatch, verifySandbox, type Tampering, type Verdict } from '../verify/verifier.ts';
+import { InputError, ProbeError } from '../errors.ts';
 import { memoized, type ItemHooks } from './memo.ts';
 import { ACTION_MAX_TOKENS, SAMPLING } from '../protocol.ts';
 
@@ -93,6 +93,18 @@ function notReturned(sample: Sample): PasskSample {
   return { text: '', parsed: false, resolved: false, reason: `not returned: ${sample.error}`, notReturned: true };
 }
 
+const UNCHANGED = 'changes no file at the T* state (which fails: it is the state before the decisive step)';
+
+/** The sandbox tree's cumulative patch, or undefined where it cannot be read (the verifier then says why). */
+async function treeOf(sb: Sandbox): Promise<string | undefined> {
+  try {
+    return await sb.diff();
+  } catch (error) {
+    if (error instanceof ProbeError) return undefined;
+    throw error;
+  }
+}
+
 /** Parses one sampled action, applies it at the item's T* state and verifies (cached per distinct action). */
 export async function judgeSample(
   text: string,
@@ -114,15 +126,22 @@ export async function judgeSample(
   const known = cache.get(key);
   if (known) return { ...(await known), text };
   const lease = options.leaseFor(task);
-  const grading = lease(async (sb) => {
+  const grading = lease(async (sb): Promise<PasskSample> => {
     await options.restore(sb, item, task);
+    const before = await treeOf(sb);
     await runAction(sb, action, 60_000);
-    return verifySandbox(sb, task); // grades the tree's diff on a freshly restored base
-  }).then((verdict) => ({
-    text,
-    parsed: true,
-    ...judged(verdict, verdict.resolved ? 'resolved' : (verdict.reason ?? unresolvedCauses(verdict, undefined, 3))),
-  }));
+    const after = await treeOf(sb);
+    // A tree the action left as T*'s state is that state, which fails by the definition of T* (the first step whose
+    // cumulative patch passes): grading it again would run the tests for a known answer. Only the tree is graded.
+    if (before !== undefined && after === before) return { text, parsed: true, resolved: false, reason: UNCHANGED };
+    const verdict =
+      after === undefined ? await verifySandbox(sb, task) : await verifyPatch(sb, task, { base_commit: task.base_commit, patch: after });
+    return {
+      text,
+      parsed: true,
+      ...judged(verdict, verdict.resolved ? 'resolved' : (verdict.reason ?? unresolvedCauses(verdict, undefined, 3))),
+    };
+  });
   cache.set(key, grading);
   return grading;
 }
