@@ -80,6 +80,7 @@ describe('src/ imports', () => {
       'probes',
       'replay',
       'trajectories',
+      'watch',
     ]);
     const low = new Set(['backends', 'engines', 'sandbox', 'formats', 'stats', 'util', 'schema']);
     expect(local.filter((i) => low.has(folder(i.from)) && above.has(folder(i.to))).map((i) => `${i.from} → ${i.to}`)).toEqual([]);

@@ -85,6 +85,7 @@ describe('renderReport', () => {
       research: [],
       terminal: [],
       aptbench: [],
+      trend: [],
       ladder: { rows: [], shortlist: [evil] },
       items: new Map(),
       controls: new Set([evil]),

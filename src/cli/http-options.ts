@@ -46,9 +46,13 @@ function interruptSignal(): AbortSignal {
   return interrupt.signal;
 }
 
-export function httpOptions(flags: HttpFlags, ckpts: readonly string[] = []): HttpBackendOptions {
+/** `remote`: whether requests may go to servers (default: where a `--ckpt` names one or an engine serves it; `probe watch` does not know yet). */
+export function httpOptions(
+  flags: HttpFlags,
+  ckpts: readonly string[] = [],
   // Servers, and checkpoints an engine serves for the run: their requests are cancelled on Ctrl-C.
-  const remote = ckpts.some((spec) => isServerAddress(spec) || servedByEngine(spec));
+  remote = ckpts.some((spec) => isServerAddress(spec) || servedByEngine(spec)),
+): HttpBackendOptions {
   return {
     ...(remote ? { signal: interruptSignal() } : {}),
     ...(flags.serverKind ? { kind: flags.serverKind } : {}),

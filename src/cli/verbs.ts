@@ -95,6 +95,12 @@ export const VERB_GROUPS: readonly VerbGroup[] = [
         load: async () => (await import('./screen.ts')).screenCommand(),
       },
       {
+        name: 'watch',
+        summary: 'follow a training run: score each checkpoint as it lands, and each probe against training step',
+        example: 'probe watch /ckpts/run-7 --out runs/watch-run-7',
+        load: async () => (await import('./watch.ts')).watchCommand(),
+      },
+      {
         name: 'aptbench',
         summary: 'APTBench-format items: letters, commands, ROUGE-L',
         example: 'probe aptbench --items items.jsonl --prompt template.txt --ckpt path/to/ckpt-a',

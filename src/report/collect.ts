@@ -18,6 +18,7 @@ import type { ProbeItem } from '../schema/probe-item.ts';
 import { probeSetRecord, type RunManifest } from '../store/run-dir.ts';
 import { readResults } from './results-schema.ts';
 import type { LadderRow } from '../schema/ladder-row.ts';
+import type { TrendPoint } from './trend.ts';
 import { idFileName } from '../util/file-name.ts';
 import { MAX_STRING_BYTES, readTextFile, regularFile } from '../util/safe-tree.ts';
 
@@ -43,6 +44,8 @@ export interface ReportData {
   /** Terminal-Bench episodes (`probe asap --env terminal`), with their transcripts' files. */
   terminal: TerminalReport[];
   aptbench: AptResult[];
+  /** Each probe against training step (`probe watch` runs). */
+  trend: TrendPoint[];
   ladder: { rows: LadderRow[]; shortlist: string[] } | null;
   /** The probe items the results refer to, by id (for the drill-down). */
   items: Map<string, ProbeItem>;
@@ -160,6 +163,7 @@ export function collectRuns(dirs: string[]): ReportData {
     research: [],
     terminal: [],
     aptbench: [],
+    trend: [],
     ladder: null,
     items: new Map(),
     controls: new Set(),
@@ -221,6 +225,15 @@ export function collectRuns(dirs: string[]): ReportData {
         break;
       case 'validate': {
         const { rungs } = readResults.study(results, resultsFile);
+        data.bpb.push(...rungs.bpb);
+        data.mcq.push(...rungs.mcq);
+        data.passk.push(...rungs.passk);
+        data.asap.push(...withTranscriptsIn(join(dir, 'asap'), rungs.asap, leftOut));
+        break;
+      }
+      case 'watch': {
+        const { trend, rungs } = readResults.watch(results, resultsFile);
+        data.trend.push(...trend);
         data.bpb.push(...rungs.bpb);
         data.mcq.push(...rungs.mcq);
         data.passk.push(...rungs.passk);

@@ -3,6 +3,8 @@
  * Sections (each with a stable id): runs, ranking, bpb, mcq, passk, asap, correlation,
  * items (drill-down per probe item) and transcripts (ASAP episodes).
  */
+import { formatTrendValue, TREND_PROBES, type TrendPoint, type TrendProbe } from './trend.ts';
+import { trendChart } from './trend-svg.ts';
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { AsapResult } from '../asap/run.ts';
@@ -144,6 +146,41 @@ function rankingSection(data: ReportData): string {
   if (data.asap.length) ranked.push(`<li>ASAP pass@1: ${chainOf(data.asap, passAt1, 'higher')}</li>`);
   body += ranked.length ? `<h3>Ranking per probe</h3><ol class="plain">${ranked.join('')}</ol>` : '';
   return section('ranking', 'Ranking', body || empty('No results in these runs.'));
+}
+
+/** Each probe against training step (watch runs): the chart, then every point with its interval, then where probes and baseline disagree. */
+function trendSection(data: ReportData): string {
+  if (!data.trend.length) return '';
+  const points = data.trend;
+  const probes = TREND_PROBES.filter((p) => points.some((x) => x.values[p.key]));
+  const cell = (point: TrendPoint, probe: TrendProbe): Cell => {
+    const v = point.values[probe];
+    if (!v) return '';
+    const interval = v.low !== null && v.high !== null ? ` [${formatTrendValue(probe, v.low)}, ${formatTrendValue(probe, v.high)}]` : '';
+    const text = `${formatTrendValue(probe, v.value)}${interval}`;
+    return point.disagreements[probe]
+      ? raw(`<span class="disagrees" title="${esc(point.disagreements[probe]!)}">${esc(text)} ⚑</span>`)
+      : text;
+  };
+  const disagreements = points.flatMap((p) =>
+    Object.entries(p.disagreements).map(
+      ([probe, why]) => `<li>${esc(p.label)}, ${esc(TREND_PROBES.find((x) => x.key === probe)!.label)}: ${esc(why)}</li>`,
+    ),
+  );
+  return section(
+    'trend',
+    'Trend: each probe against training step',
+    `<p class="meta">One point per checkpoint per probe: the cheap rungs on every checkpoint, pass@K and ASAP where the watch ran them. The same chart is <code>trend.svg</code> in the watch's run directory.</p>` +
+      trendChart('Agentic potential against training step', points) +
+      table(
+        ['checkpoint', 'training run', 'step', ...probes.map((p) => p.label)],
+        points.map((p) => [p.label, p.series, p.step, ...probes.map((probe) => cell(p, probe.key))]),
+        [2, ...probes.map((_, i) => i + 3)],
+      ) +
+      (disagreements.length
+        ? `<h3>Where a probe and the baseline disagree (⚑)</h3><ul>${disagreements.join('')}</ul>`
+        : '<p>No probe disagrees with the baseline here.</p>'),
+  );
 }
 
 /** A checkpoint's name in a table, marked when it is a control. */
@@ -586,7 +623,7 @@ pre{background:#f7f7f7;border:1px solid #e5e5e5;padding:8px;white-space:pre-wrap
 pre.gold{border-left:4px solid #59a14f}pre.distractor{border-left:4px solid #e15759}
 .sample.pass span{color:#2e7d32}.sample.fail span{color:#b71c1c}
 details{margin:4px 0}summary{cursor:pointer}.empty{color:#777;font-style:italic}ol.plain li{margin:2px 0}
-.meta{color:#666;font-size:13px}.control{color:#b26a00;font-size:12px}
+.meta{color:#666;font-size:13px}.disagrees{color:#d62728}.control{color:#b26a00;font-size:12px}
 `;
 
 export function renderReport(data: ReportData, options: ReportOptions = {}): string {
@@ -594,6 +631,7 @@ export function renderReport(data: ReportData, options: ReportOptions = {}): str
   const sections = [
     runsSection(data),
     rankingSection(data),
+    trendSection(data),
     bpbSection(data.bpb),
     mcqSection(data),
     passkSection(data),
@@ -605,7 +643,9 @@ export function renderReport(data: ReportData, options: ReportOptions = {}): str
     itemsSection(data),
     transcriptsSection(data.asap, options.maxTranscriptChars ?? 100_000, options.maxTranscripts ?? 200, data.leftOut),
   ];
-  const nav = REPORT_SECTIONS.map((id) => `<a href="#${id}">${id}</a>`).join(' · ');
+  const nav = [...REPORT_SECTIONS.slice(0, 2), ...(data.trend.length ? ['trend'] : []), ...REPORT_SECTIONS.slice(2)]
+    .map((id) => `<a href="#${id}">${id}</a>`)
+    .join(' · ');
   return (
     `<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${esc(title)}</title><style>${STYLE}</style></head>` +
     `<body><header><h1>${esc(title)}</h1><p class="meta">Generated ${esc((options.generatedAt ?? new Date()).toISOString())} from ${data.runs.length} run${data.runs.length === 1 ? '' : 's'} · ${nav}</p></header>` +

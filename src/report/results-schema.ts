@@ -15,6 +15,7 @@ import type { BpbResult } from '../probes/bpb.ts';
 import type { McqResult } from '../probes/mcq.ts';
 import type { PasskResult } from '../probes/passk.ts';
 import type { LadderRow } from '../schema/ladder-row.ts';
+import { TREND_PROBES, type TrendPoint } from './trend.ts';
 
 /** JSON has no NaN: an undefined rate (nothing to average) is written as null. */
 const rate = z.number().min(0).max(1);
@@ -85,6 +86,16 @@ const ladderRow = z.looseObject({
   pass_at: rates.nullable(),
 });
 
+const trendProbe = z.enum(TREND_PROBES.map((p) => p.key) as [string, ...string[]]);
+const trendPoint = z.looseObject({
+  checkpoint: z.string(),
+  label: z.string(),
+  series: z.string(),
+  step: z.number().int().nonnegative(),
+  values: z.partialRecord(trendProbe, z.object({ value: finite, low: finite.nullable(), high: finite.nullable() })),
+  disagreements: z.partialRecord(trendProbe, z.string()),
+});
+
 /**
  * A reader per result file: it checks the fields the report uses and passes the rest through
  * as the verb wrote it, so the checked value is given the verb's own result type.
@@ -110,6 +121,13 @@ export const readResults = {
   cheap: reader<{ bpb?: BpbResult[]; mcq?: McqResult[] }>(z.looseObject({ bpb: z.array(bpb).optional(), mcq: z.array(mcq).optional() })),
   passkStage: reader<{ passk?: PasskResult[] }>(z.looseObject({ passk: z.array(passk).optional() })),
   asapStage: reader<{ results?: AsapResult[] }>(z.looseObject({ results: z.array(asap).optional() })),
+  /** results.json of `probe watch`: the trend, and each rung's results as its own verb writes them. */
+  watch: reader<{ trend: TrendPoint[]; rungs: { bpb: BpbResult[]; mcq: McqResult[]; passk: PasskResult[]; asap: AsapResult[] } }>(
+    z.looseObject({
+      trend: z.array(trendPoint),
+      rungs: z.looseObject({ bpb: z.array(bpb), mcq: z.array(mcq), passk: z.array(passk), asap: z.array(asap) }),
+    }),
+  ),
   /** results.json of `probe validate`: each rung's results as its own verb writes them (the study's own tables are in the file too). */
   study: reader<{ rungs: { bpb: BpbResult[]; mcq: McqResult[]; passk: PasskResult[]; asap: AsapResult[] } }>(
     z.looseObject({ rungs: z.looseObject({ bpb: z.array(bpb), mcq: z.array(mcq), passk: z.array(passk), asap: z.array(asap) }) }),

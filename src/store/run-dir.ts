@@ -196,6 +196,25 @@ export class RunDir {
     writeFileAtomic(RunDir.manifestFile(this.dir), `${JSON.stringify(this.manifest, null, 2)}\n`);
   }
 
+  /**
+   * Adds a checkpoint to a run that grows while it runs (`probe watch`), recorded in run.json
+   * at once. One the run has already is accepted only byte-for-byte the same: a checkpoint
+   * rewritten under its old name is refused (its field named), not scored on top of the old.
+   */
+  addCheckpoint(record: CheckpointRecord): void {
+    const known = this.manifest.checkpoints.find((c) => (c.path ?? resolve(c.name)) === record.path);
+    if (known) {
+      if (known.content_hash !== record.content_hash)
+        throw new InputError(
+          { file: record.name, field: 'content_hash' },
+          `its files changed after this run (${this.dir}) scored it: a checkpoint is scored once; give the new one another name`,
+        );
+      return;
+    }
+    this.manifest.checkpoints.push(record);
+    writeFileAtomic(RunDir.manifestFile(this.dir), `${JSON.stringify(this.manifest, null, 2)}\n`);
+  }
+
   samplesFile(probe: string): string {
     return join(this.dir, probe, 'samples.jsonl');
   }

@@ -1,0 +1,188 @@
+/**
+ * `probe watch DIR…`: scores each checkpoint a trainer writes under DIR as it lands — the
+ * cheap rungs on every one, pass@K and ASAP on some — into one resumable run directory,
+ * with the trend of each probe against training step (results.json, trend.svg; `probe
+ * report` draws it). Runs until stopped; `--once` scores what is complete and exits.
+ */
+import { basename, join, resolve } from 'node:path';
+import { Command, Option } from 'commander';
+import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
+import { EMBEDDED_PROBES, REPO_ROOT } from '../embedded.ts';
+import { loadProbeItems } from '../probes/load.ts';
+import { probeSetRecord, RunDir } from '../store/run-dir.ts';
+import { loadTasks } from '../verify/load-task.ts';
+import { runWatch, WATCH_DEFAULTS, watchConfig, type WatchSettings } from '../watch/run.ts';
+import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger } from './args.ts';
+import { addBosOption, type BosFlags } from './bos-option.ts';
+import { addDtypeOption, dtypeConfig, type DtypeFlags } from './dtype-option.ts';
+import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
+import { resultCache } from './run-options.ts';
+import { bosConfig } from '../backends/bos.ts';
+import { servedAs } from '../pipeline/checkpoint-loop.ts';
+import { InputError } from '../errors.ts';
+
+interface WatchFlags extends HttpFlags, BosFlags, DtypeFlags {
+  out?: string;
+  cache?: string | boolean;
+  probes?: string;
+  limit?: number;
+  json?: boolean;
+  once?: boolean;
+  marker?: string;
+  settle: number;
+  poll: number;
+  every: number;
+  move: string;
+  code: string;
+  tasks: string;
+  reference: string;
+  n: number;
+  seed: number;
+  passkMaxTokens: number;
+  asapRuns: number;
+  asapMaxSteps: number;
+  asapMaxTokens: number;
+  asapInstances?: number;
+  asapProfile: ToolProfile;
+  concurrency: number;
+}
+
+/** `--move`: bits per byte, or `off`. */
+function moveThreshold(value: string): number {
+  if (value === 'off') return Number.POSITIVE_INFINITY;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0)
+    throw new InputError({ file: '--move' }, `expected bits per byte > 0, or off; got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** A marker is a file name, not a path: it is looked for inside (or beside) each checkpoint. */
+function markerName(value: string): string {
+  if (!value || value.includes('/') || value === '.' || value === '..')
+    throw new InputError({ file: '--marker' }, `a file name (no /), got ${JSON.stringify(value)}`);
+  return value;
+}
+
+export function watchCommand(): Command {
+  return addBosOption(
+    addHttpOptions(
+      addDtypeOption(
+        new Command('watch')
+          .description(
+            'Score each checkpoint a training run writes under DIR as it lands (cheap rungs on all, pass@K and ASAP on some) into one resumable run directory, and draw each probe against training step.',
+          )
+          .argument(
+            '<dir...>',
+            'directories a trainer writes checkpoints into: checkpoint directories, .gguf files, or .url files holding a server address',
+          )
+          .option('--out <dir>', 'the run directory (a rerun with the same settings resumes it); default: runs/watch-<first DIR>')
+          .option('--once', 'score what is complete now and exit (for a cron job or the CI of a training run)')
+          .option(
+            '--marker <file>',
+            'a checkpoint is complete once this file exists in it (beside a file checkpoint: <file>.<marker>)',
+            markerName,
+          )
+          .option(
+            '--settle <s>',
+            'without --marker: complete once nothing in it changed for this long',
+            nonNegativeNumber,
+            WATCH_DEFAULTS.settleS,
+          )
+          .option('--poll <s>', 'seconds between looks at the directories', nonNegativeNumber, WATCH_DEFAULTS.pollS)
+          .option(
+            '--every <k>',
+            'pass@K and ASAP on the first checkpoint of a training run and every k-th after it (0: by --move only)',
+            nonNegativeInteger,
+            WATCH_DEFAULTS.every,
+          )
+          .option(
+            '--move <bits>',
+            'and on any whose Decisive-Action BPB moved this far since the last that got them (off: by --every only)',
+            String(WATCH_DEFAULTS.move),
+          )
+          .option(
+            '--probes <file|dir>',
+            'probe items (.jsonl file or a directory of them); default: the shipped demo probes (probes/demo.jsonl)',
+          )
+          .option('--limit <n>', 'use only the first N probe items', positiveInteger)
+          .option('--code <file|dir>', 'plain held-out code for general code BPB, the baseline', join(REPO_ROOT, 'verifiers'))
+          .option('--tasks <dir|file>', "task records of the probes' tasks (and of the ASAP episodes)", join(REPO_ROOT, 'verifiers'))
+          .option('--reference <dir>', 'reference trajectories for the ASAP prefixes', join(REPO_ROOT, 'trajectories'))
+          .option('-n, --n <n>', 'pass@K samples per item (0: no pass@K)', nonNegativeInteger, WATCH_DEFAULTS.n)
+          .option('--seed <n>', 'sampling seed (a whole number)', integer, WATCH_DEFAULTS.seed)
+          .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, WATCH_DEFAULTS.passkMaxTokens)
+          .option('--asap-runs <n>', 'ASAP episodes per instance (0: no ASAP)', nonNegativeInteger, WATCH_DEFAULTS.asapRuns)
+          .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, WATCH_DEFAULTS.asapMaxSteps)
+          .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, WATCH_DEFAULTS.asapMaxTokens)
+          .option('--asap-instances <n>', "only the first N of the probes' tasks get ASAP episodes", positiveInteger)
+          .addOption(
+            new Option('--asap-profile <profile>', 'tools the ASAP episodes may use (editor adds str_replace_editor)')
+              .choices([...TOOL_PROFILES])
+              .default('bash'),
+          )
+          .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, WATCH_DEFAULTS.concurrency)
+          .option('--cache <dir>', 'cache of deterministic backend calls; default: $PROBE_CACHE_DIR or ~/.cache/probe')
+          .option('--no-cache', 'compute every backend call afresh')
+          .option('--json', 'print one JSON document on stdout when the watch ends'),
+      ),
+    ),
+  )
+    .addHelpText(
+      'after',
+      '\nExamples:\n  probe watch /ckpts/run-7 --out runs/watch-run-7                 # until stopped; rerun to resume\n  probe watch /ckpts/run-7 --out runs/watch-run-7 --once --marker COMPLETE   # from cron\n  probe report runs/watch-run-7 --html trend.html                 # the trend, any time',
+    )
+    .action(async (dirs: string[], flags: WatchFlags) => {
+      const tasks = await loadTasks(flags.tasks);
+      const settings: WatchSettings = {
+        watched: dirs,
+        marker: flags.marker,
+        settleMs: flags.settle * 1000,
+        pollMs: flags.poll * 1000,
+        once: Boolean(flags.once),
+        rule: { every: flags.every, move: moveThreshold(flags.move) },
+        code: resolve(flags.code),
+        tasks,
+        tasksPath: resolve(flags.tasks),
+        reference: resolve(flags.reference),
+        n: flags.n,
+        seed: flags.seed,
+        passkMaxTokens: flags.passkMaxTokens,
+        asapRuns: flags.asapRuns,
+        asapMaxSteps: flags.asapMaxSteps,
+        asapMaxTokens: flags.asapMaxTokens,
+        asapInstances: flags.asapInstances,
+        asapProfile: flags.asapProfile,
+        concurrency: flags.concurrency,
+      };
+      // The shipped set built from the demo trajectories; the scoring fixtures beside it have no state pass@K can restore.
+      const source = flags.probes ?? join(EMBEDDED_PROBES, 'demo.jsonl');
+      let items = loadProbeItems(source);
+      if (flags.limit !== undefined) items = items.slice(0, flags.limit);
+      const http = httpOptions(flags, [], true); // its checkpoints are not known yet: any may be a server
+      const out = flags.out ?? join('runs', `watch-${basename(resolve(dirs[0]!))}`);
+      // A watch is continued by running it again: checkpoints are added to run.json as they land.
+      const dir = RunDir.open(
+        out,
+        {
+          verb: 'watch',
+          config: { ...watchConfig(settings), ...servedAs(http), ...bosConfig(flags.bos), ...dtypeConfig(flags) },
+          checkpoints: [],
+          probe_set: probeSetRecord(source, items),
+          seeds: { sampling: flags.seed },
+        },
+        { resume: true },
+      );
+      const quiet = Boolean(flags.json);
+      const outcome = await runWatch(
+        { items, http, dtype: flags.dtype, cache: resultCache(flags), dir, quiet, ...(flags.bos ? { bos: flags.bos } : {}) },
+        settings,
+      );
+      // Bad input (a checkpoint that would not open) is exit 2, a failed server 1; the others' scores are kept.
+      if (outcome.failures.length) process.exitCode = Math.max(...outcome.failures.map((f) => f.exit_code));
+      if (quiet)
+        process.stdout.write(
+          `${JSON.stringify({ out: dir.dir, scored: outcome.scored, trend: outcome.trend, failures: outcome.failures }, null, 2)}\n`,
+        );
+      else process.stderr.write(`\nTrend: ${join(dir.dir, 'trend.svg')} · report: probe report ${dir.dir}\n`);
+    });
+}

@@ -1,0 +1,124 @@
+/**
+ * What a watched directory holds, and which of it is a finished checkpoint. A trainer
+ * writes a checkpoint file by file, so a directory that is there is not yet a checkpoint:
+ *
+ * - with a marker (`--marker NAME`), it is complete once NAME exists in it (for a file
+ *   checkpoint, once `<file>.NAME` exists beside it) — what a trainer that writes a
+ *   "done" file wants;
+ * - without one, once nothing in it has changed for the settle time: the newest status
+ *   change (ctime, which a copy that keeps modification times cannot set back) of every
+ *   file and directory in it is at least that old.
+ *
+ * Either way its fingerprint (every path, size and modification time) is taken before and
+ * after reading it, so a checkpoint still being written while it is read is not complete.
+ *
+ * Entries: a directory (ONNX or Hugging Face layout), a `.gguf` file, or a `.url` file whose
+ * text is a server address (replicas comma-separated) — what `--ckpt` takes. Names that
+ * start with `.` (a trainer's temporary directory) and marker files are not entries.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { join, relative } from 'node:path';
+import { InputError } from '../errors.ts';
+
+export type EntryKind = 'directory' | 'gguf' | 'server';
+
+export interface WatchedEntry {
+  /** The entry's path (as found under the watched directory). */
+  path: string;
+  /** The watched directory it is under. */
+  watched: string;
+  kind: EntryKind;
+}
+
+export type Completeness = { complete: true; fingerprint: string } | { complete: false; why: string };
+
+/** A checkpoint directory holds a handful of files; a tree far larger is not one (and is not walked whole). */
+const MAX_TREE_ENTRIES = 10_000;
+
+function kindOf(path: string, stats: Stats): EntryKind | undefined {
+  if (stats.isDirectory()) return 'directory';
+  if (!stats.isFile()) return undefined;
+  if (/\.gguf$/i.test(path)) return 'gguf';
+  if (/\.url$/i.test(path)) return 'server';
+  return undefined;
+}
+
+/** The entries of the watched directories, in name order; a watched directory that is not one is bad input. */
+export function listEntries(watched: readonly string[], marker: string | undefined): WatchedEntry[] {
+  const entries: WatchedEntry[] = [];
+  for (const dir of watched) {
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InputError({ file: dir }, 'not a directory to watch');
+    for (const name of readdirSync(dir).sort()) {
+      if (name.startsWith('.')) continue;
+      if (marker && name.endsWith(`.${marker}`)) continue;
+      const path = join(dir, name);
+      let stats: Stats;
+      try {
+        stats = statSync(path); // a link to a checkpoint elsewhere is that checkpoint
+      } catch {
+        continue; // gone between the listing and the look (a trainer's rename), or a dangling link
+      }
+      const kind = kindOf(path, stats);
+      if (kind) entries.push({ path, watched: dir, kind });
+    }
+  }
+  return entries;
+}
+
+interface TreeState {
+  fingerprint: string;
+  newestChangeMs: number;
+}
+
+/** Every path under `path` (itself included) with its size and times, hashed; the newest status change. */
+function treeState(path: string): TreeState {
+  const hash = createHash('sha256');
+  let newest = 0;
+  let seen = 0;
+  const visit = (p: string) => {
+    if (++seen > MAX_TREE_ENTRIES) throw new InputError({ file: path }, `holds more than ${MAX_TREE_ENTRIES} files: not a checkpoint`);
+    const s = p === path ? statSync(p) : lstatSync(p);
+    newest = Math.max(newest, s.ctimeMs, s.mtimeMs);
+    hash.update(`${relative(path, p)}\0${s.isDirectory() ? 'd' : s.size}\0${s.mtimeMs}\n`);
+    if (s.isDirectory()) for (const name of readdirSync(p).sort()) visit(join(p, name));
+  };
+  visit(path);
+  return { fingerprint: hash.digest('hex'), newestChangeMs: newest };
+}
+
+/** The fingerprint of an entry as it is now (what `completeness` compares after reading it). */
+export function fingerprintOf(entry: WatchedEntry): string {
+  return treeState(entry.path).fingerprint;
+}
+
+/** Whether an entry is a finished checkpoint now (see the top of this file). */
+export function completeness(
+  entry: WatchedEntry,
+  options: { marker?: string | undefined; settleMs: number; nowMs?: number },
+): Completeness {
+  let state: TreeState;
+  try {
+    state = treeState(entry.path);
+  } catch (error) {
+    if (error instanceof InputError) throw error;
+    return { complete: false, why: 'changing while it was read' }; // a file removed between the listing and its stat
+  }
+  if (options.marker) {
+    const marker = entry.kind === 'directory' ? join(entry.path, options.marker) : `${entry.path}.${options.marker}`;
+    return existsSync(marker) ? { complete: true, fingerprint: state.fingerprint } : { complete: false, why: `no ${options.marker} yet` };
+  }
+  const quietFor = (options.nowMs ?? Date.now()) - state.newestChangeMs;
+  if (quietFor < options.settleMs)
+    return { complete: false, why: `still changing: complete once nothing in it changed for ${options.settleMs / 1000} s` };
+  return { complete: true, fingerprint: state.fingerprint };
+}
+
+/** The `--ckpt` argument an entry stands for: its path, or for a `.url` file the address it holds. */
+export function checkpointSpec(entry: WatchedEntry): string {
+  if (entry.kind !== 'server') return entry.path;
+  const text = readFileSync(entry.path, 'utf8').trim();
+  if (!text || text.includes('\n'))
+    throw new InputError({ file: entry.path }, 'a .url checkpoint holds one line: the server address (replicas comma-separated)');
+  return text;
+}

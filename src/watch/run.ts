@@ -1,0 +1,449 @@
+/**
+ * `probe watch`: follows a training run. Each poll lists the watched directories; every
+ * entry that is a finished checkpoint (discover.ts) and not yet scored gets the cheap rungs
+ * — general code BPB (the baseline), Decisive-Action BPB, Patch MCQ — and, where plan.ts
+ * says so, pass@K and ASAP. Everything goes into one run directory: the rungs' item logs
+ * as every verb writes them, the watch's own record (log.ts), and after each checkpoint
+ * results.json and trend.svg. A killed watch resumes: a scored checkpoint is never opened
+ * again, a half-scored one continues from its item logs. A checkpoint that fails is
+ * reported and recorded, and the watch goes on.
+ */
+import { basename, join } from 'node:path';
+import { referenceFiles } from '../asap/prepare.ts';
+import type { ToolProfile } from '../asap/profiles.ts';
+import { type Checkpoint, checkpointKey, resolveCheckpoint } from '../backends/checkpoint.ts';
+import { ENGINE_PROBES } from '../engines/engine-target.ts';
+import { EndpointFailure } from '../backends/http/transport.ts';
+import { ProbeError } from '../errors.ts';
+import { asapProtocolSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
+import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from '../pipeline/checkpoint-loop.ts';
+import { scoreBpb, type BpbItem, type BpbResult } from '../probes/bpb.ts';
+import { scoreMcq, type McqItem, type McqResult } from '../probes/mcq.ts';
+import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
+import { restoreProbeState, taskForItem } from '../probes/restore.ts';
+import { ACTION_MAX_TOKENS, ASAP_PROTOCOL, passAtKs, SAMPLING } from '../protocol.ts';
+import { formatTrendValue, trendPoints, type TrendPoint } from '../report/trend.ts';
+import { trendChart } from '../report/trend-svg.ts';
+import { openSandbox } from '../sandbox/open.ts';
+import { TaskPools } from '../sandbox/pool.ts';
+import type { LoadedTask } from '../schema/task.ts';
+import { checkpointRecords, type RunDir } from '../store/run-dir.ts';
+import { writeFileAtomic } from '../util/atomic-file.ts';
+import { interruptedBy } from '../util/interrupt.ts';
+import { codePieces, type CodePiece } from '../validate/code-text.ts';
+import { checkpointSpec, completeness, fingerprintOf, listEntries, type WatchedEntry } from './discover.ts';
+import { type CheapEvent, type FailedEvent, WatchLog } from './log.ts';
+import { decideHeavy, type HeavyRule } from './plan.ts';
+import { trainingPosition } from './step.ts';
+
+export interface WatchSettings {
+  watched: string[];
+  /** A file whose presence says a checkpoint is complete (else: the settle time). */
+  marker?: string | undefined;
+  settleMs: number;
+  pollMs: number;
+  /** Score what is complete now and return. */
+  once: boolean;
+  rule: HeavyRule;
+  /** Plain code for general code BPB (a file or directory of sources). */
+  code: string;
+  tasks: LoadedTask[];
+  tasksPath: string;
+  reference: string;
+  n: number;
+  seed: number;
+  passkMaxTokens?: number | undefined;
+  asapRuns: number;
+  asapMaxSteps: number;
+  asapMaxTokens?: number | undefined;
+  asapInstances?: number | undefined;
+  asapProfile?: ToolProfile | undefined;
+  concurrency: number;
+}
+
+/** `probe watch`'s defaults: pass@K and ASAP on the first checkpoint of a run, every 4th after it and any whose BPB moved by 0.25 bits/byte. */
+export const WATCH_DEFAULTS = {
+  settleS: 60,
+  pollS: 30,
+  every: 4,
+  move: 0.25,
+  n: 8,
+  seed: 0,
+  passkMaxTokens: ACTION_MAX_TOKENS,
+  asapRuns: 2,
+  asapMaxSteps: ASAP_PROTOCOL.maxSteps,
+  asapMaxTokens: ASAP_PROTOCOL.maxTokens,
+  concurrency: 2,
+} as const;
+
+/** What decides a watch's numbers, for run.json (a restarted watch must match it). */
+export function watchConfig(s: WatchSettings): Record<string, unknown> {
+  return {
+    code: s.code,
+    tasks: s.tasksPath,
+    reference: s.reference,
+    every: s.rule.every,
+    move: Number.isFinite(s.rule.move) ? s.rule.move : 'off',
+    n: s.n,
+    passk_max_tokens: s.passkMaxTokens ?? WATCH_DEFAULTS.passkMaxTokens,
+    asap_runs: s.asapRuns,
+    asap_max_steps: s.asapMaxSteps,
+    asap_max_tokens: s.asapMaxTokens ?? WATCH_DEFAULTS.asapMaxTokens,
+    asap_instances: s.asapInstances ?? null,
+    asap_profile: s.asapProfile ?? 'bash',
+  };
+}
+
+/** A watch always has a run directory: it is what a restart resumes. */
+export type WatchRun = Omit<ScoringRun, 'checkpoints' | 'dir'> & { dir: RunDir };
+
+export interface WatchOutcome {
+  /** Checkpoints scored by this invocation (cheap rungs at least). */
+  scored: string[];
+  trend: TrendPoint[];
+  failures: FailedEvent[];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function say(run: WatchRun, text: string): void {
+  if (!run.quiet) process.stderr.write(`${text}\n`);
+}
+
+/** A failure as a watch records it: bad input and broken servers are the checkpoint's; anything else is a bug and stops the watch. */
+function asFailure(error: unknown): Failure | undefined {
+  if (interruptedBy()) return undefined;
+  return error instanceof ProbeError || error instanceof EndpointFailure ? error : undefined;
+}
+
+/** A candidate found this poll: its entry, the `--ckpt` it stands for and where it sits in training. */
+interface Found {
+  entry: WatchedEntry;
+  spec: string;
+  key: string;
+  fingerprint: string;
+  step: number;
+  stepSource: string;
+  series: string;
+}
+
+export class Watch {
+  private readonly log: WatchLog;
+  private readonly code: CodePiece[];
+  private readonly pools = new TaskPools((t) => openSandbox('local', t), 2);
+  private readonly tasks: Map<string, LoadedTask>;
+  private readonly asapTasks: LoadedTask[];
+  /** Entries already said to be incomplete or unplaceable, so a poll every 30 s does not repeat itself. */
+  private readonly told = new Map<string, string>();
+  private readonly scoredNow: string[] = [];
+
+  constructor(
+    private readonly run: WatchRun,
+    private readonly s: WatchSettings,
+  ) {
+    this.log = new WatchLog(run.dir.dir);
+    // Inputs of the later rungs are checked before any checkpoint is: a missing reference must not cost a night.
+    this.code = codePieces(s.code);
+    this.tasks = new Map(s.tasks.map((t) => [t.instance_id, t]));
+    const probeTasks = new Set(run.items.map((i) => i.task));
+    const asapTasks = s.tasks.filter((t) => probeTasks.has(t.instance_id));
+    this.asapTasks = s.asapInstances === undefined ? asapTasks : asapTasks.slice(0, s.asapInstances);
+    if (s.asapRuns > 0) referenceFiles(s.reference, this.asapTasks);
+  }
+
+  async start(): Promise<WatchOutcome> {
+    const { scored, partly } = this.log.counts();
+    const before = `${scored} checkpoint${scored === 1 ? '' : 's'} scored before${partly ? `, ${partly} part-way` : ''}`;
+    const done = scored + partly;
+    say(
+      this.run,
+      `${done ? `Resuming the watch in ${this.run.dir.dir} (${before})` : `Watching into ${this.run.dir.dir}`}: ${this.s.watched.join(', ')} — complete = ${this.s.marker ? `${this.s.marker} present` : `nothing changed for ${this.s.settleMs / 1000} s`}${this.s.once ? '; once' : `; every ${this.s.pollMs / 1000} s`}`,
+    );
+    // A restart removed the last results.json (run-dir.ts): the report reads the watch as it stands from the start.
+    if (done) this.writeOutputs();
+    try {
+      for (;;) {
+        for (const found of this.poll()) {
+          if (interruptedBy()) break;
+          await this.score(found);
+        }
+        if (this.s.once || interruptedBy()) break;
+        await sleep(this.s.pollMs);
+      }
+    } finally {
+      await this.pools.close();
+    }
+    return { scored: this.scoredNow, trend: trendPoints(this.log.scores()), failures: this.log.failures() };
+  }
+
+  private tell(key: string, text: string): void {
+    if (this.told.get(key) === text) return;
+    this.told.set(key, text);
+    say(this.run, text);
+  }
+
+  /** The complete entries still to score, in training order (step, then name). */
+  private poll(): Found[] {
+    const found: Found[] = [];
+    for (const entry of listEntries(this.s.watched, this.s.marker)) {
+      let spec: string;
+      try {
+        spec = checkpointSpec(entry);
+      } catch (error) {
+        const failure = asFailure(error);
+        if (!failure) throw error;
+        this.tell(entry.path, `probe: ${failure.message}`);
+        continue;
+      }
+      const key = checkpointKey(spec);
+      const state = this.log.state(key);
+      if (state.scored) continue;
+      const ready = completeness(entry, { marker: this.s.marker, settleMs: this.s.settleMs });
+      if (!ready.complete) {
+        this.tell(key, `watch: ${basename(entry.path)}: not complete yet (${ready.why})`);
+        continue;
+      }
+      // A failed checkpoint is tried again when its files change, or when the watch restarts.
+      if (state.failed && !state.scored && state.failed.fingerprint === ready.fingerprint && this.told.has(`failed:${key}`)) continue;
+      const position = state.cheap
+        ? { step: state.cheap.step, source: state.cheap.step_source, series: state.cheap.series }
+        : trainingPosition(entry.path, entry.watched);
+      if (!position) {
+        this.tell(
+          key,
+          `probe: ${entry.path}: no training step in its name or config.json (name it like step-4000, or put "step" in config.json): not scored`,
+        );
+        continue;
+      }
+      found.push({
+        entry,
+        spec,
+        key,
+        fingerprint: ready.fingerprint,
+        step: position.step,
+        stepSource: position.source,
+        series: position.series,
+      });
+    }
+    return found.sort((a, b) => a.step - b.step || a.entry.path.localeCompare(b.entry.path));
+  }
+
+  private fail(found: Found, checkpoint: string, stage: FailedEvent['stage'], error: Failure): void {
+    // The watch goes on: the line names the checkpoint and the stage, whatever the error says.
+    const message =
+      error.message.includes(found.entry.path) || error.message.includes(found.spec)
+        ? error.message
+        : `${found.entry.path}: ${stage}: ${error.message}`;
+    this.told.set(`failed:${found.key}`, message);
+    process.stderr.write(`probe: ${message}\n`);
+    this.log.append({
+      event: 'failed',
+      checkpoint,
+      key: found.key,
+      entry: found.entry.path,
+      at: new Date().toISOString(),
+      fingerprint: found.fingerprint,
+      stage,
+      message,
+      exit_code: error.exitCode,
+    });
+    this.writeOutputs();
+  }
+
+  private async score(found: Found): Promise<void> {
+    let ckpt: Checkpoint;
+    try {
+      ckpt = resolveCheckpoint(found.spec, { http: this.run.http, dtype: this.run.dtype });
+      const [record] = checkpointRecords([ckpt]);
+      // The content hash read every byte: a checkpoint that changed meanwhile is not complete after all.
+      if (fingerprintOf(found.entry) !== found.fingerprint) return;
+      this.run.dir.addCheckpoint(record!);
+    } catch (error) {
+      const failure = asFailure(error);
+      if (!failure) throw error;
+      return this.fail(found, found.spec, 'open', failure);
+    }
+    const cheap = this.log.state(found.key).cheap ?? (await this.cheapRungs(found, ckpt));
+    if (!cheap) return;
+    if (!cheap.heavy.heavy) {
+      this.log.append({
+        event: 'scored',
+        checkpoint: ckpt.name,
+        key: found.key,
+        entry: found.entry.path,
+        at: new Date().toISOString(),
+        passk: null,
+        asap: null,
+      });
+      return this.finished(cheap);
+    }
+    const passk = this.s.n > 0 ? await this.passk(found, ckpt) : null;
+    if (passk === undefined) return;
+    const asap = this.s.asapRuns > 0 && this.asapTasks.length > 0 ? await this.asap(found, ckpt) : null;
+    if (asap === undefined) return;
+    this.log.append({
+      event: 'scored',
+      checkpoint: ckpt.name,
+      key: found.key,
+      entry: found.entry.path,
+      at: new Date().toISOString(),
+      passk,
+      asap,
+    });
+    this.finished(cheap);
+  }
+
+  private finished(cheap: CheapEvent): void {
+    this.scoredNow.push(cheap.checkpoint);
+    this.writeOutputs();
+    const point = trendPoints(this.log.scores()).find((p) => p.checkpoint === cheap.checkpoint);
+    const shown = Object.entries(point?.values ?? {})
+      .map(([probe, v]) => `${probe} ${formatTrendValue(probe as never, v.value)}`)
+      .join(', ');
+    const disagree = Object.keys(point?.disagreements ?? {});
+    say(
+      this.run,
+      `watch: ${basename(cheap.entry)} (step ${cheap.step}, ${cheap.series}): ${shown || 'no scores'}${disagree.length ? ` — disagrees with the baseline on ${disagree.join(', ')}` : ''}`,
+    );
+  }
+
+  private loopOptions(label: string, units: number) {
+    const { run } = this;
+    return { units, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, label, bos: run.bos, dir: run.dir };
+  }
+
+  private async cheapRungs(found: Found, ckpt: Checkpoint): Promise<CheapEvent | undefined> {
+    const { items, dir } = this.run;
+    const scores = ckpt.kind !== 'engine' || ENGINE_PROBES[ckpt.engine].scores;
+    let results: { code_bpb: BpbResult; bpb: BpbResult; mcq: McqResult } | null = null;
+    if (scores) {
+      const cheap = await forEachCheckpoint(
+        [ckpt],
+        this.loopOptions(`cheap rungs, step ${found.step}`, this.code.length + 2 * items.length),
+        async (name, backend, tick) => ({
+          code_bpb: await scoreBpb(name, backend, this.code, itemHooks<BpbItem>(dir, 'code-bpb', name, tick)),
+          bpb: await scoreBpb(name, backend, items, itemHooks<BpbItem>(dir, 'bpb', name, tick)),
+          mcq: await scoreMcq(name, backend, items, 'likelihood', this.s.seed, itemHooks<McqItem>(dir, 'mcq', name, tick)),
+        }),
+      );
+      if (cheap.failures.length) {
+        this.fail(found, ckpt.name, 'cheap', cheap.failures[0]!);
+        return undefined;
+      }
+      results = cheap.results[0]!;
+    }
+    const before = this.log
+      .decidedIn(found.series)
+      .map((c) => ({ checkpoint: basename(c.entry), bpb: c.bpb?.bpb ?? null, heavy: c.heavy.heavy }));
+    const event: CheapEvent = {
+      event: 'cheap',
+      checkpoint: ckpt.name,
+      key: found.key,
+      entry: found.entry.path,
+      at: new Date().toISOString(),
+      step: found.step,
+      step_source: found.stepSource,
+      series: found.series,
+      code_bpb: results?.code_bpb ?? null,
+      bpb: results?.bpb ?? null,
+      mcq: results?.mcq ?? null,
+      ...(scores
+        ? {}
+        : { cheap_skipped: `${ENGINE_PROBES[(ckpt as { engine: keyof typeof ENGINE_PROBES }).engine].label} returns no prompt log-probs` }),
+      heavy: decideHeavy(before, { bpb: results?.bpb.bpb ?? null }, this.s.rule),
+    };
+    this.log.append(event);
+    say(
+      this.run,
+      `watch: ${basename(found.entry.path)}: ${event.heavy.heavy ? 'pass@K and ASAP too' : 'cheap rungs only'} — ${event.heavy.reason}`,
+    );
+    return event;
+  }
+
+  /** pass@K on the checkpoint: its result, or undefined where it failed (recorded). */
+  private async passk(found: Found, ckpt: Checkpoint): Promise<PasskResult | null | undefined> {
+    const { dir } = this.run;
+    const items = this.run.items.filter((i) => this.tasks.has(i.task));
+    if (items.length === 0) return null;
+    const sampled = await forEachCheckpoint([ckpt], this.loopOptions(`pass@k, step ${found.step}`, items.length), (name, backend, tick) =>
+      scorePassk(
+        name,
+        backend,
+        items,
+        {
+          n: this.s.n,
+          ks: passAtKs(this.s.n),
+          ...SAMPLING,
+          maxTokens: this.s.passkMaxTokens ?? WATCH_DEFAULTS.passkMaxTokens,
+          seed: this.s.seed,
+          taskOf: (item) => taskForItem(this.tasks.get(item.task)!, item),
+          leaseFor: this.pools.leaseFor,
+          restore: restoreProbeState,
+        },
+        itemHooks<PasskItem>(dir, 'passk', name, tick),
+      ),
+    );
+    if (sampled.failures.length) {
+      this.fail(found, ckpt.name, 'pass@k', sampled.failures[0]!);
+      return undefined;
+    }
+    return sampled.results[0]!;
+  }
+
+  /** ASAP episodes of the checkpoint, in the run directory's asap/ (resumed episode by episode). */
+  private async asap(found: Found, ckpt: Checkpoint) {
+    const { run, s } = this;
+    const outcome = await runAsapOverCheckpoints(
+      [ckpt],
+      this.asapTasks,
+      asapProtocolSettings({
+        tasksPath: s.tasksPath,
+        reference: s.reference,
+        runs: s.asapRuns,
+        concurrency: s.concurrency,
+        profile: s.asapProfile ?? 'bash',
+        maxSteps: s.asapMaxSteps,
+        maxTokens: s.asapMaxTokens ?? WATCH_DEFAULTS.asapMaxTokens,
+        seed: s.seed,
+        out: join(run.dir.dir, 'asap'),
+        quiet: run.quiet,
+        http: run.http,
+        cache: run.cache,
+        dtype: run.dtype,
+        bos: run.bos,
+      }),
+    );
+    if (outcome.failures.length) {
+      this.fail(found, ckpt.name, 'asap', outcome.failures[0]!);
+      return undefined;
+    }
+    return outcome.results[0] ?? null;
+  }
+
+  /** results.json and trend.svg as the watch stands: written after every checkpoint, so a report can be made at any time. */
+  writeOutputs(): void {
+    const trend = trendPoints(this.log.scores());
+    const scores = this.log.scores();
+    this.run.dir.writeResults({
+      watched: this.s.watched,
+      trend,
+      rungs: {
+        code_bpb: scores.flatMap((x) => (x.code_bpb ? [x.code_bpb] : [])),
+        bpb: scores.flatMap((x) => (x.bpb ? [x.bpb] : [])),
+        mcq: scores.flatMap((x) => (x.mcq ? [x.mcq] : [])),
+        passk: scores.flatMap((x) => (x.passk ? [x.passk] : [])),
+        asap: scores.flatMap((x) => (x.asap ? [x.asap] : [])),
+      },
+      failures: this.log.failures().map((f) => ({ checkpoint: f.checkpoint, entry: f.entry, stage: f.stage, message: f.message })),
+    });
+    writeFileAtomic(
+      join(this.run.dir.dir, 'trend.svg'),
+      `${trendChart(`Agentic potential against training step (${basename(this.run.dir.dir)})`, trend)}\n`,
+    );
+  }
+}
+
+/** Runs a watch until it is stopped (or, with `once`, over what is complete now). */
+export function runWatch(run: WatchRun, s: WatchSettings): Promise<WatchOutcome> {
+  return new Watch(run, s).start();
+}
