@@ -5,7 +5,8 @@
  * point per checkpoint per probe, as Chromium lays it out.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { once } from 'node:events';
+import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
@@ -14,6 +15,7 @@ import { decideHeavy } from '../src/watch/plan.ts';
 import { stepInName, trainingPosition } from '../src/watch/step.ts';
 import { completeness, listEntries } from '../src/watch/discover.ts';
 import { chromiumUnavailable, renderedDom } from './helpers/chromium.ts';
+import { GGUF, LLAMA_SERVER, llamaServerPresent } from './helpers/llama-server.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 
 const LADDER = join(REPO_ROOT, '..', 'shared', 'agentic-ladder');
@@ -278,5 +280,89 @@ describe.skipIf(!hasBubblewrap())('probe watch on the agentic ladder, written on
       asap: { points: 3, inside: 3, checkpoints: 3 },
       asap_valid_calls: { points: 3, inside: 3, checkpoints: 3 },
     });
+  }, 900_000);
+});
+
+describe.skipIf(!hasBubblewrap())('probe watch on every kind of checkpoint --ckpt takes', () => {
+  it('a server named by a .url file, a directory, a GGUF served by llama-server; a broken one is reported and the others scored', async () => {
+    const root = tempDir();
+    const watched = join(root, 'ckpts');
+    const run = join(root, 'watch');
+    mkdirSync(watched);
+    const served = join(LADDER, 'agentmix-mix25-s250');
+    const server = spawn(process.execPath, [PROBE_BIN, 'serve', '--ckpt', served, '--port', '0'], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    try {
+      let said = '';
+      server.stderr!.on('data', (d) => (said += String(d)));
+      while (!/at (http:\/\/\S+)/.test(said)) {
+        if (server.exitCode !== null) throw new Error(`probe serve exited: ${said}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      writeFileSync(join(watched, 'step-100.url'), `${/at (http:\/\/\S+)/.exec(said)![1]!}\n`);
+      symlinkSync(served, join(watched, 'local-step-100')); // the same checkpoint, in process
+      mkdirSync(join(watched, 'broken-step-200'));
+      writeFileSync(join(watched, 'broken-step-200', 'config.json'), '{"model_type": "llama"');
+      if (llamaServerPresent) symlinkSync(GGUF.s1500, join(watched, 'llama-step-300.gguf'));
+      const watch = spawnSync(
+        process.execPath,
+        [
+          PROBE_BIN,
+          'watch',
+          watched,
+          '--out',
+          run,
+          '--once',
+          '--settle',
+          '0',
+          '--probes',
+          join(REPO_ROOT, 'probes', 'demo.jsonl'),
+          '--limit',
+          '3',
+          '--code',
+          join(REPO_ROOT, 'verifiers', 'api__pagination-5'),
+          '-n',
+          '2',
+          '--passk-max-tokens',
+          '32',
+          '--asap-runs',
+          '0',
+          '--no-cache',
+          '--json',
+        ],
+        { cwd: REPO_ROOT, encoding: 'utf8', timeout: 600_000, env: { ...process.env, PROBE_LLAMA_SERVER: LLAMA_SERVER } },
+      );
+      // The broken checkpoint is bad input (exit 2), named in one line; the others are scored all the same.
+      expect(watch.status, watch.stderr).toBe(2);
+      expect(watch.stderr).toMatch(/^probe: .*broken-step-200.*config\.json/m);
+      const doc = JSON.parse(watch.stdout) as {
+        trend: Array<{ label: string; series: string; step: number; values: Record<string, { value: number }> }>;
+        failures: Array<{ entry: string; stage: string }>;
+      };
+      expect(doc.failures.map((f) => [f.entry.split('/').at(-1), f.stage])).toEqual([['broken-step-200', 'open']]);
+      const point = (label: string) => doc.trend.find((p) => p.label === label)!;
+      expect(doc.trend.map((p) => p.label).sort()).toEqual([
+        ...(llamaServerPresent ? ['llama-step-300.gguf'] : []),
+        'local-step-100',
+        'step-100.url',
+      ]);
+      // Over HTTP and in process, the same numbers (the HTTP parity the project holds to: 1e-4 nats per item).
+      for (const probe of ['code_bpb', 'bpb'])
+        expect(Math.abs(point('step-100.url').values[probe]!.value - point('local-step-100').values[probe]!.value), probe).toBeLessThan(
+          1e-4,
+        );
+      expect(point('step-100.url').series).toBe('ckpts'); // a name that is only a step: the run is the watched directory
+      if (llamaServerPresent) {
+        // llama.cpp returns no prompt log-probs: no cheap rungs, so pass@K decides, and it ran.
+        const gguf = point('llama-step-300.gguf');
+        expect(Object.keys(gguf.values)).toEqual(['passk']);
+        expect(gguf.step).toBe(300);
+      }
+    } finally {
+      server.kill('SIGINT');
+      await once(server, 'exit');
+    }
   }, 900_000);
 });
