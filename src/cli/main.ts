@@ -34,6 +34,11 @@ function requestedVerb(argv: string[]): { names: string[]; argv: string[] } {
 
 /** Runs the CLI; resolves to the process exit code (0 ok, 1 failed run, 2 bad usage, input or environment; see exit.ts). */
 export async function main(argv: string[]): Promise<number> {
+  // `probe --help | head` closes the pipe early: a reader that has seen enough is not an error.
+  process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+    if (error.code === 'EPIPE') process.exit(process.exitCode === undefined ? 0 : Number(process.exitCode));
+    throw error;
+  });
   const request = requestedVerb(argv);
   const first = request.argv[2];
   if (request.names.length === 0 && first !== undefined && !first.startsWith('-') && first !== 'help') {
