@@ -12,9 +12,15 @@ const PANEL = { w: 330, h: 170, left: 52, top: 26, right: 12, bottom: 34 };
 const COLUMNS = 2;
 const DISAGREE = '#d62728';
 
+/** Round values within [min, max] to label an axis with: steps of 1, 2 or 5 × 10^k, at most 6 of them. */
 function ticks(min: number, max: number): number[] {
-  if (min === max) return [min];
-  return Array.from({ length: 5 }, (_, i) => min + ((max - min) * i) / 4);
+  if (!(max > min)) return [min];
+  const raw = (max - min) / 5;
+  const power = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * power).find((s) => s >= raw)!;
+  const out: number[] = [];
+  for (let v = Math.ceil(min / step) * step; v <= max + step * 1e-9; v += step) out.push(Number(v.toPrecision(12)));
+  return out;
 }
 
 function panel(probe: (typeof TREND_PROBES)[number], points: TrendPoint[], seriesNames: string[], x0: number, y0: number): string {
@@ -41,7 +47,7 @@ function panel(probe: (typeof TREND_PROBES)[number], points: TrendPoint[], serie
   const title = `${probe.label}${probe.higherIsBetter ? ' ↑' : ' ↓'}`;
   let body = `<g data-panel="${probe.key}"><text x="${px}" y="${y0 + 16}" font-weight="600">${escapeXml(title)}</text>`;
   body += `<rect x="${px}" y="${py}" width="${w}" height="${h}" fill="none" stroke="#999"/>`;
-  for (const v of ticks(yMin + pad, yMax - pad))
+  for (const v of ticks(yMin, yMax))
     body += `<line x1="${px}" x2="${px + w}" y1="${sy(v).toFixed(1)}" y2="${sy(v).toFixed(1)}" stroke="#eee"/><text x="${px - 4}" y="${(sy(v) + 4).toFixed(1)}" text-anchor="end">${fmt(v)}</text>`;
   for (const s of [...new Set(steps)].sort((a, b) => a - b))
     body += `<text x="${sx(s).toFixed(1)}" y="${py + h + 13}" text-anchor="middle" font-size="10">${s}</text>`;
