@@ -3,7 +3,7 @@
  * run directory that a second invocation refuses without --resume and finishes with it.
  */
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
@@ -11,8 +11,16 @@ import { hasBubblewrap } from '../src/sandbox/local.ts';
 import type { RunManifest } from '../src/store/run-dir.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 
+/** One result cache for the demo runs of this file: the second demo reads what the first computed, the build included. */
+const CACHE = tempDir('probe-demo-cache-');
+
 function probe(args: string[]) {
-  const run = spawnSync(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 900_000 });
+  const run = spawnSync(process.execPath, [PROBE_BIN, ...args], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    timeout: 900_000,
+    env: { ...process.env, PROBE_CACHE_DIR: CACHE },
+  });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
@@ -127,5 +135,18 @@ describe.skipIf(!hasBubblewrap())('probe demo', () => {
     const redo = JSON.parse(resumed.stdout) as typeof doc;
     expect(redo.results).toEqual(doc.results);
     expect(['bpb', 'mcq', 'passk'].map(lines)).toEqual(before);
+
+    // A second demo with the cache warm: the probe set is the one built before, byte for byte, read back
+    // instead of replayed (the build is most of a warm demo), and the table is the same.
+    const builds = readdirSync(join(CACHE, 'builds'));
+    expect(builds).toHaveLength(1);
+    const second = join(tempDir(), 'demo');
+    const warm = probe([...args.map((a) => (a === out ? second : a))]);
+    expect(warm.code, warm.stderr).toBe(0);
+    const warmDoc = JSON.parse(warm.stdout) as typeof doc;
+    expect(readFileSync(join(second, 'probes.jsonl'), 'utf8')).toBe(readFileSync(join(out, 'probes.jsonl'), 'utf8'));
+    expect(warmDoc.stages.find((t) => t.stage === 'build')!.seconds).toBeLessThan(doc.stages.find((t) => t.stage === 'build')!.seconds / 4);
+    expect(warmDoc.results).toEqual(doc.results);
+    expect(readdirSync(join(CACHE, 'builds'))).toEqual(builds);
   }, 1_200_000);
 });

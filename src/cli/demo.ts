@@ -26,7 +26,9 @@ import { printLadder } from '../report/ladder-table.ts';
 import { currentRun, enterStage, withRunStages } from '../report/run-stages.ts';
 import { formatDuration } from '../report/progress.ts';
 import { ASAP_ENVIRONMENTS, type AsapEnvironment } from '../protocol.ts';
-import { addRunOptions, checkResume, type RunFlags } from './run-options.ts';
+import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
+import { buildCacheKey, readCachedBuild, writeCachedBuild } from '../pipeline/build-cache.ts';
+import type { ContextFormat } from '../replay/render-context.ts';
 
 interface DemoFlags extends RunFlags {
   json?: boolean;
@@ -128,6 +130,19 @@ async function runDemo(flags: DemoFlags): Promise<void> {
   lockRunDir(out); // from the build on: one demo writes this directory at a time
 
   // 1. The probe set, built once per run directory (a resumed demo keeps the one it built).
+  // With the cache on, a set built before from the same trajectories, tasks, settings and probe code is read back (build-cache.ts).
+  const cache = resultCache(flags);
+  const build = { contexts: ['native', 'asap'] as ContextFormat[], restore: 'patch' as const, distractors: true, repeats: 3 };
+  const buildKey =
+    cache && !existsSync(probesFile) ? buildCacheKey({ trajectories: TRAJECTORIES, tasksDir: TASKS, settings: build }) : undefined;
+  if (!existsSync(probesFile) && cache && buildKey) {
+    if (existsSync(join(out, 'run.json')) && !flags.resume) throw existingRunError(join(out, 'run.json'));
+    enterStage('build');
+    if (readCachedBuild(cache.dir, buildKey, probesFile))
+      say(
+        `Probes: the set built before from these trajectories, tasks and probe source, read from the cache in ${cache.dir} (--no-cache builds it again)\n`,
+      );
+  }
   if (!existsSync(probesFile)) {
     if (existsSync(join(out, 'run.json')) && !flags.resume) throw existingRunError(join(out, 'run.json'));
     say(`Building probes from ${relative(process.cwd(), TRAJECTORIES) || TRAJECTORIES} (replaying each trajectory in a jailed sandbox)\n`);
@@ -139,15 +154,16 @@ async function runDemo(flags: DemoFlags): Promise<void> {
     const built = await buildProbeSet({
       trajectories: TRAJECTORIES,
       tasks,
-      contexts: ['native', 'asap'],
-      restore: 'patch',
-      distractors: true,
-      replay: { openSandbox: (t) => openSandbox('local', t), sandboxName: 'local', concurrency: 4, repeats: 3 },
+      contexts: build.contexts,
+      restore: build.restore,
+      distractors: build.distractors,
+      replay: { openSandbox: (t) => openSandbox('local', t), sandboxName: 'local', concurrency: 4, repeats: build.repeats },
       quiet,
       memo: progressLog,
     });
     if (built.inputErrors) throw new InputError({ file: TRAJECTORIES }, `${built.inputErrors} demo trajectories could not be read`);
     writeProbeItems(probesFile, built.items);
+    if (cache && buildKey) writeCachedBuild(cache.dir, buildKey, probesFile);
     progressLog.remove();
     say(`${built.items.length} probe items from ${built.trajectories.filter((t) => !t.rejected).length} trajectories → ${probesFile}\n`);
   }

@@ -59,6 +59,7 @@ export class RunStages {
    * joins it with the mean share.
    */
   enter(name: string): void {
+    if (this.current >= 0 && this.stages[this.current]!.name === name) return; // already in it (a caller and the stage both say so)
     let index = this.stages.findIndex((s, i) => i > this.current && s.name === name);
     if (index === -1) {
       index = this.current + 1;
