@@ -34,6 +34,7 @@ export const nonNegativeInteger = numberParser((n) => Number.isInteger(n) && n >
 export const integer = numberParser(Number.isSafeInteger, 'expected a whole number');
 
 /** Sampling temperature and other finite quantities that cannot be negative. */
+export const positiveNumber = numberParser((n) => Number.isFinite(n) && n > 0, 'expected a number > 0');
 export const nonNegativeNumber = numberParser((n) => Number.isFinite(n) && n >= 0, 'expected a number ≥ 0');
 
 /** A probability mass (`--top-p`): 0 ≤ p ≤ 1. */

@@ -14,6 +14,7 @@ import { restoreProbeState, taskForItem } from '../probes/restore.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
+import type { CompletionBackend } from '../backends/types.ts';
 import type { EnvironmentSummary, LadderRow } from '../schema/ladder-row.ts';
 import { EMBEDDED_RESEARCH_SET, EMBEDDED_TERMINAL_TASKS } from '../embedded.ts';
 import { SEARCH_K } from '../research/search-index.ts';
@@ -38,6 +39,13 @@ export interface LadderSettings {
   asapMaxSteps: number;
   /** Tokens per sampled action in pass@K (default 1024) and per model step in ASAP (default 2048). */
   passkMaxTokens?: number | undefined;
+  /**
+   * pass@K's token limit per checkpoint as this multiple of the longest gold action among the
+   * items in that checkpoint's own tokens (at most `passkMaxTokens`): the same text is 232
+   * tokens to a BPE rung and 592 to a byte-level one, and a limit written once in tokens is
+   * far longer than any action for the one and barely enough for the other.
+   */
+  passkGoldMargin?: number | undefined;
   asapMaxTokens?: number | undefined;
   /** Only the first N instances get ASAP episodes (default: all the probes' tasks). */
   asapInstances?: number | undefined;
@@ -105,6 +113,7 @@ export function ladderConfig(s: LadderSettings): Record<string, unknown> {
     include_controls: Boolean(s.includeControls),
     // Only when set: ladders from before resume with the settings they recorded.
     ...(s.passkOnePerTrajectory ? { passk_items: 'one per trajectory' } : {}),
+    ...(s.passkGoldMargin ? { passk_gold_margin: s.passkGoldMargin } : {}),
     // Only where it is not SWE alone: ladders from before keep the settings they resume with.
     ...(envs.join() === 'swe'
       ? {}
@@ -131,6 +140,18 @@ export function passkItemsOf<T extends { source: { file: string } }>(
   if (!s.passkOnePerTrajectory) return [...items];
   const seen = new Set<string>();
   return items.filter((item) => !seen.has(item.source.file) && seen.add(item.source.file));
+}
+
+/** pass@K's token limit on one checkpoint: `passkMaxTokens`, or less by `passkGoldMargin` (see there). */
+export function passkTokenLimit(
+  s: Pick<LadderSettings, 'passkMaxTokens' | 'passkGoldMargin'>,
+  items: readonly { gold: string }[],
+  backend: Pick<CompletionBackend, 'encode'>,
+): number {
+  const cap = s.passkMaxTokens ?? LADDER_DEFAULTS.passkMaxTokens;
+  if (!s.passkGoldMargin || items.length === 0) return cap;
+  const longest = Math.max(...items.map((i) => backend.encode(i.gold).length));
+  return Math.min(cap, Math.ceil(s.passkGoldMargin * longest));
 }
 
 export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<LadderOutcome> {
@@ -210,7 +231,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
             n: s.n,
             ks: passAtKs(s.n),
             ...SAMPLING,
-            maxTokens: s.passkMaxTokens ?? LADDER_DEFAULTS.passkMaxTokens,
+            maxTokens: passkTokenLimit(s, passkItems, backend),
             seed: s.seed,
             taskOf: (item) => taskForItem(tasks.get(item.task)!, item),
             leaseFor: pools.leaseFor,
