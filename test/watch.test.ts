@@ -20,6 +20,17 @@ import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 
 const LADDER = join(REPO_ROOT, '..', 'shared', 'agentic-ladder');
 /** Training order: the 25% run's snapshots, then the 0% run's one checkpoint. */
+/** The probes, plain code and samples both watches score with: small, the same path through the code. */
+const SMALL_RUN = [
+  '--probes',
+  join(REPO_ROOT, 'probes', 'demo.jsonl'),
+  '--limit',
+  '3',
+  '--code',
+  join(REPO_ROOT, 'verifiers', 'api__pagination-5'),
+  '-n',
+  '2',
+];
 const ORDER = ['agentmix-mix25-s100', 'agentmix-mix25-s250', 'agentmix-mix25-s500', 'agentmix-mix25-s800', 'agentmix-mix0-s800'];
 
 describe('where a checkpoint sits in training', () => {
@@ -132,14 +143,7 @@ describe.skipIf(!hasBubblewrap())('probe watch on the agentic ladder, written on
       '1',
       '--poll',
       '0.3',
-      '--probes',
-      join(REPO_ROOT, 'probes', 'demo.jsonl'),
-      '--limit',
-      '3',
-      '--code',
-      join(REPO_ROOT, 'verifiers', 'api__pagination-5'),
-      '-n',
-      '2',
+      ...SMALL_RUN,
       '--passk-max-tokens',
       '64',
       '--asap-runs',
@@ -317,14 +321,7 @@ describe.skipIf(!hasBubblewrap())('probe watch on every kind of checkpoint --ckp
           '--once',
           '--settle',
           '0',
-          '--probes',
-          join(REPO_ROOT, 'probes', 'demo.jsonl'),
-          '--limit',
-          '3',
-          '--code',
-          join(REPO_ROOT, 'verifiers', 'api__pagination-5'),
-          '-n',
-          '2',
+          ...SMALL_RUN,
           '--passk-max-tokens',
           '32',
           '--asap-runs',

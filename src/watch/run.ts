@@ -10,6 +10,7 @@
  */
 import { basename, join } from 'node:path';
 import { referenceFiles } from '../asap/prepare.ts';
+import type { AsapResult } from '../asap/run.ts';
 import type { ToolProfile } from '../asap/profiles.ts';
 import { type Checkpoint, checkpointKey, resolveCheckpoint } from '../backends/checkpoint.ts';
 import { ENGINE_PROBES } from '../engines/engine-target.ts';
@@ -265,22 +266,16 @@ export class Watch {
     }
     const cheap = this.log.state(found.key).cheap ?? (await this.cheapRungs(found, ckpt));
     if (!cheap) return;
-    if (!cheap.heavy.heavy) {
-      this.log.append({
-        event: 'scored',
-        checkpoint: ckpt.name,
-        key: found.key,
-        entry: found.entry.path,
-        at: new Date().toISOString(),
-        passk: null,
-        asap: null,
-      });
-      return this.finished(cheap);
+    let passk: PasskResult | null = null;
+    let asap: AsapResult | null = null;
+    if (cheap.heavy.heavy) {
+      // undefined: the rung failed (recorded); the checkpoint is not scored, and is tried again.
+      const sampled = this.s.n > 0 ? await this.passk(found, ckpt) : null;
+      if (sampled === undefined) return;
+      const episodes = this.s.asapRuns > 0 && this.asapTasks.length > 0 ? await this.asap(found, ckpt) : null;
+      if (episodes === undefined) return;
+      [passk, asap] = [sampled, episodes];
     }
-    const passk = this.s.n > 0 ? await this.passk(found, ckpt) : null;
-    if (passk === undefined) return;
-    const asap = this.s.asapRuns > 0 && this.asapTasks.length > 0 ? await this.asap(found, ckpt) : null;
-    if (asap === undefined) return;
     this.log.append({
       event: 'scored',
       checkpoint: ckpt.name,
