@@ -15,6 +15,7 @@ import { decideHeavy } from '../src/watch/plan.ts';
 import { stepInName, trainingPosition } from '../src/watch/step.ts';
 import { completeness, listEntries } from '../src/watch/discover.ts';
 import { chromiumUnavailable, renderedDom } from './helpers/chromium.ts';
+import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { GGUF, LLAMA_SERVER, llamaServerPresent } from './helpers/llama-server.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 
@@ -67,6 +68,13 @@ describe('where a checkpoint sits in training', () => {
     expect(completeness(entry!, { marker: 'COMPLETE', settleMs: 0 })).toEqual({ complete: false, why: 'no COMPLETE yet' });
     writeFileSync(join(watched, 'step-1', 'COMPLETE'), '');
     expect(completeness(entry!, { marker: 'COMPLETE', settleMs: 0 }).complete).toBe(true);
+  });
+
+  it('a watched directory that is not one is a one-line error (exit 2), and no run directory is made for it', () => {
+    const out = join(tempDir(), 'watch');
+    expectOneLineError(runProbe(['watch', join(out, 'nope'), '--out', out, '--once']), /^probe: .*\/nope: not a directory to watch$/);
+    expect(existsSync(out)).toBe(false);
+    expectOneLineError(runProbe(['watch', REPO_ROOT, '--out', out, '--move', 'far']), /^probe: --move: expected bits per byte > 0, or off/);
   });
 
   it('gets pass@K and ASAP on the first of a run, every k-th, and where BPB moved past the threshold', () => {

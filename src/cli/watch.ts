@@ -11,6 +11,7 @@ import { EMBEDDED_PROBES, REPO_ROOT } from '../embedded.ts';
 import { loadProbeItems } from '../probes/load.ts';
 import { probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { loadTasks } from '../verify/load-task.ts';
+import { checkWatched } from '../watch/discover.ts';
 import { runWatch, WATCH_DEFAULTS, watchConfig, type WatchSettings } from '../watch/run.ts';
 import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger } from './args.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
@@ -132,6 +133,7 @@ export function watchCommand(): Command {
       '\nExamples:\n  probe watch /ckpts/run-7 --out runs/watch-run-7                 # until stopped; rerun to resume\n  probe watch /ckpts/run-7 --out runs/watch-run-7 --once --marker COMPLETE   # from cron\n  probe report runs/watch-run-7 --html trend.html                 # the trend, any time',
     )
     .action(async (dirs: string[], flags: WatchFlags) => {
+      checkWatched(dirs); // before a run directory is made for a typo
       const tasks = await loadTasks(flags.tasks);
       const settings: WatchSettings = {
         watched: dirs,

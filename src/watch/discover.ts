@@ -44,11 +44,17 @@ function kindOf(path: string, stats: Stats): EntryKind | undefined {
   return undefined;
 }
 
+/** Each watched directory is one (checked before a run directory is made for them, and at every look). */
+export function checkWatched(watched: readonly string[]): void {
+  for (const dir of watched)
+    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InputError({ file: dir }, 'not a directory to watch');
+}
+
 /** The entries of the watched directories, in name order; a watched directory that is not one is bad input. */
 export function listEntries(watched: readonly string[], marker: string | undefined): WatchedEntry[] {
   const entries: WatchedEntry[] = [];
+  checkWatched(watched);
   for (const dir of watched) {
-    if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InputError({ file: dir }, 'not a directory to watch');
     for (const name of readdirSync(dir).sort()) {
       if (name.startsWith('.')) continue;
       if (marker && name.endsWith(`.${marker}`)) continue;
