@@ -6,6 +6,12 @@ import { fileURLToPath } from 'node:url';
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 export const EMBEDDED_CHECKPOINTS = join(REPO_ROOT, 'checkpoints');
 export const EMBEDDED_PROBES = join(REPO_ROOT, 'probes');
+/**
+ * The shipped set the sampling verbs default to (pass@K, screen, watch): built from the demo
+ * trajectories, so every item's state restores in its task. The scoring fixtures beside it
+ * (demo-fixtures.jsonl) name those tasks but no state of theirs: they score, never sample.
+ */
+export const EMBEDDED_SAMPLING_PROBES = join(EMBEDDED_PROBES, 'demo.jsonl');
 /** The shipped Terminal-Bench task directories (`probe asap --env terminal`). */
 export const EMBEDDED_TERMINAL_TASKS = join(REPO_ROOT, 'terminal');
 /** The shipped deep-research set (`probe asap --env research`). */

@@ -353,25 +353,14 @@ describe('what the user sees for each kind of error (src/cli/exit.ts)', () => {
 });
 
 describe('defaults that work', () => {
-  it('passk without --probes runs the shipped items that have task records, saying how many it left out', () => {
-    const run = runProbe([
-      'passk',
-      '--ckpt',
-      CKPT.prose,
-      '--limit',
-      '1',
-      '-n',
-      '1',
-      '--max-tokens',
-      '8',
-      '--no-cache',
-      '--out',
-      join(dir, 'passk-default'),
-    ]);
+  it('passk without --probes samples the shipped set built from the demo trajectories (the scoring fixtures have no state to restore)', () => {
+    const out = join(dir, 'passk-default');
+    const run = runProbe(['passk', '--ckpt', CKPT.prose, '--limit', '4', '-n', '2', '--max-tokens', '8', '--no-cache', '--out', out]);
     expect(run.code, run.stderr).toBe(0);
-    expect(run.stderr).toMatch(
-      /^passk: \d+ of the \d+ shipped probe items have no task record in .*verifiers \(scoring fixtures\) and are left out$/m,
-    );
-    expect(run.stderr).toMatch(/pass@k on 1 probe items, n = 1/);
+    expect(run.stderr).toMatch(/pass@k on 4 probe items, n = 2/);
+    const manifest = JSON.parse(readFileSync(join(out, 'run.json'), 'utf8')) as { probe_set: { source: string } };
+    expect(manifest.probe_set.source).toBe(join(REPO_ROOT, 'probes', 'demo.jsonl'));
+    const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as { results: Array<{ items: unknown[] }> };
+    expect(results.results[0]!.items).toHaveLength(4);
   });
 });

@@ -1,7 +1,7 @@
 /** `probe passk`: sample continuations at T*, run them in a jailed sandbox, verify. */
 import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { REPO_ROOT } from '../embedded.ts';
+import { EMBEDDED_SAMPLING_PROBES, REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { PASSK_DEFAULTS, scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
 import { restoreProbeState, taskForItem } from '../probes/restore.ts';
@@ -60,17 +60,8 @@ export function passkCommand(): Command {
           sandbox: flags.sandbox,
         },
         seeds: { sampling: flags.seed },
+        defaultProbes: EMBEDDED_SAMPLING_PROBES,
         select: (all) => {
-          // The shipped set holds scoring fixtures whose tasks have no record to run against: by
-          // default those are left out, and said so; a set the user names must be runnable whole.
-          if (!flags.probes) {
-            const runnable = all.filter((item) => tasks.has(item.task));
-            if (runnable.length < all.length && !flags.json)
-              process.stderr.write(
-                `passk: ${all.length - runnable.length} of the ${all.length} shipped probe items have no task record in ${flags.tasks} (scoring fixtures) and are left out\n`,
-              );
-            return runnable;
-          }
           for (const item of all)
             if (!tasks.has(item.task))
               throw new InputError({ file: flags.tasks, field: 'instance_id' }, `no task record for probe ${item.id} (task ${item.task})`);

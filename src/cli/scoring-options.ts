@@ -88,10 +88,12 @@ export function prepareScoringRun(
     select?: (items: ProbeItem[]) => ProbeItem[];
     /** The verb scores prompts (BPB, MCQ): checkpoints whose engine cannot are refused up front. */
     scores?: boolean;
+    /** The probe set without `--probes` (default: every shipped set; the sampling verbs: EMBEDDED_SAMPLING_PROBES). */
+    defaultProbes?: string;
   },
 ): ScoringRun {
   checkResume(flags);
-  const source = flags.probes ?? EMBEDDED_PROBES;
+  const source = flags.probes ?? settings.defaultProbes ?? EMBEDDED_PROBES;
   let items = loadProbeItems(source);
   if (settings.select) items = settings.select(items);
   if (flags.limit !== undefined) items = items.slice(0, flags.limit);

@@ -4,7 +4,7 @@
  */
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
-import { EMBEDDED_RESEARCH_SET, EMBEDDED_TERMINAL_TASKS, REPO_ROOT } from '../embedded.ts';
+import { EMBEDDED_RESEARCH_SET, EMBEDDED_SAMPLING_PROBES, EMBEDDED_TERMINAL_TASKS, REPO_ROOT } from '../embedded.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
@@ -99,7 +99,12 @@ export function screenCommand(): Command {
         terminalTasks: flags.terminalTasks,
         researchSet: flags.researchSet,
       };
-      const run = prepareScoringRun(flags, 'screen', { config: ladderConfig(settings), seeds: { sampling: flags.seed }, scores: true });
+      const run = prepareScoringRun(flags, 'screen', {
+        config: ladderConfig(settings),
+        seeds: { sampling: flags.seed },
+        scores: true,
+        defaultProbes: EMBEDDED_SAMPLING_PROBES,
+      });
       // The ASAP stage writes last, after the cheap stages: its directory is checked now.
       if (flags.asapOut && !flags.out && flags.asapRuns > 0) ensureOutputDir(flags.asapOut, '--asap-out');
       // One progress display for the rungs, with the ETA of the whole screen (shares as the demo's, without its build).

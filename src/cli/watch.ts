@@ -7,7 +7,7 @@
 import { basename, join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
-import { EMBEDDED_PROBES, REPO_ROOT } from '../embedded.ts';
+import { EMBEDDED_SAMPLING_PROBES, REPO_ROOT } from '../embedded.ts';
 import { loadProbeItems } from '../probes/load.ts';
 import { probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { loadTasks } from '../verify/load-task.ts';
@@ -156,8 +156,7 @@ export function watchCommand(): Command {
         asapProfile: flags.asapProfile,
         concurrency: flags.concurrency,
       };
-      // The shipped set built from the demo trajectories; the scoring fixtures beside it have no state pass@K can restore.
-      const source = flags.probes ?? join(EMBEDDED_PROBES, 'demo.jsonl');
+      const source = flags.probes ?? EMBEDDED_SAMPLING_PROBES;
       let items = loadProbeItems(source);
       if (flags.limit !== undefined) items = items.slice(0, flags.limit);
       const http = httpOptions(flags, [], true); // its checkpoints are not known yet: any may be a server
