@@ -113,7 +113,7 @@ async function until(what: string, ok: () => boolean, child: ChildProcess, log: 
   while (!ok()) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error(`watch ended before ${what}:\n${log()}`);
     if (Date.now() - started > timeoutMs) throw new Error(`timed out waiting for ${what}:\n${log()}`);
-    await new Promise((r) => setTimeout(r, 200));
+    await new Promise((r) => setTimeout(r, 50));
   }
 }
 
