@@ -290,8 +290,7 @@ export class Watch {
 
   private finished(cheap: CheapEvent): void {
     this.scoredNow.push(cheap.checkpoint);
-    this.writeOutputs();
-    const point = trendPoints(this.log.scores()).find((p) => p.checkpoint === cheap.checkpoint);
+    const point = this.writeOutputs().find((p) => p.checkpoint === cheap.checkpoint);
     const shown = Object.entries(point?.values ?? {})
       .map(([probe, v]) => `${probe} ${formatTrendValue(probe as never, v.value)}`)
       .join(', ');
@@ -415,10 +414,10 @@ export class Watch {
     return outcome.results[0] ?? null;
   }
 
-  /** results.json and trend.svg as the watch stands: written after every checkpoint, so a report can be made at any time. */
-  writeOutputs(): void {
-    const trend = trendPoints(this.log.scores());
+  /** results.json and trend.svg as the watch stands (written after every checkpoint, so a report can be made at any time); the trend they hold. */
+  writeOutputs(): TrendPoint[] {
     const scores = this.log.scores();
+    const trend = trendPoints(scores);
     this.run.dir.writeResults({
       watched: this.s.watched,
       trend,
@@ -435,6 +434,7 @@ export class Watch {
       join(this.run.dir.dir, 'trend.svg'),
       `${trendChart(`Agentic potential against training step (${basename(this.run.dir.dir)})`, trend)}\n`,
     );
+    return trend;
   }
 }
 
