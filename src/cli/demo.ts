@@ -141,18 +141,8 @@ async function runDemo(flags: DemoFlags): Promise<void> {
   // With the cache on, a set built before from the same trajectories, tasks, settings and probe code is read back (build-cache.ts).
   const cache = resultCache(flags);
   const build = { contexts: ['native', 'asap'] as ContextFormat[], restore: 'patch' as const, distractors: true, repeats: 3 };
-  const buildKey =
-    cache && !existsSync(probesFile) ? buildCacheKey({ trajectories: TRAJECTORIES, tasksDir: TASKS, settings: build }) : undefined;
-  if (!existsSync(probesFile) && cache && buildKey) {
-    if (existsSync(join(out, 'run.json')) && !flags.resume) throw existingRunError(join(out, 'run.json'));
-    enterStage('build');
-    if (readCachedBuild(cache.dir, buildKey, probesFile))
-      say(
-        `Probes: the set built before from these trajectories, tasks and probe source, read from the cache in ${cache.dir} (--no-cache builds it again)\n`,
-      );
-  }
-  if (!existsSync(probesFile)) {
-    if (existsSync(join(out, 'run.json')) && !flags.resume) throw existingRunError(join(out, 'run.json'));
+  /** Replays the demo trajectories into `probesFile` (resuming from its progress log), and keeps the set in the cache under `buildKey`. */
+  const buildDemoProbes = async (buildKey: string | undefined) => {
     say(`Building probes from ${relative(process.cwd(), TRAJECTORIES) || TRAJECTORIES} (replaying each trajectory in a jailed sandbox)\n`);
     const progressLog = UnitLog.open<TrajectoryBuild>(
       join(out, 'build.progress.jsonl'),
@@ -174,6 +164,16 @@ async function runDemo(flags: DemoFlags): Promise<void> {
     if (cache && buildKey) writeCachedBuild(cache.dir, buildKey, probesFile);
     progressLog.remove();
     say(`${built.items.length} probe items from ${built.trajectories.filter((t) => !t.rejected).length} trajectories → ${probesFile}\n`);
+  };
+  if (!existsSync(probesFile)) {
+    if (existsSync(join(out, 'run.json')) && !flags.resume) throw existingRunError(join(out, 'run.json'));
+    enterStage('build');
+    const buildKey = cache ? buildCacheKey({ trajectories: TRAJECTORIES, tasksDir: TASKS, settings: build }) : undefined;
+    if (cache && buildKey && readCachedBuild(cache.dir, buildKey, probesFile))
+      say(
+        `Probes: the set built before from these trajectories, tasks and probe source, read from the cache in ${cache.dir} (--no-cache builds it again)\n`,
+      );
+    else await buildDemoProbes(buildKey);
   }
 
   // 2. The ladder, into the same run directory.
