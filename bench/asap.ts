@@ -61,6 +61,7 @@ if (decodeAb) {
       ks: [1],
       store: new AsapStore(dir),
       leaseFor: pools.leaseFor,
+      gradersFor: pools.gradersFor,
       settings: { format, profile: 'bash', maxSteps, maxTokens: 1024, temperature: 0.7, topP: 0.95, actionTimeoutMs: 60_000 },
     });
     const wall = performance.now() - started;
@@ -91,6 +92,7 @@ for (const concurrency of decodeAb ? [] : [1, 2, 4]) {
     ks: [1],
     store,
     leaseFor: pools.leaseFor,
+    gradersFor: pools.gradersFor,
     settings: { format, profile: 'bash', maxSteps, maxTokens: 2048, temperature: 0.7, topP: 0.95, actionTimeoutMs: 60_000 },
   });
   const wall = performance.now() - started;

@@ -14,7 +14,8 @@ import { loadProbeItems } from '../src/probes/load.ts';
 import { scorePassk } from '../src/probes/passk.ts';
 import { restoreProbeState } from '../src/probes/restore.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
-import { SandboxPool, type SandboxLease } from '../src/sandbox/pool.ts';
+import { TaskPools } from '../src/sandbox/pool.ts';
+import type { Sandbox } from '../src/sandbox/types.ts';
 import type { LoadedTask } from '../src/schema/task.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 
@@ -52,23 +53,26 @@ for (const { dir, decode, mode } of runs) {
       }
     },
   };
-  const pools = new Map<string, SandboxPool>();
-  const leaseFor = (task: LoadedTask): SandboxLease => {
-    let pool = pools.get(task.instance_id);
-    if (!pool) {
-      pool = new SandboxPool((t) => openSandbox('local', t), task, 2);
-      pools.set(task.instance_id, pool);
-    }
-    const lease = pool.lease;
-    return async (fn) => {
-      const t = performance.now();
-      try {
-        return await lease(fn);
-      } finally {
-        verifierMs += performance.now() - t;
-      }
-    };
+  // Time in the sandboxes — restores, actions, tests — whichever pool (agents or graders) the call is in.
+  const timedSandbox = async (task: LoadedTask): Promise<Sandbox> => {
+    const sb = await openSandbox('local', task);
+    const timed =
+      <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+      async (...args: A): Promise<R> => {
+        const t = performance.now();
+        try {
+          return await fn(...args);
+        } finally {
+          verifierMs += performance.now() - t;
+        }
+      };
+    return Object.assign(Object.create(sb) as Sandbox, {
+      exec: timed(sb.exec.bind(sb)),
+      restore: timed(sb.restore.bind(sb)),
+      diff: timed(sb.diff.bind(sb)),
+    });
   };
+  const pools = new TaskPools(timedSandbox, 2);
   const started = performance.now();
   const result = await scorePassk(name, backend, items, {
     n,
@@ -78,12 +82,13 @@ for (const { dir, decode, mode } of runs) {
     maxTokens,
     seed: 0,
     taskOf: (i) => tasks.get(i.task)!,
-    leaseFor,
+    leaseFor: pools.leaseFor,
+    gradersFor: pools.gradersFor,
     restore: restoreProbeState,
   });
   const wall = performance.now() - started;
   const path = await inner.decodeInfo(); // opened by the first sample: its build and check are in the wall time
-  await Promise.all([...pools.values()].map((p) => p.close()));
+  await pools.close();
   await backend.close();
   const outside = wall - modelMs - verifierMs;
   console.log(

@@ -24,13 +24,13 @@ export { renderTranscript, renderAction, renderObservation, type Action, type Tr
 export { LIMITS, type Sandbox, type ExecResult, type ExecOptions } from './sandbox/types.ts';
 export { checkRequirements, ensureRequirements, MissingRequirements } from './setup/requirements.ts';
 export { openSandbox, SANDBOX_KINDS, type SandboxKind } from './sandbox/open.ts';
-export { SandboxPool, freshSandboxes, type SandboxLease } from './sandbox/pool.ts';
+export { SandboxPool, TaskPools, freshSandboxes, type GraderLease, type SandboxLease } from './sandbox/pool.ts';
 export { loadTasks, loadTaskFile, type LoadTaskOptions } from './verify/load-task.ts';
 export { harnessImageName } from './swebench/image-name.ts';
 export { rowFacts } from './swebench/row-facts.ts';
 export { readRows, readAllRows, type DatasetRow } from './datasets/rows.ts';
 export { corpusRows, type CorpusRow } from './trajectories/corpora/corpus.ts';
-export { verifyPatch, verifySandbox, verifyState, verifyRepeated, type Tampering, type Verdict } from './verify/verifier.ts';
+export { gradeSandbox, verifyState, verifyRepeated, type Tampering, type Verdict } from './verify/verifier.ts';
 export { parseTestLog } from './verify/log-parsers.ts';
 export { replayTrajectory, type ReplayResult, type ReplayStep } from './replay/replay.ts';
 export { findDistractors } from './replay/distractors.ts';

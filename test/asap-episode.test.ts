@@ -17,7 +17,8 @@ import type { Sandbox } from '../src/sandbox/types.ts';
 import { importTrajectory } from '../src/trajectories/import.ts';
 import { OBSERVATION_LIMIT } from '../src/formats/md-xml.ts';
 import { loadTaskFile } from '../src/verify/load-task.ts';
-import { verifySandbox } from '../src/verify/verifier.ts';
+import { verifyState } from '../src/verify/verifier.ts';
+import { freshSandboxes } from '../src/sandbox/pool.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
 import { ScriptedBackend } from './helpers/scripted-backend.ts';
 
@@ -75,8 +76,11 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
       s,
     );
     const finalPatch = result.steps.at(-1)?.patch ?? p.state.patch;
-    await sb.restore({ base_commit: task.base_commit, patch: finalPatch });
-    const verdict = await verifySandbox(sb, task);
+    const verdict = await verifyState(
+      freshSandboxes((t) => openSandbox('local', t), task),
+      task,
+      { base_commit: task.base_commit, patch: finalPatch },
+    );
     const behaviour = runBehaviour(
       result.steps,
       { termination: result.termination, patch: finalPatch, applies: true, passToPassFailed: verdict.passToPass.failed },
@@ -321,8 +325,11 @@ describe.skipIf(skipWithoutDocker || !hasBubblewrap())('ASAP episodes in the doc
       );
       expect(run.termination).toBe('submitted');
       const finalPatch = run.steps.at(-1)!.patch;
-      await docker.restore({ base_commit: task.base_commit, patch: finalPatch });
-      const verdict = await verifySandbox(docker, task);
+      const verdict = await verifyState(
+        freshSandboxes((t) => openSandbox('docker', t), task),
+        task,
+        { base_commit: task.base_commit, patch: finalPatch },
+      );
       expect(verdict.resolved).toBe(true);
       const behaviour = runBehaviour(
         run.steps,

@@ -15,7 +15,7 @@ import { parseTestLog } from '../src/verify/log-parsers.ts';
 import { patchPaths, repoPathFromText } from '../src/verify/patch-paths.ts';
 import { strictJson, testSettingsChanged } from '../src/verify/runner-settings.ts';
 import { tomlEntries } from '../src/verify/toml-keys.ts';
-import { verifySandbox, verifyState, type Verdict } from '../src/verify/verifier.ts';
+import { gradeSandbox, verifyState, type Verdict } from '../src/verify/verifier.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
 import { ATTACKS, candidateCommands, JS, JS_FIX, PY, PY_FIX, type VerifierAttack } from './helpers/verifier-attacks.ts';
 
@@ -166,11 +166,11 @@ describe.each([
     return;
   }
   const pools = new Map<string, SandboxPool>();
-  const lease = (attack: VerifierAttack) => {
+  const poolOf = (attack: VerifierAttack) => {
     const key = attack.task.instance_id;
     if (!pools.has(key))
       pools.set(key, new SandboxPool((t) => openSandbox(provider, t), attack.task.instance_id === PY.instance_id ? PY : JS, 2));
-    return pools.get(key)!.lease;
+    return pools.get(key)!;
   };
   afterAll(async () => {
     await Promise.all([...pools.values()].map((p) => p.close()));
@@ -178,13 +178,14 @@ describe.each([
 
   /** Grades the candidate as a model's work is graded: its commands' tree, or its patch. */
   async function grade(attack: VerifierAttack): Promise<Verdict> {
+    const pool = poolOf(attack);
     if (attack.patch !== undefined)
-      return verifyState(lease(attack), attack.task, { base_commit: attack.task.base_commit, patch: attack.patch });
-    return lease(attack)(async (sb) => {
+      return verifyState(pool.graders, attack.task, { base_commit: attack.task.base_commit, patch: attack.patch });
+    return pool.lease(async (sb) => {
       await sb.restore({ base_commit: attack.task.base_commit, patch: '' });
       const ran = await sb.exec(candidateCommands(attack), { timeoutMs: 60_000 });
       expect(ran.exitCode, ran.output).toBe(0);
-      return verifySandbox(sb, attack.task);
+      return gradeSandbox(sb, pool.graders, attack.task);
     });
   }
 

@@ -129,6 +129,7 @@ describe('the contaminated control', () => {
       taskOf: (item) => tasks.get(item.task)!,
       restore: restoreProbeState,
       leaseFor: (task) => freshSandboxes((t) => openSandbox('local', t), task),
+      gradersFor: (task) => freshSandboxes((t) => openSandbox('local', t), task),
     });
     await backend.close();
     expect(result.items.filter((i) => i.c > 0).length).toBeGreaterThan(0);

@@ -11,7 +11,8 @@ import { openSandbox, type SandboxKind } from '../src/sandbox/open.ts';
 import { importTrajectory } from '../src/trajectories/import.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 import { buildTaskRecord } from '../src/verify/task-files.ts';
-import { verifySandbox } from '../src/verify/verifier.ts';
+import { gradeSandbox } from '../src/verify/verifier.ts';
+import { freshSandboxes } from '../src/sandbox/pool.ts';
 import { runAction, writeToolState } from '../src/sandbox/run-action.ts';
 import { parseActionText } from '../src/formats/registry.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
@@ -131,7 +132,11 @@ function reverifyDistractors(kind: SandboxKind) {
       const before = await sb.diff();
       await runAction(sb, action, 60_000);
       expect(await sb.diff()).not.toBe(before);
-      const verdict = await verifySandbox(sb, task);
+      const verdict = await gradeSandbox(
+        sb,
+        freshSandboxes((t) => openSandbox(kind, t), task),
+        task,
+      );
       expect(verdict.resolved).toBe(false);
       expect(distractor).not.toBe(item.gold);
     } finally {

@@ -19,6 +19,7 @@ const items = loadProbeItems(join(REPO_ROOT, 'probes', 'demo.jsonl'));
 const tasks = new Map((await loadTasks(join(REPO_ROOT, 'verifiers'))).map((t) => [t.instance_id, t]));
 const options = {
   leaseFor: (task: LoadedTask) => freshSandboxes((t) => openSandbox('local', t), task),
+  gradersFor: (task: LoadedTask) => freshSandboxes((t) => openSandbox('local', t), task),
   restore: restoreProbeState,
 };
 

@@ -73,7 +73,8 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('a probe item remembers where 
       kind: 'patch',
       tool_state: expect.stringContaining('/SWE-agent__test-repo/tests/missing_colon.py'),
     });
-    const options = { leaseFor: (t: LoadedTask) => freshSandboxes((x) => openSandbox('local', x), t), restore: restoreProbeState };
+    const fresh = (t: LoadedTask) => freshSandboxes((x) => openSandbox('local', x), t);
+    const options = { leaseFor: fresh, gradersFor: fresh, restore: restoreProbeState };
     expect(await judgeSample(item.gold, item, taskForItem(task, item), options, new Map())).toMatchObject({ parsed: true, resolved: true });
     // In the task's own /testbed the open file's absolute path names nothing: the same edit cannot pass there.
     expect(await judgeSample(item.gold, item, task, options, new Map())).toMatchObject({ resolved: false });

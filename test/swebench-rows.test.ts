@@ -16,7 +16,8 @@ import { harnessImageName } from '../src/swebench/image-name.ts';
 import { repoSpec } from '../src/swebench/specs.ts';
 import { testDirectives } from '../src/swebench/test-command.ts';
 import { loadTaskFile, loadTasks } from '../src/verify/load-task.ts';
-import { verifyPatch } from '../src/verify/verifier.ts';
+import { verifyState } from '../src/verify/verifier.ts';
+import { SandboxPool } from '../src/sandbox/pool.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
 import { tempDir } from './helpers/paths.ts';
@@ -189,12 +190,12 @@ describe.skipIf(skipWithoutDocker)("a published row in an image with the harness
   it('the gold patch passes both FAIL_TO_PASS tests and breaks no PASS_TO_PASS test; the base fails them', async () => {
     const started = performance.now();
     const { built } = await image();
-    const sb = await DockerSandbox.create(task);
+    const graders = new SandboxPool((t) => DockerSandbox.create(t), task, 1);
     try {
-      const gold = await verifyPatch(sb, task, { base_commit: task.base_commit, patch: task.patch! });
+      const gold = await verifyState(graders.graders, task, { base_commit: task.base_commit, patch: task.patch! });
       expect(gold.status, gold.log.slice(-2000)).toBe('ok');
       expect(gold.failToPass).toEqual({ passed: task.FAIL_TO_PASS, failed: [], missing: [] });
-      const base = await verifyPatch(sb, task, { base_commit: task.base_commit, patch: '' });
+      const base = await verifyState(graders.graders, task, { base_commit: task.base_commit, patch: '' });
       expect(base.status).toBe('ok');
       expect(base.resolved).toBe(false);
       expect(base.failToPass).toEqual({ passed: [], failed: task.FAIL_TO_PASS, missing: [] });
@@ -207,7 +208,7 @@ describe.skipIf(skipWithoutDocker)("a published row in an image with the harness
         `PASS_TO_PASS at gold: ${gold.passToPass.passed.length} passed, ${gold.passToPass.failed.length} failed, ${gold.passToPass.missing.length} not in the log (${foreign.length} never nameable)`,
       );
     } finally {
-      await sb.close();
+      await graders.close();
     }
     console.info(
       `gold + base in the harness layout: ${((performance.now() - started) / 1000).toFixed(1)}s (image ${built ? 'built' : 'cached'})`,

@@ -11,12 +11,11 @@ import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { writeToolState } from '../sandbox/run-action.ts';
 import type { LoadedTask } from '../schema/task.ts';
-import type { SandboxLease } from '../sandbox/pool.ts';
-import type { Sandbox } from '../sandbox/types.ts';
+import type { GraderLease, SandboxLease } from '../sandbox/pool.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
 import { mapLimit } from '../util/pool.ts';
 import { deriveSeed } from '../util/rng.ts';
-import { notPassed, verifyPatch, type Verdict } from '../verify/verifier.ts';
+import { notPassed, verifyState, type Verdict } from '../verify/verifier.ts';
 import { runBehaviour, summarizeBehaviour, type BehaviourSummary } from './behaviour.ts';
 import { type EpisodeSettings, type EpisodeStep, runEpisode, type Termination, TERMINATIONS } from './episode.ts';
 import { transcriptText } from '../formats/asap-transcripts.ts';
@@ -38,6 +37,8 @@ export interface AsapRunOptions {
   store: AsapStore;
   /** Sandboxes of a task: jailed, network off (model-generated commands run there). */
   leaseFor: (task: LoadedTask) => SandboxLease;
+  /** Sandboxes that grade a task's final states: no episode's command runs in them. */
+  gradersFor: (task: LoadedTask) => GraderLease;
   onEpisode?: () => void;
 }
 
@@ -98,13 +99,13 @@ function transcriptOf(
   return head + transcriptText(instance.prefix.text, steps, settings.format) + tail;
 }
 
-/** Applies the final patch to a clean base and lets the verifier grade it (one restore: the verifier's). */
+/** Grades the final patch on a clean base, in a grader's sandbox (not the episode's). */
 async function gradeFinal(
-  sb: Sandbox,
+  graders: GraderLease,
   task: LoadedTask,
   patch: string,
 ): Promise<{ applies: boolean; verdict: Verdict | null; reason: string | null }> {
-  const verdict = await verifyPatch(sb, task, { base_commit: task.base_commit, patch });
+  const verdict = await verifyState(graders, task, { base_commit: task.base_commit, patch });
   if (!verdict.applies) return { applies: false, verdict: null, reason: verdict.reason ?? null };
   return { applies: true, verdict, reason: verdict.resolved ? null : (verdict.reason ?? null) };
 }
@@ -151,7 +152,7 @@ async function runOne(
     );
     const finalPatch = result.steps.at(-1)?.patch ?? prefix.state.patch;
     const verifyStarted = performance.now();
-    const graded = await gradeFinal(sb, task, finalPatch);
+    const graded = await gradeFinal(options.gradersFor(task), task, finalPatch);
     const verifyMs = performance.now() - verifyStarted;
     // A regression: a PASS_TO_PASS test failing in the final log, or gone from it (its module no longer imports).
     const behaviour = runBehaviour(

@@ -69,7 +69,6 @@ export function passkCommand(): Command {
         },
       });
       const pools = new TaskPools((t) => openSandbox(flags.sandbox, t), flags.concurrency);
-      const leaseFor = pools.leaseFor;
       try {
         const { results, failures } = await scoreCheckpoints<PasskResult, PasskItem>(run, 'passk', (ckpt, backend, hooks) =>
           scorePassk(
@@ -85,7 +84,8 @@ export function passkCommand(): Command {
               maxTokens: flags.maxTokens,
               seed: flags.seed,
               taskOf: (item) => taskForItem(tasks.get(item.task)!, item),
-              leaseFor,
+              leaseFor: pools.leaseFor,
+              gradersFor: pools.gradersFor,
               restore: restoreProbeState,
             },
             hooks,

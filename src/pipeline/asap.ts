@@ -170,6 +170,7 @@ export async function runAsapOverCheckpoints(
           ks: passAtKs(s.runs),
           store,
           leaseFor: pools.leaseFor,
+          gradersFor: pools.gradersFor,
           onEpisode: tick,
           settings: {
             format,

@@ -150,9 +150,7 @@ async function buildOne(trajectory: Trajectory, name: string, given: LoadedTask,
     for (const format of s.contexts) {
       const item = probeItemFrom(trajectory, task, replay, format, root, s.restore);
       if (item)
-        items.push(
-          s.distractors ? await withDistractors(item, trajectory, task, replay, format, pool.lease, cache, repoFiles, s.sampler) : item,
-        );
+        items.push(s.distractors ? await withDistractors(item, trajectory, task, replay, format, pool, cache, repoFiles, s.sampler) : item);
     }
     const status: TrajectoryStatus = !replay.rejected ? 'accepted' : replay.final?.flaky ? 'flaky' : 'rejected';
     return {

@@ -235,6 +235,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
             seed: s.seed,
             taskOf: (item) => taskForItem(tasks.get(item.task)!, item),
             leaseFor: pools.leaseFor,
+            gradersFor: pools.gradersFor,
             restore: restoreProbeState,
           },
           itemHooks<PasskItem>(dir, 'passk', ckpt, tick),

@@ -10,13 +10,13 @@ import { sampleOne } from '../backends/single.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { TrajectoryAction } from '../schema/trajectory.ts';
-import type { SandboxLease } from '../sandbox/pool.ts';
+import type { GraderLease, SandboxLease } from '../sandbox/pool.ts';
 import type { Sandbox } from '../sandbox/types.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
 import { type ActionFormat, sampledActionText, UnparsableAction } from '../formats/action-format.ts';
 import { itemFormat } from '../formats/registry.ts';
 import { runAction } from '../sandbox/run-action.ts';
-import { unresolvedCauses, verifyPatch, verifySandbox, type Tampering, type Verdict } from '../verify/verifier.ts';
+import { gradeSandbox, unresolvedCauses, verifyState, type Tampering, type Verdict } from '../verify/verifier.ts';
 import { InputError, ProbeError } from '../errors.ts';
 import { memoized, type ItemHooks } from './memo.ts';
 import { ACTION_MAX_TOKENS, SAMPLING } from '../protocol.ts';
@@ -64,6 +64,8 @@ export interface PasskOptions {
   taskOf: (item: ProbeItem) => LoadedTask;
   /** Sandboxes of a task (jailed: these commands are model-generated). */
   leaseFor: (task: LoadedTask) => SandboxLease;
+  /** Sandboxes that grade a task's states: no sample's command runs in them. */
+  gradersFor: (task: LoadedTask) => GraderLease;
   /** Actions per rollout (1: the decisive action alone). */
   steps?: number;
   /** Restores the state before T* (patch, or replay of the earlier actions). */
@@ -95,12 +97,12 @@ function notReturned(sample: Sample): PasskSample {
 
 const UNCHANGED = 'changes no file at the T* state (which fails: it is the state before the decisive step)';
 
-/** The sandbox tree's cumulative patch, or undefined where it cannot be read (the verifier then says why). */
-async function treeOf(sb: Sandbox): Promise<string | undefined> {
+/** The sandbox tree's cumulative patch, or why it cannot be read. */
+async function treeOf(sb: Sandbox): Promise<{ patch: string } | { error: string }> {
   try {
-    return await sb.diff();
+    return { patch: await sb.diff() };
   } catch (error) {
-    if (error instanceof ProbeError) return undefined;
+    if (error instanceof ProbeError) return { error: error.message };
     throw error;
   }
 }
@@ -110,7 +112,7 @@ export async function judgeSample(
   text: string,
   item: ProbeItem,
   task: LoadedTask,
-  options: Pick<PasskOptions, 'leaseFor' | 'restore'>,
+  options: Pick<PasskOptions, 'leaseFor' | 'gradersFor' | 'restore'>,
   /** Verdicts of this item's actions so far, by parsed action: a repeated sample is graded once (also while its first copy is still running). */
   cache: Map<string, Promise<PasskSample>>,
 ): Promise<PasskSample> {
@@ -125,23 +127,25 @@ export async function judgeSample(
   const key = JSON.stringify({ tool: action.tool, args: action.args });
   const known = cache.get(key);
   if (known) return { ...(await known), text };
-  const lease = options.leaseFor(task);
-  const grading = lease(async (sb): Promise<PasskSample> => {
-    await options.restore(sb, item, task);
-    const before = await treeOf(sb);
-    await runAction(sb, action, 60_000);
-    const after = await treeOf(sb);
+  const grading = (async (): Promise<PasskSample> => {
+    const ran = await options.leaseFor(task)(async (sb) => {
+      await options.restore(sb, item, task);
+      const before = await treeOf(sb);
+      await runAction(sb, action, 60_000);
+      return { before, after: await treeOf(sb) };
+    });
+    const { before, after } = ran;
+    if ('error' in after) return { text, parsed: true, resolved: false, reason: `cannot read the candidate's changes: ${after.error}` };
     // A tree the action left as T*'s state is that state, which fails by the definition of T* (the first step whose
     // cumulative patch passes): grading it again would run the tests for a known answer. Only the tree is graded.
-    if (before !== undefined && after === before) return { text, parsed: true, resolved: false, reason: UNCHANGED };
-    const verdict =
-      after === undefined ? await verifySandbox(sb, task) : await verifyPatch(sb, task, { base_commit: task.base_commit, patch: after });
+    if ('patch' in before && after.patch === before.patch) return { text, parsed: true, resolved: false, reason: UNCHANGED };
+    const verdict = await verifyState(options.gradersFor(task), task, { base_commit: task.base_commit, patch: after.patch });
     return {
       text,
       parsed: true,
       ...judged(verdict, verdict.resolved ? 'resolved' : (verdict.reason ?? unresolvedCauses(verdict, undefined, 3))),
     };
-  });
+  })();
   cache.set(key, grading);
   return grading;
 }
@@ -190,7 +194,7 @@ async function rollout(
       const ran = await runAction(sb, action, 60_000);
       prompt += text + turn.observe(ran.output, ran.exitCode);
     }
-    const verdict = await verifySandbox(sb, task);
+    const verdict = await gradeSandbox(sb, options.gradersFor(task), task);
     return {
       text: texts.join('\n'),
       parsed: true,

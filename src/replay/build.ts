@@ -11,7 +11,7 @@ import { renderAction } from '../formats/md-xml.ts';
 import { itemFormat } from '../formats/registry.ts';
 import { SWE_AGENT_TOOL } from '../formats/swe-agent.ts';
 import { MCQ_MIN_DISTRACTORS } from '../schema/probe-item.ts';
-import type { SandboxLease } from '../sandbox/pool.ts';
+import type { SandboxPool } from '../sandbox/pool.ts';
 import { findDistractors, type Candidate, type VerdictCache } from './distractors.ts';
 import { renderProbeContext, type ContextFormat } from './render-context.ts';
 import { changedFiles } from './tree-change.ts';
@@ -112,7 +112,7 @@ export async function withDistractors(
   task: LoadedTask,
   replay: ReplayResult,
   format: ContextFormat,
-  lease: SandboxLease,
+  sandboxes: Pick<SandboxPool, 'lease' | 'graders'>,
   cache: VerdictCache,
   repoFiles: string[],
   sampler?: DistractorSampler,
@@ -131,7 +131,7 @@ export async function withDistractors(
     fromTrajectory: trajectoryCandidates(trajectory, replay, format),
     fromSamples,
     repoFiles,
-    lease,
+    sandboxes,
     cache,
   });
   return {

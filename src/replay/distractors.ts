@@ -19,10 +19,10 @@
  */
 import type { LoadedTask } from '../schema/task.ts';
 import type { TrajectoryAction } from '../schema/trajectory.ts';
-import type { SandboxLease } from '../sandbox/pool.ts';
+import type { SandboxPool } from '../sandbox/pool.ts';
 import { UnparsableAction } from '../formats/action-format.ts';
 import { formatOf } from '../formats/registry.ts';
-import { unresolvedCauses, verifySandbox } from '../verify/verifier.ts';
+import { gradeSandbox, unresolvedCauses } from '../verify/verifier.ts';
 import { runAction, writeToolState } from '../sandbox/run-action.ts';
 import { mutateAction } from './mutations.ts';
 import { changedFiles } from './tree-change.ts';
@@ -78,7 +78,8 @@ export interface DistractorOptions {
   /** Candidate actions sampled from a checkpoint at the decisive context. */
   fromSamples?: Candidate[];
   repoFiles: string[];
-  lease: SandboxLease;
+  /** Sandboxes the candidates run in, and the ones that grade what they leave. */
+  sandboxes: Pick<SandboxPool, 'lease' | 'graders'>;
   cache: VerdictCache;
   /** Stop once this many are kept. */
   want?: number;
@@ -90,7 +91,7 @@ async function judge(action: TrajectoryAction, options: DistractorOptions): Prom
   const key = JSON.stringify({ tool: action.tool, args: action.args });
   const cached = options.cache.get(key);
   if (cached) return cached;
-  const verdict = await options.lease(async (sb): Promise<Verdict> => {
+  const verdict = await options.sandboxes.lease(async (sb): Promise<Verdict> => {
     await sb.restore({ base_commit: options.task.base_commit, patch: options.patch });
     await writeToolState(sb, options.toolState);
     const before = await sb.diff();
@@ -98,7 +99,7 @@ async function judge(action: TrajectoryAction, options: DistractorOptions): Prom
     const changed = changedFiles(before, await sb.diff());
     const how = ran.exitCode !== 0 ? `action exited ${ran.exitCode}; ` : '';
     if (changed.length === 0) return { changed, resolved: false, reason: `${how}changes no file at the T* state: not an edit` };
-    const v = await verifySandbox(sb, options.task);
+    const v = await gradeSandbox(sb, options.sandboxes.graders, options.task);
     if (v.resolved) return { changed, resolved: true, reason: 'the verifier accepts it' };
     return {
       changed,

@@ -102,7 +102,7 @@ export interface ReplayResult {
 export interface ReplayOptions {
   openSandbox: SandboxFactory;
   sandboxName: string;
-  /** Sandboxes verifying states at once (each restored to its state before a run). */
+  /** Sandboxes verifying states at once (each restored to its state before a run; none the one the steps ran in). */
   concurrency?: number;
   /** Times the final state is verified to detect flakiness. */
   repeats?: number;
@@ -179,10 +179,10 @@ async function judge(
   const verdicts = new Map<string, Verdict>();
   const state = (patch: string) => ({ base_commit: task.base_commit, patch });
   const [final] = await Promise.all([
-    finalPatch === '' ? Promise.resolve(null) : verifyRepeated(pool.lease, task, state(finalPatch), repeats),
+    finalPatch === '' ? Promise.resolve(null) : verifyRepeated(pool.graders, task, state(finalPatch), repeats),
     Promise.all(
       toVerify.map(async ([h, patch]) => {
-        verdicts.set(h, await verifyState(pool.lease, task, state(patch)));
+        verdicts.set(h, await verifyState(pool.graders, task, state(patch)));
       }),
     ),
   ]);

@@ -305,6 +305,7 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
             seed: s.seed,
             taskOf: (item) => taskForItem(tasks.get(item.task)!, item),
             leaseFor: pools.leaseFor,
+            gradersFor: pools.gradersFor,
             restore: restoreProbeState,
           },
           hooks,

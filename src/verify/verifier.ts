@@ -20,7 +20,7 @@
  */
 import { ProbeError } from '../errors.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
-import type { SandboxLease } from '../sandbox/pool.ts';
+import type { GraderLease } from '../sandbox/pool.ts';
 import type { Sandbox } from '../sandbox/types.ts';
 import { prepareGradedTree } from './graded-tree.ts';
 import type { Tampering } from './harness-paths.ts';
@@ -137,10 +137,11 @@ export function unresolvedCauses(
 }
 
 /**
- * Grades a candidate state: the sandbox is restored to it (a fresh copy of the base with
- * the state's patch applied), harness changes are dropped, then the tests run.
+ * Grades a candidate state in a grader's sandbox: it is restored to the state (a fresh
+ * copy of the base with the state's patch applied), what grading does not read is
+ * dropped, then the tests run. Not exported: only a GraderLease hands out `sb`.
  */
-export async function verifyPatch(sb: Sandbox, task: LoadedTask, state: EnvState): Promise<Verdict> {
+async function verifyPatch(sb: Sandbox, task: LoadedTask, state: EnvState): Promise<Verdict> {
   const started = performance.now();
   let tampering: Tampering[] = [];
   let ownTests: string[] = [];
@@ -196,23 +197,24 @@ export async function verifyPatch(sb: Sandbox, task: LoadedTask, state: EnvState
 }
 
 /**
- * Grades what a sandbox's working tree holds: its cumulative patch against the base (as
- * SWE-bench grades a model's patch), in the same sandbox restored from scratch.
+ * Grades what a candidate's sandbox holds: its cumulative patch against the base (as
+ * SWE-bench grades a model's patch), read out of it, then graded in a grader's sandbox —
+ * never in the one the candidate's commands ran in.
  */
-export async function verifySandbox(sb: Sandbox, task: LoadedTask): Promise<Verdict> {
+export async function gradeSandbox(candidate: Sandbox, graders: GraderLease, task: LoadedTask): Promise<Verdict> {
   let patch: string;
   try {
-    patch = await sb.diff();
+    patch = await candidate.diff();
   } catch (error) {
     if (!(error instanceof ProbeError)) throw error;
     return ungraded(task, 'error', `cannot read the candidate's changes: ${error.message}`, performance.now(), { applies: false });
   }
-  return verifyPatch(sb, task, { base_commit: task.base_commit, patch });
+  return verifyState(graders, task, { base_commit: task.base_commit, patch });
 }
 
-/** Verifies one state in a leased sandbox. */
-export function verifyState(lease: SandboxLease, task: LoadedTask, state: EnvState): Promise<Verdict> {
-  return lease((sb) => verifyPatch(sb, task, state));
+/** Grades one state in a grader's sandbox. */
+export function verifyState(graders: GraderLease, task: LoadedTask, state: EnvState): Promise<Verdict> {
+  return graders((sb) => verifyPatch(sb, task, state));
 }
 
 export interface StableVerdict extends Verdict {
@@ -222,8 +224,8 @@ export interface StableVerdict extends Verdict {
 }
 
 /** Verifies a state `repeats` times; a task whose verdict varies is flaky. */
-export async function verifyRepeated(lease: SandboxLease, task: LoadedTask, state: EnvState, repeats: number): Promise<StableVerdict> {
-  const verdicts = await Promise.all(Array.from({ length: repeats }, () => verifyState(lease, task, state)));
+export async function verifyRepeated(graders: GraderLease, task: LoadedTask, state: EnvState, repeats: number): Promise<StableVerdict> {
+  const verdicts = await Promise.all(Array.from({ length: repeats }, () => verifyState(graders, task, state)));
   const flaky = new Set(verdicts.map((v) => v.resolved)).size > 1;
   return {
     ...verdicts[0]!,

@@ -372,6 +372,7 @@ export class Watch {
           seed: this.s.seed,
           taskOf: (item) => taskForItem(this.tasks.get(item.task)!, item),
           leaseFor: this.pools.leaseFor,
+          gradersFor: this.pools.gradersFor,
           restore: restoreProbeState,
         },
         itemHooks<PasskItem>(dir, 'passk', name, tick),
