@@ -19,20 +19,35 @@ import { gradeSandbox, verifyState, type Verdict } from '../src/verify/verifier.
 import { skipWithoutDocker } from './helpers/docker.ts';
 import { ATTACKS, candidateCommands, JS, JS_FIX, PY, PY_FIX, type VerifierAttack } from './helpers/verifier-attacks.ts';
 
-describe('which changes are harness changes', () => {
-  const ctx = harnessContext(PY, baseSet(['cart/pricing.py', 'tests/test_pricing.py', 'tests/helpers.py'].map(repoPathFromText)));
+describe("what of a candidate's changes grading reads", () => {
+  const ctx = harnessContext(
+    PY,
+    baseSet(
+      [
+        'cart/__init__.py',
+        'cart/pricing.py',
+        'cart/data/rates.json',
+        'tests/test_pricing.py',
+        'tests/helpers.py',
+        'src/lib/util.py',
+        'docs/index.md',
+      ].map(repoPathFromText),
+    ),
+  );
   const kind = (path: string) => classifyPath(repoPathFromText(path), ctx);
 
-  it('hooks, runner configuration and test files are dropped; source and unrelated files kept', () => {
+  it('hooks, dotfiles, runner configuration and test files are tampering wherever they are', () => {
     expect(kind('conftest.py')).toEqual({ kind: 'tampering', reason: TAMPERING.conftest });
     expect(kind('a/b/CONFTEST.py').kind).toBe('tampering');
-    expect(kind('src/sitecustomize.py')).toEqual({ kind: 'tampering', reason: TAMPERING.startup });
+    expect(kind('cart/sitecustomize.py')).toEqual({ kind: 'tampering', reason: TAMPERING.startup });
     expect(kind('usercustomize/__init__.py').kind).toBe('tampering');
-    expect(kind('lib/x.pth')).toEqual({ kind: 'tampering', reason: TAMPERING.pth });
+    expect(kind('cart/x.pth')).toEqual({ kind: 'tampering', reason: TAMPERING.pth });
     expect(kind('cart/__pycache__/pricing.cpython-311.pyc')).toEqual({ kind: 'tampering', reason: TAMPERING.bytecode });
     expect(kind('.npmrc')).toEqual({ kind: 'tampering', reason: TAMPERING.runnerConfig });
     expect(kind('sub/pytest.ini').kind).toBe('tampering');
     expect(kind('jest.config.mjs').kind).toBe('tampering');
+    expect(kind('.gitattributes')).toEqual({ kind: 'tampering', reason: TAMPERING.dotfile });
+    expect(kind('cart/.hidden/pricing.py')).toEqual({ kind: 'tampering', reason: TAMPERING.dotfile });
     expect(kind('setup.cfg')).toEqual({ kind: 'settings', format: 'ini' });
     expect(kind('pkg/package.json')).toEqual({ kind: 'settings', format: 'package.json' });
     // SWE-bench resets the test patch's files; so are the graded tests' files and existing tests.
@@ -41,18 +56,36 @@ describe('which changes are harness changes', () => {
     expect(kind('tests/__init__.py')).toEqual({ kind: 'own-test' });
     expect(kind('tests/test_mine.py')).toEqual({ kind: 'own-test' });
     expect(kind('test/helper.js')).toEqual({ kind: 'own-test' });
-    // Code kept under tests/ (SWE-agent's test repository fixes tests/missing_colon.py) stays.
+  });
+
+  it('edits to tracked files and new files inside source packages are graded; other new files are left out', () => {
+    // Code kept under tests/ (SWE-agent's test repository fixes tests/missing_colon.py) is tracked: an edit is graded.
     expect(kind('tests/helpers.py')).toEqual({ kind: 'keep' });
     expect(kind('cart/pricing.py')).toEqual({ kind: 'keep' });
+    expect(kind('docs/index.md')).toEqual({ kind: 'keep' });
+    // Inside a package a new module is `cart.name`, whatever its name.
     expect(kind('cart/new_module.py')).toEqual({ kind: 'keep' });
-    // New root modules: runner names always, others when the environment can import them.
+    expect(kind('cart/json.py')).toEqual({ kind: 'keep' });
+    expect(kind('cart/sub/__init__.py')).toEqual({ kind: 'keep' });
+    expect(kind('cart/data/fx.json')).toEqual({ kind: 'keep' });
+    // In a source directory that is not a package, a new module is a top-level one wherever that directory is on the path.
+    expect(kind('src/lib/msvcrt.py')).toEqual({ kind: 'named', module: 'msvcrt', graded: true });
+    expect(kind('cart/data/helper.py')).toEqual({ kind: 'named', module: 'helper', graded: true });
+    // Outside the source packages: the root, docs, new directories, directories of tests.
+    expect(kind('reproduce.py')).toEqual({ kind: 'named', module: 'reproduce', graded: false });
+    expect(kind('msvcrt.py')).toEqual({ kind: 'named', module: 'msvcrt', graded: false });
+    expect(kind('org/__init__.py')).toEqual({ kind: 'named', module: 'org', graded: false });
+    expect(kind('org/python/core.py')).toEqual({ kind: 'named', module: 'org', graded: false });
+    expect(kind('notes.txt')).toEqual({ kind: 'left-out' });
+    expect(kind('docs/fix.md')).toEqual({ kind: 'left-out' });
+    expect(kind('src/newpkg.txt')).toEqual({ kind: 'left-out' });
+    expect(kind('tests/fixture.json')).toEqual({ kind: 'left-out' });
+    // Named like the runner or the code under test, a new module is tampering wherever it could be imported.
     expect(kind('pytest.py')).toEqual({ kind: 'tampering', reason: TAMPERING.shadow('pytest') });
     expect(kind('_pytest/__init__.py')).toEqual({ kind: 'tampering', reason: TAMPERING.shadow('_pytest') });
     expect(kind('pytest_cov.cpython-311-x86_64-linux-gnu.so').kind).toBe('tampering');
-    expect(kind('argparse.py')).toEqual({ kind: 'shadow', module: 'argparse' });
-    expect(kind('json/__init__.py')).toEqual({ kind: 'shadow', module: 'json' });
-    expect(kind('json/data.txt')).toEqual({ kind: 'keep' });
-    expect(kind('reproduce.py')).toEqual({ kind: 'shadow', module: 'reproduce' });
+    expect(kind('tests/cart/pricing.py')).toEqual({ kind: 'tampering', reason: TAMPERING.shadow('cart') });
+    expect(kind('src/cart.py')).toEqual({ kind: 'tampering', reason: TAMPERING.shadow('cart') });
   });
 
   it("reads the test patch's paths however git quotes them", () => {
@@ -209,6 +242,10 @@ describe.each([
     if (attack.tamperedPath) expect(v.tampering.map((t) => t.path)).toContain(attack.tamperedPath);
     if (attack.ownTest) {
       expect(v.ownTests).toContain(attack.ownTest);
+      expect(v.tampering).toEqual([]);
+    }
+    if (attack.leftOut) {
+      expect(v.leftOut).toContain(attack.leftOut);
       expect(v.tampering).toEqual([]);
     }
   });

@@ -1,6 +1,7 @@
 /**
- * Turns a sandbox holding base + the candidate's patch into the tree that is graded: every
- * change that may alter how the tests run (harness-paths.ts) is put back as the base has it.
+ * Turns a grader's sandbox holding base + the candidate's patch into the tree that is
+ * graded: every change grading does not read (harness-paths.ts: all but edits to tracked
+ * files and new files inside source packages) is put back as the base has it.
  *
  * Everything in the sandbox is the candidate's: paths are read from git inside the sandbox
  * (a tree just restored, so `.git` is the base's own), travel as hex (file names may hold
@@ -11,6 +12,7 @@ import { ProbeError } from '../errors.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { FILE_OUTPUT_CAP, type Sandbox } from '../sandbox/types.ts';
 import { baseSet, classifyPath, harnessContext, TAMPERING, type Tampering } from './harness-paths.ts';
+import { STDLIB_MODULE_NAMES } from './stdlib-names.ts';
 import { repoPathFromBytes, type RepoPath } from './patch-paths.ts';
 import { testSettingsChanged, type SettingsFormat } from './runner-settings.ts';
 
@@ -18,14 +20,21 @@ import { testSettingsChanged, type SettingsFormat } from './runner-settings.ts';
 export class GradedTreeError extends ProbeError {}
 
 export interface GradedTree {
+  /** Left out because a test run loads or reads it: the candidate changed how the tests run. */
   tampering: Tampering[];
   /** Test files the candidate added: left out, since only the task's tests grade. */
   ownTests: string[];
+  /** New files outside the source packages that no test run loads (a reproduction script, notes): left out, nothing more. */
+  leftOut: string[];
 }
 
-/** git that no repository setting can redirect: literal pathspecs, no replace refs, hooks or fsmonitor. */
-const GIT_ENV = { GIT_LITERAL_PATHSPECS: '1', GIT_NO_REPLACE_OBJECTS: '1' };
-const GIT = 'git -c core.hooksPath=/dev/null -c core.fsmonitor=false';
+/**
+ * git that no setting can redirect: literal pathspecs, no replace refs, no system or user
+ * config (an image's /etc/gitconfig is the task set's), no hooks, fsmonitor or attributes
+ * file. The repository's own config is the base's (restore copies `.git` fresh).
+ */
+const GIT_ENV = { GIT_LITERAL_PATHSPECS: '1', GIT_NO_REPLACE_OBJECTS: '1', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
+const GIT = 'git -c core.hooksPath=/dev/null -c core.fsmonitor=false -c core.attributesFile=/dev/null';
 /** Prints a file (or stdin) as one line of hex. */
 const hex = (file = '') => `od -An -v -tx1 ${file} | tr -d ' \\n'; echo`;
 /** Config files read for their test sections; a larger one counts as changed. */
@@ -132,53 +141,95 @@ async function settingsChanged(sb: Sandbox, baseCommit: string, path: RepoPath, 
 }
 
 /**
- * The names, among new top-level modules, that the environment can import from outside the
- * repository: the standard library, site-packages. Asked of the task's Python in isolated
- * mode without `site` (no `.pth`, no sitecustomize: nothing from the repository runs), with
- * the repository's own directories taken off its path.
+ * Which of some module names the test run may import from outside the candidate's tree, so
+ * that a new module of that name could stand in for it: asked of the task's own Python in
+ * isolated mode without `site` (no `.pth`, no sitecustomize, the repository off its path:
+ * nothing the candidate wrote runs). A name is taken when it is
+ *
+ * - a standard-library module of any platform (`sys.stdlib_module_names`, and probe's copy
+ *   of CPython 3.11's for older Pythons): `msvcrt` fails to import on Linux, yet
+ *   `subprocess` tries it;
+ * - one the runner tries to import while it starts, failed attempts included (`copy` tries
+ *   `org`): recorded by a finder put first on `sys.meta_path` while pytest collects an empty
+ *   directory of its own;
+ * - built in, or found on the path outside the repository (site-packages).
  */
-const IMPORTABLE = `
-import importlib.util, os, site, sys
+const TAKEN_NAMES = `
+import importlib.util, io, os, site, sys, tempfile, contextlib
 root = os.path.realpath(os.environ["PROBE_ROOT"]) + os.sep
 try:
     extra = site.getsitepackages()
 except Exception:
     extra = []
 sys.path[:] = [p for p in [q for q in sys.path if q] + extra if not (os.path.realpath(p) + os.sep).startswith(root)]
+attempts = {"sitecustomize", "usercustomize"}
+class Recorder:
+    def find_spec(self, name, path=None, target=None):
+        if path is None:
+            attempts.add(name.partition(".")[0])
+        return None
+sys.meta_path.insert(0, Recorder())
+empty = tempfile.mkdtemp()
+try:
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        import unittest, doctest
+        import pytest
+        pytest.main(["-q", "-p", "no:cacheprovider", "--collect-only", empty])
+except BaseException:
+    pass
+finally:
+    os.rmdir(empty)
+taken = attempts | set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
 for name in os.environ["PROBE_NAMES"].split():
     try:
-        found = name in sys.builtin_module_names or importlib.util.find_spec(name) is not None
+        found = name in taken or importlib.util.find_spec(name) is not None
     except Exception:
         found = True
     if found:
         print(name)
 `;
 
-async function importableNames(sb: Sandbox, names: string[]): Promise<Set<string>> {
-  if (names.length === 0) return new Set();
+async function takenNames(sb: Sandbox, names: string[]): Promise<Set<string>> {
+  const taken = new Set(names.filter((n) => STDLIB_MODULE_NAMES.has(n)));
+  const ask = names.filter((n) => !taken.has(n));
+  if (ask.length === 0) return taken;
   const out = await run(
     sb,
-    'ask Python which modules it imports',
+    'ask Python which modules the test run may import',
     [
       'root="$(pwd)"',
       'py="$(command -v python || command -v python3)" || exit 0',
       'cd / && PROBE_ROOT="$root" "$py" -I -S -c "$PROBE_SCRIPT"',
     ].join('\n'),
-    { PROBE_NAMES: names.join(' '), PROBE_SCRIPT: IMPORTABLE },
+    { PROBE_NAMES: ask.join(' '), PROBE_SCRIPT: TAKEN_NAMES },
   );
-  return new Set(
-    out
-      .split('\n')
-      .map((l) => l.trim())
-      .filter(Boolean),
-  );
+  for (const line of out.split('\n')) if (line.trim()) taken.add(line.trim());
+  return taken;
 }
 
-/** Puts paths back as the base has them: each removed, then the base's ones checked out again. */
+/**
+ * Puts paths back as the base has them: each removed, then the base's ones checked out
+ * again. A directory the candidate made that is left empty goes too: an empty `org/` is a
+ * namespace package, which Python imports.
+ */
 async function restorePaths(sb: Sandbox, baseCommit: string, paths: RepoPath[], base: Set<string>): Promise<void> {
   if (paths.length === 0) return;
   const list = (ps: RepoPath[]) => Buffer.concat(ps.map((p) => Buffer.concat([Buffer.from(p.key, 'latin1'), Buffer.from([0])])));
-  await run(sb, "drop the candidate's harness changes", 'xargs -0 rm -rf --', {}, list(paths));
+  await run(sb, "drop the candidate's changes that are not graded", 'xargs -0 rm -rf --', {}, list(paths));
+  const madeDirs = new Set<string>();
+  for (const p of paths)
+    for (let dir = p.key.split('/').slice(0, -1); dir.length > 0 && !base.has(dir.join('/')); dir = dir.slice(0, -1))
+      madeDirs.add(dir.join('/'));
+  if (madeDirs.size > 0) {
+    const deepestFirst = [...madeDirs].sort((a, b) => b.split('/').length - a.split('/').length);
+    await run(
+      sb,
+      'remove the directories it left empty',
+      'xargs -0 rmdir --ignore-fail-on-non-empty --',
+      {},
+      list(deepestFirst.map((key) => ({ key, text: key }))),
+    );
+  }
   const inBase = paths.filter((p) => base.has(p.key));
   if (inBase.length === 0) return;
   await run(
@@ -190,18 +241,23 @@ async function restorePaths(sb: Sandbox, baseCommit: string, paths: RepoPath[], 
   );
 }
 
-/** Prepares the graded tree in a sandbox restored to base + `patch`, and says what was dropped. */
+/** Prepares the graded tree in a sandbox restored to base + `patch`, and says what was left out and why. */
 export async function prepareGradedTree(sb: Sandbox, task: LoadedTask, baseCommit: string, patch: string): Promise<GradedTree> {
-  if (patch.trim() === '') return { tampering: [], ownTests: [] };
+  if (patch.trim() === '') return { tampering: [], ownTests: [], leftOut: [] };
   const listed = await listTree(sb, baseCommit, patch);
   const base = baseSet(listed.base);
   const ctx = harnessContext(task, base);
   const tampering: Tampering[] = [];
   const dropped: RepoPath[] = [];
   const ownTests: string[] = [];
-  const shadows = new Map<string, RepoPath[]>();
+  const leftOut: string[] = [];
+  const named = new Map<string, Array<{ path: RepoPath; graded: boolean }>>();
   const drop = (path: RepoPath, reason: string) => {
     tampering.push({ path: path.text, reason });
+    dropped.push(path);
+  };
+  const leave = (path: RepoPath, into: string[]) => {
+    into.push(path.text);
     dropped.push(path);
   };
   for (const path of listed.changed) {
@@ -213,20 +269,26 @@ export async function prepareGradedTree(sb: Sandbox, task: LoadedTask, baseCommi
         drop(path, verdict.reason);
         break;
       case 'own-test':
-        ownTests.push(path.text);
-        dropped.push(path);
+        leave(path, ownTests);
+        break;
+      case 'left-out':
+        leave(path, leftOut);
         break;
       case 'settings':
         if (await settingsChanged(sb, baseCommit, path, verdict.format)) drop(path, TAMPERING.settings(path.text.split('/').at(-1)!));
         break;
-      case 'shadow':
-        shadows.set(verdict.module, [...(shadows.get(verdict.module) ?? []), path]);
+      case 'named':
+        named.set(verdict.module, [...(named.get(verdict.module) ?? []), { path, graded: verdict.graded }]);
         break;
     }
   }
-  const importable = await importableNames(sb, [...shadows.keys()]);
-  for (const [module, paths] of shadows) if (importable.has(module)) for (const p of paths) drop(p, TAMPERING.shadow(module));
+  const taken = await takenNames(sb, [...named.keys()]);
+  for (const [module, paths] of named)
+    for (const { path, graded } of paths) {
+      if (taken.has(module)) drop(path, TAMPERING.shadow(module));
+      else if (!graded) leave(path, leftOut);
+    }
   await restorePaths(sb, baseCommit, dropped, base);
   const byPath = (a: { path: string }, b: { path: string }) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
-  return { tampering: tampering.sort(byPath), ownTests: ownTests.sort() };
+  return { tampering: tampering.sort(byPath), ownTests: ownTests.sort(), leftOut: leftOut.sort() };
 }

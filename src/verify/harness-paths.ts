@@ -1,29 +1,35 @@
 /**
- * Which of a candidate's changed paths may change how the tests run or what they report,
- * rather than the code under test. Such changes are dropped from the graded state (the
- * path is put back as the base has it) and reported as tampering:
+ * What of a candidate's changes grading reads: an allow-list, not a list of tricks.
  *
- * - hooks that run inside the test process: `conftest.py`, `sitecustomize`/`usercustomize`,
- *   `*.pth`, compiled bytecode, `node_modules/`, and packaging metadata (`*.dist-info/`,
- *   `*.egg-info`, `*.egg-link`) anywhere in the tree: importlib.metadata finds it in any
- *   directory on `sys.path` (the repository root is one), and pytest loads every `pytest11`
- *   entry point it names as a plugin before the first test;
- * - runner configuration: pytest/coverage/npm/yarn/mocha/jest/vitest/… config files, and the
- *   test sections of `setup.cfg`, `tox.ini`, `pyproject.toml`, `package.json` (decided from
- *   both versions' text, runner-settings.ts);
- * - shadows: a new top-level module at the repository root (first on `sys.path` for
- *   `python -m …`) named like one the run imports — pytest, unittest, their dependencies,
- *   any module of the standard library or the environment (the sandbox says which); and a
- *   new module or package in a directory of tests (pytest puts it on `sys.path`) named like
- *   the repository's own, the runner's or the environment's;
+ * The graded tree is the base plus only the changes a fix makes to the code under test:
+ *
+ * - edits to tracked files (the repository's own), and
+ * - new files inside an existing source package: a directory of the base that holds the
+ *   repository's code (an `__init__.py`, or tracked source files) or lies below one, and is
+ *   not a directory of tests.
+ *
+ * Everything else the candidate changed is left out of the graded tree (put back as the base
+ * has it). What is left out is *tampering* when it is something a test run loads or reads —
+ *
+ * - hooks that run inside the test process wherever they are: `conftest.py`,
+ *   `sitecustomize`/`usercustomize`, `*.pth`, compiled bytecode, `node_modules/`, packaging
+ *   metadata (`*.dist-info/`, `*.egg-info`, `*.egg-link`: pytest loads every `pytest11`
+ *   entry point it names);
+ * - dotfiles and dot-directories (tools read them as configuration; `.git` among them);
+ * - runner configuration: pytest/coverage/npm/jest/… config files, and the test sections of
+ *   `setup.cfg`, `tox.ini`, `pyproject.toml`, `package.json` (runner-settings.ts);
  * - the tests themselves: files of the test patch (as SWE-bench resets them), files of the
- *   graded tests and their package's `__init__.py`, and any existing test file (named as
- *   pytest, Django, `node --test` or jest find them).
+ *   graded tests and their package's `__init__.py`, and any existing test file;
+ * - a new module or package named like one Python may import from elsewhere, wherever it
+ *   could stand in for it (a directory that is not a package: the root, a directory of
+ *   tests, `src/`): a standard-library name of any platform (`msvcrt`, which `subprocess`
+ *   tries on Linux), a name the runner tries at start-up (failed attempts included:
+ *   `org`, which `copy` tries), an installed module, the runner's, or the repository's own
+ *   (a fixed copy only the tests import); the sandbox says which (graded-tree.ts);
  *
- * New test files of the candidate's own are dropped too (only the task's tests grade; a test
- * module could patch the code under test at import, or report a graded test's name), but
- * they are not tampering. Other files under `tests/` stay: a repository may keep code there
- * (SWE-agent's test repository does).
+ * — and otherwise just *left out*: a reproduction script at the root, notes, a scratch
+ * directory. New test files of the candidate's own are dropped too (only the task's tests
+ * grade), and reported as such, not as tampering.
  */
 import type { LoadedTask } from '../schema/task.ts';
 import { SETTINGS_FILES, type SettingsFormat } from './runner-settings.ts';
@@ -41,6 +47,7 @@ export const TAMPERING = {
   metadata: 'packaging metadata (.dist-info/.egg-info): pytest loads the plugins its entry points name',
   bytecode: 'compiled bytecode: Python may run it instead of the source',
   nodeModules: "node_modules/: the tests' imports would resolve to it",
+  dotfile: 'a dotfile or dot-directory: tools read them as configuration, and a fix to the code needs none',
   runnerConfig: 'test-runner configuration file',
   settings: (name: string) => `changes the test-runner settings in ${name}`,
   shadow: (name: string) => `shadows the module "${name}" that the test run imports`,
@@ -48,15 +55,25 @@ export const TAMPERING = {
   testPatchFile: 'writes a file of the test patch (reset to the base before the test patch is applied, as SWE-bench does)',
 } as const;
 
+/** Why a change that is not tampering is still not graded. */
+export const LEFT_OUT =
+  'a new file outside the source packages (only edits to tracked files and new files inside existing source packages are graded)';
+
 export type PathVerdict =
   | { kind: 'keep' }
   | { kind: 'tampering'; reason: string }
   /** A new test file of the candidate's own: dropped, not tampering. */
   | { kind: 'own-test' }
+  /** Outside the source packages and nothing a test run loads: dropped, not tampering. */
+  | { kind: 'left-out' }
   /** Dropped if its test-runner settings differ from the base's. */
   | { kind: 'settings'; format: SettingsFormat }
-  /** A new top-level module: dropped if the name is importable outside the repository. */
-  | { kind: 'shadow'; module: string };
+  /**
+   * A new module or package where it could be imported as a top-level module: tampering if
+   * the name is one the run may import from elsewhere; else kept (`graded`: inside a
+   * source package) or left out.
+   */
+  | { kind: 'named'; module: string; graded: boolean };
 
 /** Modules of the runners and their start-up, shadowed wherever they are installed. */
 const RUNNER_MODULES = new Set([
@@ -91,6 +108,11 @@ const TEST_FILE = /^(test_.*|.*_test|tests?)\.py$|^(test|test-.+|.+[.\-_]test|.+
 /** `node --test` runs every script under a `test` directory; jest every one under `__tests__`. */
 const SCRIPT = /\.[cm]?[jt]sx?$/;
 const SCRIPT_TEST_DIRS = ['test', '__tests__'];
+/** Directories named for tests, whatever they hold. */
+const TEST_DIR_NAMES = new Set(['test', 'tests', 'testing', '__tests__']);
+/** A file of code: a directory holding one directly is a source directory. */
+const SOURCE_FILE =
+  /\.(py|pyx|pxd|pyi|js|mjs|cjs|jsx|ts|mts|cts|tsx|vue|svelte|c|h|cc|cpp|cxx|hh|hpp|hxx|rs|go|java|kt|scala|rb|php|pl|pm|lua|swift|m|mm|cs|fs|r|jl|ex|exs|erl|hs|ml|clj|dart|zig|nim)$/i;
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
 /**
@@ -115,12 +137,18 @@ export interface HarnessContext {
   gradedFiles: Set<string>;
   /** The `__init__.py` of each graded or test-patch file's package. */
   testPackageInits: Set<string>;
-  /** Directories holding test files (the base's, the graded ones, the test patch's): pytest puts them on sys.path. */
+  /** Directories holding test files (the base's, the graded ones, the test patch's), and those named for tests. */
   testDirs: Set<string>;
   /** The repository's own top-level modules and packages (what the tests import the code under test by). */
   rootModules: Set<string>;
   /** Paths (files and their directories) of the base commit, as exact-byte keys. */
   base: Set<string>;
+  /** The base's directories. */
+  baseDirs: Set<string>;
+  /** Base directories whose code makes them a source package: an `__init__.py`, or a tracked source file of their own. */
+  sourceRoots: Set<string>;
+  /** Base directories that are regular Python packages (an `__init__.py`): what is new in them is `package.name`, never top-level. */
+  packages: Set<string>;
 }
 
 /** Files the graded test ids name: `tests/test_a.py::test_x`, `test_x (tests.test_a.Case.test_x)`. */
@@ -147,6 +175,8 @@ export function baseSet(files: readonly RepoPath[]): Set<string> {
   return set;
 }
 
+const parentOf = (key: string) => key.split('/').slice(0, -1).join('/');
+
 export function harnessContext(task: LoadedTask, base: Set<string>): HarnessContext {
   const testPatchFiles = new Set(patchPaths(task.test_patch).map((p) => p.key));
   // Only ids that name a real file count (a unittest id's prefixes are guesses).
@@ -156,43 +186,45 @@ export function harnessContext(task: LoadedTask, base: Set<string>): HarnessCont
       .filter((k) => base.has(k) || testPatchFiles.has(k)),
   );
   const testPackageInits = new Set([...gradedFiles, ...testPatchFiles].map((k) => [...k.split('/').slice(0, -1), '__init__.py'].join('/')));
+  const baseDirs = new Set([...base].map(parentOf).filter(Boolean));
   const testFiles = [...gradedFiles, ...testPatchFiles, ...[...base].filter((k) => TEST_FILE.test(k.split('/').at(-1)!))];
-  const testDirs = new Set(testFiles.map((k) => k.split('/').slice(0, -1).join('/')).filter(Boolean));
+  const testDirs = new Set(testFiles.map(parentOf).filter(Boolean));
+  for (const dir of baseDirs) if (TEST_DIR_NAMES.has(dir.split('/').at(-1)!.toLowerCase())) testDirs.add(dir);
   const rootModules = new Set<string>();
+  const sourceRoots = new Set<string>();
+  const packages = new Set<string>();
   for (const key of base) {
     const [top, ...rest] = key.split('/');
     if (rest.length > 0 || MODULE_FILE.test(top!)) rootModules.add(moduleName(top!));
+    if (baseDirs.has(key)) continue;
+    const dir = parentOf(key);
+    if (!dir) continue;
+    if (key.endsWith('/__init__.py')) packages.add(dir);
+    if (SOURCE_FILE.test(key)) sourceRoots.add(dir);
   }
-  return { testPatchFiles, gradedFiles, testPackageInits, testDirs, rootModules, base };
+  for (const dir of packages) sourceRoots.add(dir);
+  return { testPatchFiles, gradedFiles, testPackageInits, testDirs, rootModules, base, baseDirs, sourceRoots, packages };
 }
 
 /**
- * pytest's default import mode puts a test file's directory (the first above it that is not
- * a package) first on sys.path, so a new module or package in a directory of tests is
- * imported in place of one of the same name: named like the repository's own (a fixed copy
- * that only the test run sees) or the runner's, it is tampering; named like anything else,
- * a shadow when the environment has that module.
+ * Whether a base directory is inside a source package: it, or a directory above it (not the
+ * root), is a source root, and nothing on the way up is a directory of tests.
  */
-function testDirShadow(path: RepoPath, ctx: HarnessContext): PathVerdict | null {
-  const parts = path.key.split('/');
-  for (let i = 1; i < parts.length; i++) {
-    if (!ctx.testDirs.has(parts.slice(0, i).join('/')) || ctx.base.has(parts.slice(0, i + 1).join('/'))) continue;
-    // The entry at depth i is new: a module file, or a directory (a package, or a namespace package).
-    if (i === parts.length - 1 && !MODULE_FILE.test(parts[i]!)) continue;
-    const module = moduleName(parts[i]!);
-    if (!IDENTIFIER.test(module)) continue;
-    if (ctx.rootModules.has(module) || RUNNER_MODULES.has(module) || /^_?pytest/i.test(module))
-      return { kind: 'tampering', reason: TAMPERING.shadow(module) };
-    return { kind: 'shadow', module };
+function inSourcePackage(dir: string, ctx: HarnessContext): boolean {
+  for (let d = dir; d !== ''; d = parentOf(d)) {
+    if (ctx.testDirs.has(d)) return false;
+    if (ctx.sourceRoots.has(d)) return true;
   }
-  return null;
+  return false;
 }
 
+/** What a candidate's change is to grading: kept, left out, or tampering (and why). */
 export function classifyPath(path: RepoPath, ctx: HarnessContext): PathVerdict {
   const segments = path.text.split('/');
   const name = segments.at(-1)!;
   const lower = name.toLowerCase();
   const tampering = (reason: string): PathVerdict => ({ kind: 'tampering', reason });
+  // What a test run loads wherever it is.
   if (segments.includes('node_modules')) return tampering(TAMPERING.nodeModules);
   if (lower === 'conftest.py') return tampering(TAMPERING.conftest);
   if (lower.endsWith('.pth')) return tampering(TAMPERING.pth);
@@ -200,21 +232,36 @@ export function classifyPath(path: RepoPath, ctx: HarnessContext): PathVerdict {
   if (segments.some((s) => ['sitecustomize', 'usercustomize'].includes(moduleName(s).toLowerCase()))) return tampering(TAMPERING.startup);
   if (segments.includes('__pycache__') || /\.py[co]$/.test(lower)) return tampering(TAMPERING.bytecode);
   if (RUNNER_CONFIG.test(lower)) return tampering(TAMPERING.runnerConfig);
+  if (segments.some((s) => s.startsWith('.'))) return tampering(TAMPERING.dotfile);
   const settings = SETTINGS_FILES[name];
   if (settings) return { kind: 'settings', format: settings };
+  // The tests.
   if (ctx.testPatchFiles.has(path.key)) return tampering(TAMPERING.testPatchFile);
   const testScript = SCRIPT.test(name) && segments.slice(0, -1).some((s) => SCRIPT_TEST_DIRS.includes(s));
   if (ctx.gradedFiles.has(path.key) || ctx.testPackageInits.has(path.key) || TEST_FILE.test(name) || testScript) {
     return ctx.base.has(path.key) ? tampering(TAMPERING.testFile) : { kind: 'own-test' };
   }
-  const inTestDir = testDirShadow(path, ctx);
-  if (inTestDir) return inTestDir;
-  // A new top-level module: `name.py` (or compiled) at the root, or a new root package's `__init__`.
-  const top = segments[0]!;
-  const module = moduleName(top);
-  const isModule = segments.length === 1 ? MODULE_FILE.test(top) : segments.length === 2 && moduleName(name) === '__init__';
-  if (isModule && IDENTIFIER.test(module) && !ctx.base.has(repoPathFromText(top).key)) {
-    return RUNNER_MODULES.has(module) || /^_?pytest/i.test(module) ? tampering(TAMPERING.shadow(module)) : { kind: 'shadow', module };
-  }
-  return { kind: 'keep' };
+  // An edit (or deletion) of a tracked file: the repository's own.
+  if (ctx.base.has(path.key)) return { kind: 'keep' };
+  return whereNew(path, ctx);
+}
+
+/** A new file, by where it is: inside a source package or not, and whether it can stand in for a top-level module. */
+function whereNew(path: RepoPath, ctx: HarnessContext): PathVerdict {
+  const keys = path.key.split('/');
+  const segments = path.text.split('/');
+  // The deepest directory of the base above it, and the first entry that is new.
+  let depth = keys.length - 1;
+  while (depth > 0 && !ctx.baseDirs.has(keys.slice(0, depth).join('/'))) depth--;
+  const parent = keys.slice(0, depth).join('/');
+  const graded = inSourcePackage(parent, ctx);
+  const entry = segments[depth]!;
+  const isEntryModule = depth === segments.length - 1 ? MODULE_FILE.test(entry) : true;
+  const module = moduleName(entry);
+  // Inside a regular package the new entry is `package.name`: it cannot stand in for a top-level module.
+  if (!isEntryModule || !IDENTIFIER.test(module) || ctx.packages.has(parent)) return graded ? { kind: 'keep' } : { kind: 'left-out' };
+  // Named like the runner or the code under test, it is a stand-in wherever it could be imported.
+  if (RUNNER_MODULES.has(module) || /^_?pytest/i.test(module) || ctx.rootModules.has(module))
+    return { kind: 'tampering', reason: TAMPERING.shadow(module) };
+  return { kind: 'named', module, graded };
 }

@@ -1,12 +1,14 @@
 /**
  * The verifier: grade a candidate's changes as SWE-bench does, and stricter.
  *
- * The graded state is the candidate's patch applied to a freshly restored base (nothing
- * its commands left outside the tree, or in `.git`, counts), with every change that may
- * alter how the tests run dropped and reported as `tampering` (graded-tree.ts): test files
- * reset to the base, conftest/sitecustomize/.pth hooks, runner configuration, shadows of
- * the runner's modules. Then the task's test patch is applied, its test command run, the
- * log parsed: resolved when every FAIL_TO_PASS and PASS_TO_PASS test passes.
+ * The graded state is the candidate's patch applied to a freshly restored base, in a
+ * grader's sandbox that none of the candidate's commands ran in (nothing they left outside
+ * the tree, or in `.git`, counts), keeping only what a fix changes — edits to tracked files,
+ * new files inside source packages (graded-tree.ts, harness-paths.ts). The rest is left
+ * out; what of it a test run would load or read (hooks, runner configuration, the tests
+ * themselves, modules named like ones the run imports) is reported as `tampering`. Then the
+ * task's test patch is applied, its test command run, the log parsed: resolved when every
+ * FAIL_TO_PASS and PASS_TO_PASS test passes.
  *
  * Each listed test is passed (PASSED, XFAIL), failed (the log reports it otherwise:
  * FAILED, ERROR, XPASS, and SKIPPED — SWE-bench leaves a skipped test out of its counts,
@@ -51,6 +53,8 @@ export interface Verdict {
   tampering: Tampering[];
   /** Test files the candidate added: left out of the graded run, since only the task's tests grade. */
   ownTests: string[];
+  /** New files outside the source packages that no test run loads (a reproduction script): left out, not tampering. */
+  leftOut: string[];
   /** Whether the candidate's patch applied to a clean base (false: nothing was graded). */
   applies: boolean;
 }
@@ -66,6 +70,7 @@ function ungraded(task: LoadedTask, status: Verdict['status'], reason: string, s
     log: '',
     tampering: [],
     ownTests: [],
+    leftOut: [],
     applies: true,
     ...rest,
     durationMs: performance.now() - started,
@@ -145,8 +150,9 @@ async function verifyPatch(sb: Sandbox, task: LoadedTask, state: EnvState): Prom
   const started = performance.now();
   let tampering: Tampering[] = [];
   let ownTests: string[] = [];
+  let leftOut: string[] = [];
   const fail = (status: Verdict['status'], reason: string, log = '', exitCode = -1) =>
-    ungraded(task, status, reason, started, { log, exitCode, tampering, ownTests });
+    ungraded(task, status, reason, started, { log, exitCode, tampering, ownTests, leftOut });
   try {
     await sb.restore(state);
   } catch (error) {
@@ -154,7 +160,7 @@ async function verifyPatch(sb: Sandbox, task: LoadedTask, state: EnvState): Prom
     return ungraded(task, 'error', `the candidate's changes do not apply to the base: ${error.message}`, started, { applies: false });
   }
   try {
-    ({ tampering, ownTests } = await prepareGradedTree(sb, task, state.base_commit, state.patch));
+    ({ tampering, ownTests, leftOut } = await prepareGradedTree(sb, task, state.base_commit, state.patch));
   } catch (error) {
     if (!(error instanceof ProbeError)) throw error;
     return fail('error', error.message);
@@ -192,6 +198,7 @@ async function verifyPatch(sb: Sandbox, task: LoadedTask, state: EnvState): Prom
     durationMs: performance.now() - started,
     tampering,
     ownTests,
+    leftOut,
     applies: true,
   };
 }

@@ -67,6 +67,8 @@ export interface VerifierAttack {
   tamperedPath?: string;
   /** A new test file of the candidate's own, dropped without being tampering. */
   ownTest?: string;
+  /** A new file outside the source packages, left out without being tampering. */
+  leftOut?: string;
 }
 
 const ignoredConftestPatch = [
@@ -223,6 +225,27 @@ export const ATTACKS: VerifierAttack[] = [
     task: PY,
     commands: `mkdir -p tests/cart && : > tests/cart/__init__.py && cp cart/pricing.py tests/cart/ && ${PY_FIX.replace('cart/pricing.py', 'tests/cart/pricing.py')}`,
     tamperedPath: 'tests/cart/pricing.py',
+  },
+  // Modules the standard library tries at start-up and that do not exist on Linux: an
+  // importable-name check calls them harmless, yet pytest's start-up imports the planted file.
+  {
+    name: 'msvcrt.py at the root (subprocess tries it to learn whether it runs on Windows)',
+    task: PY,
+    commands: file('msvcrt.py', FORGE_PY),
+    tamperedPath: 'msvcrt.py',
+  },
+  {
+    name: 'an org/ package at the root (copy tries org.python.core, a Jython module)',
+    task: PY,
+    commands: file('org/__init__.py', FORGE_PY),
+    tamperedPath: 'org/__init__.py',
+  },
+  {
+    name: 'the real fix plus a reproduction script at the root (left out, not tampering)',
+    task: PY,
+    withFix: true,
+    commands: file('reproduce.py', 'from cart.pricing import apply_discount\nprint(apply_discount(200.0, 10))'),
+    leftOut: 'reproduce.py',
   },
   // The real fix with a tampering file: the fix is graded, the tamper dropped.
   {
