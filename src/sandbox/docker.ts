@@ -10,6 +10,10 @@
  * - the repository lives twice: a root-owned, read-only pristine copy of the base tree
  *   (PRISTINE_ROOT) and the workdir, owned by the sandbox user. `restore` empties the workdir and
  *   /tmp as that user and copies the pristine tree back, `.git` included;
+ * - nothing else is writable to the sandbox user, so nothing outlives `restore`: root's
+ *   world-writable places are made unwritable at set-up, and the places the image leaves
+ *   writable to anyone under other owners (which capability-less root cannot change) are
+ *   mounted read-only, found by the first container of each image;
  * - files go in and out through commands run as the sandbox user (stdin, stdout), never through
  *   the engine's archive calls, so a link the model planted resolves inside the jail with
  *   the sandbox user's rights.
@@ -73,6 +77,12 @@ const ROOT_USER = '0:0';
  */
 const TMP_BYTES = LIMITS.diskBytes / 4;
 const MEMORY_BYTES = 4 * 2 ** 30;
+/** The engine's own read-only paths, which a container's `ReadonlyPaths` replaces. */
+const ENGINE_READONLY_PATHS = ['/proc/asound', '/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'];
+/** Bytes of writable paths a scan reads before refusing the image. */
+const WRITABLE_SCAN_CAP = 256 * 1024;
+/** Per image: the places outside the tree its containers mount read-only (found by the first container). */
+const writableInImage = new Map<string, string[]>();
 const PIDS = 1024;
 /** Git identity for commits made in the sandbox (the base image's trees have none configured). */
 const GIT_IDENTITY = {
@@ -229,6 +239,37 @@ export class DockerSandbox implements Sandbox {
     await sweepLeftovers();
     installSignalCleanup();
     const image = await imageFor(task);
+    const known = writableInImage.get(image);
+    if (known) return DockerSandbox.start(task, image, known, options);
+    // The first container of an image finds where the image lets the sandbox user write; every container of it is
+    // made with those places read-only (this one too, made again, when there are any).
+    const first = await DockerSandbox.start(task, image, [], options);
+    let readOnly: string[];
+    try {
+      readOnly = await first.writableOutsideTree();
+    } catch (error) {
+      await first.close();
+      throw error;
+    }
+    writableInImage.set(image, readOnly);
+    if (readOnly.length === 0) return first;
+    await first.close();
+    const sb = await DockerSandbox.start(task, image, readOnly, options);
+    const left = await sb.writableOutsideTree().catch(async (error) => {
+      await sb.close();
+      throw error;
+    });
+    if (left.length > 0) {
+      await sb.close();
+      throw new ProbeError(
+        `image ${image} still lets the sandbox user write ${left.slice(0, 3).join(', ')} after they were made read-only`,
+      );
+    }
+    return sb;
+  }
+
+  /** A container of the image, set up and restored to the base, with `readOnly` mounted read-only. */
+  private static async start(task: LoadedTask, image: string, readOnly: string[], options: SandboxOptions): Promise<DockerSandbox> {
     const container = await client()
       .createContainer({
         Image: image,
@@ -245,6 +286,8 @@ export class DockerSandbox implements Sandbox {
           SecurityOpt: ['no-new-privileges'],
           Ulimits: CONTAINER_ULIMITS,
           Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${TMP_BYTES},mode=1777` },
+          // Setting the list replaces the engine's own, which is kept.
+          ...(readOnly.length > 0 ? { ReadonlyPaths: [...ENGINE_READONLY_PATHS, ...readOnly] } : {}),
         },
       })
       .catch((error: Error) => {
@@ -262,6 +305,36 @@ export class DockerSandbox implements Sandbox {
       throw error;
     }
     return sb;
+  }
+
+  /**
+   * Where the sandbox user can write besides the workdir and /tmp (which restore empties):
+   * what the image leaves writable to anyone and root does not own (root's is made
+   * unwritable at set-up). What is written there would outlive `restore`, into the next
+   * use — a grader's next grading among them — so such places are mounted read-only.
+   * Directories and files only (a link's target is found where it lies); the topmost.
+   */
+  private async writableOutsideTree(): Promise<string[]> {
+    const r = await this.run(
+      // Directories the user cannot list are not entered (what is in them is out of its reach), so the scan ends cleanly.
+      'find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp -o -path "$PROBE_WORKDIR" -o -path "$PROBE_BASE_TREE" \\) -prune -o \\( -type d -o -type f \\) -writable -print0 -prune -o -type d \\( ! -readable -o ! -executable \\) -prune',
+      { merge: false, cwd: '/', timeoutMs: 300_000, outputCap: WRITABLE_SCAN_CAP },
+    );
+    if (r.exitCode !== 0)
+      throw new ProbeError(
+        `cannot find where the image lets the sandbox user write (exit ${r.exitCode}): ${r.stderr.trim().slice(0, 300)}`,
+      );
+    if (r.truncated)
+      throw new ProbeError(
+        `the image lets the sandbox user write in more places than probe can make read-only (over ${WRITABLE_SCAN_CAP} bytes of paths)`,
+      );
+    const paths = r.stdout.toString('latin1').split('\0').filter(Boolean);
+    const unnameable = paths.find((p) => Buffer.from(p, 'latin1').toString('utf8').includes('\uFFFD'));
+    if (unnameable !== undefined)
+      throw new ProbeError(
+        `the image lets the sandbox user write ${JSON.stringify(unnameable)}, a path that is not UTF-8 (cannot be made read-only)`,
+      );
+    return paths.map((p) => Buffer.from(p, 'latin1').toString('utf8'));
   }
 
   /**
