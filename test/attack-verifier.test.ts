@@ -48,8 +48,10 @@ describe("what of a candidate's changes grading reads", () => {
     expect(kind('jest.config.mjs').kind).toBe('tampering');
     expect(kind('.gitattributes')).toEqual({ kind: 'tampering', reason: TAMPERING.dotfile });
     expect(kind('cart/.hidden/pricing.py')).toEqual({ kind: 'tampering', reason: TAMPERING.dotfile });
-    expect(kind('setup.cfg')).toEqual({ kind: 'settings', format: 'ini' });
-    expect(kind('pkg/package.json')).toEqual({ kind: 'settings', format: 'package.json' });
+    // Shared configuration files: judged by their test sections; a new one outside the source packages is not graded either way.
+    expect(kind('setup.cfg')).toEqual({ kind: 'settings', format: 'ini', graded: false });
+    expect(kind('pkg/package.json')).toEqual({ kind: 'settings', format: 'package.json', graded: false });
+    expect(kind('cart/sub/pyproject.toml')).toEqual({ kind: 'settings', format: 'toml', graded: true });
     // SWE-bench resets the test patch's files; so are the graded tests' files and existing tests.
     expect(kind('tests/test_discount_percent.py')).toEqual({ kind: 'tampering', reason: TAMPERING.testPatchFile });
     expect(kind('tests/test_pricing.py')).toEqual({ kind: 'tampering', reason: TAMPERING.testFile });

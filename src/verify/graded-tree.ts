@@ -276,6 +276,7 @@ export async function prepareGradedTree(sb: Sandbox, task: LoadedTask, baseCommi
         break;
       case 'settings':
         if (await settingsChanged(sb, baseCommit, path, verdict.format)) drop(path, TAMPERING.settings(path.text.split('/').at(-1)!));
+        else if (!verdict.graded) leave(path, leftOut);
         break;
       case 'named':
         named.set(verdict.module, [...(named.get(verdict.module) ?? []), { path, graded: verdict.graded }]);

@@ -66,8 +66,11 @@ export type PathVerdict =
   | { kind: 'own-test' }
   /** Outside the source packages and nothing a test run loads: dropped, not tampering. */
   | { kind: 'left-out' }
-  /** Dropped if its test-runner settings differ from the base's. */
-  | { kind: 'settings'; format: SettingsFormat }
+  /**
+   * Tampering if its test-runner settings differ from the base's; else kept (`graded`: a
+   * tracked file, or a new one inside a source package) or left out.
+   */
+  | { kind: 'settings'; format: SettingsFormat; graded: boolean }
   /**
    * A new module or package where it could be imported as a top-level module: tampering if
    * the name is one the run may import from elsewhere; else kept (`graded`: inside a
@@ -234,7 +237,7 @@ export function classifyPath(path: RepoPath, ctx: HarnessContext): PathVerdict {
   if (RUNNER_CONFIG.test(lower)) return tampering(TAMPERING.runnerConfig);
   if (segments.some((s) => s.startsWith('.'))) return tampering(TAMPERING.dotfile);
   const settings = SETTINGS_FILES[name];
-  if (settings) return { kind: 'settings', format: settings };
+  if (settings) return { kind: 'settings', format: settings, graded: ctx.base.has(path.key) || whereNew(path, ctx).kind === 'keep' };
   // The tests.
   if (ctx.testPatchFiles.has(path.key)) return tampering(TAMPERING.testPatchFile);
   const testScript = SCRIPT.test(name) && segments.slice(0, -1).some((s) => SCRIPT_TEST_DIRS.includes(s));
