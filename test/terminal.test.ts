@@ -13,7 +13,7 @@ import { REPO_ROOT } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
 import { client } from '../src/sandbox/docker.ts';
 import { findTerminalAction, renderTerminalAction, type TerminalAction } from '../src/terminal/actions.ts';
-import { parseReward, TerminalContainer } from '../src/terminal/container.ts';
+import { TerminalContainer } from '../src/terminal/container.ts';
 import {
   decideTerminal,
   runTerminalAction,
@@ -23,6 +23,7 @@ import {
   writtenStep,
 } from '../src/terminal/episode.ts';
 import { rebaseDockerfile, terminalImage } from '../src/terminal/image.ts';
+import { parseReward } from '../src/terminal/reward.ts';
 import { buildTerminalPrefix, replaySteps, type TerminalPrefix } from '../src/terminal/prefix.ts';
 import { runTerminal, type TerminalInstance } from '../src/terminal/run.ts';
 import { readSolution, solutionSteps } from '../src/terminal/solution.ts';
@@ -243,7 +244,7 @@ describe.skipIf(skipWithoutDocker)('in the task container (Docker, offline)', ()
     }
   }, 600_000);
 
-  it('jails the model: an unprivileged user with no capability and no network, owning the workdir only; a reward it plants is gone before grading', async () => {
+  it('jails the model: an unprivileged user with no capability and no network, writing its workdir and /tmp only; a reward it plants is gone before grading', async () => {
     const task = tasks[1]!;
     const container = await TerminalContainer.start(task, await imageOf(task));
     try {
@@ -256,7 +257,8 @@ describe.skipIf(skipWithoutDocker)('in the task container (Docker, offline)', ()
       expect(capEff).toMatch(/^CapEff:\s+0+$/);
       expect(links!.trim()).toBe('unknown'); // loopback only
       expect(workdir).toBe('workdir-writable');
-      expect(etc).toMatch(/Permission denied/);
+      // The root file system is read-only (writable.ts), for root too.
+      expect(etc).toMatch(/Read-only file system/);
       expect(logs).toMatch(/Permission denied/);
       // Offline, the verifiers' uvx runs the image's pytest, and says what it lacks.
       const uvx = await container.runCommand(

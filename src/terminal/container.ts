@@ -11,20 +11,22 @@
  * - `bash`: each command a fresh `bash -c` in the working directory (mini-swe-agent style);
  *   every process it leaves is killed when it ends.
  *
- * Grading (`verify`, in the order grader-env.ts gives its reasons for): every process of the
- * sandbox user killed until none is left, a fresh /logs/verifier made by root (the user
- * cannot plant a reward there beforehand), the task's tests/ copied to the root-owned /tests,
- * a fresh HOME and TMPDIR, what the agent planted where the grader looks removed and
- * reported as tampering, `bash /tests/test.sh` run as the sandbox user under `env -i` with a
- * fixed environment within the verifier's timeout, every process killed again, then the
- * reward read from reward.txt or reward.json. probe's own commands in the container run with
- * a PATH of system directories, never the image's (whose directories the agent may write).
+ * The container's root file system is read-only, root's included; its working directory,
+ * /tmp, /logs and /tests are tmpfs mounts sharing one disk cap (writable.ts), the working
+ * directory filled from the image's at start: what the agent writes never reaches the host's
+ * disk, and a write past the cap fails in that container alone.
  *
- * Offline grading: Terminal-Bench verifiers install uv from the internet and run
- * `uvx -p 3.13 -w pytest==8.4.1 pytest …`. While they run, probe's own uvx (offline/uvx) is
- * first on PATH: it runs the same pytest command with the image's python3 and names any
- * asked-for package that python3 lacks; their apt-get and curl lines fail harmlessly (no
- * root, no network). The verifier's output shows all of it.
+ * Grading (`verify`, in the order grader-env.ts gives its reasons for): every process of the
+ * sandbox user killed until none is left, a fresh /logs/verifier made by root with the reward
+ * files in it (reward.ts: the tests' uid writes them but cannot chmod or replace them), the
+ * task's tests/ copied to the root-owned /tests, a fresh HOME and TMPDIR, the image's path
+ * variables checked, what the agent planted where the grader looks removed and reported as
+ * tampering, `bash /tests/test.sh` run as the sandbox user under `env -i` with an allow-listed
+ * environment within the verifier's timeout, every process killed again, then the reward
+ * read. A sample that filled a place to its cap, or whose test.sh could not write its
+ * reward, is not graded, and says so. probe's own commands in the container run with a PATH
+ * of system directories and none of the image's variables (whose directories the agent may
+ * write).
  */
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
@@ -34,18 +36,22 @@ import { OutputCapture } from '../sandbox/output-capture.ts';
 import { LIMITS } from '../sandbox/types.ts';
 import { onShutdown } from '../util/shutdown.ts';
 import { boundedTimeout, sleep } from '../util/timeout.ts';
+import type { Readable } from 'node:stream';
 import type { Tampering } from '../verify/harness-paths.ts';
 import {
   EPISODE_MARKER,
+  environmentNotes,
   graderEnvironment,
-  KILL_EVERY_AGENT_PROCESS,
   HARNESS_PATH,
-  imagePythonPath,
+  imagePathVariables,
+  KILL_EVERY_AGENT_PROCESS,
   prepareGrading,
   readPreparation,
 } from './grader-env.ts';
-import { TERMINAL_UID, type TerminalImage } from './image.ts';
+import { TERMINAL_UID, type TerminalImage, WORKDIR_SEED } from './image.ts';
+import { failedRewardWrite, FRESH_REWARD_FILES, parseReward, READ_REWARD } from './reward.ts';
 import type { TerminalTask } from './task.ts';
+import { fullPlaces, PLACES_FREE, type WritableLayout, writableLayout } from './writable.ts';
 
 /** The tmux session, and the size of its screen (what the model sees each step). */
 const SESSION = 'agent';
@@ -97,6 +103,9 @@ export class TerminalContainer {
   private constructor(
     private readonly container: Docker.Container,
     readonly workdir: string,
+    private readonly layout: WritableLayout,
+    /** The image's variables: blanked in probe's own commands, allow-listed for the tests. */
+    private readonly imageEnv: readonly string[],
   ) {}
 
   static async start(task: TerminalTask, image: TerminalImage): Promise<TerminalContainer> {
@@ -109,6 +118,8 @@ export class TerminalContainer {
         await Promise.allSettled([...live].map((c) => c.close()));
       });
     }
+    const layout = writableLayout(image.workdir);
+    const imageEnv = (await client().getImage(image.tag).inspect()).Config.Env ?? [];
     const container = await client()
       .createContainer({
         Image: image.tag,
@@ -121,7 +132,8 @@ export class TerminalContainer {
         Labels: { [LABEL]: '1', 'probe.pid': String(process.pid), 'probe.task': task.id },
         HostConfig: {
           NetworkMode: 'none',
-          Memory: task.memoryMb * 2 ** 20,
+          // The task's memory for its processes, and the writable places' pages on top (writable.ts).
+          Memory: task.memoryMb * 2 ** 20 + layout.bytes,
           NanoCpus: Math.round(task.cpus * 1e9),
           PidsLimit: LIMITS.processes,
           Init: true,
@@ -134,16 +146,19 @@ export class TerminalContainer {
             { Name: 'fsize', Soft: LIMITS.fileBytes, Hard: LIMITS.fileBytes },
             { Name: 'core', Soft: 0, Hard: 0 },
           ],
-          Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${LIMITS.diskBytes / 4},mode=1777` },
+          ReadonlyRootfs: true,
+          Tmpfs: layout.tmpfs,
+          ShmSize: layout.shmBytes,
         },
       })
       .catch((error: Error) => {
         throw new ProbeError(`cannot create a container from image ${image.tag}: ${error.message}`, { cause: error });
       });
-    const sandbox = new TerminalContainer(container, image.workdir);
+    const sandbox = new TerminalContainer(container, image.workdir, layout, imageEnv);
     live.add(sandbox);
     try {
       await container.start();
+      if (layout.workdirBytes > 0) await sandbox.fillWorkdir();
       // Before any command of the agent: what changes after it (its ctime, which no one can set back) is the agent's.
       const marked = await sandbox.exec(`touch ${EPISODE_MARKER}`, { timeoutMs: 30_000, root: true, clean: { PATH: HARNESS_PATH } });
       if (marked.exitCode !== 0) throw new ProbeError(`cannot mark the episode's start: ${marked.output.trim().slice(0, 300)}`);
@@ -157,11 +172,20 @@ export class TerminalContainer {
   /**
    * A command as the sandbox user (or capability-less root), its output interleaved and capped.
    * `clean`: exactly this environment (`env -i`), none of the image's; `bare`: no `timeout`
-   * process around it (the kill loop must not kill its own parent).
+   * process around it (the kill loop must not kill its own parent); `input`: makes its
+   * standard input, once the command is there to read it (Node discards what a finished child
+   * process wrote to a pipe nobody reads yet, so a tar's output cannot be made beforehand).
    */
   async exec(
     command: string,
-    options: { timeoutMs: number; root?: boolean; env?: Record<string, string>; clean?: Record<string, string>; bare?: boolean },
+    options: {
+      timeoutMs: number;
+      root?: boolean;
+      env?: Record<string, string>;
+      clean?: Record<string, string>;
+      bare?: boolean;
+      input?: () => Readable;
+    },
   ): Promise<CommandResult> {
     if (this.closed) throw new ProbeError('the terminal sandbox is closed');
     const seconds = Math.max(1, Math.ceil(options.timeoutMs / 1000));
@@ -174,11 +198,12 @@ export class TerminalContainer {
       Cmd: options.clean ? [...limit, 'env', '-i', ...pairs(options.clean), '/bin/bash', '-c', script] : [...limit, 'bash', '-c', script],
       User: options.root ? '0:0' : USER,
       WorkingDir: this.workdir,
-      Env: options.clean ? [`PATH=${HARNESS_PATH}`] : pairs({ ...SHELL_ENV, ...options.env }),
+      Env: options.clean ? this.harnessEnv() : pairs({ ...SHELL_ENV, ...options.env }),
+      AttachStdin: options.input !== undefined,
       AttachStdout: true,
       AttachStderr: true,
     });
-    const stream = (await exec.start({ hijack: true, stdin: false })) as Duplex;
+    const stream = (await exec.start({ hijack: true, stdin: options.input !== undefined })) as Duplex;
     const output = new OutputCapture(OUTPUT_CAP);
     this.container.modem.demuxStream(stream, output, output);
     const cut = await new Promise<boolean>((resolve) => {
@@ -193,6 +218,11 @@ export class TerminalContainer {
       stream.on('end', done);
       stream.on('close', done);
       stream.on('error', done);
+      // Its end closes the command's standard input (a half-close: the output still comes back).
+      options
+        .input?.()
+        .on('error', () => stream.end())
+        .pipe(stream);
     });
     const exitCode = cut ? 124 : ((await exec.inspect()).ExitCode ?? 1);
     const text = output.bytes().toString('utf8');
@@ -201,6 +231,35 @@ export class TerminalContainer {
       exitCode,
       timedOut: cut || exitCode === 124 || exitCode === 137,
     };
+  }
+
+  /**
+   * The engine's environment for a clean command: docker starts `timeout` and `env` with the
+   * image's variables under the exec's, so every one of them is set empty here (an image's
+   * LD_PRELOAD or LD_LIBRARY_PATH into the working directory would load the agent's library
+   * into probe's own processes, root's included), and PATH is the harness's.
+   */
+  private harnessEnv(): string[] {
+    const names = new Set(this.imageEnv.map((e) => e.slice(0, e.indexOf('='))).filter((n) => n !== '' && n !== 'PATH'));
+    return [...[...names].map((n) => `${n}=`), `PATH=${HARNESS_PATH}`];
+  }
+
+  /** Fills the tmpfs working directory from the image's (WORKDIR_SEED), as the sandbox user, so that all of it is the user's as before. */
+  private async fillWorkdir(): Promise<void> {
+    const filled = await this.exec(`tar -xpf ${WORKDIR_SEED} -C "$PROBE_WORKDIR" --no-same-owner`, {
+      timeoutMs: 300_000,
+      clean: { PATH: HARNESS_PATH, PROBE_WORKDIR: this.workdir },
+    });
+    if (filled.exitCode !== 0)
+      throw new ProbeError(
+        `cannot fill the working directory ${this.workdir} from the image (is it larger than its share of the disk cap, ${Math.round(this.layout.workdirBytes / 2 ** 20)} MiB?): ${filled.output.trim().slice(0, 300)}`,
+      );
+  }
+
+  /** The places filled to their cap (writable.ts), each named with its size. */
+  private async fullPlaces(places: readonly string[]): Promise<string[]> {
+    const r = await this.exec(PLACES_FREE, { timeoutMs: 30_000, clean: { PATH: HARNESS_PATH, PROBE_PLACES: places.join(':') } });
+    return fullPlaces(r.output);
   }
 
   /** `bash` profile: one command in a fresh shell; nothing it started outlives it. */
@@ -278,16 +337,26 @@ export class TerminalContainer {
       tampering,
     });
     if (!(await this.killAll())) return ungraded('a process of the agent outlived every kill, so the tests were not run');
+    // A place the agent filled to its cap: the tests would run on a full disk (writable.ts).
+    const filled = await this.fullPlaces(this.layout.agentTrees);
+    if (filled.length) return ungraded(`the agent filled its disk cap: ${filled.join(', ')} left no room`);
     const harness = { PATH: HARNESS_PATH };
-    const fresh = await this.exec(
-      'rm -rf /tests/* /logs/verifier /logs/agent && mkdir -m 0777 /logs/verifier /logs/agent && chmod 1777 /logs/verifier',
-      { timeoutMs: 30_000, root: true, clean: harness },
-    );
+    const fresh = await this.exec(`rm -rf /tests/* /tests/.[!.]* && ${FRESH_REWARD_FILES}`, {
+      timeoutMs: 30_000,
+      root: true,
+      clean: harness,
+    });
     if (fresh.exitCode !== 0) throw new ProbeError(`cannot prepare /logs/verifier for grading: ${fresh.output.trim().slice(0, 300)}`);
-    // /tests is root's: the sandbox user cannot have planted anything there.
-    await this.container.putArchive(rootOwnedTarOf(task.testsDir), { path: '/tests' });
-    const imageEnv = (await this.container.inspect()).Config.Env ?? [];
-    const prepare = prepareGrading(this.workdir, imagePythonPath(imageEnv));
+    // /tests is root's: the sandbox user cannot have planted anything there. (The engine copies nothing into a read-only root: tar does.)
+    const copied = await this.exec('tar -xf - -C /tests --no-same-owner', {
+      timeoutMs: 300_000,
+      root: true,
+      clean: harness,
+      input: () => rootOwnedTarOf(task.testsDir),
+    });
+    if (copied.exitCode !== 0)
+      throw new ProbeError(`cannot copy task ${task.id}'s tests into /tests: ${copied.output.trim().slice(0, 300)}`);
+    const prepare = prepareGrading(this.workdir, imagePathVariables(this.imageEnv), this.layout.agentTrees);
     const prepared = await this.exec(prepare.script, { timeoutMs: 120_000, clean: prepare.env });
     const ready = readPreparation(prepared.output);
     // The agent can make this fail (a full /tmp): its episode is not graded, the run goes on.
@@ -300,16 +369,17 @@ export class TerminalContainer {
       );
     const ran = await this.exec('bash /tests/test.sh', {
       timeoutMs: task.verifierTimeoutSec * 1000,
-      clean: { ...graderEnvironment(imageEnv, ready.home, ready.tmp), PATH: ready.path },
+      clean: graderEnvironment(this.imageEnv, ready),
     });
     // What the tests left running (the agent's program among them) must not rewrite the reward now.
     if (!(await this.killAll()))
       return ungraded('a process started by the tests outlived every kill, so the reward was not read', ready.tampering);
-    const tail = ran.output.trim().split('\n').slice(-30).join('\n');
-    const read = await this.exec(
-      'if [ -f /logs/verifier/reward.txt ]; then echo txt; head -c 4096 /logs/verifier/reward.txt; elif [ -f /logs/verifier/reward.json ]; then echo json; head -c 65536 /logs/verifier/reward.json; fi',
-      { timeoutMs: 10_000, clean: harness },
-    );
+    const output = [...environmentNotes(this.imageEnv, ready), ...ran.output.trim().split('\n').slice(-30)].join('\n');
+    const failedWrite = failedRewardWrite(ran.output);
+    if (failedWrite) return ungraded(`test.sh could not write its reward: ${failedWrite}`, ready.tampering, output);
+    const full = await this.fullPlaces(this.layout.fillable);
+    if (full.length) return ungraded(`the disk cap was met while the tests ran: ${full.join(', ')} left no room`, ready.tampering, output);
+    const read = await this.exec(READ_REWARD, { timeoutMs: 10_000, clean: harness });
     const reward = parseReward(read.output);
     const why =
       reward === null
@@ -319,7 +389,7 @@ export class TerminalContainer {
         : reward >= 1
           ? null
           : `reward ${reward}`;
-    return { reward, resolved: reward !== null && reward >= 1, reason: why, output: tail, tampering: ready.tampering };
+    return { reward, resolved: reward !== null && reward >= 1, reason: why, output, tampering: ready.tampering };
   }
 
   async close(): Promise<void> {
@@ -328,32 +398,4 @@ export class TerminalContainer {
     live.delete(this);
     await this.container.remove({ force: true }).catch(() => {});
   }
-}
-
-/**
- * reward.txt holds a number; reward.json a number or an object of metrics: its `reward`, else
- * the least of its values (a multi-reward task is solved when every dimension is).
- */
-export function parseReward(read: string): number | null {
-  const [kind, ...rest] = read.split('\n');
-  const body = rest.join('\n').trim();
-  if (kind === 'txt') {
-    const value = Number(body);
-    return body !== '' && Number.isFinite(value) ? value : null;
-  }
-  if (kind === 'json') {
-    try {
-      const parsed = JSON.parse(body) as unknown;
-      if (typeof parsed === 'number') return parsed;
-      if (parsed && typeof parsed === 'object') {
-        const metrics = parsed as Record<string, unknown>;
-        const values = 'reward' in metrics ? [metrics.reward] : Object.values(metrics);
-        if (values.length === 0 || !values.every((v) => typeof v === 'number' && Number.isFinite(v))) return null;
-        return Math.min(...(values as number[]));
-      }
-    } catch {
-      return null;
-    }
-  }
-  return null;
 }

@@ -12,8 +12,10 @@
  *   cancelled past build_timeout_sec (capped). What needs anything else (pip, curl to the
  *   internet, ADD of a URL) fails here, and the error names the step.
  * - A second layer of our own adds tmux (the Terminus shell), the sandbox user
- *   (TERMINAL_UID) owning the task's working directory, and root-owned /tests and /logs
- *   the user cannot write (so nothing planted there survives into grading).
+ *   (TERMINAL_UID) owning the task's working directory, root-owned /tests and /logs the user
+ *   cannot write (so nothing planted there survives into grading), and a copy of the
+ *   working directory as a tar (WORKDIR_SEED): the container's root file system is
+ *   read-only and its working directory a size-capped tmpfs (writable.ts), filled from it.
  * - Tags are content hashes of the recipe, the rewritten Dockerfile, the build context's
  *   files and the base images' ids: an unchanged task is built once, across runs.
  */
@@ -31,13 +33,15 @@ import { copyTree, hashTree } from '../util/safe-tree.ts';
 import type { TerminalTask } from './task.ts';
 
 /** Part of every tag: a change to how images are made must not reuse ones made the old way. */
-const RECIPE = 'terminal-task image v3 (confined build, Dockerfile read as the builder reads it)';
+const RECIPE = 'terminal-task image v4 (confined build, Dockerfile read as the builder reads it, working directory seed)';
 const REPOSITORY = 'probe-terminal';
 /** probe's offline uvx (offline/uvx), first on PATH while the tests run: see container.ts. */
 const OFFLINE_UVX = join(dirname(fileURLToPath(import.meta.url)), 'offline', 'uvx');
 export const OFFLINE_BIN = '/opt/probe/offline-bin';
 /** The unprivileged user every command of a terminal sandbox runs as. */
 export const TERMINAL_UID = 61_000;
+/** The image's working directory as our layer left it (the user's), a tar the container's tmpfs working directory is filled from. */
+export const WORKDIR_SEED = '/opt/probe/workdir.tar';
 
 export interface TerminalImage {
   tag: string;
@@ -81,16 +85,22 @@ async function build(docker: Docker, context: string, tag: string, timeoutSec: n
   await buildConfined(docker, context, { tag, timeoutSec, what, dockerfile });
 }
 
-/** Our layer on the task's image: tmux, the sandbox user owning the workdir, root-owned /tests and /logs, the offline uvx. */
+/**
+ * Our layer on the task's image: tmux, the sandbox user owning the workdir, root-owned /tests
+ * and /logs, the offline uvx, and the workdir's seed (readable by the user, who fills its
+ * tmpfs working directory from it; it holds what the working directory showed it at start).
+ */
 function sandboxLayer(from: string, workdir: string): string {
-  const owned = workdir === '/' ? '' : ` && chown -R ${TERMINAL_UID}:${TERMINAL_UID} '${workdir.replace(/'/g, `'\\''`)}'`;
+  const quoted = `'${workdir.replace(/'/g, `'\\''`)}'`;
+  const owned = workdir === '/' ? '' : ` && chown -R ${TERMINAL_UID}:${TERMINAL_UID} ${quoted}`;
+  const seed = workdir === '/' ? '' : ` && tar -C ${quoted} -cf ${WORKDIR_SEED} . && chmod 0644 ${WORKDIR_SEED}`;
   return [
     `FROM ${from}`,
     'USER root',
     'RUN command -v tmux >/dev/null || { export DEBIAN_FRONTEND=noninteractive; apt-get -q update >/dev/null && apt-get -q install -y --no-install-recommends tmux >/dev/null && apt-get clean && rm -rf /var/lib/apt/lists/*; }',
     `RUN (getent passwd ${TERMINAL_UID} >/dev/null || echo 'agent:x:${TERMINAL_UID}:${TERMINAL_UID}:agent:/tmp:/bin/bash' >> /etc/passwd)` +
       ` && (getent group ${TERMINAL_UID} >/dev/null || echo 'agent:x:${TERMINAL_UID}:' >> /etc/group)` +
-      ` && rm -rf /tests /logs && mkdir -m 0755 /tests /logs${owned}`,
+      ` && rm -rf /tests /logs && mkdir -m 0755 /tests /logs && mkdir -p -m 0755 /opt/probe${owned}${seed}`,
     `COPY uvx ${OFFLINE_BIN}/uvx`,
     '',
   ].join('\n');
