@@ -95,3 +95,75 @@ describe('probe report: the probe set a run directory names', () => {
     expectOneLineError(bpb(setDir), literally(`${join(setDir, 'b.jsonl')}: is a FIFO (named pipe)`));
   });
 });
+
+describe('a checkpoint directory: every file probe or onnxruntime reads from it', () => {
+  const bpb = (ckpt: string, extra: string[] = [], timeoutMs = 30_000) =>
+    probeWithin(['bpb', '--ckpt', ckpt, '--probes', DEMO_PROBES, '--limit', '2', '--no-cache', ...extra], timeoutMs);
+
+  it('a FIFO tokenizer_config.json, config.json or tokenizer.json is a one-line error naming it (probe bpb blocked forever)', () => {
+    for (const name of ['tokenizer_config.json', 'config.json', 'tokenizer.json']) {
+      const ckpt = copyCheckpoint(CKPT.prose);
+      rmSync(join(ckpt, name));
+      mkfifo(join(ckpt, name));
+      const run = bpb(ckpt);
+      expect(run.killed, `probe bpb blocked on a FIFO ${name}`).toBe(false);
+      expectOneLineError(run, literally(`${join(ckpt, name)}: is a FIFO (named pipe)`));
+    }
+  });
+
+  it('a link to /dev/zero as the tokenizer, and a FIFO as the graph or beside it in onnx/ (external data onnxruntime opens), are refused', () => {
+    const zero = copyCheckpoint(CKPT.prose);
+    rmSync(join(zero, 'tokenizer.json'));
+    symlinkSync('/dev/zero', join(zero, 'tokenizer.json'));
+    const zeroRun = bpb(zero, [], 15_000);
+    expect(zeroRun.killed, 'probe bpb read /dev/zero until killed').toBe(false);
+    expectOneLineError(zeroRun, literally(`${join(zero, 'tokenizer.json')}: is a character device`));
+
+    const graph = copyCheckpoint(CKPT.prose);
+    rmSync(join(graph, 'onnx', 'model.onnx'));
+    mkfifo(join(graph, 'onnx', 'model.onnx'));
+    expectOneLineError(bpb(graph), literally(`${join(graph, 'onnx', 'model.onnx')}: is a FIFO (named pipe)`));
+
+    const data = copyCheckpoint(CKPT.prose);
+    mkfifo(join(data, 'onnx', 'model.onnx_data'));
+    expectOneLineError(bpb(data), literally(`${join(data, 'onnx', 'model.onnx_data')}: is a FIFO (named pipe)`));
+  });
+
+  it('the content hash of a run directory (--out) refuses a FIFO, a link to /dev/zero and a link loop anywhere in the checkpoint', () => {
+    const cases: Array<[string, (ckpt: string) => void, (ckpt: string) => string]> = [
+      ['notes.fifo', (c) => mkfifo(join(c, 'notes.fifo')), () => 'is a FIFO (named pipe)'],
+      [
+        'weights.bin',
+        (c) => symlinkSync('/dev/zero', join(c, 'weights.bin')),
+        () => 'is a symbolic link to a character device (/dev/zero)',
+      ],
+      ['loop', (c) => symlinkSync('.', join(c, 'loop')), (c) => `is a symbolic link to ${c}, a directory it is inside of (a loop)`],
+    ];
+    for (const [name, plant, says] of cases) {
+      const ckpt = copyCheckpoint(CKPT.prose);
+      plant(ckpt);
+      const run = bpb(ckpt, ['--out', join(tempDir(), 'run')], 20_000);
+      expect(run.killed, `the content hash blocked on ${name}`).toBe(false);
+      expectOneLineError(run, literally(`${join(ckpt, name)}: ${says(ckpt)}`));
+    }
+  });
+
+  it('a checkpoint laid out as the Hugging Face cache lays out a snapshot (every file a link into blobs/) still scores, with the same content hash', () => {
+    const cache = join(tempDir(), 'models--probe--ngram-prose');
+    const snapshot = join(cache, 'snapshots', 'abc123');
+    mkdirSync(join(snapshot, 'onnx'), { recursive: true });
+    mkdirSync(join(cache, 'blobs'));
+    for (const name of ['config.json', 'tokenizer.json', 'tokenizer_config.json', join('onnx', 'model.onnx')]) {
+      const blob = join(cache, 'blobs', name.replace('/', '-'));
+      cpSync(join(CKPT.prose, name), blob);
+      symlinkSync(blob, join(snapshot, name));
+    }
+    const hashes = [CKPT.prose, snapshot].map((ckpt) => {
+      const out = join(tempDir(), 'run');
+      const run = bpb(ckpt, ['--out', out]);
+      expect(run.code, run.stderr).toBe(0);
+      return JSON.parse(readFileSync(join(out, 'run.json'), 'utf8')).checkpoints[0].content_hash as string;
+    });
+    expect(hashes[1]).toBe(hashes[0]);
+  });
+});
