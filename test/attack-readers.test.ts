@@ -167,3 +167,81 @@ describe('a checkpoint directory: every file probe or onnxruntime reads from it'
     expect(hashes[1]).toBe(hashes[0]);
   });
 });
+
+describe('probe watch: what a watched training run holds', () => {
+  /** One look at `watched` (`--once`), with the cheap rungs only, as a cron job runs it. */
+  const watchOnce = (watched: string, out: string) =>
+    probeWithin(
+      [
+        'watch',
+        watched,
+        '--out',
+        out,
+        '--once',
+        '--settle',
+        '0',
+        '--probes',
+        DEMO_PROBES,
+        '--limit',
+        '2',
+        '--code',
+        join(REPO_ROOT, 'verifiers', 'api__pagination-5'),
+        '-n',
+        '0',
+        '--asap-runs',
+        '0',
+        '--no-cache',
+        '--json',
+      ],
+      60_000,
+    );
+
+  it('a FIFO, a link to /dev/zero, a link loop or a link out of a checkpoint fails that checkpoint, naming the path; the good one is scored and kept', () => {
+    const watched = join(tempDir(), 'ckpts');
+    mkdirSync(watched);
+    const land = (name: string) => {
+      const dir = join(watched, name);
+      cpSync(CKPT.prose, dir, { recursive: true });
+      return dir;
+    };
+    land('step-100');
+    // The watch read config.json for the step before anything else: a FIFO there blocked every look.
+    const fifo = land('step-200');
+    rmSync(join(fifo, 'config.json'));
+    mkfifo(join(fifo, 'config.json'));
+    // The content hash read every byte it found: a link to /dev/zero never ended.
+    const zero = land('step-300');
+    symlinkSync('/dev/zero', join(zero, 'weights.bin'));
+    // The content hash followed every link: a loop ended the watch with ELOOP and a stack trace.
+    const loop = land('step-400');
+    symlinkSync('.', join(loop, 'loop'));
+    // A link out of the checkpoint (another model's tokenizer, a host file) was read as the checkpoint's own.
+    const outside = join(tempDir(), 'elsewhere.json');
+    cpSync(join(CKPT.prose, 'tokenizer.json'), outside);
+    const leaky = land('step-500');
+    rmSync(join(leaky, 'tokenizer.json'));
+    symlinkSync(outside, join(leaky, 'tokenizer.json'));
+
+    const out = join(tempDir(), 'watch');
+    const run = watchOnce(watched, out);
+    expect(run.killed, `probe watch blocked:\n${run.stderr}`).toBe(false);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).not.toMatch(/^\s+at /m);
+    const doc = JSON.parse(run.stdout) as { scored: string[]; failures: Array<{ entry: string; message: string }> };
+    expect(doc.scored).toEqual([join(watched, 'step-100')]);
+    const failed = Object.fromEntries(doc.failures.map((f) => [f.entry.split('/').at(-1), f.message]));
+    expect(failed['step-200']).toMatch(literally(`${join(fifo, 'config.json')}: is a FIFO (named pipe)`));
+    expect(failed['step-300']).toMatch(
+      literally(`${join(zero, 'weights.bin')}: is a symbolic link to /dev/zero, outside a watched checkpoint`),
+    );
+    expect(failed['step-400']).toMatch(
+      literally(`${join(loop, 'loop')}: is a symbolic link to ${loop}, a directory it is inside of (a loop)`),
+    );
+    expect(failed['step-500']).toMatch(
+      literally(`${join(leaky, 'tokenizer.json')}: is a symbolic link to ${outside}, outside a watched checkpoint`),
+    );
+    // What was computed is kept: step-100's scores are in results.json for the report.
+    const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as { rungs: { bpb: Array<{ checkpoint: string }> } };
+    expect(results.rungs.bpb.map((r) => r.checkpoint)).toEqual([join(watched, 'step-100')]);
+  });
+});
