@@ -19,7 +19,7 @@ import { join, resolve } from 'node:path';
 import { describeCause, systemErrorCode } from '../errors.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { onceUntilFailure } from '../util/once-until-failure.ts';
-import { MAX_STRING_BYTES, readTextFile, regularFile, streamRegularFile, walkTree } from '../util/safe-tree.ts';
+import { MAX_STRING_BYTES, readRegularFileIfPresent, streamRegularFile, walkTree } from '../util/safe-tree.ts';
 import { CHECKPOINT_DIR, CHECKPOINT_LIMITS } from './onnx/checkpoint.ts';
 import { DamagedCacheEntry, entryId, type KeyMaterial, openEntry, sealEntry } from './cache-entry.ts';
 import type { BosUse } from './bos.ts';
@@ -69,9 +69,9 @@ export class ResultCache {
     const file = this.file(key);
     let text: string;
     try {
-      const options = { root: this.dir, maxBytes: MAX_STRING_BYTES, what: 'the cache' };
-      if (regularFile(file, options) === undefined) return undefined;
-      text = readTextFile(file, options);
+      const bytes = readRegularFileIfPresent(file, { root: this.dir, maxBytes: MAX_STRING_BYTES, what: 'the cache' });
+      if (bytes === undefined) return undefined;
+      text = bytes.toString('utf8');
     } catch (error) {
       if (ABSENT.has(systemErrorCode(error) ?? systemErrorCode((error as Error).cause) ?? '')) return undefined;
       return this.damaged(file, new DamagedCacheEntry(`it cannot be read (${describeCause(error)})`));

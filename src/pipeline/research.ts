@@ -119,7 +119,7 @@ export async function runResearchOverCheckpoints(
 function writeTranscripts(dir: RunDir, set: ResearchSet, checkpoints: readonly Checkpoint[], searchK: number): void {
   const byId = new Map(set.queries.map((q) => [q.query_id, q]));
   const nameOf = new Map(checkpoints.map((c) => [c.key, c.name]));
-  for (const { checkpoint, result } of readJsonl<SampleLine<ResearchEpisodeRecord>>(dir.samplesFile('research'))) {
+  for (const { checkpoint, result } of readJsonl<SampleLine<ResearchEpisodeRecord>>(dir.samplesFile('research'), dir.dir)) {
     const query = byId.get(result.query_id);
     if (!query) continue;
     const text = researchTranscript(researchTask(query.query, searchK), result.steps).replace(/\n## Thinking\n$/, '\n');

@@ -120,7 +120,8 @@ function isInside(path: string, root: string): boolean {
   return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
 }
 
-function realRoot(root: string): string {
+/** `realpath`, with a failure (a path that vanished, a loop) as an InputError naming the path. */
+function realPathOf(root: string): string {
   try {
     return realpathSync(root);
   } catch (error) {
@@ -137,9 +138,10 @@ function linkTarget(path: string): string {
   }
 }
 
-/** A link's real target with its `lstat`, or an InputError when it is neither a regular file nor a directory. */
+/** A link's real target with its `lstat`, or an InputError when it is gone or neither a regular file nor a directory. */
 function readableTarget(path: string, real: string): { real: string; st: Stats } {
-  const st = lstatSync(real);
+  const st = lstatOf(real);
+  if (!st) throw new InputError({ file: path }, 'vanished while being read');
   if (!st.isFile() && !st.isDirectory())
     throw new InputError({ file: path }, `is a symbolic link to ${kindOf(st)} (${real}): only regular files and directories are read`);
   return { real, st };
@@ -173,7 +175,7 @@ function checkFileSize(path: string, bytes: number, cap: number, what: string): 
 export function walkTree(root: string, options: TreeOptions = {}): TreeEntry[] {
   const limits = { ...TREE_LIMITS, ...options.limits };
   const what = options.what ?? 'the directory';
-  const top = realRoot(root);
+  const top = realPathOf(root);
   const rootStat = statSync(top);
   if (!rootStat.isDirectory()) throw new InputError({ file: root }, `is ${kindOf(rootStat)}, not a directory`);
   const entries: TreeEntry[] = [];
@@ -347,16 +349,10 @@ export function regularFile(path: string, options: FileOptions = {}): string | u
   if (!st) return undefined;
   let real = resolve(path);
   let target = st;
-  if (st.isSymbolicLink()) {
-    if (options.root !== undefined) ({ real, st: target } = resolveLink(path, realRoot(options.root), what));
-    else {
-      const followed = statSync(path, { throwIfNoEntry: false });
-      if (!followed) throw new InputError({ file: path }, 'is a symbolic link that does not resolve');
-      real = realpathSync(path);
-      target = followed;
-    }
-  } else if (options.root !== undefined && !isInside(realpathSync(path), realRoot(options.root)))
-    throw new InputError({ file: path }, `is outside ${what} (${realRoot(options.root)})`);
+  if (st.isSymbolicLink())
+    ({ real, st: target } = options.root !== undefined ? resolveLink(path, realPathOf(options.root), what) : followLink(path));
+  else if (options.root !== undefined && !isInside(realPathOf(path), realPathOf(options.root)))
+    throw new InputError({ file: path }, `is outside ${what} (${realPathOf(options.root)})`);
   if (!target.isFile()) throw new InputError({ file: path }, `is ${kindOf(target)}: only a regular file is read here`);
   checkFileSize(path, target.size, options.maxBytes ?? TEXT_FILE_BYTES, what);
   return real;
@@ -377,9 +373,61 @@ export function readRegularFile(path: string, options: FileOptions = {}): Buffer
   return Buffer.concat(chunks);
 }
 
+/**
+ * `readRegularFile`, or undefined where there is nothing at `path` — also when it vanishes
+ * between the look and the read (a lock another process removes, a cache entry replaced).
+ */
+export function readRegularFileIfPresent(path: string, options: FileOptions = {}): Buffer | undefined {
+  try {
+    return regularFile(path, options) === undefined ? undefined : readRegularFile(path, options);
+  } catch (error) {
+    if (error instanceof InputError && lstatOf(path) === undefined) return undefined;
+    throw error;
+  }
+}
+
 /** `readRegularFile` as UTF-8 text. */
 export function readTextFile(path: string, options: FileOptions = {}): string {
   return readRegularFile(path, { maxBytes: TEXT_FILE_BYTES, ...options }).toString('utf8');
+}
+
+/** `readTextFile` parsed as JSON; text that does not parse is an InputError naming the file. */
+export function readJsonFile(path: string, options: FileOptions = {}): unknown {
+  const text = readTextFile(path, options);
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new InputError({ file: path }, `not valid JSON: ${describeCause(error)}`, { cause: error });
+  }
+}
+
+/**
+ * Opens a file of a directory someone else may have written (a run directory being
+ * resumed) to append to it, created if missing: a link in its place is refused rather than
+ * followed (O_NOFOLLOW: no append to the file it names), and so is a FIFO or a device
+ * (O_NONBLOCK: a FIFO with no reader fails at once instead of blocking the open). The
+ * caller closes the descriptor.
+ */
+export function openAppend(path: string): number {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o644);
+  } catch (error) {
+    const st = lstatOf(path);
+    throw new InputError(
+      { file: path },
+      `cannot be written${st && !st.isFile() ? ` (it is ${kindOf(st)})` : ''}: ${describeCause(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  const st = fstatSync(fd);
+  if (!st.isFile()) {
+    closeSync(fd);
+    throw new InputError({ file: path }, `is ${kindOf(st)}: only a regular file is appended to`);
+  }
+  return fd;
 }
 
 /** Feeds a regular file (see `regularFile`) to `sink` in chunks, never holding it whole (a hash of gigabytes of weights); its length. */
