@@ -86,7 +86,7 @@ describe('probe report: the probe set a run directory names', () => {
     symlinkSync('/dev/zero', zero);
     const bpb = (probes: string) => probeWithin(['bpb', '--ckpt', CKPT.prose, '--probes', probes, '--limit', '2', '--no-cache'], 20_000);
     expectOneLineError(bpb(fifo), literally(`${fifo}: is a FIFO (named pipe)`));
-    expectOneLineError(bpb(zero), literally(`${zero}: is a character device`));
+    expectOneLineError(bpb(zero), literally(`${zero}: is a symbolic link to a character device (/dev/zero)`));
     // A directory of sets: each *.jsonl in it is read the same way.
     const setDir = join(root, 'sets');
     mkdirSync(setDir);
@@ -117,7 +117,7 @@ describe('a checkpoint directory: every file probe or onnxruntime reads from it'
     symlinkSync('/dev/zero', join(zero, 'tokenizer.json'));
     const zeroRun = bpb(zero, [], 15_000);
     expect(zeroRun.killed, 'probe bpb read /dev/zero until killed').toBe(false);
-    expectOneLineError(zeroRun, literally(`${join(zero, 'tokenizer.json')}: is a character device`));
+    expectOneLineError(zeroRun, literally(`${join(zero, 'tokenizer.json')}: is a symbolic link to a character device (/dev/zero)`));
 
     const graph = copyCheckpoint(CKPT.prose);
     rmSync(join(graph, 'onnx', 'model.onnx'));
@@ -243,5 +243,97 @@ describe('probe watch: what a watched training run holds', () => {
     // What was computed is kept: step-100's scores are in results.json for the report.
     const results = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as { rungs: { bpb: Array<{ checkpoint: string }> } };
     expect(results.rungs.bpb.map((r) => r.checkpoint)).toEqual([join(watched, 'step-100')]);
+  });
+});
+
+describe('the audit: every other file someone else supplies', () => {
+  const bpbArgs = (ckpts: string[], extra: string[]) => [
+    'bpb',
+    ...ckpts.flatMap((c) => ['--ckpt', c]),
+    '--probes',
+    DEMO_PROBES,
+    '--limit',
+    '2',
+    ...extra,
+  ];
+
+  /** A finished `probe bpb --out` run directory, to be resumed. */
+  function bpbRunDir(): string {
+    const dir = join(tempDir(), 'run');
+    const run = probeWithin(bpbArgs([CKPT.prose], ['--out', dir, '--no-cache']), 120_000);
+    expect(run.code, run.stderr).toBe(0);
+    return dir;
+  }
+
+  it('a run directory resumed with a FIFO as its sample log fails its checkpoint naming it, and a FIFO as its lock is a one-line error (both blocked forever)', () => {
+    const dir = bpbRunDir();
+    const log = join(dir, 'bpb', 'samples.jsonl');
+    rmSync(log);
+    mkfifo(log);
+    const resumed = probeWithin(bpbArgs([CKPT.prose], ['--out', dir, '--resume', '--no-cache']), 30_000);
+    expect(resumed.killed, 'the resume blocked on the FIFO log').toBe(false);
+    // Each checkpoint's scoring fails on it, naming it (the verb's way: the run's other work is kept); exit 2, no stack trace.
+    expect(resumed.code, resumed.stderr).toBe(2);
+    expect(resumed.stderr).toMatch(literally(`probe: ${log}: is a FIFO (named pipe)`));
+    expect(resumed.stderr).not.toMatch(/^\s+at /m);
+
+    const locked = join(tempDir(), 'run');
+    mkdirSync(locked);
+    mkfifo(join(locked, '.lock'));
+    const run = probeWithin(bpbArgs([CKPT.prose], ['--out', locked, '--no-cache']), 30_000);
+    expect(run.killed, 'the run blocked on the FIFO lock').toBe(false);
+    expectOneLineError(run, literally(`${join(locked, '.lock')}: is a FIFO (named pipe)`));
+  });
+
+  it('a sample log that is a link to a file outside the run is neither read nor appended to (the resume wrote into the host file)', () => {
+    const dir = bpbRunDir();
+    const log = join(dir, 'bpb', 'samples.jsonl');
+    const host = join(tempDir(), 'host.jsonl');
+    cpSync(log, host);
+    const before = readFileSync(host, 'utf8');
+    rmSync(log);
+    symlinkSync(host, log);
+    // A checkpoint added on resume appends its items to the log.
+    const resumed = probeWithin(bpbArgs([CKPT.prose, CKPT.code], ['--out', dir, '--resume', '--no-cache']), 120_000);
+    expect(readFileSync(host, 'utf8')).toBe(before);
+    expect(resumed.code, resumed.stderr).toBe(2);
+    expect(resumed.stderr).toMatch(literally(`probe: ${log}: is a symbolic link to ${host}, outside the run directory`));
+    expect(resumed.stderr).not.toMatch(/^\s+at /m);
+  });
+
+  it('a cache entry replaced by a FIFO is a damaged entry: computed again and replaced (it blocked forever)', () => {
+    const cache = join(tempDir(), 'cache');
+    const first = probeWithin(bpbArgs([CKPT.prose], ['--cache', cache, '--json']), 120_000);
+    expect(first.code, first.stderr).toBe(0);
+    const entries = execFileSync('find', [cache, '-type', 'f', '-name', '*.json'], { encoding: 'utf8' }).trim().split('\n');
+    expect(entries.length).toBeGreaterThan(0);
+    for (const entry of entries) {
+      rmSync(entry);
+      mkfifo(entry);
+    }
+    const again = probeWithin(bpbArgs([CKPT.prose], ['--cache', cache, '--json']), 30_000);
+    expect(again.killed, 'probe bpb blocked on the FIFO cache entry').toBe(false);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stderr).toMatch(/holds a damaged entry, .*: it cannot be read \(.*is a FIFO/);
+    expect(JSON.parse(again.stdout).results[0].bpb).toBe(JSON.parse(first.stdout).results[0].bpb);
+  });
+
+  it('a trajectory that is a FIFO is a one-line error naming it (probe replay blocked forever)', () => {
+    const fifo = join(tempDir(), 'shop__pricing-1.traj.json');
+    mkfifo(fifo);
+    const run = probeWithin(['replay', fifo, '--task', join(REPO_ROOT, 'verifiers', 'shop__pricing-1', 'task.json')], 30_000);
+    expect(run.killed, 'probe replay blocked on the FIFO').toBe(false);
+    expectOneLineError(run, literally(`${fifo}: is a FIFO (named pipe)`));
+  });
+
+  it('plain code to score (--code) holding a link loop is a one-line error naming it (the walk ended in ELOOP and a stack trace)', () => {
+    const code = join(tempDir(), 'code');
+    mkdirSync(code);
+    writeFileSync(join(code, 'a.py'), 'print(1)\n');
+    symlinkSync('.', join(code, 'loop'));
+    const watched = join(tempDir(), 'ckpts');
+    mkdirSync(watched);
+    const run = probeWithin(['watch', watched, '--out', join(tempDir(), 'watch'), '--once', '--code', code, '--asap-runs', '0'], 30_000);
+    expectOneLineError(run, literally(`${join(code, 'loop')}: is a symbolic link to ${code}, a directory it is inside of (a loop)`));
   });
 });
