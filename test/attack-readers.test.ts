@@ -12,7 +12,7 @@
  * no signal handler), so the test fails rather than waits.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
@@ -335,5 +335,28 @@ describe('the audit: every other file someone else supplies', () => {
     mkdirSync(watched);
     const run = probeWithin(['watch', watched, '--out', join(tempDir(), 'watch'), '--once', '--code', code, '--asap-runs', '0'], 30_000);
     expectOneLineError(run, literally(`${join(code, 'loop')}: is a symbolic link to ${code}, a directory it is inside of (a loop)`));
+  });
+});
+
+describe('safe-tree’s line reader', () => {
+  it('reads lines across its chunks (CRLF, no last line end) and refuses a line past its cap, naming file and line', async () => {
+    const { readLines } = await import('../src/util/safe-tree.ts');
+    const file = join(tempDir(), 'rows.jsonl');
+    const long = 'x'.repeat(3 * 1024 * 1024 + 17); // across three 1 MiB chunks
+    writeFileSync(file, `a\r\n${long}\n\né\nlast`);
+    expect([...readLines(file)].map(({ text, line }) => [line, text.length > 10 ? text.length : text])).toEqual([
+      [1, 'a'],
+      [2, long.length],
+      [3, ''],
+      [4, 'é'],
+      [5, 'last'],
+    ]);
+    // A sparse file of 64 MiB with no newline: refused at the cap, never held whole.
+    const sparse = join(tempDir(), 'sparse.jsonl');
+    writeFileSync(sparse, 'ok\n');
+    truncateSync(sparse, 64 * 1024 * 1024);
+    const lines = readLines(sparse, { maxLineBytes: 1024 * 1024, what: 'a dataset file' });
+    expect(lines.next().value).toEqual({ text: 'ok', line: 1 });
+    expect(() => lines.next()).toThrow(literally(`${sparse}:2: line is longer than 1.0 MiB, over the cap on one line of a dataset file`));
   });
 });

@@ -445,7 +445,7 @@ export interface OpenedFile {
 
 /** Opens a regular file (see `regularFile`; `maxBytes` caps its length, unlimited where not given) for a streaming reader. */
 export function openRegularFile(path: string, options: FileOptions = {}): OpenedFile {
-  const fd = openRegular(existingRegularFile(path, { maxBytes: Number.POSITIVE_INFINITY, ...options }), path);
+  const fd = openRegular(existingRegularFile(path, { ...options, maxBytes: options.maxBytes ?? Number.POSITIVE_INFINITY }), path);
   const bytes = fstatSync(fd).size;
   try {
     checkFileSize(path, bytes, options.maxBytes ?? Number.POSITIVE_INFINITY, options.what ?? 'the directory');
