@@ -12,12 +12,13 @@
  * Episode files are the run store's crash-safe logs (`JsonlLog`): append-only, every line
  * written whole, and a line cut short by a kill dropped before a resumed episode appends.
  */
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { JsonlLog, readJsonl } from '../store/jsonl-log.ts';
 import { changedSettings, checkResume } from '../store/resume.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { idFileName } from '../util/file-name.ts';
+import { readJsonFile } from '../util/safe-tree.ts';
 import type { RunBehaviour } from './behaviour.ts';
 import type { EpisodeStep, Termination } from './episode.ts';
 import type { AsapPrefix } from './prefix.ts';
@@ -82,7 +83,7 @@ export class AsapStore {
   private episodeLog(start: EpisodeStart): JsonlLog<EpisodeLine> {
     const file = this.episodeFile(start.checkpoint, start.instance, start.run, 'jsonl');
     let log = this.logs.get(file);
-    if (!log) this.logs.set(file, (log = new JsonlLog<EpisodeLine>(file)));
+    if (!log) this.logs.set(file, (log = new JsonlLog<EpisodeLine>(file, this.dir)));
     return log;
   }
 
@@ -95,7 +96,10 @@ export class AsapStore {
     const started = existsSync(join(this.dir, 'episodes'));
     // A directory whose episodes have not started yet takes the new settings (and drops its prefixes).
     if (existsSync(file) && !started) rmSync(join(this.dir, 'prefixes'), { recursive: true, force: true });
-    const stored = existsSync(file) && started ? (JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>) : undefined;
+    const stored =
+      existsSync(file) && started
+        ? (readJsonFile(file, { root: this.dir, what: 'the run directory' }) as Record<string, unknown>)
+        : undefined;
     const status = checkResume({
       file,
       stored,
@@ -117,7 +121,7 @@ export class AsapStore {
 
   readPrefix(instance: string): AsapPrefix | undefined {
     const file = this.prefixFile(instance);
-    return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as AsapPrefix) : undefined;
+    return existsSync(file) ? (readJsonFile(file, { root: this.dir, what: 'the run directory' }) as AsapPrefix) : undefined;
   }
 
   writePrefix(prefix: AsapPrefix): void {
@@ -131,7 +135,7 @@ export class AsapStore {
   readEpisode(checkpoint: string, instance: string, run: number): SavedEpisode {
     const file = this.episodeFile(checkpoint, instance, run, 'jsonl');
     const saved: SavedEpisode = { start: null, steps: [], end: null };
-    for (const record of readJsonl<{ type: string }>(file)) {
+    for (const record of readJsonl<{ type: string }>(file, this.dir)) {
       if (record.type === 'start') saved.start = record as EpisodeStart;
       else if (record.type === 'step') saved.steps.push(stripType(record) as unknown as EpisodeStep);
       else if (record.type === 'end') saved.end = record as EpisodeEnd;

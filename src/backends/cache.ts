@@ -12,13 +12,15 @@
  * computed again and replaced, with one warning per cache directory per process: a
  * damaged cache costs time, never a wrong number or a failed checkpoint.
  */
-import { closeSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
-import { join, relative, resolve } from 'node:path';
-import { describeCause } from '../errors.ts';
+import { join, resolve } from 'node:path';
+import { describeCause, systemErrorCode } from '../errors.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { onceUntilFailure } from '../util/once-until-failure.ts';
+import { MAX_STRING_BYTES, readRegularFileIfPresent, streamRegularFile, walkTree } from '../util/safe-tree.ts';
+import { CHECKPOINT_DIR, CHECKPOINT_LIMITS } from './onnx/checkpoint.ts';
 import { DamagedCacheEntry, entryId, type KeyMaterial, openEntry, sealEntry } from './cache-entry.ts';
 import type { BosUse } from './bos.ts';
 import { checkSampleAnswer, checkScoreAnswer } from './cache-shape.ts';
@@ -58,14 +60,20 @@ export class ResultCache {
     return join(this.dir, id.slice(0, 2), `${id}.json`);
   }
 
-  /** The stored answer to `key`, if one is there that is intact, answers `key` and passes `check`. */
+  /**
+   * The stored answer to `key`, if one is there that is intact, answers `key` and passes
+   * `check`. A cache directory may be shared or planted: an entry is read only as a regular
+   * file really inside it (safe-tree), else it is damaged, computed again and replaced.
+   */
   get(key: KeyMaterial, check: AnswerCheck): unknown {
     const file = this.file(key);
     let text: string;
     try {
-      text = readFileSync(file, 'utf8');
+      const bytes = readRegularFileIfPresent(file, { root: this.dir, maxBytes: MAX_STRING_BYTES, what: 'the cache' });
+      if (bytes === undefined) return undefined;
+      text = bytes.toString('utf8');
     } catch (error) {
-      if (ABSENT.has((error as NodeJS.ErrnoException).code ?? '')) return undefined;
+      if (ABSENT.has(systemErrorCode(error) ?? systemErrorCode((error as Error).cause) ?? '')) return undefined;
       return this.damaged(file, new DamagedCacheEntry(`it cannot be read (${describeCause(error)})`));
     }
     try {
@@ -102,49 +110,32 @@ export class ResultCache {
   }
 }
 
-function filesUnder(dir: string): string[] {
-  return readdirSync(dir)
-    .sort()
-    .flatMap((name) => {
-      const path = join(dir, name);
-      return statSync(path).isDirectory() ? filesUnder(path) : [path];
-    });
-}
-
-/** A file's SHA-256, read in chunks: ONNX weights of real checkpoints run to many gigabytes. */
-function sha256OfFile(file: string): string {
-  const hash = createHash('sha256');
-  const buffer = Buffer.allocUnsafe(4 << 20);
-  const fd = openSync(file, 'r');
-  try {
-    for (let n = readSync(fd, buffer); n > 0; n = readSync(fd, buffer)) hash.update(buffer.subarray(0, n));
-  } finally {
-    closeSync(fd);
-  }
-  return hash.digest('hex');
-}
-
 /** Hashes already computed in this process, with the file sizes and times they were computed from. */
 const contentHashes = new Map<string, { stamp: string; hash: string }>();
 
 /**
  * The content hash of a checkpoint directory: every file's path and bytes. A checkpoint
  * of many gigabytes is read once per process: asked again, the hash is reused while every
- * file keeps its size and modification time.
+ * file keeps its size and modification time. The walk is safe-tree's (links followed only
+ * to regular files and directories, never in a loop): a FIFO or a device in the directory
+ * is refused, naming it, before anything is read.
  */
 export function checkpointContentHash(dir: string): string {
-  const files = filesUnder(dir);
+  const files = walkTree(dir, { links: 'follow', limits: CHECKPOINT_LIMITS, what: CHECKPOINT_DIR }).filter((e) => e.kind === 'file');
   const stamp = files
     .map((file) => {
-      const st = statSync(file);
-      return `${relative(dir, file)}\0${st.size}\0${st.mtimeMs}`;
+      const st = statSync(file.path);
+      return `${file.rel}\0${st.size}\0${st.mtimeMs}`;
     })
     .join('\n');
   const known = contentHashes.get(resolve(dir));
   if (known?.stamp === stamp) return known.hash;
   const hash = createHash('sha256');
   for (const file of files) {
-    hash.update(relative(dir, file)).update('\0').update(sha256OfFile(file)).update('\0');
+    // A file's own SHA-256, read in chunks: ONNX weights of real checkpoints run to many gigabytes.
+    const own = createHash('sha256');
+    streamRegularFile(file.path, { maxBytes: Number.POSITIVE_INFINITY, what: CHECKPOINT_DIR }, (chunk) => own.update(chunk));
+    hash.update(file.rel).update('\0').update(own.digest('hex')).update('\0');
   }
   const digest = hash.digest('hex');
   contentHashes.set(resolve(dir), { stamp, hash: digest });

@@ -4,12 +4,13 @@
  * before any work — the directory's files, or the URLs' form — and reads what it says
  * about itself; stages pass this value down, so nothing below classifies the string again.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { InputError } from '../errors.ts';
 import { checkpointContentHash } from './cache.ts';
 import type { HttpBackendOptions } from './http/backend.ts';
-import { type ModelConfig, readCheckpointDir, readTokenizerDir } from './onnx/checkpoint.ts';
+import { CHECKPOINT_DIR, CHECKPOINT_JSON_BYTES, type ModelConfig, readCheckpointDir, readTokenizerDir } from './onnx/checkpoint.ts';
+import { readTextFile } from '../util/safe-tree.ts';
 import { checkTokenizerAgainstConfig, tokenizerIdsOf } from './onnx/consistency.ts';
 import type { Dtype } from './onnx/dtype.ts';
 import { ENGINE_PROBES, type EngineName, engineTargetOf } from '../engines/engine-target.ts';
@@ -80,9 +81,10 @@ function directoryFacts(dir: string): CheckpointFacts {
   if (!existsSync(file)) return NO_FACTS;
   let ladder: unknown;
   try {
-    ladder = (JSON.parse(readFileSync(file, 'utf8')) as { probe_ladder?: unknown }).probe_ladder;
+    ladder = (JSON.parse(readTextFile(file, { maxBytes: CHECKPOINT_JSON_BYTES, what: CHECKPOINT_DIR })) as { probe_ladder?: unknown })
+      .probe_ladder;
   } catch {
-    return NO_FACTS; // reading the checkpoint itself reports a malformed config.json
+    return NO_FACTS; // reading the checkpoint itself reports a malformed (or unreadable) config.json
   }
   if (!ladder || typeof ladder !== 'object') return NO_FACTS;
   const { control, contaminated, heldout_code_bpb: bpb } = ladder as Record<string, unknown>;

@@ -1,5 +1,4 @@
 /** `probe aptbench`: APTBench-format items through the same backends. */
-import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { describeCause, InputError } from '../errors.ts';
 import { fillTemplate, loadAptItems, scoreAptbench, type AptResult } from '../probes/aptbench.ts';
@@ -13,6 +12,7 @@ import { addDtypeOption, dtypeConfig, type DtypeFlags } from './dtype-option.ts'
 import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
 import { bosConfig } from '../backends/bos.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
+import { readTextFile } from '../util/safe-tree.ts';
 
 interface AptFlags extends RunFlags, BosFlags, DtypeFlags {
   items: string;
@@ -45,8 +45,9 @@ export function aptbenchCommand(): Command {
       if (flags.limit !== undefined) items = items.slice(0, flags.limit);
       let template: string;
       try {
-        template = readFileSync(flags.prompt, 'utf8');
+        template = readTextFile(flags.prompt, { what: '--prompt' });
       } catch (error) {
+        if (error instanceof InputError) throw error;
         throw new InputError({ file: flags.prompt }, `cannot read the prompt template: ${describeCause(error)}`, { cause: error });
       }
       for (const item of items) fillTemplate(template, item, flags.items); // every placeholder resolvable before any work

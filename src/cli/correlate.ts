@@ -1,5 +1,4 @@
 /** `probe correlate`: how well each probe metric ranks checkpoints against downstream scores. */
-import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { describeCause, InputError } from '../errors.ts';
 import { downstreamScore, formatTable } from '../report/table.ts';
@@ -8,6 +7,7 @@ import { metricsFromDocument, type MetricSeries } from '../stats/metrics.ts';
 import { createRng } from '../util/rng.ts';
 import { integer, positiveInteger } from './args.ts';
 import { checkpointFacts } from '../backends/checkpoint.ts';
+import { MAX_STRING_BYTES, readTextFile } from '../util/safe-tree.ts';
 
 interface CorrelateFlags {
   results: string[];
@@ -22,8 +22,9 @@ interface CorrelateFlags {
 export function readScores(file: string): Map<string, number> {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readTextFile(file, { maxBytes: MAX_STRING_BYTES, what: '--scores' });
   } catch (error) {
+    if (error instanceof InputError) throw error;
     throw new InputError({ file }, `cannot read scores: ${describeCause(error)}`, { cause: error });
   }
   const scores = new Map<string, number>();
@@ -112,8 +113,9 @@ export function correlateCommand(): Command {
       const scores = readScores(flags.scores);
       const series = flags.results.flatMap((file) => {
         let doc: unknown;
+        const text = readTextFile(file, { maxBytes: MAX_STRING_BYTES, what: '--results' });
         try {
-          doc = JSON.parse(readFileSync(file, 'utf8'));
+          doc = JSON.parse(text);
         } catch (error) {
           throw new InputError({ file }, `not a probe --json document: ${describeCause(error)}`, { cause: error });
         }

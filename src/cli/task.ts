@@ -6,7 +6,7 @@
  * and the tests are run once at the base state, so that a record whose FAIL_TO_PASS already
  * passes, or never runs, is found now rather than as a trajectory "rejected" later.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { InputError } from '../errors.ts';
@@ -17,6 +17,7 @@ import { loadTaskFile } from '../verify/load-task.ts';
 import { readMeta, writeTaskRecord } from '../verify/task-files.ts';
 import { listNames, notPassed, verifyState } from '../verify/verifier.ts';
 import { timeoutSeconds } from './args.ts';
+import { readTextFile } from '../util/safe-tree.ts';
 
 interface TaskFlags {
   id?: string;
@@ -40,7 +41,7 @@ function fieldsOf(dir: string, flags: TaskFlags): Record<string, unknown> {
   if (id !== undefined) fields.instance_id = id;
   if (flags.problemFile !== undefined) {
     if (!existsSync(flags.problemFile)) throw new InputError({ file: flags.problemFile }, 'is missing (--problem-file)');
-    fields.problem_statement = readFileSync(flags.problemFile, 'utf8');
+    fields.problem_statement = readTextFile(flags.problemFile, { what: '--problem-file' });
   } else if (flags.problem !== undefined) fields.problem_statement = flags.problem;
   if (flags.testCmd !== undefined) fields.test_cmd = flags.testCmd;
   if (flags.logParser !== undefined) fields.log_parser = flags.logParser;

@@ -4,13 +4,19 @@
  * (streamed one row group at a time with hyparquet, so a corpus of gigabytes never sits in
  * memory whole). Values come back as JSON would have them: Parquet's 64-bit integers become
  * numbers when exact, strings otherwise.
+ *
+ * A dataset is a third party's file: every format is read through safe-tree from one
+ * descriptor checked to be a regular file (a FIFO or a device is refused, naming it, before
+ * anything blocks), and a JSON Lines line or a JSON document has safe-tree's cap on one string.
  */
-import { createReadStream, existsSync, readFileSync, statSync } from 'node:fs';
-import { createInterface } from 'node:readline';
-import { asyncBufferFromFile, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
+import { closeSync, readSync } from 'node:fs';
+import { type AsyncBuffer, parquetMetadataAsync, parquetReadObjects } from 'hyparquet';
 import { compressors } from 'hyparquet-compressors';
 import { describeCause, InputError } from '../errors.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../util/json-depth.ts';
+import { MAX_STRING_BYTES, openRegularFile, readLines, readTextFile, regularFile } from '../util/safe-tree.ts';
+
+const WHAT = 'a dataset file';
 
 export type Row = Record<string, unknown>;
 
@@ -72,11 +78,8 @@ function checkedRow(value: unknown, file: string, index: number, line: number | 
 }
 
 async function* jsonlRows(file: string, problems: 'throw' | 'yield'): AsyncGenerator<DatasetRow> {
-  const lines = createInterface({ input: createReadStream(file, 'utf8'), crlfDelay: Infinity });
-  let line = 0;
   let index = 0;
-  for await (const text of lines) {
-    line++;
+  for (const { text, line } of readLines(file, { what: WHAT })) {
     if (!text.trim()) continue;
     let value: unknown;
     try {
@@ -91,7 +94,7 @@ async function* jsonlRows(file: string, problems: 'throw' | 'yield'): AsyncGener
 function* jsonRows(file: string, problems: 'throw' | 'yield'): Generator<DatasetRow> {
   let value: unknown;
   try {
-    value = JSON.parse(readFileSync(file, 'utf8'));
+    value = JSON.parse(readTextFile(file, { maxBytes: MAX_STRING_BYTES, what: WHAT }));
   } catch (error) {
     throw new InputError({ file }, `not valid JSON: ${describeCause(error)}`, { cause: error });
   }
@@ -109,8 +112,43 @@ function jsonValue(value: unknown): unknown {
   return value;
 }
 
+/**
+ * A Parquet file as hyparquet reads it (its footer, then row group by row group), from one
+ * descriptor safe-tree checked: hyparquet's own `asyncBufferFromFile` opens the path again
+ * for every slice. `close` releases the descriptor.
+ */
+export function parquetFile(file: string): AsyncBuffer & { close(): void } {
+  const { fd, size } = openRegularFile(file, { what: WHAT });
+  return {
+    byteLength: size,
+    slice(start: number, end = size): ArrayBuffer {
+      const bytes = new Uint8Array(Math.max(0, Math.min(end, size) - start));
+      for (let at = 0; at < bytes.length; ) {
+        const n = readSync(fd, bytes, at, bytes.length - at, start + at);
+        if (n === 0) throw new InputError({ file }, `shrank while being read (${start + at} of ${size} bytes)`);
+        at += n;
+      }
+      return bytes.buffer;
+    },
+    close: () => closeSync(fd),
+  };
+}
+
 async function* parquetRows(file: string, problems: 'throw' | 'yield', columns?: string[]): AsyncGenerator<DatasetRow> {
-  const buffer = await asyncBufferFromFile(file);
+  const buffer = parquetFile(file);
+  try {
+    yield* parquetRowsOf(buffer, file, problems, columns);
+  } finally {
+    buffer.close();
+  }
+}
+
+async function* parquetRowsOf(
+  buffer: AsyncBuffer,
+  file: string,
+  problems: 'throw' | 'yield',
+  columns?: string[],
+): AsyncGenerator<DatasetRow> {
   let metadata: Awaited<ReturnType<typeof parquetMetadataAsync>>;
   try {
     metadata = await parquetMetadataAsync(buffer);
@@ -143,7 +181,9 @@ async function* parquetRows(file: string, problems: 'throw' | 'yield', columns?:
  * most of the bytes; `problems` says what a row that cannot be read safely does.
  */
 export function readRows(file: string, options: ReadRowsOptions = {}): AsyncGenerator<DatasetRow> {
-  if (!existsSync(file) || statSync(file).isDirectory()) throw new InputError({ file }, 'no such dataset file');
+  // A FIFO or a device is refused here, naming it; a directory is no dataset file.
+  if (regularFile(file, { maxBytes: Number.POSITIVE_INFINITY, what: WHAT }) === undefined)
+    throw new InputError({ file }, 'no such dataset file');
   const problems = options.problems ?? 'throw';
   if (file.endsWith('.parquet')) return parquetRows(file, problems, options.columns);
   if (file.endsWith('.jsonl')) return jsonlRows(file, problems);

@@ -7,6 +7,7 @@
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { InputError } from '../errors.ts';
+import { regularFile } from '../util/safe-tree.ts';
 
 export type EngineName = 'llamacpp' | 'vllm';
 
@@ -35,7 +36,9 @@ export function servedByEngine(spec: string): boolean {
 export function engineTargetOf(spec: string): EngineTarget | undefined {
   const path = resolve(spec);
   if (/\.gguf$/i.test(spec)) {
-    if (!existsSync(path) || !statSync(path).isFile()) throw new InputError({ file: spec }, 'no such GGUF file');
+    // llama-server opens it itself: a FIFO or a device in its place is refused here, naming it.
+    if (regularFile(spec, { maxBytes: Number.POSITIVE_INFINITY, what: 'a GGUF checkpoint' }) === undefined)
+      throw new InputError({ file: spec }, 'no such GGUF file');
     return { engine: 'llamacpp', path };
   }
   if (!existsSync(path) || !statSync(path).isDirectory()) return undefined;

@@ -6,12 +6,13 @@
  * grace period — when the run closes the backend, on Ctrl-C, and on any exit.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync } from 'node:fs';
+import { closeSync, mkdirSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { ProbeError } from '../errors.ts';
 import { onExit, onShutdown } from '../util/shutdown.ts';
+import { MAX_STRING_BYTES, openAppend, readTextFile } from '../util/safe-tree.ts';
 import { sleep } from '../util/timeout.ts';
 import type { EngineTarget } from './engine-target.ts';
 
@@ -113,7 +114,7 @@ function vllmArgs(path: string, port: number): string[] {
 
 function logTail(file: string): string {
   try {
-    const lines = readFileSync(file, 'utf8')
+    const lines = readTextFile(file, { maxBytes: MAX_STRING_BYTES, what: 'the engine log' })
       .split('\n')
       .map((l) => l.trim())
       .filter(Boolean);
@@ -173,7 +174,8 @@ export async function launchEngine(
     for (const [i, env] of replicas.entries()) {
       const port = await freePort();
       const logFile = join(options.logDir, `${options.name}${replicas.length > 1 ? `.${i}` : ''}.log`);
-      const fd = openSync(logFile, 'a');
+      // In the run directory (engines/): a FIFO or a link planted there is refused, not waited on or written through.
+      const fd = openAppend(logFile);
       const child = spawn(program, argsFor(port), {
         stdio: ['ignore', fd, fd],
         detached: true, // its own process group: vLLM's workers stop with it

@@ -8,12 +8,12 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../embedded.ts';
 import { loadProbeItems } from '../probes/load.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
-import { hashTree } from '../util/safe-tree.ts';
+import { hashTree, MAX_STRING_BYTES, readTextFile } from '../util/safe-tree.ts';
 import { trajectoriesHash } from './build.ts';
 
 const CACHE_VERSION = 'probe-build-cache 1';
@@ -51,7 +51,8 @@ export function readCachedBuild(cacheDir: string, key: string, dest: string): bo
   } catch {
     return false; // a damaged entry: the build runs and replaces it
   }
-  copyFileSync(file, dest);
+  // Read back through safe-tree: the entry checked above is what is copied, never a FIFO swapped in after.
+  writeFileAtomic(dest, readTextFile(file, { root: cacheDir, maxBytes: MAX_STRING_BYTES, what: 'the cache' }));
   return true;
 }
 
@@ -59,5 +60,5 @@ export function readCachedBuild(cacheDir: string, key: string, dest: string): bo
 export function writeCachedBuild(cacheDir: string, key: string, built: string): void {
   const file = cachedFile(cacheDir, key);
   mkdirSync(join(cacheDir, 'builds'), { recursive: true });
-  writeFileAtomic(file, readFileSync(built, 'utf8'));
+  writeFileAtomic(file, readTextFile(built, { maxBytes: MAX_STRING_BYTES, what: 'the probe set built' }));
 }

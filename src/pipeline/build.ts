@@ -4,7 +4,7 @@
  * A bad trajectory is a rejection, not a stop: the others are still built.
  */
 import { createHash } from 'node:crypto';
-import { closeSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import type { CompletionBackend } from '../backends/types.ts';
 import { describeCause, InputError } from '../errors.ts';
@@ -27,6 +27,7 @@ import { importTrajectory } from '../trajectories/import.ts';
 import type { Trajectory } from '../schema/trajectory.ts';
 import { corpusRowCount, corpusRows, isCorpusFile, type CorpusCounts } from '../trajectories/corpora/corpus.ts';
 import { taskForRow } from '../trajectories/corpora/row-task.ts';
+import { streamRegularFile } from '../util/safe-tree.ts';
 
 export interface BuildSettings {
   /** A directory of trajectory files, or a corpus file of trajectory rows (.parquet, .jsonl, .json). */
@@ -189,15 +190,9 @@ export function writeQualityReport(
   return { file, report };
 }
 
-/** A file's bytes hashed a chunk at a time: a corpus may be gigabytes. */
+/** A file's bytes hashed a chunk at a time (a corpus may be gigabytes), through safe-tree: a FIFO or a device is refused, naming it. */
 function hashFile(hash: ReturnType<typeof createHash>, file: string): void {
-  const fd = openSync(file, 'r');
-  try {
-    const chunk = Buffer.alloc(1 << 20);
-    for (let n; (n = readSync(fd, chunk)) > 0; ) hash.update(chunk.subarray(0, n));
-  } finally {
-    closeSync(fd);
-  }
+  streamRegularFile(file, { maxBytes: Number.POSITIVE_INFINITY, what: 'the trajectories' }, (chunk) => hash.update(chunk));
 }
 
 /** A hash of every trajectory file's name and bytes (or the corpus file's): a resumed build must see the same ones. */

@@ -3,8 +3,8 @@
  * BrowseComp-Plus's layout (a directory with corpus.jsonl and queries.jsonl), in a run
  * directory that a rerun with --resume continues episode by episode.
  */
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { BosPolicy } from '../backends/bos.ts';
 import type { ResultCache } from '../backends/cache.ts';
 import type { Checkpoint } from '../backends/checkpoint.ts';
@@ -17,6 +17,7 @@ import { researchTranscript, researchTask } from '../research/episode.ts';
 import { type ResearchEpisodeRecord, type ResearchResult, type ResearchRunOptions, runResearch } from '../research/run.ts';
 import { ResearchIndex } from '../research/search-index.ts';
 import { readJsonl } from '../store/jsonl-log.ts';
+import { writeFileAtomic } from '../util/atomic-file.ts';
 import { checkpointRecords, probeSetRecord, RunDir, type SampleLine } from '../store/run-dir.ts';
 import { type Failure, forEachCheckpoint, itemHooks, servingConfig, settingsRunDir } from './checkpoint-loop.ts';
 import { idFileName } from '../util/file-name.ts';
@@ -119,7 +120,7 @@ export async function runResearchOverCheckpoints(
 function writeTranscripts(dir: RunDir, set: ResearchSet, checkpoints: readonly Checkpoint[], searchK: number): void {
   const byId = new Map(set.queries.map((q) => [q.query_id, q]));
   const nameOf = new Map(checkpoints.map((c) => [c.key, c.name]));
-  for (const { checkpoint, result } of readJsonl<SampleLine<ResearchEpisodeRecord>>(dir.samplesFile('research'))) {
+  for (const { checkpoint, result } of readJsonl<SampleLine<ResearchEpisodeRecord>>(dir.samplesFile('research'), dir.dir)) {
     const query = byId.get(result.query_id);
     if (!query) continue;
     const text = researchTranscript(researchTask(query.query, searchK), result.steps).replace(/\n## Thinking\n$/, '\n');
@@ -127,8 +128,8 @@ function writeTranscripts(dir: RunDir, set: ResearchSet, checkpoints: readonly C
     if (name === undefined) continue; // a checkpoint of an earlier invocation of the run: its transcripts are written already
     // Laid out as SWE episodes are (asap/store.ts): the checkpoint as given, the question, the run.
     const file = join(dir.dir, 'episodes', checkpointKey(name), idFileName(result.query_id), `run-${result.run}.md`);
-    mkdirSync(dirname(file), { recursive: true });
-    writeFileSync(
+    // Written by a rename: a link planted at a transcript's name in a resumed run is replaced, never written through.
+    writeFileAtomic(
       file,
       `${text}\n<!-- answer: ${JSON.stringify(result.answer)} · ${result.correct ? 'correct' : 'wrong'} · ${result.termination} -->\n`,
     );

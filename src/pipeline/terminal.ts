@@ -5,8 +5,8 @@
  * reference prefix built once and kept in prefixes/ (a resumed run and every checkpoint see
  * the same bytes).
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import type { BosPolicy } from '../backends/bos.ts';
 import type { ResultCache } from '../backends/cache.ts';
 import type { Checkpoint } from '../backends/checkpoint.ts';
@@ -16,6 +16,8 @@ import { checkpointKey } from '../asap/store.ts';
 import { EnvironmentError } from '../errors.ts';
 import { client, dockerAvailable } from '../sandbox/docker.ts';
 import { readJsonl } from '../store/jsonl-log.ts';
+import { writeFileAtomic } from '../util/atomic-file.ts';
+import { readJsonFile } from '../util/safe-tree.ts';
 import { checkpointRecords, probeSetRecord, RunDir, type SampleLine } from '../store/run-dir.ts';
 import { terminalTranscript } from '../terminal/episode.ts';
 import { type TerminalImage, terminalImage, treeHash } from '../terminal/image.ts';
@@ -56,10 +58,9 @@ export interface TerminalRunOutcome {
 /** The prefix kept in the run directory, or built now and kept. */
 async function prefixFor(dir: RunDir, task: TerminalTask, image: TerminalImage, s: TerminalRunSettings): Promise<TerminalPrefix> {
   const file = join(dir.dir, 'prefixes', `${idFileName(task.id)}.${s.profile}.json`);
-  if (existsSync(file)) return JSON.parse(readFileSync(file, 'utf8')) as TerminalPrefix;
+  if (existsSync(file)) return readJsonFile(file, { root: dir.dir, what: 'the run directory' }) as TerminalPrefix;
   const prefix = await buildTerminalPrefix(task, image, s.profile, s.prefixSteps, s.actionTimeoutMs);
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, `${JSON.stringify(prefix, null, 2)}\n`);
+  writeFileAtomic(file, `${JSON.stringify(prefix, null, 2)}\n`);
   return prefix;
 }
 
@@ -146,17 +147,17 @@ export async function runTerminalOverCheckpoints(
 function writeTranscripts(dir: RunDir, instances: readonly TerminalInstance[], checkpoints: readonly Checkpoint[]): void {
   const byId = new Map(instances.map((i) => [i.task.id, i]));
   const nameOf = new Map(checkpoints.map((c) => [c.key, c.name]));
-  for (const { checkpoint, result } of readJsonl<SampleLine<TerminalEpisodeRecord>>(dir.samplesFile('terminal'))) {
+  for (const { checkpoint, result } of readJsonl<SampleLine<TerminalEpisodeRecord>>(dir.samplesFile('terminal'), dir.dir)) {
     const instance = byId.get(result.task_id);
     const name = nameOf.get(checkpoint);
     if (!instance || name === undefined) continue; // a checkpoint of an earlier invocation: written already
     const text = terminalTranscript(instance.prefix.text, result.steps).replace(/\n## Thinking\n$/, '\n');
     const file = join(dir.dir, 'episodes', checkpointKey(name), idFileName(result.task_id), `run-${result.run}.md`);
-    mkdirSync(dirname(file), { recursive: true });
     const verdict = result.resolved ? 'RESOLVED' : `not resolved (${result.reason ?? 'tests failed'})`;
     const planted = result.tampering?.length
       ? `; tampering: ${result.tampering.map((t) => `${JSON.stringify(t.path).replaceAll('--', '-\\u002d')} (${t.reason})`).join(', ')}`
       : '';
-    writeFileSync(file, `${text}\n<!-- episode ended: ${result.termination}; ${verdict}; reward ${result.reward}${planted} -->\n`);
+    // Written by a rename: a link planted at a transcript's name in a resumed run is replaced, never written through.
+    writeFileAtomic(file, `${text}\n<!-- episode ended: ${result.termination}; ${verdict}; reward ${result.reward}${planted} -->\n`);
   }
 }

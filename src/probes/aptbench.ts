@@ -5,12 +5,12 @@
  * items (`target_cmd`) by exact match of the first generated line; free-text targets by
  * ROUGE-L. Prompts are the items' few-shot templates with `$FIELD$` placeholders.
  */
-import { readFileSync } from 'node:fs';
 import { sampleOne } from '../backends/single.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { describeCause, InputError } from '../errors.ts';
 import { LETTER_REGEX } from './mcq.ts';
 import { memoized, type ItemHooks } from './memo.ts';
+import { MAX_STRING_BYTES, readTextFile } from '../util/safe-tree.ts';
 
 export type AptItem = Record<string, unknown> & { uuid?: string };
 export type AptKind = 'choice' | 'completion' | 'free-text';
@@ -21,8 +21,9 @@ const FIELD_OF: Record<string, string> = { ISSUE: 'issue_statement', EXE_PLAN: '
 export function loadAptItems(file: string): AptItem[] {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    text = readTextFile(file, { maxBytes: MAX_STRING_BYTES, what: 'the APTBench items' });
   } catch (error) {
+    if (error instanceof InputError) throw error;
     throw new InputError({ file }, `cannot read items: ${describeCause(error)}`, { cause: error });
   }
   const items = text.split('\n').flatMap((line, i) => {

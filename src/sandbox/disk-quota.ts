@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LIMITS } from './types.ts';
 import { processAlive } from '../util/process-alive.ts';
+import { readTextFile } from '../util/safe-tree.ts';
 
 export const SANDBOX_PREFIX = 'probe-sandbox-';
 const OWNER_FILE = '.probe-owner';
@@ -74,7 +75,8 @@ export function sweepDeadQuotas(): void {
     if (!mounts.has(root)) continue;
     let owner = NaN;
     try {
-      owner = Number(readFileSync(join(root, OWNER_FILE), 'utf8'));
+      // The temporary directory is everyone's: a FIFO planted as the owner file must not block the sweep.
+      owner = Number(readTextFile(join(root, OWNER_FILE), { root, what: 'a sandbox root' }));
     } catch {
       /* unreadable: treat as gone */
     }

@@ -4,11 +4,16 @@
  * garbled by a kill or a power loss is dropped when the log is reopened for appending, so
  * the next record never fuses with it. Numbers JSON cannot hold (NaN, ±Infinity: the
  * log-likelihood of an impossible token) are written tagged and read back exactly.
+ *
+ * A log lives in a run directory someone may hand over to be resumed or reported: it is
+ * read through safe-tree (a regular file really inside `root`, at most TREE_LIMITS.fileBytes),
+ * and appended to only as a regular file in a directory inside `root`, never through a link.
  */
-import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, truncateSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { closeSync, mkdirSync, realpathSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import { dirname, resolve, sep } from 'node:path';
 import { ProbeError, InputError } from '../errors.ts';
 import { interruptedBy } from '../util/interrupt.ts';
+import { openAppend, readRegularFileIfPresent, TREE_LIMITS } from '../util/safe-tree.ts';
 import { decode, encode } from '../util/tagged-numbers.ts';
 
 export function toJsonLine(record: unknown): string {
@@ -39,9 +44,15 @@ function parse<T>(file: string, text: Buffer): { records: T[]; intact: number } 
   return { records, intact: start };
 }
 
-/** The complete records of a log (none if it does not exist yet). */
-export function readJsonl<T>(file: string): T[] {
-  return existsSync(file) ? parse<T>(file, readFileSync(file)).records : [];
+/** A log's bytes, or undefined where there is none yet (see the top of this file). */
+function readLog(file: string, root: string): Buffer | undefined {
+  return readRegularFileIfPresent(file, { root, maxBytes: TREE_LIMITS.fileBytes, what: 'the run directory' });
+}
+
+/** The complete records of a log (none if it does not exist yet); `root`: the run directory it must be inside. */
+export function readJsonl<T>(file: string, root = dirname(file)): T[] {
+  const text = readLog(file, root);
+  return text ? parse<T>(file, text).records : [];
 }
 
 export class JsonlLog<T> {
@@ -49,11 +60,15 @@ export class JsonlLog<T> {
   /** What the last read found: the intact length and the file's length, so the first append need not read again. */
   private lastRead: { intact: number; length: number } | undefined;
 
-  constructor(readonly file: string) {}
+  /** `root`: the run directory the log must stay inside (its own directory where not given). */
+  constructor(
+    readonly file: string,
+    private readonly root = dirname(file),
+  ) {}
 
   read(): T[] {
-    if (!existsSync(this.file)) return [];
-    const text = readFileSync(this.file);
+    const text = readLog(this.file, this.root);
+    if (!text) return [];
     const { records, intact } = parse<T>(this.file, text);
     this.lastRead = { intact, length: text.length };
     return records;
@@ -70,13 +85,25 @@ export class JsonlLog<T> {
     const signal = interruptedBy();
     if (signal) throw new ProbeError(`interrupted by ${signal}: not saving a result finished during shutdown (rerun with --resume)`);
     if (!this.opened) this.open();
-    appendFileSync(this.file, toJsonLine(record));
+    const fd = openAppend(this.file);
+    try {
+      writeFileSync(fd, toJsonLine(record));
+    } finally {
+      closeSync(fd);
+    }
   }
 
-  /** Cuts a damaged tail (a kill mid-write) before the first append. */
+  /** Cuts a damaged tail (a kill mid-write) before the first append; a log's directory must really be inside the root. */
   private open(): void {
-    mkdirSync(dirname(this.file), { recursive: true });
-    if (!this.lastRead && existsSync(this.file)) this.read();
+    const dir = dirname(this.file);
+    mkdirSync(dir, { recursive: true });
+    const [real, root] = [realpathSync(dir), realpathSync(this.root)];
+    if (real !== root && !real.startsWith(root + sep))
+      throw new InputError(
+        { file: resolve(dir) },
+        `leads to ${real}, outside the run directory (${root}): a log is written only inside it`,
+      );
+    if (!this.lastRead) this.read();
     if (this.lastRead && this.lastRead.intact < this.lastRead.length) truncateSync(this.file, this.lastRead.intact);
     this.opened = true;
   }

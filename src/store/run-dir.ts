@@ -21,6 +21,7 @@ import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import type { ItemMemo } from '../probes/memo.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
+import { readTextFile } from '../util/safe-tree.ts';
 import { JsonlLog } from './jsonl-log.ts';
 import { lockRunDir } from './run-lock.ts';
 import { ensureOutputDir } from './output-path.ts';
@@ -143,8 +144,9 @@ export class RunDir {
     let previous: RunManifest | undefined;
     if (existsSync(file) && holdsWork(dir)) {
       if (!options.resume) throw existingRunError(file);
+      const text = readTextFile(file, { root: dir, what: 'the run directory' });
       try {
-        previous = JSON.parse(readFileSync(file, 'utf8')) as RunManifest;
+        previous = JSON.parse(text) as RunManifest;
       } catch (error) {
         throw new InputError({ file }, 'not a run manifest (JSON)', { cause: error });
       }
@@ -222,7 +224,7 @@ export class RunDir {
   private logOf(probe: string) {
     let entry = this.logs.get(probe);
     if (!entry) {
-      const log = new JsonlLog<SampleLine<unknown>>(this.samplesFile(probe));
+      const log = new JsonlLog<SampleLine<unknown>>(this.samplesFile(probe), this.dir);
       const done = new Map<string, unknown>();
       for (const line of log.read()) done.set(JSON.stringify([checkpointKey(line.checkpoint), line.item]), line.result);
       entry = { log, done };

@@ -13,11 +13,12 @@
  *   exclusively, after it has read the lock again under that guard: no process can remove
  *   a lock another has just taken, and every taker still goes through the exclusive create.
  */
-import { linkSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { linkSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { EnvironmentError, InputError, systemErrorCode, systemReason } from '../errors.ts';
 import { processAlive } from '../util/process-alive.ts';
+import { readRegularFileIfPresent } from '../util/safe-tree.ts';
 import { onExit } from '../util/shutdown.ts';
 
 interface Holder {
@@ -71,13 +72,16 @@ type Reading = { state: 'gone' } | { state: 'held'; holder: Holder } | { state: 
  * (or, without hard links, one writing right now): stale, but only after a pause.
  */
 function read(file: string): Reading {
-  let text: string;
+  let bytes: Buffer | undefined;
   try {
-    text = readFileSync(file, 'utf8');
+    // Through safe-tree: a FIFO or a link planted as the lock of a run directory must not block or redirect the run.
+    bytes = readRegularFileIfPresent(file, { root: dirname(file), what: 'the run directory' });
   } catch (error) {
-    if (systemErrorCode(error) === 'ENOENT') return { state: 'gone' };
+    if (error instanceof InputError) throw error;
     throw new EnvironmentError(`${file}: cannot read the run lock: ${systemReason(error)}`, { cause: error });
   }
+  if (bytes === undefined) return { state: 'gone' };
+  const text = bytes.toString('utf8');
   let holder: Holder | undefined;
   try {
     holder = JSON.parse(text) as Holder;

@@ -29,7 +29,7 @@ import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { BASE_IMAGE } from '../sandbox/docker.ts';
 import { imageExists } from '../sandbox/environment-image.ts';
 import { buildConfined } from './confined-build.ts';
-import { copyTree, hashTree } from '../util/safe-tree.ts';
+import { copyTree, hashTree, readTextFile } from '../util/safe-tree.ts';
 import type { TerminalTask } from './task.ts';
 
 /** Part of every tag: a change to how images are made must not reuse ones made the old way. */
@@ -132,7 +132,7 @@ async function makeImage(docker: Docker, task: TerminalTask): Promise<TerminalIm
     taskImage = task.dockerImage!;
   } else {
     const local = new Set<string>();
-    const original = readFileSync(task.dockerfile, 'utf8');
+    const original = readTextFile(task.dockerfile, { root: task.dir, what: 'the task directory' });
     for (const m of original.matchAll(/^\s*FROM\s+(?:--\S+\s+)*(\S+)/gim)) if (await imageExists(docker, m[1]!)) local.add(m[1]!);
     if (!(await imageExists(docker, BASE_IMAGE)))
       throw new EnvironmentError(`no Docker image ${BASE_IMAGE} to build terminal tasks on (scripts/docker-base-image.sh builds it)`);

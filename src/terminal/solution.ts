@@ -6,8 +6,8 @@
  * typed into an interactive shell, `set -e` would end the session at the first failure.
  */
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { InputError } from '../errors.ts';
+import { readTextFile } from '../util/safe-tree.ts';
 
 export interface SolutionStep {
   thought: string;
@@ -55,7 +55,7 @@ export function solutionSteps(script: string): SolutionStep[] {
 }
 
 export function readSolution(file: string): SolutionStep[] {
-  const text = readFileSync(file, 'utf8');
+  const text = readTextFile(file, { what: "the task's solution/" });
   if (!parses(text)) throw new InputError({ file }, 'is not a shell script bash can parse');
   return solutionSteps(text);
 }

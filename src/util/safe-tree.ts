@@ -11,13 +11,19 @@
  *   a relative link (so the copy points inside the copy), and what it points at is read
  *   once, under its own path. A link out of the root, a dangling one or a link to a
  *   special file is refused. (`links: 'keep'` instead lists every link as a link, never
- *   followed, for a tar that stores links as links: a git checkout may hold any link.)
+ *   followed, for a tar that stores links as links: a git checkout may hold any link.
+ *   `links: 'follow'`, for a checkpoint directory the user named, follows a link anywhere —
+ *   the Hugging Face cache keeps every file of a snapshot as a link into its blobs/ — but
+ *   still only to a regular file or a directory, and never into a directory that holds it.)
  * - Every file has a size cap and the tree a total cap (a 3 GiB sparse file costs nothing
  *   on disk but all of it to read), checked from `lstat` before reading and again while
  *   reading, in chunks: a hash never holds a file in memory.
  * - A file is opened with O_NOFOLLOW and O_NONBLOCK and checked again on its descriptor
  *   (`fstat`), so a path swapped for a FIFO or a link after the walk is refused, not
  *   followed or waited on.
+ * - A file too big to hold whole (a corpus of JSON Lines, a Parquet file, a run's sample
+ *   log) is streamed from the same checked descriptor (`readLines`, `openRegularFile`):
+ *   the caps then bound a line, not the file.
  */
 import { createHash, type Hash } from 'node:crypto';
 import {
@@ -36,7 +42,7 @@ import {
   symlinkSync,
   writeSync,
 } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { describeCause, InputError } from '../errors.ts';
 
 const MiB = 1024 * 1024;
@@ -76,8 +82,13 @@ export type TreeEntry =
 export interface TreeOptions {
   /** The caps; TREE_LIMITS where not given. */
   limits?: Partial<TreeLimits>;
-  /** 'inside' (the default): a link must resolve inside the root. 'keep': every link is listed as a link, never followed. */
-  links?: 'inside' | 'keep';
+  /**
+   * 'inside' (the default): a link must resolve inside the root. 'keep': every link is
+   * listed as a link, never followed. 'follow': a link may lead anywhere, to a regular file
+   * (listed as a file at the link's place, its `path` the real one) or a directory (walked
+   * at the link's place), never into a directory on its own way down.
+   */
+  links?: 'inside' | 'keep' | 'follow';
   /** What the tree is, for the error message ("the task's environment/"). */
   what?: string;
 }
@@ -109,7 +120,8 @@ function isInside(path: string, root: string): boolean {
   return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
 }
 
-function realRoot(root: string): string {
+/** `realpath`, with a failure (a path that vanished, a loop) as an InputError naming the path. */
+function realPathOf(root: string): string {
   try {
     return realpathSync(root);
   } catch (error) {
@@ -117,23 +129,38 @@ function realRoot(root: string): string {
   }
 }
 
+/** Where a link really points (every link on the way resolved), or an InputError when it does not resolve. */
+function linkTarget(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch (error) {
+    throw new InputError({ file: path }, `is a symbolic link that does not resolve (${describeCause(error)})`, { cause: error });
+  }
+}
+
+/** A link's real target with its `lstat`, or an InputError when it is gone or neither a regular file nor a directory. */
+function readableTarget(path: string, real: string): { real: string; st: Stats } {
+  const st = lstatOf(real);
+  if (!st) throw new InputError({ file: path }, 'vanished while being read');
+  if (!st.isFile() && !st.isDirectory())
+    throw new InputError({ file: path }, `is a symbolic link to ${kindOf(st)} (${real}): only regular files and directories are read`);
+  return { real, st };
+}
+
 /**
  * Where a link inside `root` really points, or an InputError: out of the root, dangling,
  * or at something that is neither a regular file nor a directory.
  */
 function resolveLink(path: string, root: string, what: string): { real: string; st: Stats } {
-  let real: string;
-  try {
-    real = realpathSync(path);
-  } catch (error) {
-    throw new InputError({ file: path }, `is a symbolic link that does not resolve (${describeCause(error)})`, { cause: error });
-  }
+  const real = linkTarget(path);
   if (!isInside(real, root))
     throw new InputError({ file: path }, `is a symbolic link to ${real}, outside ${what} (${root}): a link may point only inside it`);
-  const st = lstatSync(real);
-  if (!st.isFile() && !st.isDirectory())
-    throw new InputError({ file: path }, `is a symbolic link to ${kindOf(st)} (${real}): only regular files and directories are read`);
-  return { real, st };
+  return readableTarget(path, real);
+}
+
+/** Where a link leads, wherever that is (`links: 'follow'`): a regular file or a directory, else an InputError. */
+function followLink(path: string): { real: string; st: Stats } {
+  return readableTarget(path, linkTarget(path));
 }
 
 function checkFileSize(path: string, bytes: number, cap: number, what: string): void {
@@ -148,14 +175,21 @@ function checkFileSize(path: string, bytes: number, cap: number, what: string): 
 export function walkTree(root: string, options: TreeOptions = {}): TreeEntry[] {
   const limits = { ...TREE_LIMITS, ...options.limits };
   const what = options.what ?? 'the directory';
-  const top = realRoot(root);
+  const top = realPathOf(root);
   const rootStat = statSync(top);
   if (!rootStat.isDirectory()) throw new InputError({ file: root }, `is ${kindOf(rootStat)}, not a directory`);
   const entries: TreeEntry[] = [];
   let total = 0;
-  const pending: Array<{ path: string; rel: string }> = [];
+  const countFile = (path: string, bytes: number) => {
+    checkFileSize(path, bytes, limits.fileBytes, what);
+    total += bytes;
+    if (total > limits.totalBytes)
+      throw new InputError({ file: root }, `holds more than ${size(limits.totalBytes)} of files, over the cap on ${what}`);
+  };
+  // `up`: the real directories on the way down to this entry (for `links: 'follow'`, which must not walk into a loop).
+  const pending: Array<{ path: string; rel: string; up: DirChain }> = [];
   // Children pushed one by one (a spread of a huge directory would overflow the stack), reversed so they pop in order.
-  const pushChildren = (dir: string, rel: string) => {
+  const pushChildren = (dir: string, rel: string, up: DirChain) => {
     let names: string[];
     try {
       names = readdirSync(dir);
@@ -163,27 +197,39 @@ export function walkTree(root: string, options: TreeOptions = {}): TreeEntry[] {
       throw new InputError({ file: dir }, `cannot be read: ${describeCause(error)}`, { cause: error });
     }
     names.sort();
-    for (let i = names.length - 1; i >= 0; i--) pending.push({ path: join(dir, names[i]!), rel: rel ? `${rel}/${names[i]}` : names[i]! });
+    for (let i = names.length - 1; i >= 0; i--)
+      pending.push({ path: join(dir, names[i]!), rel: rel ? `${rel}/${names[i]}` : names[i]!, up });
   };
-  pushChildren(root, '');
+  pushChildren(root, '', { real: top });
   while (pending.length > 0) {
-    const { path, rel } = pending.pop()!;
+    const { path, rel, up } = pending.pop()!;
     if (entries.length >= limits.entries)
       throw new InputError({ file: root }, `holds more than ${limits.entries} files, directories and links, over the cap on ${what}`);
     const st = lstatOf(path);
     if (!st) throw new InputError({ file: path }, 'vanished while being read');
     if (st.isDirectory()) {
       entries.push({ kind: 'dir', rel, path });
-      pushChildren(path, rel);
+      pushChildren(path, rel, { real: join(up.real, basename(path)), up });
     } else if (st.isFile()) {
-      checkFileSize(path, st.size, limits.fileBytes, what);
-      total += st.size;
-      if (total > limits.totalBytes)
-        throw new InputError({ file: root }, `holds more than ${size(limits.totalBytes)} of files, over the cap on ${what}`);
+      countFile(path, st.size);
       entries.push({ kind: 'file', rel, path, size: st.size, executable: (st.mode & 0o111) !== 0 });
     } else if (st.isSymbolicLink()) {
       if (options.links === 'keep') {
         entries.push({ kind: 'link', rel, path, target: readlinkSync(path) });
+        continue;
+      }
+      if (options.links === 'follow') {
+        const { real, st: target } = followLink(path);
+        if (target.isFile()) {
+          countFile(path, target.size);
+          entries.push({ kind: 'file', rel, path: real, size: target.size, executable: (target.mode & 0o111) !== 0 });
+        } else {
+          for (let on: DirChain | undefined = up; on; on = on.up)
+            if (on.real === real)
+              throw new InputError({ file: path }, `is a symbolic link to ${real}, a directory it is inside of (a loop)`);
+          entries.push({ kind: 'dir', rel, path: real });
+          pushChildren(real, rel, { real, up });
+        }
         continue;
       }
       const { real } = resolveLink(path, top, what);
@@ -196,31 +242,37 @@ export function walkTree(root: string, options: TreeOptions = {}): TreeEntry[] {
   return entries;
 }
 
+/** The real directories a walk went through to reach an entry, innermost first. */
+interface DirChain {
+  real: string;
+  up?: DirChain;
+}
+
 /**
  * Opens a file the walk (or `lstat`) found regular, refusing it if it is no longer a
  * regular file: O_NOFOLLOW refuses a link put in its place, O_NONBLOCK keeps a FIFO put
  * in its place from blocking the open, and `fstat` checks what was opened.
  */
-function openRegular(path: string): number {
+function openRegular(path: string, shown = path): number {
   let fd: number;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
   } catch (error) {
-    throw new InputError({ file: path }, `cannot be read: ${describeCause(error)}`, { cause: error });
+    throw new InputError({ file: shown }, `cannot be read: ${describeCause(error)}`, { cause: error });
   }
   const st = fstatSync(fd);
   if (!st.isFile()) {
     closeSync(fd);
-    throw new InputError({ file: path }, `changed while being read (now ${kindOf(st)}): only regular files are read`);
+    throw new InputError({ file: shown }, `changed while being read (now ${kindOf(st)}): only regular files are read`);
   }
   return fd;
 }
 
 const CHUNK = 1 * MiB;
 
-/** Feeds a file to `sink` in chunks, never more than `cap` bytes (a file that grows past it is refused). */
-function streamFile(path: string, cap: number, what: string, sink: (chunk: Buffer) => void): number {
-  const fd = openRegular(path);
+/** Feeds a file to `sink` in chunks, never more than `cap` bytes (a file that grows past it is refused); `shown` names it in errors. */
+function streamFile(path: string, cap: number, what: string, sink: (chunk: Buffer) => void, shown = path): number {
+  const fd = openRegular(path, shown);
   try {
     const buffer = Buffer.allocUnsafe(CHUNK);
     let read = 0;
@@ -228,7 +280,7 @@ function streamFile(path: string, cap: number, what: string, sink: (chunk: Buffe
       const n = readSync(fd, buffer, 0, CHUNK, null);
       if (n === 0) return read;
       read += n;
-      checkFileSize(path, read, cap, what);
+      checkFileSize(shown, read, cap, what);
       sink(buffer.subarray(0, n));
     }
   } finally {
@@ -297,33 +349,174 @@ export function regularFile(path: string, options: FileOptions = {}): string | u
   if (!st) return undefined;
   let real = resolve(path);
   let target = st;
-  if (st.isSymbolicLink()) {
-    if (options.root !== undefined) ({ real, st: target } = resolveLink(path, realRoot(options.root), what));
-    else {
-      const followed = statSync(path, { throwIfNoEntry: false });
-      if (!followed) throw new InputError({ file: path }, 'is a symbolic link that does not resolve');
-      real = realpathSync(path);
-      target = followed;
-    }
-  } else if (options.root !== undefined && !isInside(realpathSync(path), realRoot(options.root)))
-    throw new InputError({ file: path }, `is outside ${what} (${realRoot(options.root)})`);
+  if (st.isSymbolicLink())
+    ({ real, st: target } = options.root !== undefined ? resolveLink(path, realPathOf(options.root), what) : followLink(path));
+  else if (options.root !== undefined && !isInside(realPathOf(path), realPathOf(options.root)))
+    throw new InputError({ file: path }, `is outside ${what} (${realPathOf(options.root)})`);
   if (!target.isFile()) throw new InputError({ file: path }, `is ${kindOf(target)}: only a regular file is read here`);
   checkFileSize(path, target.size, options.maxBytes ?? TEXT_FILE_BYTES, what);
   return real;
 }
 
-/** A regular file's bytes (see `regularFile`), read in chunks up to its cap; an InputError names the path when it is missing. */
-export function readRegularFile(path: string, options: FileOptions = {}): Buffer {
+/** The real path of the regular file at `path` (see `regularFile`), or an InputError naming it when it is missing. */
+function existingRegularFile(path: string, options: FileOptions): string {
   const real = regularFile(path, options);
   if (real === undefined) throw new InputError({ file: path }, 'missing');
+  return real;
+}
+
+/** A regular file's bytes (see `regularFile`), read in chunks up to its cap; an InputError names the path when it is missing. */
+export function readRegularFile(path: string, options: FileOptions = {}): Buffer {
+  const real = existingRegularFile(path, options);
   const chunks: Buffer[] = [];
-  streamFile(real, options.maxBytes ?? TEXT_FILE_BYTES, options.what ?? 'the directory', (chunk) => chunks.push(Buffer.from(chunk)));
+  streamFile(real, options.maxBytes ?? TEXT_FILE_BYTES, options.what ?? 'the directory', (chunk) => chunks.push(Buffer.from(chunk)), path);
   return Buffer.concat(chunks);
+}
+
+/**
+ * `readRegularFile`, or undefined where there is nothing at `path` — also when it vanishes
+ * between the look and the read (a lock another process removes, a cache entry replaced).
+ */
+export function readRegularFileIfPresent(path: string, options: FileOptions = {}): Buffer | undefined {
+  try {
+    return regularFile(path, options) === undefined ? undefined : readRegularFile(path, options);
+  } catch (error) {
+    if (error instanceof InputError && lstatOf(path) === undefined) return undefined;
+    throw error;
+  }
 }
 
 /** `readRegularFile` as UTF-8 text. */
 export function readTextFile(path: string, options: FileOptions = {}): string {
   return readRegularFile(path, { maxBytes: TEXT_FILE_BYTES, ...options }).toString('utf8');
+}
+
+/** `readTextFile` parsed as JSON; text that does not parse is an InputError naming the file. */
+export function readJsonFile(path: string, options: FileOptions = {}): unknown {
+  const text = readTextFile(path, options);
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new InputError({ file: path }, `not valid JSON: ${describeCause(error)}`, { cause: error });
+  }
+}
+
+/**
+ * Opens a file of a directory someone else may have written (a run directory being
+ * resumed) to append to it, created if missing: a link in its place is refused rather than
+ * followed (O_NOFOLLOW: no append to the file it names), and so is a FIFO or a device
+ * (O_NONBLOCK: a FIFO with no reader fails at once instead of blocking the open). The
+ * caller closes the descriptor.
+ */
+export function openAppend(path: string): number {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o644);
+  } catch (error) {
+    const st = lstatOf(path);
+    throw new InputError(
+      { file: path },
+      `cannot be written${st && !st.isFile() ? ` (it is ${kindOf(st)})` : ''}: ${describeCause(error)}`,
+      {
+        cause: error,
+      },
+    );
+  }
+  const st = fstatSync(fd);
+  if (!st.isFile()) {
+    closeSync(fd);
+    throw new InputError({ file: path }, `is ${kindOf(st)}: only a regular file is appended to`);
+  }
+  return fd;
+}
+
+/** Feeds a regular file (see `regularFile`) to `sink` in chunks, never holding it whole (a hash of gigabytes of weights); its length. */
+export function streamRegularFile(path: string, options: FileOptions, sink: (chunk: Buffer) => void): number {
+  return streamFile(existingRegularFile(path, options), options.maxBytes ?? TEXT_FILE_BYTES, options.what ?? 'the directory', sink, path);
+}
+
+/** A regular file opened for a reader that takes it a piece at a time (Parquet's footer, then its row groups). */
+export interface OpenedFile {
+  /** Open read-only, O_NONBLOCK, checked regular on the descriptor: the caller closes it. */
+  fd: number;
+  /** Its length when opened. */
+  size: number;
+}
+
+/** Opens a regular file (see `regularFile`; `maxBytes` caps its length, unlimited where not given) for a streaming reader. */
+export function openRegularFile(path: string, options: FileOptions = {}): OpenedFile {
+  const fd = openRegular(existingRegularFile(path, { ...options, maxBytes: options.maxBytes ?? Number.POSITIVE_INFINITY }), path);
+  const bytes = fstatSync(fd).size;
+  try {
+    checkFileSize(path, bytes, options.maxBytes ?? Number.POSITIVE_INFINITY, options.what ?? 'the directory');
+  } catch (error) {
+    closeSync(fd);
+    throw error;
+  }
+  return { fd, size: bytes };
+}
+
+/** A line of a file read by `readLines`: its text (without the line end) and its 1-based number. */
+export interface FileLine {
+  text: string;
+  line: number;
+}
+
+export interface LineOptions extends FileOptions {
+  /** Bytes one line may hold; MAX_STRING_BYTES where not given (a longer one could not be one string). */
+  maxLineBytes?: number;
+}
+
+/**
+ * Each line of a regular file (see `regularFile`), read in chunks from one checked
+ * descriptor, so a file of any length costs one line of memory: a file with no newline
+ * (a 3 GiB sparse file, `/dev/zero` copied out) is refused at `maxLineBytes`, naming the
+ * file and line. `maxBytes` caps the whole file (unlimited where not given). A line may
+ * end in `\r\n`; the last line needs no line end.
+ */
+export function* readLines(path: string, options: LineOptions = {}): Generator<FileLine> {
+  const what = options.what ?? 'the directory';
+  const cap = options.maxBytes ?? Number.POSITIVE_INFINITY;
+  const lineCap = options.maxLineBytes ?? MAX_STRING_BYTES;
+  const { fd } = openRegularFile(path, options);
+  try {
+    const buffer = Buffer.allocUnsafe(CHUNK);
+    let pending: Buffer[] = [];
+    let pendingBytes = 0;
+    let line = 0;
+    let read = 0;
+    const lineOf = (tail: Buffer): FileLine => {
+      const bytes = pendingBytes === 0 ? tail : Buffer.concat([...pending, tail]);
+      pending = [];
+      pendingBytes = 0;
+      const end = bytes.length > 0 && bytes[bytes.length - 1] === 0x0d ? bytes.length - 1 : bytes.length;
+      return { text: bytes.toString('utf8', 0, end), line: ++line };
+    };
+    const checkLine = (bytes: number) => {
+      if (bytes > lineCap)
+        throw new InputError({ file: path, line: line + 1 }, `line is longer than ${size(lineCap)}, over the cap on one line of ${what}`);
+    };
+    for (;;) {
+      const n = readSync(fd, buffer, 0, CHUNK, null);
+      if (n === 0) break;
+      read += n;
+      checkFileSize(path, read, cap, what);
+      let start = 0;
+      for (let end = buffer.indexOf(0x0a, start); end >= 0 && end < n; end = buffer.indexOf(0x0a, start)) {
+        checkLine(pendingBytes + end - start);
+        yield lineOf(Buffer.from(buffer.subarray(start, end)));
+        start = end + 1;
+      }
+      if (start < n) {
+        checkLine(pendingBytes + n - start);
+        pending.push(Buffer.from(buffer.subarray(start, n)));
+        pendingBytes += n - start;
+      }
+    }
+    if (pendingBytes > 0) yield lineOf(Buffer.alloc(0));
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Every file and link of a tree checked against the rules above, nothing read (for a tree read later, by a build or a tar). */

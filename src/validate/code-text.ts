@@ -6,9 +6,10 @@
  * before it (the backend keeps the tail that fits) — so every byte is scored once, with
  * as much of its own file in view as fits.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, realpathSync, type Stats, statSync } from 'node:fs';
 import { extname, join, relative } from 'node:path';
 import { InputError } from '../errors.ts';
+import { MAX_STRING_BYTES, readTextFile } from '../util/safe-tree.ts';
 
 /** What counts as code in a directory: source files by extension (tests included; they are code too). */
 export const CODE_EXTENSIONS = new Set([
@@ -45,23 +46,36 @@ export interface CodePiece {
   gold: string;
 }
 
+/** What a link leads to; undefined for one that leads nowhere (dangling, or a link to itself): it is no code. */
+function linkedStat(path: string): Stats | undefined {
+  try {
+    return statSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+}
+
 function codeFiles(root: string): string[] {
   const stat = statSync(root, { throwIfNoEntry: false });
   if (!stat) throw new InputError({ file: root }, 'no such file or directory of code');
   if (stat.isFile()) return [root];
   const files: string[] = [];
-  const walk = (dir: string) => {
+  // `up`: the real directories on the way down, so a linked directory that holds its own link is not walked for ever.
+  const walk = (dir: string, up: readonly string[]) => {
     for (const entry of readdirSync(dir, { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name))) {
       if (entry.name.startsWith('.') && entry.name !== '.') continue;
       const path = join(dir, entry.name);
       // Links are followed (a directory of links to the files to score is a natural way to pick them).
-      const kind = entry.isSymbolicLink() ? statSync(path, { throwIfNoEntry: false }) : entry;
+      const kind = entry.isSymbolicLink() ? linkedStat(path) : entry;
       if (kind?.isDirectory()) {
-        if (!SKIPPED_DIRS.has(entry.name)) walk(path);
+        if (SKIPPED_DIRS.has(entry.name)) continue;
+        const real = realpathSync(path);
+        if (up.includes(real)) throw new InputError({ file: path }, `is a symbolic link to ${real}, a directory it is inside of (a loop)`);
+        walk(path, [...up, real]);
       } else if (kind?.isFile() && CODE_EXTENSIONS.has(extname(entry.name))) files.push(path);
     }
   };
-  walk(root);
+  walk(root, [realpathSync(root)]);
   return files;
 }
 
@@ -98,7 +112,8 @@ export function codePieces(root: string): CodePiece[] {
   const pieces: CodePiece[] = [];
   for (const file of codeFiles(root)) {
     const name = relative(root, file) || file.split('/').at(-1)!;
-    const text = readFileSync(file, 'utf8');
+    // Through safe-tree: a file swapped for a FIFO or a device after the walk is refused, not waited on.
+    const text = readTextFile(file, { maxBytes: MAX_STRING_BYTES, what: 'the code to score' });
     let before = '';
     splitAtLines(text).forEach((piece, i) => {
       pieces.push({ id: `${name}#${i}`, task: name, context: before, gold: piece });

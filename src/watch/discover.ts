@@ -15,11 +15,18 @@
  * Entries: a directory (ONNX or Hugging Face layout), a `.gguf` file, or a `.url` file whose
  * text is a server address (replicas comma-separated) — what `--ckpt` takes. Names that
  * start with `.` (a trainer's temporary directory) and marker files are not entries.
+ *
+ * The fingerprint only looks (`lstat`, never following a link inside an entry or opening a
+ * file), so nothing a watched directory holds can make a look block. Before a checkpoint is
+ * read, `checkEntryTree` holds its directory to safe-tree's rules: regular files,
+ * directories and links that stay inside it — a FIFO, a device, a link out of it (to a host
+ * file, to `/dev/zero`) is that checkpoint's failure, naming the path, and the watch goes on.
  */
 import { createHash } from 'node:crypto';
-import { existsSync, lstatSync, readdirSync, readFileSync, statSync, type Stats } from 'node:fs';
+import { existsSync, lstatSync, readdirSync, statSync, type Stats } from 'node:fs';
 import { join, relative } from 'node:path';
 import { InputError } from '../errors.ts';
+import { checkTree, readTextFile } from '../util/safe-tree.ts';
 
 export type EntryKind = 'directory' | 'gguf' | 'server';
 
@@ -93,6 +100,19 @@ function treeState(path: string): TreeState {
   return { fingerprint: hash.digest('hex'), newestChangeMs: newest };
 }
 
+/**
+ * An entry's directory held to safe-tree's rules before anything reads it (a file entry is
+ * checked where it is opened): only regular files, directories and links inside it. A link
+ * to the entry itself from the watched directory is followed — it is that checkpoint.
+ */
+export function checkEntryTree(entry: WatchedEntry): void {
+  if (entry.kind !== 'directory') return;
+  checkTree(entry.path, {
+    what: 'a watched checkpoint',
+    limits: { entries: MAX_TREE_ENTRIES, fileBytes: Number.POSITIVE_INFINITY, totalBytes: Number.POSITIVE_INFINITY },
+  });
+}
+
 /** The fingerprint of an entry as it is now (what `completeness` compares after reading it). */
 export function fingerprintOf(entry: WatchedEntry): string {
   return treeState(entry.path).fingerprint;
@@ -123,7 +143,7 @@ export function completeness(
 /** The `--ckpt` argument an entry stands for: its path, or for a `.url` file the address it holds. */
 export function checkpointSpec(entry: WatchedEntry): string {
   if (entry.kind !== 'server') return entry.path;
-  const text = readFileSync(entry.path, 'utf8').trim();
+  const text = readTextFile(entry.path, { what: 'a .url checkpoint' }).trim();
   if (!text || text.includes('\n'))
     throw new InputError({ file: entry.path }, 'a .url checkpoint holds one line: the server address (replicas comma-separated)');
   return text;

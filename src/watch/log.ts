@@ -67,7 +67,7 @@ export class WatchLog {
   private readonly order: string[] = [];
 
   constructor(dir: string) {
-    this.log = new JsonlLog<WatchEvent>(WatchLog.file(dir));
+    this.log = new JsonlLog<WatchEvent>(WatchLog.file(dir), dir);
     for (const e of this.log.read()) this.note(e);
   }
 

@@ -32,7 +32,7 @@ import { checkpointRecords, type RunDir } from '../store/run-dir.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { interruptedBy } from '../util/interrupt.ts';
 import { codePieces, type CodePiece } from '../validate/code-text.ts';
-import { checkpointSpec, completeness, fingerprintOf, listEntries, type WatchedEntry } from './discover.ts';
+import { checkEntryTree, checkpointSpec, completeness, fingerprintOf, listEntries, type WatchedEntry } from './discover.ts';
 import { type CheapEvent, type FailedEvent, WatchLog } from './log.ts';
 import { decideHeavy, type HeavyRule } from './plan.ts';
 import { trainingPosition } from './step.ts';
@@ -199,7 +199,16 @@ export class Watch {
       const key = checkpointKey(spec);
       const state = this.log.state(key);
       if (state.scored) continue;
-      const ready = completeness(entry, { marker: this.s.marker, settleMs: this.s.settleMs });
+      let ready: ReturnType<typeof completeness>;
+      try {
+        ready = completeness(entry, { marker: this.s.marker, settleMs: this.s.settleMs });
+      } catch (error) {
+        // Too big a tree to be a checkpoint: said once, and the other entries are still looked at.
+        const failure = asFailure(error);
+        if (!failure) throw error;
+        this.tell(key, `probe: ${failure.message}: not scored`);
+        continue;
+      }
       if (!ready.complete) {
         this.tell(key, `watch: ${basename(entry.path)}: not complete yet (${ready.why})`);
         continue;
@@ -254,6 +263,7 @@ export class Watch {
   private async score(found: Found): Promise<void> {
     let ckpt: Checkpoint;
     try {
+      checkEntryTree(found.entry);
       ckpt = resolveCheckpoint(found.spec, { http: this.run.http, dtype: this.run.dtype });
       const [record] = checkpointRecords([ckpt]);
       // The content hash read every byte: a checkpoint that changed meanwhile is not complete after all.

@@ -3,8 +3,10 @@
  * Face trainer_state.json beside it) where one says, else from its name; and the training
  * run it belongs to (its series in the trend), its name with the step taken out.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
+import { CHECKPOINT_DIR, CHECKPOINT_JSON_BYTES } from '../backends/onnx/checkpoint.ts';
+import { readTextFile } from '../util/safe-tree.ts';
 
 export interface TrainingPosition {
   step: number;
@@ -47,9 +49,10 @@ function readJsonIn(dir: string, file: string): unknown {
   const path = join(dir, file);
   if (!existsSync(path)) return undefined;
   try {
-    return JSON.parse(readFileSync(path, 'utf8'));
+    // Through safe-tree: a FIFO, a device or a link out of the checkpoint in a step file's place must not block the watch's look.
+    return JSON.parse(readTextFile(path, { root: dir, maxBytes: CHECKPOINT_JSON_BYTES, what: CHECKPOINT_DIR }));
   } catch {
-    return undefined; // opening the checkpoint reports a malformed config.json, with its field
+    return undefined; // opening the checkpoint reports a malformed or unreadable config.json, with its field
   }
 }
 

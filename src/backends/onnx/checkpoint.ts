@@ -2,12 +2,29 @@
  * Reads a checkpoint directory in transformers.js layout strictly from disk
  * (`config.json`, `tokenizer.json`, `tokenizer_config.json`, `onnx/model.onnx`).
  * Every missing or malformed file is an `InputError` naming that file.
+ *
+ * A checkpoint directory is anyone's (a download, a trainer's output): its files are read
+ * through safe-tree, so a FIFO or a device in a file's place is refused before it blocks
+ * or never ends, each JSON file has a size cap, and `onnx/` (the graph and its external
+ * data, which onnxruntime opens itself) is checked whole before onnxruntime sees it. Links
+ * may lead out of the directory (the Hugging Face cache keeps a snapshot's files as links
+ * into its blobs/), but only to regular files and directories.
  */
-import { existsSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { describeCause, InputError } from '../../errors.ts';
+import { checkTree, readTextFile, type TreeLimits } from '../../util/safe-tree.ts';
 import { DEFAULT_DTYPE, type Dtype, modelPathOf } from './dtype.ts';
+
+/** What the checkpoint's files are, in safe-tree's messages. */
+export const CHECKPOINT_DIR = 'the checkpoint directory';
+
+/** A checkpoint's weights may run to any size (they are streamed, never held); its files and directories are counted. */
+export const CHECKPOINT_LIMITS: Partial<TreeLimits> = { fileBytes: Number.POSITIVE_INFINITY, totalBytes: Number.POSITIVE_INFINITY };
+
+/** Bytes a checkpoint's JSON file may hold: several times a real tokenizer.json of a 256k-token vocabulary (some tens of MB). */
+export const CHECKPOINT_JSON_BYTES = 128 * 1024 * 1024;
 
 export const ModelConfig = z.looseObject({
   vocab_size: z.number().int().positive().optional(),
@@ -68,8 +85,9 @@ function readJson(file: string, required: boolean): unknown {
     if (!required) return undefined;
     throw new InputError({ file }, 'file is missing (a checkpoint directory needs config.json, tokenizer.json and onnx/model.onnx)');
   }
+  const text = readTextFile(file, { maxBytes: CHECKPOINT_JSON_BYTES, what: CHECKPOINT_DIR });
   try {
-    return JSON.parse(readFileSync(file, 'utf8'));
+    return JSON.parse(text);
   } catch (error) {
     throw new InputError({ file }, `not valid JSON: ${describeCause(error)}`, { cause: error });
   }
@@ -112,5 +130,7 @@ export function readCheckpointDir(dirArg: string, dtype: Dtype = DEFAULT_DTYPE):
   const tokenizerConfigRaw = readJson(join(dir, 'tokenizer_config.json'), false) ?? {};
   const tokenizerConfig = validate(z.record(z.string(), z.unknown()), tokenizerConfigRaw, join(dir, 'tokenizer_config.json'));
   const modelPath = modelPathOf(dir, dtype);
+  // onnxruntime opens the graph and its external data itself: nothing under onnx/ may be a FIFO, a device or a loop.
+  checkTree(join(dir, 'onnx'), { links: 'follow', limits: CHECKPOINT_LIMITS, what: CHECKPOINT_DIR });
   return { dir, config, tokenizerJson, tokenizerConfig, modelPath, dtype };
 }

@@ -15,11 +15,14 @@
  * and whatever is recognised is still checked against the checkpoint's own graph
  * (prefix-decoder.ts) before a sample is drawn from it.
  */
-import { readFileSync } from 'node:fs';
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
-import type { CheckpointFiles } from './checkpoint.ts';
+import { readRegularFile } from '../../util/safe-tree.ts';
+import { CHECKPOINT_DIR, type CheckpointFiles } from './checkpoint.ts';
 import { halvesToFloats } from './half.ts';
+
+/** A protobuf message holds less than 2 GiB: a larger graph keeps its weights as external data (which this reader does not run). */
+const PROTOBUF_BYTES = 2 * 1024 ** 3 - 1;
 
 const { onnx } = onnxProto;
 type NodeProto = OnnxTypes.INodeProto;
@@ -67,7 +70,7 @@ export class NotRecognised extends Error {}
 /** The export's weights and shape, or NotRecognised naming what differs from the Llama layout. */
 export function readLlamaExport(files: CheckpointFiles): LlamaExport {
   const shape = shapeOf(files.config);
-  const model = onnx.ModelProto.decode(readFileSync(files.modelPath));
+  const model = onnx.ModelProto.decode(readRegularFile(files.modelPath, { maxBytes: PROTOBUF_BYTES, what: CHECKPOINT_DIR }));
   const graph = model.graph;
   if (!graph?.node || !graph.initializer) throw new NotRecognised('the model has no graph');
   const inits = new Map<string, TensorProto>();

@@ -5,9 +5,9 @@
  * decisive steps). Each row's trajectory is parsed when the caller asks for it.
  */
 import { basename } from 'node:path';
-import { asyncBufferFromFile, parquetMetadataAsync } from 'hyparquet';
+import { parquetMetadataAsync } from 'hyparquet';
 import { InputError } from '../../errors.ts';
-import { isDatasetFile, readRows } from '../../datasets/rows.ts';
+import { isDatasetFile, parquetFile, readRows } from '../../datasets/rows.ts';
 import type { Trajectory } from '../../schema/trajectory.ts';
 import { FACT_COLUMNS, rowFacts } from './row-facts.ts';
 import { rowTrajectory, TRAJECTORY_COLUMNS } from './row-trajectory.ts';
@@ -41,7 +41,12 @@ export interface CorpusCounts {
 /** Rows in a Parquet corpus, from its footer; undefined for line formats (counting would mean reading them all). */
 export async function corpusRowCount(file: string): Promise<number | undefined> {
   if (!file.endsWith('.parquet')) return undefined;
-  return Number((await parquetMetadataAsync(await asyncBufferFromFile(file))).num_rows);
+  const buffer = parquetFile(file);
+  try {
+    return Number((await parquetMetadataAsync(buffer)).num_rows);
+  } finally {
+    buffer.close();
+  }
 }
 
 export async function* corpusRows(file: string, options: { includeUnresolved: boolean }, counts: CorpusCounts): AsyncGenerator<CorpusRow> {
