@@ -125,8 +125,8 @@ export function checkoutTemplate(task: LoadedTask): string {
   return dir;
 }
 
-/** Rebuilds the tree from the base bound read-only at BASE_MOUNT. */
-const RESET_TREE = resetTreeScript();
+/** Rebuilds the tree from the base bound read-only at BASE_MOUNT; /dev/shm, a directory of the sandbox's, is emptied too. */
+const RESET_TREE = resetTreeScript('chmod -R u+rwX /dev/shm 2>/dev/null; find /dev/shm -mindepth 1 -delete');
 
 interface RawResult {
   stdout: Buffer;
@@ -161,9 +161,10 @@ export class LocalSandbox implements Sandbox {
     chmodSync(root, 0o755);
     const quotaMounted = mountQuota(root);
     const identity = newJailIdentity();
-    const mounts: JailMounts = { work: join(root, 'work'), workdir: task.workdir, tmp: join(root, 'tmp'), base };
+    const mounts: JailMounts = { work: join(root, 'work'), workdir: task.workdir, tmp: join(root, 'tmp'), shm: join(root, 'shm'), base };
     makeJailDir(mounts.work, identity);
     makeJailDir(mounts.tmp, identity);
+    makeJailDir(mounts.shm, identity);
     const sb = new LocalSandbox(
       task.workdir,
       root,
