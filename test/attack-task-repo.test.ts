@@ -35,8 +35,8 @@ import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { hasBubblewrap, LocalSandbox } from '../src/sandbox/local.ts';
 import { loadTaskFile, loadTasks } from '../src/verify/load-task.ts';
-import { expectOneLineError, runProbe } from './helpers/cli.ts';
-import { tempDir } from './helpers/paths.ts';
+import { type CliRun, expectOneLineError, runProbe } from './helpers/cli.ts';
+import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 
 const SWE_TASK = join(REPO_ROOT, 'verifiers', 'shop__pricing-1');
 const SWE_TRAJECTORY = join(REPO_ROOT, 'trajectories', 'shop__pricing-1.mini.traj.json');
@@ -81,9 +81,21 @@ function taskSet(base: string, set = join(tempDir(), 'tasks')): { set: string; f
   return { set, file, repo };
 }
 
-/** `probe replay` of the shipped trajectory on the task: the task is loaded, then its sandbox made. */
-const replay = (file: string, env: Record<string, string> = {}, timeoutMs = 120_000) =>
-  runProbe(['replay', SWE_TRAJECTORY, '--task', file, '--json'], env, timeoutMs);
+/**
+ * `probe replay` of the shipped trajectory on the task: the task is loaded, then its sandbox
+ * made. Killed with SIGKILL at the timeout: a probe blocked in a hung git never runs its
+ * SIGTERM handler.
+ */
+function replay(file: string, env: Record<string, string> = {}, timeoutMs = 120_000): CliRun {
+  const run = spawnSync(process.execPath, [PROBE_BIN, 'replay', SWE_TRAJECTORY, '--task', file, '--json'], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    timeout: timeoutMs,
+    killSignal: 'SIGKILL',
+    env: { ...process.env, ...env },
+  });
+  return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
 
 const outsideMessage = (file: string, what: string, target: string) =>
   literally(`${file}: field "repo_path": ${what} leads to ${target}, outside the task set's directory`);
@@ -138,7 +150,7 @@ describe('a task repository whose .git leads out of the task set', () => {
     const { base } = repositoryWithSecret(host);
     git(host, ['gc', '-q']);
     const { file, repo } = taskSet(base);
-    git(repo, ['init', '-q']);
+    git(repo, ['init', '-q', '-b', 'master']);
     const packs = join(repo, '.git', 'objects', 'pack');
     const hostPacks = join(host, '.git', 'objects', 'pack');
     const linked = readdirSync(hostPacks)
@@ -146,6 +158,8 @@ describe('a task repository whose .git leads out of the task set', () => {
       .sort();
     expect(linked.length).toBeGreaterThanOrEqual(2);
     for (const name of linked) symlinkSync(join(hostPacks, name), join(packs, name));
+    // A branch at the base commit, whose objects are only in the host's packs: the clone took them through the links.
+    writeFileSync(join(repo, '.git', 'refs', 'heads', 'master'), `${base}\n`);
     const [task] = await loadTaskFile(file); // the pointers lead inside: the load takes it
     await expect(LocalSandbox.create(task!)).rejects.toThrow(
       literally(`${file}: field "repo_path": ${join(packs, linked[0]!)}: is a symbolic link to ${join(hostPacks, linked[0]!)}, outside`),
@@ -229,6 +243,8 @@ describe.skipIf(!hasBubblewrap())('a task repository whose git data lies inside 
     writeFileSync(file, readFileSync(file, 'utf8').replace('0'.repeat(40), base));
     writeFileSync(join(repo, '.git', 'config'), `${readFileSync(join(repo, '.git', 'config'), 'utf8')}[include]\n\tpath = ${fifo}\n`);
     const run = replay(file, { GIT_CONFIG_GLOBAL: globalConfig }, 90_000);
+    // Whatever still waits on the FIFO (a git of the task's config) is let go: a writer opens it and leaves at once.
+    spawnSync('sh', ['-c', `exec 3>'${fifo}'`], { timeout: 2_000 });
     expect(run.code, run.stderr).toBe(0);
     expect(JSON.parse(run.stdout).rejected).toBeNull();
     expect(existsSync(marker)).toBe(false);

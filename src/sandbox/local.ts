@@ -139,7 +139,8 @@ export function checkoutTemplate(task: LoadedTask): string {
     else copyPlainTree(withRepo, dir);
     git(dir, ['config', 'user.name', 'probe']);
     git(dir, ['config', 'user.email', 'probe@localhost']);
-    mkdirSync(join(dir, '.git', 'info'), { recursive: true }); // repositories probe makes have no template
+    // Repositories probe makes have no template: an empty hooks/ (as a clone has, less the samples) and info/.
+    for (const sub of ['hooks', 'info']) mkdirSync(join(dir, '.git', sub), { recursive: true });
     spawnSync('bash', ['-c', EXCLUDE_ARTIFACTS], { cwd: dir });
   } catch (error) {
     rmSync(parent, { recursive: true, force: true });
