@@ -140,6 +140,33 @@ except OSError as e:
     expect((await sb.exec('ls -A /tmp')).output).toBe('');
   });
 
+  it('keeps /dev read-only; /dev/shm is the sandbox’s own, kept between commands and emptied at restore', async () => {
+    const r = await sb.exec(
+      'touch /dev/planted 2>&1; mkdir /dev/d 2>&1; echo kept > /dev/shm/left; echo x > /dev/null && echo null-writable',
+    );
+    expect(r.output).toBe(
+      "touch: cannot touch '/dev/planted': Read-only file system\nmkdir: cannot create directory ‘/dev/d’: Read-only file system\nnull-writable\n",
+    );
+    expect((await sb.exec('cat /dev/shm/left')).output).toBe('kept\n');
+    await sb.restore({ base_commit: task.base_commit, patch: '' });
+    expect((await sb.exec('ls -A /dev/shm')).output).toBe('');
+  });
+
+  it.skipIf(process.getuid?.() !== 0)(
+    'stops writing to /dev/shm at the disk quota: no host memory beyond it (bwrap’s /dev was half the RAM)',
+    async () => {
+      // Host shared memory (tmpfs pages) before and after, read in the same command: the file is still there at the second read.
+      const fill = await sb.exec(
+        'grep Shmem: /proc/meminfo; head -c 200000000 /dev/zero > /dev/shm/fill; echo "exit $?"; grep Shmem: /proc/meminfo; stat -c %s /dev/shm/fill',
+      );
+      expect(fill.output).toMatch(/No space left on device\nexit 1\n/);
+      const [before, after] = [...fill.output.matchAll(/Shmem:\s+(\d+) kB/g)].map((m) => Number(m[1]) * 1024);
+      expect(Number(fill.output.trim().split('\n').at(-1))).toBeLessThanOrEqual(64 * 2 ** 20);
+      expect(after! - before!).toBeLessThan(100 * 2 ** 20);
+      await sb.restore({ base_commit: task.base_commit, patch: '' });
+    },
+  );
+
   it('starts each use clean: /tmp, home, .git and processes do not survive restore', async () => {
     await sb.exec(
       'echo x > /tmp/planted; echo y > ~/.planted; echo "[core]\n\tfsmonitor = evil" >> .git/config; echo "*" >> .git/info/exclude; echo hook > .git/hooks/pre-commit; echo new > untracked.txt',

@@ -9,6 +9,9 @@
  *   privileges (bubblewrap always sets it), no further user namespaces;
  * - network, pid, ipc, uts and cgroup namespaces unshared; `/usr` read-only; of `/etc` only
  *   what programs need to run (no shadow, no host accounts: a passwd of its own);
+ * - `/dev` read-only, its `/dev/shm` a directory of the sandbox's own root: bubblewrap's `/dev`
+ *   is a tmpfs of half the host's memory, writable by the jail user, where one command could
+ *   hold gigabytes of host memory outside the sandbox's disk quota (disk-quota.ts);
  * - limits (types.ts LIMITS) set as hard rlimits by the jailed shell before the command.
  */
 import { spawnSync } from 'node:child_process';
@@ -117,6 +120,8 @@ export interface JailMounts {
   workdir: string;
   /** Host directory bound read-write at /tmp (also the home). */
   tmp: string;
+  /** Host directory bound read-write at /dev/shm: beside `work` and `tmp`, inside the same quota. */
+  shm: string;
   /** Host checkout of the base tree, bound read-only at BASE_MOUNT. */
   base: string;
 }
@@ -180,6 +185,12 @@ export function jailArgs(mounts: JailMounts, cwd: string, env: Record<string, st
     BASE_MOUNT,
     ...nodeBind,
     '--dev',
+    '/dev',
+    '--bind',
+    mounts.shm,
+    '/dev/shm',
+    // The device nodes and /dev/pts are mounts of their own and stay usable; files in /dev itself cannot be made.
+    '--remount-ro',
     '/dev',
     '--proc',
     '/proc',
@@ -251,11 +262,11 @@ export function jailProblem(): string | null {
   const root = mkdtempSync(join(tmpdir(), 'probe-jailcheck-'));
   try {
     chmodSync(root, 0o755);
-    for (const d of ['work', 'tmp', 'base']) makeJailDir(join(root, d), identity);
+    for (const d of ['work', 'tmp', 'shm', 'base']) makeJailDir(join(root, d), identity);
     const run = spawnSync(
       'bwrap',
       jailArgs(
-        { work: join(root, 'work'), workdir: '/testbed', tmp: join(root, 'tmp'), base: join(root, 'base') },
+        { work: join(root, 'work'), workdir: '/testbed', tmp: join(root, 'tmp'), shm: join(root, 'shm'), base: join(root, 'base') },
         '/testbed',
         {},
         jailedShell('grep CapEff /proc/self/status; id -u', true),

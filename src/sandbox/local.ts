@@ -10,13 +10,16 @@
  * `environment` must already be on the host (host-packages.ts checks, before anything runs).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
 import { mountQuota, SANDBOX_PREFIX, sweepDeadQuotas, unmountQuota } from './disk-quota.ts';
 import { EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
+import { hostGit } from './host-git.ts';
+import { checkoutGitBase } from './repo-checkout.ts';
+import { checkNestedGit, taskGit, type GitConfinement } from './task-git.ts';
 import { requireHostPackages } from './host-packages.ts';
 import { OutputCapture, STDERR_KEPT } from './output-capture.ts';
 import { READ_FILE, FILE_TIMEOUT_MS, readBytes, resetTreeScript, restoreFromBase, writeThroughJail } from './through-jail.ts';
@@ -61,9 +64,7 @@ const GIT_IDENTITY = {
 };
 
 function git(cwd: string, args: string[]): string {
-  const run = spawnSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, ...GIT_IDENTITY } });
-  if (run.status !== 0) throw new ProbeError(`git ${args.join(' ')} failed in ${cwd}: ${run.stderr}`);
-  return run.stdout.trim();
+  return hostGit(args, { cwd, env: GIT_IDENTITY });
 }
 
 /**
@@ -71,7 +72,7 @@ function git(cwd: string, args: string[]): string {
  * same commit, so a task record can name it as its base_commit.
  */
 export function commitTree(dir: string): string {
-  git(dir, ['init', '-q', '-b', 'main']);
+  git(dir, ['init', '-q', '--template=', '-b', 'main']);
   git(dir, ['add', '-A']);
   git(dir, ['commit', '-q', '--no-gpg-sign', '-m', 'base']);
   return git(dir, ['rev-parse', 'HEAD']);
@@ -83,50 +84,76 @@ onExit(() => {
   for (const dir of templates.values()) rmSync(dirname(dir), { recursive: true, force: true });
 });
 
+/** Where a task's repository and its git data may lie: the roots its repo_path was confined to (the repository alone for a task made in code). */
+function repoConfinement(task: LoadedTask & { repoDir: string }): GitConfinement {
+  return {
+    roots: task.repoRoots ?? [task.repoDir],
+    at: { file: task.file, field: 'repo_path' },
+    rootsName: "the task set's directory",
+  };
+}
+
+/**
+ * The base tree of a plain repo_path: regular files, directories and links (kept as links)
+ * only, within the size caps, committed; a nested `.git` must lead inside the task set.
+ */
+function copyPlainTree(task: LoadedTask & { repoDir: string }, dir: string): void {
+  const what = "the task's repository (repo_path)";
+  checkNestedGit(task.repoDir, repoConfinement(task), what);
+  mkdirSync(dir);
+  copyTree(task.repoDir, dir, { links: 'keep', what });
+  // A repository on a read-only mount copies read-only, and the jails' copies would keep that: an agent's `sed -i` could not
+  // create its temporary file. Git records only the executable bit, so owner write changes no commit.
+  spawnSync('chmod', ['-R', 'u+w', dir]);
+  const head = commitTree(dir);
+  if (head !== task.base_commit) {
+    throw new InputError(
+      { file: task.file, field: 'base_commit' },
+      `is ${task.base_commit} but the tree at ${task.repoDir} commits to ${head}`,
+    );
+  }
+}
+
 /**
  * A checkout of the task's repository at its base commit (made once per process), readable
  * by any uid (the jails copy it as their own unprivileged user) and written by none of them.
+ * A git repo_path is read through its object store only (repo-checkout.ts), its tree
+ * measured before it is written; a plain one is copied through safe-tree.
  */
 export function checkoutTemplate(task: LoadedTask): string {
   const key = `${task.file}#${task.instance_id}`;
   const cached = templates.get(key);
   if (cached) return cached;
-  if (!task.repoDir)
+  const repoDir = task.repoDir;
+  if (!repoDir)
     throw new InputError(
       { file: task.file, field: 'repo_path' },
       'the local sandbox needs a repo_path (use --sandbox docker for image-only tasks)',
     );
   const parent = mkdtempSync(join(tmpdir(), 'probe-repo-'));
   const dir = join(parent, 'repo');
-  if (existsSync(join(task.repoDir, '.git'))) {
-    git(parent, ['clone', '-q', '--no-local', task.repoDir, dir]);
-    git(dir, ['checkout', '-q', task.base_commit]);
-  } else {
-    // A plain tree is the task set's: regular files, directories and links (kept as links) only, within the size caps.
-    mkdirSync(dir);
-    copyTree(task.repoDir, dir, { links: 'keep', what: "the task's repository (repo_path)" });
-    // A repository on a read-only mount copies read-only, and the jails' copies would keep that: an agent's `sed -i` could not
-    // create its temporary file. Git records only the executable bit, so owner write changes no commit.
-    spawnSync('chmod', ['-R', 'u+w', dir]);
-    const head = commitTree(dir);
-    if (head !== task.base_commit) {
-      throw new InputError(
-        { file: task.file, field: 'base_commit' },
-        `is ${task.base_commit} but the tree at ${task.repoDir} commits to ${head}`,
-      );
-    }
+  try {
+    const withRepo = { ...task, repoDir };
+    const repoGit = taskGit(repoDir, repoConfinement(withRepo), { walk: true });
+    if (repoGit) checkoutGitBase(withRepo, repoGit, dir);
+    else copyPlainTree(withRepo, dir);
+    git(dir, ['config', 'user.name', 'probe']);
+    git(dir, ['config', 'user.email', 'probe@localhost']);
+    // Repositories probe makes have no template: an empty hooks/ (as a clone has, less the samples) and info/.
+    for (const sub of ['hooks', 'info']) mkdirSync(join(dir, '.git', sub), { recursive: true });
+    spawnSync('bash', ['-c', EXCLUDE_ARTIFACTS], { cwd: dir });
+  } catch (error) {
+    rmSync(parent, { recursive: true, force: true });
+    throw error;
   }
-  git(dir, ['config', 'user.name', 'probe']);
-  git(dir, ['config', 'user.email', 'probe@localhost']);
-  spawnSync('bash', ['-c', EXCLUDE_ARTIFACTS], { cwd: dir });
   chmodSync(parent, 0o755);
   spawnSync('chmod', ['-R', 'a+rX,go-w', dir]);
   templates.set(key, dir);
   return dir;
 }
 
-/** Rebuilds the tree from the base bound read-only at BASE_MOUNT. */
-const RESET_TREE = resetTreeScript();
+/** Rebuilds the tree from the base bound read-only at BASE_MOUNT; /dev/shm, a directory of the sandbox's, is emptied too. */
+const RESET_TREE = resetTreeScript('chmod -R u+rwX /dev/shm 2>/dev/null; find /dev/shm -mindepth 1 -delete');
 
 interface RawResult {
   stdout: Buffer;
@@ -161,9 +188,10 @@ export class LocalSandbox implements Sandbox {
     chmodSync(root, 0o755);
     const quotaMounted = mountQuota(root);
     const identity = newJailIdentity();
-    const mounts: JailMounts = { work: join(root, 'work'), workdir: task.workdir, tmp: join(root, 'tmp'), base };
+    const mounts: JailMounts = { work: join(root, 'work'), workdir: task.workdir, tmp: join(root, 'tmp'), shm: join(root, 'shm'), base };
     makeJailDir(mounts.work, identity);
     makeJailDir(mounts.tmp, identity);
+    makeJailDir(mounts.shm, identity);
     const sb = new LocalSandbox(
       task.workdir,
       root,

@@ -77,7 +77,12 @@ export const Task = z
 export type Task = z.infer<typeof Task>;
 
 /** A task with `repo_path` resolved to an absolute path and the file it came from. */
-export type LoadedTask = Task & { file: string; repoDir?: string };
+export type LoadedTask = Task & {
+  file: string;
+  repoDir?: string;
+  /** The real directories repoDir was confined to (the task set's, PROBE_REPO_ROOTS): its `.git` may lead only inside them. */
+  repoRoots?: string[];
+};
 
 /** The environment just before some step: the base commit plus a cumulative patch. */
 export interface EnvState {

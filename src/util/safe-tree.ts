@@ -116,7 +116,8 @@ function lstatOf(path: string): Stats | undefined {
   }
 }
 
-function isInside(path: string, root: string): boolean {
+/** Whether `path` is `root` or below it (both real paths). */
+export function isInside(path: string, root: string): boolean {
   return path === root || path.startsWith(root.endsWith(sep) ? root : root + sep);
 }
 

@@ -13,7 +13,8 @@ import { Task, type LoadedTask } from '../schema/task.ts';
 import { checkTestLists } from './test-lists.ts';
 import { rowFacts, type FieldProblem, type RowFactsOptions } from '../swebench/row-facts.ts';
 import { UniqueIds } from '../util/unique-ids.ts';
-import { confinedRepoDir, type RepoConfinement } from './repo-path.ts';
+import { confinedRepo, type RepoConfinement } from './repo-path.ts';
+import { taskGit } from '../sandbox/task-git.ts';
 
 /** `taskSetDir`: the directory a repo_path must stay inside (verify/repo-path.ts); `loadTasks` sets it to the directory it reads. */
 export type LoadTaskOptions = RowFactsOptions & RepoConfinement;
@@ -46,10 +47,15 @@ function parseTask(file: string, datasetRow: DatasetRow, options: LoadTaskOption
     }
   }
   if (problems.length > 0 || !parsed.success) throw rowError(file, datasetRow, problems);
-  const task = parsed.data;
+  // What the loader adds is never the record's: a record's own "repoDir" would name any host directory as its repository.
+  const { file: _file, repoDir: _repoDir, repoRoots: _repoRoots, ...task } = parsed.data as LoadedTask;
   checkTestLists(task, { file, line: datasetRow.line });
-  const repoDir = task.repo_path === undefined ? undefined : confinedRepoDir({ file, line: datasetRow.line }, task.repo_path, options);
-  return { ...task, file, ...(repoDir ? { repoDir } : {}) };
+  if (task.repo_path === undefined) return { ...task, file };
+  const where = { file, line: datasetRow.line };
+  const repo = confinedRepo(where, task.repo_path, options);
+  // Where its .git leads is checked now, before anything runs (the directories git reads are walked when it is checked out).
+  taskGit(repo.dir, { roots: repo.roots, at: { ...where, field: 'repo_path' }, rootsName: "the task set's directory" }, { walk: false });
+  return { ...task, file, repoDir: repo.dir, repoRoots: repo.roots };
 }
 
 /**

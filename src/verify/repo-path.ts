@@ -5,7 +5,8 @@
  * to the model and to whoever reads the run. So its real path (every link resolved) must
  * be inside the task set's directory — the directory given to `--tasks`, or the task
  * file's own directory when a file is given — or inside a directory the user trusts by
- * naming it in PROBE_REPO_ROOTS (a path list, as PATH: `dir1:dir2`).
+ * naming it in PROBE_REPO_ROOTS (a path list, as PATH: `dir1:dir2`). The same holds for
+ * where the repository's `.git` leads (sandbox/task-git.ts).
  */
 import { realpathSync, statSync } from 'node:fs';
 import { delimiter, dirname, resolve, sep } from 'node:path';
@@ -35,12 +36,18 @@ export interface RepoConfinement {
   repoRoots?: string[];
 }
 
+/** A record's repository: its real path and the real directories it was allowed in (its `.git` may lead only inside them). */
+export interface ConfinedRepo {
+  dir: string;
+  roots: string[];
+}
+
 /**
  * The real path of the repository a record names, relative to its file; an InputError
  * naming the file and field when it does not exist, is not a directory or lies outside
  * the directories allowed.
  */
-export function confinedRepoDir(where: InputLocation & { file: string }, repoPath: string, options: RepoConfinement = {}): string {
+export function confinedRepo(where: InputLocation & { file: string }, repoPath: string, options: RepoConfinement = {}): ConfinedRepo {
   const at = { ...where, field: 'repo_path' };
   const resolved = resolve(dirname(where.file), repoPath);
   const real = realPath(resolved);
@@ -53,5 +60,5 @@ export function confinedRepoDir(where: InputLocation & { file: string }, repoPat
       at,
       `${JSON.stringify(repoPath)} resolves to ${real}, outside the task set's directory ${realPath(setDir) ?? setDir}: a task set names only repositories inside it (name a directory you trust in PROBE_REPO_ROOTS to allow one elsewhere)`,
     );
-  return real;
+  return { dir: real, roots };
 }

@@ -6,13 +6,13 @@
  * through util/safe-tree.ts: regular files and directories only, links only inside it,
  * size caps — a FIFO or a link to /dev/zero there is an error naming it, not a hang.
  */
-import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { InputError } from '../errors.ts';
-import { COMMIT_ID } from '../schema/task.ts';
+import { hostGit, runHostGit } from '../sandbox/host-git.ts';
 import { commitTree } from '../sandbox/local.ts';
+import { checkNestedGit, headCommit, taskGit, type GitConfinement, type TaskGit } from '../sandbox/task-git.ts';
 import { copyTree, readTextFile, TEXT_FILE_BYTES, walkTree } from '../util/safe-tree.ts';
 
 /** A `git apply`-able patch that adds each file (a patch is text: each file within the text cap). */
@@ -43,8 +43,15 @@ export function addFilesPatch(root: string): string {
     .join('');
 }
 
-/** The commit a plain tree gets when committed deterministically. */
+/** Where a task source directory's repository and its git data may lie: inside the directory. */
+function sourceConfinement(repoDir: string): GitConfinement {
+  const taskDir = realpathSync(dirname(resolve(repoDir)));
+  return { roots: [taskDir], at: { file: join(repoDir, '.git') }, rootsName: 'the task source directory' };
+}
+
+/** The commit a plain tree gets when committed deterministically (a nested `.git` must lead inside the task source directory). */
 export function treeCommit(repoDir: string): string {
+  checkNestedGit(repoDir, sourceConfinement(repoDir), "the task's repo/");
   const scratch = join(mkdtempSync(join(tmpdir(), 'probe-commit-')), 'repo');
   try {
     mkdirSync(scratch);
@@ -56,21 +63,35 @@ export function treeCommit(repoDir: string): string {
 }
 
 /**
- * The commit a git repository's HEAD names, in full. Read with every hook-like setting off:
- * `rev-parse` runs none, and fsmonitor is the one configuration that could make it run a program.
+ * The commit a git repository's HEAD names, in full, read from its git data as text
+ * (sandbox/task-git.ts: a `.git` leading out of the task source directory is refused), and
+ * checked to be a commit of its object store by a git that reads none of the repository's settings.
  */
-function gitHead(repoDir: string): string {
-  const run = spawnSync('git', ['-c', 'core.fsmonitor=', 'rev-parse', '--verify', 'HEAD^{commit}'], { cwd: repoDir, encoding: 'utf8' });
-  const head = run.stdout.trim();
-  if (run.status !== 0 || !COMMIT_ID.test(head))
-    throw new InputError({ file: repoDir }, `is a git repository without a commit at HEAD (${run.stderr.trim() || 'git said nothing'})`);
-  return head;
+function gitHead(repoDir: string, repoGit: TaskGit, confinement: GitConfinement): string {
+  const head = headCommit(repoGit, confinement);
+  const scratch = mkdtempSync(join(tmpdir(), 'probe-head-'));
+  try {
+    hostGit(['init', '-q', '--bare', '--template=', `--object-format=${head.length === 64 ? 'sha256' : 'sha1'}`, scratch]);
+    const type = runHostGit(['cat-file', '-t', head], {
+      env: { GIT_DIR: scratch, GIT_OBJECT_DIRECTORY: repoGit.objectDirs[0] ?? join(repoGit.commonDir, 'objects') },
+    });
+    if (type.status !== 0 || type.stdout.trim() !== 'commit')
+      throw new InputError(
+        { file: repoDir },
+        `is a git repository without a commit at HEAD (HEAD names ${head}, not a commit of its objects)`,
+      );
+    return head;
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
 }
 
 /** The base commit of a task's repository: HEAD of a git repository, else the plain tree's deterministic commit. */
 export function baseCommitOf(repoDir: string): string {
   if (!existsSync(repoDir)) throw new InputError({ file: repoDir }, 'is missing: a task source directory holds the repository as repo/');
-  return existsSync(join(repoDir, '.git')) ? gitHead(repoDir) : treeCommit(repoDir);
+  const confinement = sourceConfinement(repoDir);
+  const repoGit = taskGit(repoDir, confinement, { walk: true });
+  return repoGit ? gitHead(repoDir, repoGit, confinement) : treeCommit(repoDir);
 }
 
 /** The fields of `meta.json`, when the directory has one. */
