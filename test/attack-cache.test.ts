@@ -353,12 +353,13 @@ describe('a server', () => {
     const url = `${await proxy.start()}/v1`;
     const truth = await uncachedScore(url);
     await scoreCached(url, dir, R1);
-    // The canary is the first completion request of a cached backend: shift its log-probs.
+    // The canary is the first completion request of a cached backend: shift its log-probs (never above 0: a server
+    // answering a log-prob no model produces is refused, not fingerprinted).
     const shift = (by: number) => ({
       kind: 'rewrite' as const,
       rewrite: (answer: any) => {
         const lps = answer.choices[0].logprobs.token_logprobs as Array<number | null>;
-        answer.choices[0].logprobs.token_logprobs = lps.map((v, i) => (v === null ? v : v + (i % 2 ? by : -by)));
+        answer.choices[0].logprobs.token_logprobs = lps.map((v, i) => (v === null ? v : Math.min(0, v + (i % 2 ? by : -by))));
         return answer;
       },
     });

@@ -145,6 +145,10 @@ describe.each(KINDS)('attacks through the model path ($sandbox sandbox)', ({ san
       TASKS,
       '-n',
       String(samples.length),
+      // A budget that holds the longest attack in this checkpoint's tokens (~1,100): the scripted server does not
+      // count tokens, and a completion longer than the budget is refused before anything runs (attack-server.test.ts).
+      '--max-tokens',
+      '4096',
       '--concurrency',
       '1',
       '--sandbox',

@@ -105,7 +105,7 @@ describe('vLLM', () => {
     };
     expect(parseSamples('vllm', answer, ['</bash>', '<submit/>'])).toEqual([
       { text: 'done', finishReason: 'eos', tokens: null, logprob: null },
-      { text: 'ls -la', finishReason: 'stop', stop: '</bash>', tokens: 2, logprob: -0.75 },
+      { text: 'ls -la', finishReason: 'stop', stop: '</bash>', tokens: 2, tokenLogprobs: [-0.5, -0.25], logprob: -0.75 },
       { text: 'abc', finishReason: 'length', tokens: null, logprob: null },
     ]);
   });
@@ -189,7 +189,7 @@ describe('SGLang', () => {
       ['</bash>'],
     );
     expect(samples).toEqual([
-      { text: 'ls', finishReason: 'stop', stop: '</bash>', tokens: 2, logprob: -1 },
+      { text: 'ls', finishReason: 'stop', stop: '</bash>', ids: [1, 2], tokens: 2, tokenLogprobs: [-0.5, -0.5], logprob: -1 },
       { text: 'x', finishReason: 'eos', tokens: 1, logprob: null },
     ]);
   });
@@ -250,7 +250,7 @@ describe('TGI', () => {
         },
         ['</bash>'],
       ),
-    ).toEqual([{ text: 'ls\n', finishReason: 'stop', stop: '</bash>', tokens: 3, logprob: -3 }]);
+    ).toEqual([{ text: 'ls\n', finishReason: 'stop', stop: '</bash>', tokens: 3, tokenLogprobs: [-1, -1, -1], logprob: -3 }]);
     expect(
       parseTokenize('tgi', [
         { id: 1, text: '', start: 0, stop: 0 },
@@ -330,7 +330,7 @@ describe('llama.cpp', () => {
     ];
     expect(parseSamples('llamacpp', answer, ['</bash>'])).toEqual([
       { text: 'a', finishReason: 'stop', stop: '</bash>', tokens: 1, logprob: null },
-      { text: 'b', finishReason: 'eos', tokens: 2, logprob: -3 },
+      { text: 'b', finishReason: 'eos', tokens: 2, tokenLogprobs: [-1, -2], logprob: -3 },
       { text: 'c', finishReason: 'length', tokens: 9, logprob: null },
     ]);
     // An end of text answered as OpenAI's "stop" with no stop_reason is not taken for the one stop string.

@@ -76,6 +76,8 @@ export interface EpisodeSettings {
   /** This episode's seed (the run's seed, instance and run index mixed). */
   seed: number;
   actionTimeoutMs: number;
+  /** The episode, as messages about the server's answers name it. */
+  label?: string;
 }
 
 export const HINTS = {

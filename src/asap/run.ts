@@ -148,7 +148,7 @@ async function runOne(
           store.writeTranscript(start, transcriptOf(start, instance, steps, settings));
         },
       },
-      { ...settings, seed: start.seed },
+      { ...settings, seed: start.seed, label: `the episode of ${task.instance_id}, run ${run}` },
     );
     const finalPatch = result.steps.at(-1)?.patch ?? prefix.state.patch;
     const verifyStarted = performance.now();

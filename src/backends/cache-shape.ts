@@ -2,12 +2,14 @@
  * What a cached answer must look like for the request it answers. The checksum of an
  * entry only says the file is as it was written; these checks say the answer can be a
  * backend's answer to this request at all: one result per continuation (one sample per
- * requested sample), token and log-prob counts that agree, every log-prob a number (a
- * tagged -Infinity is one; NaN, +Infinity, null and strings are not). Each returns the
+ * requested sample), token and log-prob counts that agree, every log-prob a number at most
+ * 0 (logprob-range.ts; a tagged -Infinity is one; NaN, +Infinity, a positive number, null
+ * and strings are not). Each returns the
  * first problem in words, or undefined. Fresh answers are checked too before they are
  * stored, so a backend whose answers fail here is computed every time rather than
  * warned about on every run.
  */
+import { isLogprob, isLogprobSum } from './logprob-range.ts';
 import type { SampleRequest, ScoreRequest } from './types.ts';
 
 type Problem = string | undefined;
@@ -16,11 +18,6 @@ const utf8 = new TextEncoder();
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-/** A natural-log probability: any number up to 0 in spirit; -Infinity for an impossible token, never NaN or +Infinity. */
-function isLogprob(value: unknown): value is number {
-  return typeof value === 'number' && !Number.isNaN(value) && value !== Infinity;
 }
 
 /** A value as an error message shows it: JSON, cut short (a damaged entry can be large). */
@@ -92,8 +89,9 @@ function checkSample(sample: unknown, request: SampleRequest): Problem {
   // -1 stands for a token a server counted but did not name (no local tokenizer).
   const problem = checkTokens('tokens', sample.tokens, -1) ?? checkBoolean('truncated', sample.truncated);
   if (problem) return problem;
-  // NaN is how a server that reported no log-prob is recorded; anything else must be a log-prob.
-  if (typeof sample.logprob !== 'number' || sample.logprob === Infinity) return `logprob is ${describe(sample.logprob)}`;
+  // NaN is how a server that reported no log-prob is recorded; anything else must be a sum of log-probs.
+  if (typeof sample.logprob !== 'number' || (!Number.isNaN(sample.logprob) && !isLogprobSum(sample.logprob, request.maxTokens)))
+    return `logprob is ${describe(sample.logprob)}`;
   if (!FINISH_REASONS.has(sample.finishReason as string)) return `finishReason is ${describe(sample.finishReason)}`;
   if ((sample.finishReason === 'stop') !== (sample.stop !== undefined))
     return `finishReason ${describe(sample.finishReason)} with stop ${describe(sample.stop)}`;

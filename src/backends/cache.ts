@@ -8,9 +8,12 @@
  * came back whole and fit their request.
  *
  * An entry is served only when it is intact, answers the very request asked and has the
- * shape that request calls for (cache-entry.ts, cache-shape.ts). Anything else is
- * computed again and replaced, with one warning per cache directory per process: a
- * damaged cache costs time, never a wrong number or a failed checkpoint.
+ * shape that request calls for (cache-entry.ts, cache-shape.ts), and passes what the
+ * backend itself holds its answers to (a server's: http/answer-checks.ts). Anything else
+ * is computed again and replaced, with one warning per cache directory per process: a
+ * damaged cache costs time, never a wrong number or a failed checkpoint. Entries are
+ * checked when read, not only when written, so an answer cached before a check existed
+ * (a server's lie stored by an older probe) is recomputed, not served.
  */
 import { statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
@@ -24,7 +27,7 @@ import { CHECKPOINT_DIR, CHECKPOINT_LIMITS } from './onnx/checkpoint.ts';
 import { DamagedCacheEntry, entryId, type KeyMaterial, openEntry, sealEntry } from './cache-entry.ts';
 import type { BosUse } from './bos.ts';
 import { checkSampleAnswer, checkScoreAnswer } from './cache-shape.ts';
-import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from './types.ts';
+import type { CompletionBackend, RequestLabel, Sample, SampleRequest, ScoreRequest, ScoreResult } from './types.ts';
 
 /**
  * Bump when the meaning of a cached answer changes (scoring rule, sampler) or the entry
@@ -174,7 +177,7 @@ export class CachedBackend implements CompletionBackend {
   }
 
   /** `check` says whether an answer fits its request: stored ones are served, and fresh ones stored, only if it does. */
-  private async cached<R, T>(
+  private async cached<R extends RequestLabel, T>(
     op: string,
     requests: R[],
     compute: (missing: R[]) => Promise<T[]>,
@@ -185,7 +188,8 @@ export class CachedBackend implements CompletionBackend {
       this.cache.stats.misses += requests.length;
       return compute(requests);
     }
-    const keys: KeyMaterial[] = requests.map((request) => ({ v: CACHE_VERSION, checkpoint, op, request }));
+    // A label names what the request is for, not what is asked: requests that differ only there share an answer.
+    const keys: KeyMaterial[] = requests.map(({ label: _, ...request }) => ({ v: CACHE_VERSION, checkpoint, op, request }));
     const found = keys.map((key, i) => this.cache.get(key, (answer) => check(requests[i]!, answer)) as T | undefined);
     const missing = requests.filter((_, i) => found[i] === undefined);
     this.cache.stats.hits += requests.length - missing.length;
@@ -203,11 +207,21 @@ export class CachedBackend implements CompletionBackend {
   }
 
   score(requests: ScoreRequest[]): Promise<ScoreResult[][]> {
-    return this.cached('score', requests, (missing) => this.inner.score(missing), checkScoreAnswer);
+    return this.cached(
+      'score',
+      requests,
+      (missing) => this.inner.score(missing),
+      (request, answer) => checkScoreAnswer(request, answer) ?? this.inner.scoreAnswerProblem?.(request, answer as ScoreResult[]),
+    );
   }
 
   sample(requests: SampleRequest[]): Promise<Sample[][]> {
-    return this.cached('sample', requests, (missing) => this.inner.sample(missing), checkSampleAnswer);
+    return this.cached(
+      'sample',
+      requests,
+      (missing) => this.inner.sample(missing),
+      (request, answer) => checkSampleAnswer(request, answer) ?? this.inner.sampleAnswerProblem?.(request, answer as Sample[]),
+    );
   }
 
   async samplerSettings(request: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Promise<Record<string, unknown> | undefined> {

@@ -2,8 +2,14 @@
 import { ProbeError } from '../errors.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreResult } from './types.ts';
 
-export async function scoreContinuation(backend: CompletionBackend, context: string, continuation: string): Promise<ScoreResult> {
-  const result = (await backend.score([{ context, continuations: [continuation] }]))[0]?.[0];
+/** `label`: what the score is for, named in messages about its answer (types.ts). */
+export async function scoreContinuation(
+  backend: CompletionBackend,
+  context: string,
+  continuation: string,
+  label?: string,
+): Promise<ScoreResult> {
+  const result = (await backend.score([{ context, continuations: [continuation], ...(label ? { label } : {}) }]))[0]?.[0];
   if (!result) throw new ProbeError(`${backend.id} returned no score`);
   return result;
 }

@@ -18,6 +18,8 @@ export interface StepSampling {
   maxTokens: number;
   /** The episode's seed; each part of each step derives its own. */
   seed: number;
+  /** The episode, as messages about the server's answers name it (its step is added). */
+  label?: string;
 }
 
 export interface CompletedStep<F> {
@@ -51,6 +53,7 @@ export async function completeStep<F extends FoundAction>(
       maxTokens: sampling.maxTokens - tokens,
       stop: [...action.stops],
       seed: deriveSeed(sampling.seed, stepIndex, part),
+      label: `${sampling.label ? `${sampling.label}, ` : ''}step ${stepIndex}${part > 0 ? ` (part ${part})` : ''}`,
     });
     modelMs += performance.now() - started;
     tokens += sample?.tokens.length ?? 0;

@@ -1,7 +1,12 @@
 /** The one completion interface every probe talks to (design.md). */
 import type { BosUse } from './bos.ts';
 
-export interface ScoreRequest {
+/** What a request is for, named in messages about its answer (a probe item, an episode's step); not part of what is asked, so not of the cache key. */
+export interface RequestLabel {
+  label?: string;
+}
+
+export interface ScoreRequest extends RequestLabel {
   context: string;
   continuations: string[];
 }
@@ -21,7 +26,7 @@ export interface ScoreResult {
   argmax?: Array<{ token: number; logprob: number }>;
 }
 
-export interface SampleRequest {
+export interface SampleRequest extends RequestLabel {
   prompt: string;
   n: number;
   /** 0 means greedy. */
@@ -69,5 +74,13 @@ export interface CompletionBackend {
   samplerSettings?(request: Pick<SampleRequest, 'temperature' | 'topP' | 'topK'>): Promise<Record<string, unknown> | undefined>;
   /** Whether a BOS token goes first, as resolved for this checkpoint (a server may need a request to say). */
   bos?(): Promise<BosUse | undefined>;
+  /**
+   * What this backend knows its answers must be beyond their shape (a server's: the
+   * checkpoint's vocabulary and spelling, http/answer-checks.ts): the first problem with
+   * `answer`, or undefined. The result cache serves and stores only answers that pass, so an
+   * entry written before a check existed is computed again rather than trusted.
+   */
+  scoreAnswerProblem?(request: ScoreRequest, answer: ScoreResult[]): string | undefined;
+  sampleAnswerProblem?(request: SampleRequest, answer: Sample[]): string | undefined;
   close(): Promise<void>;
 }

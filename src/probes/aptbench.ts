@@ -145,13 +145,14 @@ export interface AptResult {
 async function scoreItem(backend: CompletionBackend, item: AptItem, prompt: string): Promise<AptItemResult> {
   const kind = kindOf(item);
   const uuid = String(item.uuid ?? '');
+  const label = `APTBench item ${uuid}`;
   if (kind === 'choice') {
-    const [sample] = await sampleOne(backend, { prompt, n: 1, temperature: 0, topP: 1, maxTokens: 10, stop: [], seed: 0 });
+    const [sample] = await sampleOne(backend, { prompt, n: 1, temperature: 0, topP: 1, maxTokens: 10, stop: [], seed: 0, label });
     const generated = sample?.text ?? '';
     // The prompt may end with "(": the generated text then starts with the letter.
     const letter = LETTER_REGEX.exec(generated)?.[1]?.toUpperCase() ?? null;
     const letters = choiceLetters(String(item.choices));
-    const [scores] = await backend.score([{ context: prompt, continuations: letters }]);
+    const [scores] = await backend.score([{ context: prompt, continuations: letters, label }]);
     const lls = (scores ?? []).map((r) => r.tokenLogprobs.reduce((a, b) => a + b, 0));
     const best = letters[lls.indexOf(Math.max(...lls))]!;
     const answer = String(item.answer).trim().toUpperCase();
@@ -175,6 +176,7 @@ async function scoreItem(backend: CompletionBackend, item: AptItem, prompt: stri
     maxTokens: 128,
     stop: kind === 'completion' ? ['\n'] : [],
     seed: 0,
+    label,
   });
   const generated = sample?.text ?? '';
   const firstLine = generated.split('\n')[0]!.trim();

@@ -37,7 +37,7 @@ export function bitsPerByte(nats: number, bytes: number): number {
 export type BpbInput = Pick<ProbeItem, 'id' | 'task' | 'context' | 'gold'>;
 
 async function scoreItem(backend: CompletionBackend, item: BpbInput): Promise<BpbItem> {
-  const r = await scoreContinuation(backend, item.context, item.gold);
+  const r = await scoreContinuation(backend, item.context, item.gold, `probe item ${item.id}`);
   const nats = -r.tokenLogprobs.reduce((a, b) => a + b, 0);
   return {
     id: item.id,

@@ -92,8 +92,8 @@ function strictArgmax(values: number[]): number {
 async function likelihoodItem(backend: CompletionBackend, item: ProbeItem): Promise<McqItem> {
   const options = [item.gold, ...item.distractors];
   const [conditional, unconditional] = await backend.score([
-    { context: item.context, continuations: options },
-    { context: '', continuations: options },
+    { context: item.context, continuations: options, label: `probe item ${item.id}` },
+    { context: '', continuations: options, label: `probe item ${item.id} (its options without the context)` },
   ]);
   if (!conditional || !unconditional) throw new ProbeError(`${backend.id} returned no scores for ${item.id}`);
   const ll = conditional.map(loglik);
@@ -137,6 +137,7 @@ async function letterItem(backend: CompletionBackend, item: ProbeItem, seed: num
     maxTokens: 10,
     stop: [],
     seed,
+    label: `probe item ${item.id}`,
   });
   const letter = LETTER_REGEX.exec(sample?.text ?? '')?.[1]?.toUpperCase();
   const position = letter ? letter.charCodeAt(0) - 65 : -1;

@@ -174,6 +174,7 @@ async function rollout(
         maxTokens: options.maxTokens,
         stop: [...(step === 0 ? format.stops : turn.nextStops)],
         seed: options.seed * 1_000_003 + index * 1009 + step,
+        label: `probe item ${item.id} (rollout ${index}, step ${step})`,
       });
       if (sample?.finishReason === 'error') {
         if (step === 0) return notReturned(sample);
@@ -251,6 +252,7 @@ export async function scorePassk(
         maxTokens: options.maxTokens,
         stop: [...stops],
         seed: options.seed,
+        label: `probe item ${item.id}`,
       };
       pending = sampleOne(backend, request);
       pending.catch(() => {}); // awaited (and its error raised) when its item's turn comes

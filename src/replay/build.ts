@@ -158,6 +158,7 @@ async function sampledCandidates(item: ProbeItem, sampler: DistractorSampler): P
     maxTokens: ACTION_MAX_TOKENS,
     stop: [...itemFormat(item).stops],
     seed: sampler.seed,
+    label: `distractor samples for probe item ${item.id}`,
   });
   return samples.map((s, i) => ({ text: sampledActionText(itemFormat(item), s), source: `sample:${sampler.name}#${i}` }));
 }

@@ -58,6 +58,8 @@ export interface ResearchEpisodeSettings {
   seed: number;
   /** Hits a search shows. */
   searchK: number;
+  /** The episode, as messages about the server's answers name it. */
+  label?: string;
 }
 
 /** The transcript format of these episodes: ASAP's md+xml, with the research tools as actions. */

@@ -78,7 +78,7 @@ export async function runResearch(
     const id = `${query.query_id}#${run}`;
     const record = await memoized(hooks.memo, id, async (): Promise<ResearchEpisodeRecord> => {
       const seed = deriveSeed(options.seed, query.query_id, run);
-      const episode = await runResearchEpisode(backend, index, query, { ...options, seed });
+      const episode = await runResearchEpisode(backend, index, query, { ...options, seed, label: `the episode of query ${id}` });
       return {
         query_id: query.query_id,
         run,

@@ -81,6 +81,8 @@ export interface TerminalEpisodeSettings {
   actionTimeoutMs: number;
   /** The task's [agent] timeout_sec, in ms of environment time. */
   agentTimeoutMs: number;
+  /** The episode, as messages about the server's answers name it. */
+  label?: string;
 }
 
 /** The transcript format of these episodes: ASAP's md+xml, with the terminal tools as actions. */

@@ -96,6 +96,7 @@ async function runOneEpisode(
       ...options,
       seed,
       agentTimeoutMs: task.agentTimeoutSec * 1000,
+      label: `the episode of ${task.id}, run ${run}`,
     });
     const grade = await container.verify(task);
     return {

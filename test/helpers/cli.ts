@@ -1,5 +1,5 @@
 /** Running the real `probe` bin as a user does, and what a one-line error must look like. */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { expect } from 'vitest';
 import { REPO_ROOT } from '../../src/embedded.ts';
 import { PROBE_BIN } from './paths.ts';
@@ -18,6 +18,30 @@ export function runProbe(args: string[], env: Record<string, string> = {}, timeo
     env: { ...process.env, ...env },
   });
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+/** `runProbe` without blocking this process: for a CLI run against a server this test process serves. */
+export function runProbeAsync(args: string[], env: Record<string, string> = {}, timeoutMs = 300_000): Promise<CliRun> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [PROBE_BIN, ...args], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => {
+      stdout += d;
+    });
+    child.stderr.on('data', (d) => {
+      stderr += d;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
 }
 
 /** Exit 2, exactly one line on stderr, no stack frame, and the line matches `names` (the file, field, flag or port). */

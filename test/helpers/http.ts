@@ -28,12 +28,17 @@ export async function serveCheckpoint(
   return { url: await listen(server, port), server, backend };
 }
 
-/** What the proxy does to one request: pass it, fail it, or pass it and rewrite the answer. */
+/**
+ * What the proxy does to one request: pass it, fail it, or pass it and rewrite the answer —
+ * as JSON (`rewrite`, which also sees the request), or as text (`rewriteText`: what JSON
+ * values cannot say, such as `1e999`, which a client parses to Infinity).
+ */
 export type Fault =
   | { kind: 'pass' }
   | { kind: 'drop' }
   | { kind: 'status'; status: number; retryAfter?: number }
-  | { kind: 'rewrite'; rewrite: (answer: any) => any };
+  | { kind: 'rewrite'; rewrite: (answer: any, request: any) => any }
+  | { kind: 'rewriteText'; rewrite: (text: string) => string };
 
 /** A proxy that applies `faults` to requests in order (then passes), counting what it saw. */
 export class FaultProxy {
@@ -74,7 +79,11 @@ export class FaultProxy {
             up.on('data', (c) => body.push(c));
             up.on('end', () => {
               let text = Buffer.concat(body).toString('utf8');
-              if (fault.kind === 'rewrite') text = JSON.stringify(fault.rewrite(JSON.parse(text)));
+              if (fault.kind === 'rewrite') {
+                const request = chunks.length ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
+                text = JSON.stringify(fault.rewrite(JSON.parse(text), request));
+              }
+              if (fault.kind === 'rewriteText') text = fault.rewrite(text);
               res.writeHead(up.statusCode ?? 500, { 'content-type': 'application/json' });
               res.end(text);
             });

@@ -3,14 +3,19 @@
  * TGI, llama.cpp, `probe serve`): `--ckpt http://host:8000/v1`, several replicas as
  * comma-separated URLs. Scoring sends token-id prompts (tokenised with `--tokenizer DIR`,
  * else the server's `/tokenize`) and checks that the server returned one log-prob per
- * prompt token; the boundary rule is the one the ONNX backend uses.
+ * prompt token; the boundary rule is the one the ONNX backend uses. Every answer is held to
+ * what a model could produce for its request (answer-checks.ts); one that is not is refused
+ * in a line naming the server that gave it and the item it was for, and nothing of it is
+ * scored or cached.
  */
 import { InputError, ProbeError } from '../../errors.ts';
 import { BOS_PROBE_TEXT, bosHead, fitContext, prependedToken, type BosPolicy, type BosUse } from '../bos.ts';
 import { splitContinuations } from '../boundary.ts';
 import { readTokenizerDir } from '../onnx/checkpoint.ts';
 import { CheckpointTokenizer } from '../onnx/tokenizer.ts';
+import { TokenSpelling } from '../token-spelling.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
+import { checkCompletions, RefusedAnswer, sampleProblem, scoreProblem, tokenIdFrom, type Vocabulary } from './answer-checks.ts';
 import {
   checkCanScore,
   llamacppSampler,
@@ -22,6 +27,7 @@ import {
   type SampleCallOptions,
   scoreCall,
   ServerContractError,
+  type ScoreCall,
   type ServerKind,
   tokenizeCall,
 } from './servers.ts';
@@ -57,9 +63,28 @@ interface ModelCard {
   id?: string;
   owned_by?: string;
   max_model_len?: number;
-  /** llama.cpp: its context per slot (`n_ctx`), the window a request has. */
-  meta?: { n_ctx?: number };
+  /** llama.cpp: its context per slot (`n_ctx`), the window a request has, and its vocabulary's size. */
+  meta?: { n_ctx?: number; n_vocab?: number };
 }
+
+/** The vocabulary a server's token ids must come from: its local tokenizer's, else what llama.cpp's /v1/models says. */
+function vocabularySize(tokenizer: CheckpointTokenizer | undefined, card: ModelCard | undefined): number | undefined {
+  if (tokenizer) return tokenizer.vocabSize;
+  const said = card?.meta?.n_vocab;
+  return Number.isInteger(said) && (said as number) > 0 ? said : undefined;
+}
+
+/** Kinds whose sampling answers carry the generated token ids (so a sample's tokens are the server's, not the text re-encoded). */
+const RETURNS_IDS = new Set<ServerKind>(['llamacpp', 'sglang', 'tgi']);
+
+/** Where each kind's sampling answer says how many completions, how many tokens, and what text (what a refusal names). */
+const SAMPLE_FIELDS: Record<ServerKind, { n: string; budget: string; text: string }> = {
+  openai: { n: 'n', budget: 'max_tokens', text: 'choices.text' },
+  vllm: { n: 'n', budget: 'max_tokens', text: 'choices.text' },
+  sglang: { n: 'n', budget: 'max_new_tokens', text: 'text' },
+  tgi: { n: 'n', budget: 'max_new_tokens', text: 'generated_text' },
+  llamacpp: { n: 'n', budget: 'n_predict', text: 'content' },
+};
 
 /** The server kind from what `/v1/models` says about its models' owner. */
 export function kindFromModels(cards: ModelCard[]): ServerKind {
@@ -92,6 +117,8 @@ export class HttpBackend implements CompletionBackend {
   private tgiSpecials: Promise<number[]> | undefined;
   /** llama.cpp's parallel slots (`/props` `total_slots`): the most samples one request may ask for. */
   private readonly slots = onceUntilFailure(() => this.serverSlots());
+  /** The local tokenizer's spelling of texts, built on the first completion checked. */
+  private spelling: TokenSpelling | undefined | null = null;
 
   private constructor(
     private readonly pool: EndpointPool,
@@ -102,6 +129,8 @@ export class HttpBackend implements CompletionBackend {
     private readonly signal: AbortSignal | undefined,
     private readonly bosPolicy: BosPolicy,
     private readonly onClose: (() => Promise<void>) | undefined,
+    /** Token ids run below this (undefined: nothing says how far). */
+    private readonly vocabSize: number | undefined,
   ) {
     this.id = `http:${kind}:${model}@${pool.urls.join(',')}`;
     const local = tokenizer ? Promise.resolve(tokenizer.bos(bosPolicy)) : undefined;
@@ -125,7 +154,17 @@ export class HttpBackend implements CompletionBackend {
     const model = options.model ?? cards[0]?.id ?? '';
     if (!model && kind !== 'sglang' && kind !== 'tgi') throw new ProbeError(`${spec}: /v1/models names no model; pass --model`);
     const window = cards[0]?.max_model_len ?? (kind === 'llamacpp' ? cards[0]?.meta?.n_ctx : undefined);
-    return new HttpBackend(pool, kind, model, tokenizer, window, options.signal, options.bos ?? 'auto', options.onClose);
+    return new HttpBackend(
+      pool,
+      kind,
+      model,
+      tokenizer,
+      window,
+      options.signal,
+      options.bos ?? 'auto',
+      options.onClose,
+      vocabularySize(tokenizer, cards[0]),
+    );
   }
 
   get concurrency(): number {
@@ -147,8 +186,24 @@ export class HttpBackend implements CompletionBackend {
   }
 
   private async serverTokenize(text: string, addSpecial: boolean): Promise<number[]> {
-    const call = tokenizeCall(this.kind, this.model, text, addSpecial);
-    return parseTokenize(this.kind, await this.pool.json(call.path, call.body, this.signal));
+    return this.ask(tokenizeCall(this.kind, this.model, text, addSpecial), (answer) => parseTokenize(this.kind, answer, this.vocabSize));
+  }
+
+  /** What the checks know of the checkpoint (the spelling is built once, on first use). */
+  private vocabulary(): Vocabulary {
+    if (this.spelling === null) this.spelling = this.tokenizer ? TokenSpelling.of(this.tokenizer) : undefined;
+    return { size: this.vocabSize, spelling: this.spelling };
+  }
+
+  /** Sends `call` and reads its answer with `read`; a refusal names the replica that answered. */
+  private async ask<T>(call: ScoreCall, read: (answer: unknown) => T): Promise<T> {
+    const { answer, url } = await this.pool.answer(call.path, call.body, this.signal);
+    try {
+      return read(answer);
+    } catch (error) {
+      if (error instanceof RefusedAnswer && error.url === undefined) throw error.from(url);
+      throw error;
+    }
   }
 
   /** The BOS policy as resolved for this checkpoint; asked of the server once (a failed attempt is tried again). */
@@ -197,28 +252,40 @@ export class HttpBackend implements CompletionBackend {
    */
   private async prefixIds(): Promise<number[]> {
     if (this.tokenizer) return [this.tokenizer.prefixId];
-    const call = tokenizeCall(this.kind, this.model, '', true);
-    const answer = await this.pool.json<{ prefix_token_id?: unknown }>(call.path, call.body, this.signal);
-    const ids = parseTokenize(this.kind, answer);
-    if (ids.length === 0 && Number.isInteger(answer?.prefix_token_id)) return [answer.prefix_token_id as number];
+    const { ids, prefix } = await this.ask(tokenizeCall(this.kind, this.model, '', true), (answer) => ({
+      ids: parseTokenize(this.kind, answer, this.vocabSize),
+      prefix: (answer as { prefix_token_id?: unknown } | null)?.prefix_token_id,
+    }));
+    if (ids.length === 0 && prefix !== undefined && prefix !== null)
+      return [tokenIdFrom(prefix, this.vocabSize, 'prefix_token_id', 'the prefix token')];
     if (ids.length === 0) throw new ProbeError(`${this.id}: an empty context needs a BOS token; the server adds none, so give --tokenizer`);
     return ids;
   }
 
   async score(requests: ScoreRequest[]): Promise<ScoreResult[][]> {
     return this.named(
+      undefined,
       (async () => {
         checkCanScore(this.kind);
-        return Promise.all(requests.map((r) => this.scoreOne(r)));
+        return Promise.all(requests.map((r) => this.named(r.label, this.scoreOne(r))));
       })(),
     );
   }
 
-  /** A server that breaks the contract is bad input: exit 2, naming the server and the field. */
-  private async named<T>(work: Promise<T>): Promise<T> {
+  /**
+   * A server that breaks the contract is bad input: exit 2, naming the server and the field.
+   * An answer refused by the checks names the replica that gave it and what it was for.
+   */
+  private async named<T>(label: string | undefined, work: Promise<T>): Promise<T> {
     try {
       return await work;
     } catch (error) {
+      if (error instanceof RefusedAnswer)
+        throw new InputError(
+          { file: error.url ?? this.pool.urls.join(','), field: error.field },
+          `the answer${label ? ` for ${label}` : ''} is refused (no model produces it): ${error.message}`,
+          { cause: error },
+        );
       if (error instanceof ServerContractError)
         throw new InputError({ file: this.pool.urls.join(','), field: error.field }, error.message, { cause: error });
       throw error;
@@ -252,7 +319,7 @@ export class HttpBackend implements CompletionBackend {
           sent,
           this.tokenizer ? this.tokenizer.decode(sent) : pair.context + pair.continuation,
         );
-        const scored = parseScore(this.kind, await this.pool.json(call.path, call.body, this.signal), sent);
+        const scored = await this.ask(call, (answer) => parseScore(this.kind, answer, sent, this.vocabSize));
         if (this.kind === 'tgi') this.checkTgiBos(scored.prepended, bos);
         const at = sent.length - pair.continuationTokens.length;
         const tokenLogprobs = scored.logprobs.slice(at).map((v, i) => {
@@ -282,7 +349,7 @@ export class HttpBackend implements CompletionBackend {
   }
 
   async sample(requests: SampleRequest[]): Promise<Sample[][]> {
-    return this.named(Promise.all(requests.map((r) => this.sampleOne(r))));
+    return Promise.all(requests.map((r) => this.named(r.label, this.sampleOne(r))));
   }
 
   private async sampleOne(request: SampleRequest): Promise<Sample[]> {
@@ -330,7 +397,11 @@ export class HttpBackend implements CompletionBackend {
   private async samplePart(o: SampleCallOptions, part: { offset: number; n: number }): Promise<ParsedSample[]> {
     const call = sampleCall(this.kind, this.model, { ...o, n: part.n, seed: o.seed + part.offset });
     try {
-      return parseSamples(this.kind, await this.pool.json(call.path, call.body, this.signal), o.stop);
+      return await this.ask(call, (answer) => {
+        const parsed = parseSamples(this.kind, answer, o.stop, this.vocabSize);
+        checkCompletions(parsed, { ...o, n: part.n }, this.vocabulary(), SAMPLE_FIELDS[this.kind]);
+        return parsed;
+      });
     } catch (error) {
       if (!(error instanceof ServerOutputError)) throw error;
       if (part.n > 1) {
@@ -365,6 +436,26 @@ export class HttpBackend implements CompletionBackend {
       top_p: o.topP,
       top_k: o.topK ?? 'off (not sent)',
     };
+  }
+
+  /** A cached score answer against this checkpoint's vocabulary (types.ts): what a fresh one is held to. */
+  scoreAnswerProblem(_request: ScoreRequest, answer: ScoreResult[]): string | undefined {
+    for (const [i, result] of answer.entries()) {
+      const problem = scoreProblem(result, this.vocabulary());
+      if (problem) return `result ${i}: ${problem}`;
+    }
+    return undefined;
+  }
+
+  /** A cached sampling answer against the request's budget and stops and this checkpoint's vocabulary and spelling. */
+  sampleAnswerProblem(request: SampleRequest, answer: Sample[]): string | undefined {
+    // A sample's tokens are the server's where it returns ids, or where there is no tokenizer to re-encode the text.
+    const serverCounted = RETURNS_IDS.has(this.kind) || !this.tokenizer;
+    for (const [i, sample] of answer.entries()) {
+      const problem = sampleProblem(request, sample, this.vocabulary(), serverCounted);
+      if (problem) return `sample ${i}: ${problem}`;
+    }
+    return undefined;
   }
 
   async close(): Promise<void> {

@@ -21,7 +21,9 @@
 import { describeCause, ProbeError } from '../../errors.ts';
 import { canonicalJson, sha256, type KeyMaterial } from '../cache-entry.ts';
 import { CACHE_VERSION, type ResultCache } from '../cache.ts';
+import { isLogprobSum } from '../logprob-range.ts';
 import type { HttpBackend } from './backend.ts';
+import { RefusedAnswer } from './answer-checks.ts';
 import { canScore } from './servers.ts';
 import { EndpointFailure } from './transport.ts';
 
@@ -52,17 +54,26 @@ export interface CanaryReading {
   text: string;
 }
 
-/** Errors that mean "this server cannot answer the canary this way", as opposed to "the server is down" or an interrupt. */
+/**
+ * Errors that mean "this server cannot answer the canary this way", as opposed to "the
+ * server is down", an interrupt, or an answer no model produces (answer-checks.ts): a server
+ * that lies about the canary is refused as it would be on an item, not fingerprinted another way.
+ */
 function refused(error: unknown): boolean {
-  return error instanceof ProbeError && !(error instanceof EndpointFailure);
+  return error instanceof ProbeError && !(error instanceof EndpointFailure) && !(error.cause instanceof RefusedAnswer);
 }
+
+/** What a message about a canary answer names as its item. */
+const CANARY_LABEL = 'the result-cache canary';
 
 /** The server's canary reading, or why it has none. */
 export async function readCanary(backend: HttpBackend): Promise<CanaryReading | string> {
   let scoreProblem = `server kind ${backend.kind} cannot score prompts`;
   if (canScore(backend.kind)) {
     try {
-      const result = (await backend.score([{ context: CANARY.context, continuations: [CANARY.continuation] }]))[0]![0]!;
+      const result = (
+        await backend.score([{ context: CANARY.context, continuations: [CANARY.continuation], label: CANARY_LABEL }])
+      )[0]![0]!;
       return { method: 'score', tokens: result.tokens, logprobs: result.tokenLogprobs, text: '' };
     } catch (error) {
       if (!refused(error)) throw error;
@@ -71,7 +82,9 @@ export async function readCanary(backend: HttpBackend): Promise<CanaryReading | 
   }
   try {
     const sample = (
-      await backend.sample([{ prompt: CANARY.context, n: 1, temperature: 0, topP: 1, maxTokens: GREEDY_TOKENS, stop: [], seed: 0 }])
+      await backend.sample([
+        { prompt: CANARY.context, n: 1, temperature: 0, topP: 1, maxTokens: GREEDY_TOKENS, stop: [], seed: 0, label: CANARY_LABEL },
+      ])
     )[0]![0]!;
     if (!Number.isFinite(sample.logprob))
       return `${scoreProblem}, and it reports no log-prob for a greedy sample (its text alone cannot tell close weights apart)`;
@@ -105,7 +118,7 @@ function isReading(value: unknown): value is CanaryReading {
     r.tokens.every((t) => Number.isInteger(t)) &&
     Array.isArray(r.logprobs) &&
     r.logprobs.length > 0 &&
-    r.logprobs.every((v) => typeof v === 'number' && !Number.isNaN(v) && v !== Infinity)
+    r.logprobs.every((v) => isLogprobSum(v, GREEDY_TOKENS))
   );
 }
 

@@ -6,10 +6,12 @@
  * Prompt log-probs are where servers silently go wrong, so every answer is checked: one
  * log-prob per prompt token (the first may be null), aligned on our own token ids where
  * the server reports ids; anything else is a `ServerContractError` naming the server kind
- * and what was missing.
+ * and what was missing. Every log-prob and token id read is also held to what a model can
+ * produce (answer-checks.ts): a value outside it is a `RefusedAnswer`.
  */
 import { ProbeError } from '../../errors.ts';
 import type { SampleRequest } from '../types.ts';
+import { countFrom, logprobFrom, RefusedAnswer, shown, tokenIdFrom } from './answer-checks.ts';
 
 export const SERVER_KINDS = ['openai', 'vllm', 'sglang', 'tgi', 'llamacpp'] as const;
 export type ServerKind = (typeof SERVER_KINDS)[number];
@@ -105,8 +107,17 @@ function check(kind: ServerKind, got: number, ids: number[]): void {
   if (got < ids.length) fail(kind, `returned ${got} prompt log-probs for a ${ids.length}-token prompt (truncated)`);
 }
 
-/** Reads prompt log-probs out of a score answer, checked against the prompt's token ids. */
-export function parseScore(kind: ServerKind, answer: unknown, ids: number[]): PromptLogprobs {
+/** A prompt position's log-prob: null only at position 0 (nothing comes before it), else a log-probability. */
+function promptLogprob(value: unknown, i: number, field: string): number | null {
+  if (i === 0 && (value === null || value === undefined)) return null;
+  return logprobFrom(value, field, `the log-prob of prompt token ${i}`);
+}
+
+/**
+ * Reads prompt log-probs out of a score answer, checked against the prompt's token ids;
+ * `vocabSize` bounds the token ids the answer names besides the prompt's own.
+ */
+export function parseScore(kind: ServerKind, answer: unknown, ids: number[], vocabSize?: number): PromptLogprobs {
   const a = answer as Record<string, any>;
   switch (kind) {
     case 'openai': {
@@ -129,9 +140,16 @@ export function parseScore(kind: ServerKind, answer: unknown, ids: number[]): Pr
           kind,
           `returned ${lp.token_logprobs.length} log-probs for a ${ids.length}-token prompt and one generated token (the prompt was tokenised differently)`,
         );
-      const logprobs = lp.token_logprobs.slice(0, ids.length) as Array<number | null>;
-      const top = (Array.isArray(lp.top_logprobs) ? lp.top_logprobs : []) as Array<Record<string, number> | null>;
-      const greedy = logprobs.map((v, i) => (v === null || !top[i] ? null : v >= Math.max(...Object.values(top[i]!)) - 1e-6));
+      const logprobs = (lp.token_logprobs as unknown[]).slice(0, ids.length).map((v, i) => promptLogprob(v, i, 'logprobs.token_logprobs'));
+      const top = (Array.isArray(lp.top_logprobs) ? lp.top_logprobs : []).slice(0, ids.length) as Array<Record<string, unknown> | null>;
+      const greedy = logprobs.map((v, i) => {
+        const alternatives = top[i];
+        if (v === null || !alternatives || typeof alternatives !== 'object') return null;
+        const values = Object.entries(alternatives).map(([token, lp]) =>
+          logprobFrom(lp, 'logprobs.top_logprobs', `the top log-prob of ${shown(token)} at prompt token ${i}`),
+        );
+        return v >= Math.max(...values) - 1e-6;
+      });
       return { logprobs, greedy };
     }
     case 'vllm': {
@@ -153,7 +171,15 @@ export function parseScore(kind: ServerKind, answer: unknown, ids: number[]): Pr
         }
         const mine = entry[String(ids[i])];
         if (!mine) fail(kind, `prompt_logprobs[${i}] has no entry for token ${ids[i]} (the prompt was tokenised differently)`);
-        logprobs.push(mine.logprob);
+        // Every entry is read, so a value the model cannot produce anywhere in it refuses the answer.
+        for (const [token, value] of Object.entries(entry)) {
+          tokenIdFrom(/^\d+$/.test(token) ? Number(token) : token, vocabSize, 'prompt_logprobs', `a token of prompt_logprobs[${i}]`);
+          logprobFrom(value?.logprob, 'prompt_logprobs', `prompt_logprobs[${i}][${token}].logprob`);
+          const rank = value?.rank;
+          if (rank !== undefined && rank !== null && !(Number.isInteger(rank) && rank >= 1))
+            throw new RefusedAnswer(`prompt_logprobs[${i}][${token}].rank is ${shown(rank)}, not a rank`, 'prompt_logprobs');
+        }
+        logprobs.push(i === 0 ? promptLogprob(mine.logprob, 0, 'prompt_logprobs') : mine.logprob);
         greedy.push(mine.rank === undefined || mine.rank === null ? null : mine.rank === 1);
       });
       return { logprobs, greedy };
@@ -177,9 +203,15 @@ export function parseScore(kind: ServerKind, answer: unknown, ids: number[]): Pr
             kind,
             `input_token_logprobs[${k}] is for token ${id}, the prompt has ${ids[i]} there (the prompt was tokenised differently)`,
           );
-        logprobs.push(i === 0 ? null : logprob);
-        const best = top[k]?.[0]?.[0];
-        greedy.push(i === 0 || logprob === null || best === undefined ? null : logprob >= best - 1e-6);
+        const value = i === 0 ? null : promptLogprob(logprob, i, 'meta_info.input_token_logprobs');
+        logprobs.push(value);
+        const alternatives = (Array.isArray(top[k]) ? top[k] : []) as Array<[unknown, unknown, unknown]>;
+        const values = alternatives.map(([lp, id], j) => {
+          tokenIdFrom(id, vocabSize, 'meta_info.input_top_logprobs', `input_top_logprobs[${k}][${j}]'s token`);
+          return logprobFrom(lp, 'meta_info.input_top_logprobs', `input_top_logprobs[${k}][${j}]'s log-prob`);
+        });
+        const best = values[0];
+        greedy.push(value === null || best === undefined ? null : value >= best - 1e-6);
       });
       return { logprobs, greedy };
     }
@@ -202,9 +234,9 @@ export function parseScore(kind: ServerKind, answer: unknown, ids: number[]): Pr
         );
       }
       return {
-        logprobs: ids.map((_, i) => (i + offset === 0 ? null : prefill[i + offset]!.logprob)),
+        logprobs: ids.map((_, i) => promptLogprob(i + offset === 0 ? null : prefill[i + offset]!.logprob, i + offset, 'details.prefill')),
         greedy: ids.map(() => null),
-        ...(offset === 1 ? { prepended: prefill[0]!.id } : {}),
+        ...(offset === 1 ? { prepended: tokenIdFrom(prefill[0]!.id, vocabSize, 'details.prefill', 'the token TGI put first') } : {}),
       };
     }
     case 'llamacpp':
@@ -224,10 +256,12 @@ export interface ParsedSample {
   stop?: string;
   /** Why the server returned no text (finishReason `error`). */
   error?: string;
-  /** The sampled token ids, where the server returns them (llama.cpp's `tokens`). */
+  /** The sampled token ids, where the server returns them (llama.cpp's `tokens`, SGLang's and TGI's per-token details). */
   ids?: number[];
   /** Token count where the server says it; the caller counts otherwise. */
   tokens: number | null;
+  /** Each generated token's log-prob, where the server returns them (llama.cpp's stop the list a token short). */
+  tokenLogprobs?: number[];
   logprob: number | null;
 }
 
@@ -333,39 +367,66 @@ function stopOf(reason: unknown, stops: string[]): string | undefined {
   return undefined;
 }
 
-/** Samples out of a sampling answer, in choice order. */
-export function parseSamples(kind: ServerKind, answer: unknown, stops: string[]): ParsedSample[] {
+/** Per generated token, its log-prob: each a log-probability (null where one was asked for is refused, not read as 0). */
+function tokenLogprobs(values: unknown[], field: string): number[] {
+  return values.map((v, i) => logprobFrom(v, field, `the log-prob of generated token ${i}`));
+}
+
+const sum = (xs: number[]) => xs.reduce((s, v) => s + v, 0);
+
+/** Choices in index order; an index given twice is two answers for one sample. */
+function inIndexOrder<T extends { index?: unknown }>(kind: ServerKind, outs: T[], field: string): T[] {
+  const sorted = [...outs].sort((x, y) => Number(x?.index ?? 0) - Number(y?.index ?? 0));
+  const indexes = sorted.map((o) => o?.index).filter((i) => i !== undefined && i !== null);
+  if (new Set(indexes).size !== indexes.length || indexes.some((i) => !Number.isInteger(i) || (i as number) < 0))
+    throw new RefusedAnswer(`server kind ${kind}: choice indexes ${shown(indexes)} are not distinct indexes`, field);
+  return sorted;
+}
+
+/**
+ * Samples out of a sampling answer, in choice order. Log-probs and token ids are read
+ * through answer-checks.ts (`vocabSize` bounds the ids); how many completions and how long
+ * is checked against the request by `checkCompletions`.
+ */
+export function parseSamples(kind: ServerKind, answer: unknown, stops: string[], vocabSize?: number): ParsedSample[] {
   const a = answer as any;
   if (kind === 'llamacpp') {
     const outs = (Array.isArray(a) ? a : [a]) as any[];
-    return [...outs]
-      .sort((x, y) => (x?.index ?? 0) - (y?.index ?? 0))
-      .map((o) => {
-        if (typeof o?.content !== 'string' || typeof o?.stop_type !== 'string')
-          fail(kind, "the answer has no content and stop_type (not llama.cpp's /completion)");
-        // A stop string is kept only where the server says it matched ("word"); "eos" and "limit" end on their own.
-        const stop = o.stop_type === 'word' ? stopOf(o.stopping_word, stops) : undefined;
-        if (o.stop_type === 'word' && stop === undefined)
-          fail(
-            kind,
-            `stop_type "word" with stopping_word ${JSON.stringify(o.stopping_word)}, which is not one of the request's stop strings`,
-          );
-        const probs = (Array.isArray(o.completion_probabilities) ? o.completion_probabilities : []) as Array<{ logprob?: number }>;
-        const predicted = Number.isInteger(o.tokens_predicted)
-          ? (o.tokens_predicted as number)
-          : Array.isArray(o.tokens)
-            ? o.tokens.length
-            : null;
-        const ids = Array.isArray(o.tokens) && o.tokens.every((t: unknown) => Number.isInteger(t)) ? (o.tokens as number[]) : undefined;
-        return {
-          text: o.content,
-          finishReason: o.stop_type === 'limit' ? 'length' : stop ? 'stop' : 'eos',
-          ...(stop ? { stop } : {}),
-          ...(ids ? { ids } : {}),
-          tokens: predicted,
-          logprob: probs.length && probs.every((p) => typeof p.logprob === 'number') ? probs.reduce((s, p) => s + p.logprob!, 0) : null,
-        };
-      });
+    return inIndexOrder(kind, outs, 'index').map((o) => {
+      if (typeof o?.content !== 'string' || typeof o?.stop_type !== 'string')
+        fail(kind, "the answer has no content and stop_type (not llama.cpp's /completion)");
+      // A stop string is kept only where the server says it matched ("word"); "eos" and "limit" end on their own.
+      const stop = o.stop_type === 'word' ? stopOf(o.stopping_word, stops) : undefined;
+      if (o.stop_type === 'word' && stop === undefined)
+        fail(
+          kind,
+          `stop_type "word" with stopping_word ${JSON.stringify(o.stopping_word)}, which is not one of the request's stop strings`,
+        );
+      const ids = Array.isArray(o.tokens)
+        ? (o.tokens as unknown[]).map((t, i) => tokenIdFrom(t, vocabSize, 'tokens', `generated token ${i}`))
+        : undefined;
+      const predicted =
+        o.tokens_predicted !== undefined ? countFrom(o.tokens_predicted, 'tokens_predicted', 'tokens_predicted') : (ids?.length ?? null);
+      const probs = (Array.isArray(o.completion_probabilities) ? o.completion_probabilities : []) as Array<Record<string, unknown>>;
+      // The log-prob of each generated token, where every entry carries one (older servers give probabilities only).
+      const withLogprob = probs.length > 0 && probs.every((p) => p !== null && typeof p === 'object' && 'logprob' in p);
+      const lps = withLogprob
+        ? tokenLogprobs(
+            probs.map((p) => p.logprob),
+            'completion_probabilities',
+          )
+        : undefined;
+      // Not matched to `tokens` by id: llama.cpp's entries do not line up with them around bytes that are not yet UTF-8.
+      return {
+        text: o.content,
+        finishReason: o.stop_type === 'limit' ? 'length' : stop ? 'stop' : 'eos',
+        ...(stop ? { stop } : {}),
+        ...(ids ? { ids } : {}),
+        tokens: predicted,
+        ...(lps ? { tokenLogprobs: lps } : {}),
+        logprob: lps ? sum(lps) : null,
+      };
+    });
   }
   if (kind === 'sglang') {
     const outs = (Array.isArray(a) ? a : [a]) as any[];
@@ -373,13 +434,20 @@ export function parseSamples(kind: ServerKind, answer: unknown, stops: string[])
       const finish = o?.meta_info?.finish_reason;
       if (typeof o?.text !== 'string' || !finish) fail(kind, 'the answer has no text and meta_info.finish_reason');
       const stop = finish.type === 'stop' ? stopOf(finish.matched, stops) : undefined;
-      const out = (o.meta_info.output_token_logprobs ?? []) as Array<[number, number, unknown]>;
+      const out = (Array.isArray(o.meta_info.output_token_logprobs) ? o.meta_info.output_token_logprobs : []) as Array<[unknown, unknown]>;
+      const lps = tokenLogprobs(
+        out.map(([lp]) => lp),
+        'meta_info.output_token_logprobs',
+      );
+      const ids = out.map(([, id], i) => tokenIdFrom(id, vocabSize, 'meta_info.output_token_logprobs', `generated token ${i}`));
+      const claimed = o.meta_info.completion_tokens;
       return {
         text: o.text,
         finishReason: finish.type === 'length' ? 'length' : stop ? 'stop' : 'eos',
         ...(stop ? { stop } : {}),
-        tokens: o.meta_info.completion_tokens ?? out.length,
-        logprob: out.length ? out.reduce((s, [lp]) => s + lp, 0) : null,
+        ...(out.length ? { ids, tokenLogprobs: lps } : {}),
+        tokens: claimed !== undefined ? countFrom(claimed, 'meta_info.completion_tokens', 'completion_tokens') : out.length,
+        logprob: out.length ? sum(lps) : null,
       };
     });
   }
@@ -389,36 +457,45 @@ export function parseSamples(kind: ServerKind, answer: unknown, stops: string[])
     // TGI keeps a matched stop sequence at the end of the text.
     const stop = d.finish_reason === 'stop_sequence' ? stops.find((s) => a.generated_text.endsWith(s)) : undefined;
     const text = stop ? a.generated_text.slice(0, -stop.length) : a.generated_text;
-    const tokens = (d.tokens ?? []) as Array<{ logprob: number }>;
+    const tokens = (Array.isArray(d.tokens) ? d.tokens : []) as Array<{ id?: unknown; logprob?: unknown }>;
+    const lps = tokenLogprobs(
+      tokens.map((t) => t?.logprob),
+      'details.tokens',
+    );
+    // Ids where every token entry names one (TGI's do); one named that is no token refuses the answer.
+    const named = tokens.length > 0 && tokens.every((t) => t !== null && typeof t === 'object' && 'id' in t);
+    const ids = tokens.map((t, i) => (named ? tokenIdFrom(t.id, vocabSize, 'details.tokens', `generated token ${i}`) : -1));
     return [
       {
         text,
         finishReason: d.finish_reason === 'length' ? 'length' : stop ? 'stop' : 'eos',
         ...(stop ? { stop } : {}),
-        tokens: d.generated_tokens ?? tokens.length,
-        logprob: tokens.length ? tokens.reduce((s, t) => s + t.logprob, 0) : null,
+        ...(named ? { ids } : {}),
+        ...(tokens.length ? { tokenLogprobs: lps } : {}),
+        tokens:
+          d.generated_tokens !== undefined ? countFrom(d.generated_tokens, 'details.generated_tokens', 'generated_tokens') : tokens.length,
+        logprob: tokens.length ? sum(lps) : null,
       },
     ];
   }
   const choices = a?.choices as any[] | undefined;
   if (!Array.isArray(choices) || choices.length === 0) fail(kind, 'the answer has no choices');
-  return [...choices]
-    .sort((x, y) => (x.index ?? 0) - (y.index ?? 0))
-    .map((c) => {
-      if (typeof c.text !== 'string') fail(kind, 'a choice has no text');
-      // vLLM (and probe serve) say which stop string matched in stop_reason. A server that does not
-      // says "stop" for an end of text too, so without it no stop string is taken to have matched:
-      // appending one the model never wrote could turn half an action into one that parses.
-      const stop = c.finish_reason === 'stop' ? stopOf(c.stop_reason, stops) : undefined;
-      const lps = c.logprobs?.token_logprobs as Array<number | null> | undefined;
-      return {
-        text: c.text,
-        finishReason: c.finish_reason === 'length' ? 'length' : stop ? 'stop' : 'eos',
-        ...(stop ? { stop } : {}),
-        tokens: Array.isArray(lps) ? lps.length : null,
-        logprob: Array.isArray(lps) ? lps.reduce<number>((s, v) => s + (v ?? 0), 0) : null,
-      };
-    });
+  return inIndexOrder(kind, choices, 'choices').map((c) => {
+    if (typeof c?.text !== 'string') fail(kind, 'a choice has no text');
+    // vLLM (and probe serve) say which stop string matched in stop_reason. A server that does not
+    // says "stop" for an end of text too, so without it no stop string is taken to have matched:
+    // appending one the model never wrote could turn half an action into one that parses.
+    const stop = c.finish_reason === 'stop' ? stopOf(c.stop_reason, stops) : undefined;
+    const lps = Array.isArray(c.logprobs?.token_logprobs) ? tokenLogprobs(c.logprobs.token_logprobs, 'logprobs.token_logprobs') : undefined;
+    return {
+      text: c.text,
+      finishReason: c.finish_reason === 'length' ? 'length' : stop ? 'stop' : 'eos',
+      ...(stop ? { stop } : {}),
+      tokens: lps ? lps.length : null,
+      ...(lps ? { tokenLogprobs: lps } : {}),
+      logprob: lps ? sum(lps) : null,
+    };
+  });
 }
 
 /** `/tokenize` per kind: what to send, and the ids in the answer. */
@@ -429,9 +506,10 @@ export function tokenizeCall(kind: ServerKind, model: string, text: string, addS
   return { path: '/tokenize', body: { model, prompt: text, add_special_tokens: addSpecial } };
 }
 
-export function parseTokenize(kind: ServerKind, answer: unknown): number[] {
+/** The ids of a `/tokenize` answer, each one of the vocabulary (`vocabSize`, where known). */
+export function parseTokenize(kind: ServerKind, answer: unknown, vocabSize?: number): number[] {
   const a = answer as any;
-  const ids = kind === 'tgi' && Array.isArray(a) ? a.map((t: { id: number }) => t.id) : a?.tokens;
-  if (!Array.isArray(ids) || ids.some((t) => !Number.isInteger(t))) fail(kind, '/tokenize returned no list of token ids');
-  return ids as number[];
+  const ids = kind === 'tgi' && Array.isArray(a) ? a.map((t: { id: number }) => t?.id) : a?.tokens;
+  if (!Array.isArray(ids)) fail(kind, '/tokenize returned no list of token ids');
+  return (ids as number[]).map((t, i) => tokenIdFrom(t, vocabSize, 'tokens', `/tokenize's token ${i}`));
 }

@@ -208,6 +208,11 @@ export class EndpointPool {
   }
 
   async json<T>(path: string, body?: unknown, signal?: AbortSignal): Promise<T> {
+    return (await this.answer<T>(path, body, signal)).answer;
+  }
+
+  /** `json`, with the replica that answered: what a message about the answer names. */
+  async answer<T>(path: string, body?: unknown, signal?: AbortSignal): Promise<{ answer: T; url: string }> {
     const tried = new Set<Endpoint>();
     let lastError: unknown;
     while (tried.size < this.endpoints.length) {
@@ -225,7 +230,7 @@ export class EndpointPool {
       try {
         const result = await endpoint.json<T>(path, body, signal);
         this.downUntil.delete(endpoint);
-        return result;
+        return { answer: result, url: endpoint.baseUrl };
       } catch (error) {
         if (!(error instanceof EndpointFailure)) throw error;
         lastError = error;
