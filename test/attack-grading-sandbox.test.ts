@@ -14,7 +14,7 @@ import { openSandbox } from '../src/sandbox/open.ts';
 import { SandboxPool } from '../src/sandbox/pool.ts';
 import type { LoadedTask } from '../src/schema/task.ts';
 import { gradeSandbox, verifyState } from '../src/verify/verifier.ts';
-import { skipWithoutDocker } from './helpers/docker.ts';
+import { commitImage, skipWithoutDocker } from './helpers/docker.ts';
 import { PY } from './helpers/verifier-attacks.ts';
 
 const LEAKY_IMAGE = 'probe-test-leaky-site:latest';
@@ -34,29 +34,24 @@ const plantCommand = `cat > ${SITE}/sitecustomize.py <<'PROBE_EOF'\n${FORGE}\nPR
 /** The shop task with its repository in the leaky image. */
 const task: LoadedTask = { ...PY, image: LEAKY_IMAGE };
 
+/** The base image with a directory anyone may write, owned by another user, first on the image's PYTHONPATH. */
 async function buildLeakyImage(): Promise<void> {
-  const docker = new Docker();
-  const container = await docker.createContainer({
-    Image: BASE_IMAGE,
-    Cmd: ['sleep', 'infinity'],
-    NetworkDisabled: true,
-    HostConfig: { NetworkMode: 'none' },
-  });
-  try {
-    await container.start();
-    const exec = await container.exec({
-      Cmd: ['bash', '-c', `mkdir -p ${SITE} && chown 4321:4321 ${SITE} && chmod 0777 ${SITE}`],
-      AttachStdout: true,
-      AttachStderr: true,
-    });
-    const stream = await exec.start({});
-    stream.resume();
-    await new Promise((resolve) => stream.on('end', resolve));
-    expect((await exec.inspect()).ExitCode).toBe(0);
-    await container.commit({ repo: LEAKY_IMAGE.split(':')[0], tag: 'latest', changes: [`ENV PYTHONPATH=${SITE}`] });
-  } finally {
-    await container.remove({ force: true });
-  }
+  await commitImage(
+    BASE_IMAGE,
+    LEAKY_IMAGE.split(':')[0]!,
+    async (container) => {
+      const exec = await container.exec({
+        Cmd: ['bash', '-c', `mkdir -p ${SITE} && chown 4321:4321 ${SITE} && chmod 0777 ${SITE}`],
+        AttachStdout: true,
+        AttachStderr: true,
+      });
+      const stream = await exec.start({});
+      stream.resume();
+      await new Promise((resolve) => stream.on('end', resolve));
+      expect((await exec.inspect()).ExitCode).toBe(0);
+    },
+    [`ENV PYTHONPATH=${SITE}`],
+  );
 }
 
 describe.skipIf(skipWithoutDocker)(

@@ -5,7 +5,6 @@
  * no capability inside, nothing written on the host, nothing left for a later use, no
  * pass graded from a planted file, a resumed run equal to an uninterrupted one.
  */
-import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -14,7 +13,8 @@ import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 import { escapeCommand, hostMarkerDir, hostMarkers, plantLinksCommand, plantUserSiteCommand } from './helpers/attacks.ts';
 import { dockerUp } from './helpers/docker.ts';
-import { CKPT, PROBE_BIN, tempDir } from './helpers/paths.ts';
+import { runProbeAsync } from './helpers/cli.ts';
+import { CKPT, tempDir } from './helpers/paths.ts';
 import { ScriptedServer, type Script } from './helpers/scripted-server.ts';
 
 const TASKS = join(REPO_ROOT, 'verifiers');
@@ -32,27 +32,8 @@ const ITEM = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8')
 const step = (command: string) => `I will look around.\n<bash>\n${command}\n</bash>\n`;
 const SUBMIT = 'Done.\n<submit/>\n';
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
 /** The real CLI as a child process (async: the scripted server answers from this process). */
-function probe(args: string[], onSpawn?: (kill: () => void) => void): Promise<Run> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
-    onSpawn?.(() => child.kill('SIGKILL'));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+const probe = (args: string[], onSpawn?: (kill: () => void) => void) => runProbeAsync(args, {}, 600_000, onSpawn);
 
 const servers: ScriptedServer[] = [];
 async function serve(script: Script): Promise<ScriptedServer> {

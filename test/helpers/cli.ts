@@ -20,8 +20,16 @@ export function runProbe(args: string[], env: Record<string, string> = {}, timeo
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-/** `runProbe` without blocking this process: for a CLI run against a server this test process serves. */
-export function runProbeAsync(args: string[], env: Record<string, string> = {}, timeoutMs = 300_000): Promise<CliRun> {
+/**
+ * `runProbe` without blocking this process: for a CLI run against a server this test process
+ * serves. `onSpawn` is handed a kill (SIGKILL) for a test that interrupts the run.
+ */
+export function runProbeAsync(
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 300_000,
+  onSpawn?: (kill: () => void) => void,
+): Promise<CliRun> {
   return new Promise((resolve) => {
     const child = spawn(process.execPath, [PROBE_BIN, ...args], {
       cwd: REPO_ROOT,
@@ -37,6 +45,7 @@ export function runProbeAsync(args: string[], env: Record<string, string> = {}, 
       stderr += d;
     });
     const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    onSpawn?.(() => child.kill('SIGKILL'));
     child.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });

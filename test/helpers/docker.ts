@@ -15,19 +15,36 @@ if (!dockerUp && process.env.PROBE_REQUIRE_DOCKER) {
 export const skipWithoutDocker = !dockerUp;
 
 /**
- * An image as SWE-bench ships them: the base image with the task's repository at its
- * workdir, owned by root. Returns the image's name; `docker image rm` it when done.
+ * A new image `name:latest` from `base`: `prepare` works on a running container of it (as
+ * root, with the engine's default rights, network off), which is then committed with
+ * Dockerfile `changes` (`ENV X=1`). Returns the image's name; `docker image rm` it when done.
  */
-export async function buildRepoImage(task: LoadedTask, name: string): Promise<string> {
+export async function commitImage(
+  base: string,
+  name: string,
+  prepare: (container: Docker.Container) => Promise<void>,
+  changes: string[] = [],
+): Promise<string> {
   const docker = new Docker();
   const container = await docker.createContainer({
-    Image: BASE_IMAGE,
+    Image: base,
     Cmd: ['sleep', 'infinity'],
     NetworkDisabled: true,
     HostConfig: { NetworkMode: 'none' },
   });
   try {
     await container.start();
+    await prepare(container);
+    await container.commit({ repo: name, tag: 'latest', ...(changes.length ? { changes } : {}) });
+  } finally {
+    await container.remove({ force: true });
+  }
+  return `${name}:latest`;
+}
+
+/** An image as SWE-bench ships them: the base image with the task's repository at its workdir, owned by root. */
+export function buildRepoImage(task: LoadedTask, name: string): Promise<string> {
+  return commitImage(BASE_IMAGE, name, async (container) => {
     const checkout = spawn(
       'tar',
       [
@@ -44,9 +61,5 @@ export async function buildRepoImage(task: LoadedTask, name: string): Promise<st
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     await container.putArchive(checkout.stdout, { path: '/' });
-    await container.commit({ repo: name, tag: 'latest' });
-  } finally {
-    await container.remove({ force: true });
-  }
-  return `${name}:latest`;
+  });
 }
