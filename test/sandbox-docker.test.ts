@@ -3,7 +3,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BASE_IMAGE, DockerSandbox, sweepLeftovers } from '../src/sandbox/docker.ts';
+import { BASE_IMAGE, DockerSandbox, PRISTINE_ROOT, sweepLeftovers } from '../src/sandbox/docker.ts';
+import { layoutImage } from '../src/sandbox/layout-image.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import { replayTrajectory } from '../src/replay/replay.ts';
 import type { LoadedTask } from '../src/schema/task.ts';
@@ -179,6 +180,32 @@ describe.skipIf(skipWithoutDocker)('docker sandbox', () => {
     expect(huge.output).toMatch(/\n1073741824\n$/);
   });
 
+  it("fills no more than its disk cap, all of it tmpfs: nothing on the host's disk, and restore makes room again", async () => {
+    process.env.PROBE_SANDBOX_DISK_MB = '256';
+    let small: DockerSandbox;
+    try {
+      small = await DockerSandbox.create(task);
+    } finally {
+      delete process.env.PROBE_SANDBOX_DISK_MB;
+    }
+    try {
+      const fill = await small.exec(
+        'head -c 400M /dev/zero > big; echo "tree $?"; head -c 200M /dev/zero > /tmp/big; echo "tmp $?"; df -m --output=target,size . /tmp | tail -n 2',
+        { timeoutMs: 120_000 },
+      );
+      expect(fill.output).toMatch(/No space left on device[\s\S]*tree 1\n[\s\S]*No space left on device[\s\S]*tmp 1\n/);
+      expect(fill.output).toMatch(/\/testbed\s+192\n\/tmp\s+64\n/);
+      // The container's own layer on the host's disk: what it wrote went to tmpfs instead.
+      const id = (await small.exec('hostname')).output.trim();
+      const [info] = await new Docker().listContainers({ all: true, size: true, filters: { id: [id] } });
+      expect((info as { SizeRw?: number }).SizeRw ?? 0).toBeLessThan(2 ** 20);
+      await small.restore({ base_commit: task.base_commit, patch: '' });
+      expect((await small.exec('head -c 100M /dev/zero > again && echo written')).output).toBe('written\n');
+    } finally {
+      await small.close();
+    }
+  });
+
   it('labels its containers and removes leftovers of a dead run', async () => {
     const docker = new Docker();
     const mine = await docker.listContainers({ filters: { label: ['probe.sandbox'] } });
@@ -208,10 +235,11 @@ describe.skipIf(skipWithoutDocker)('docker sandbox for an image task (repository
   afterAll(async () => {
     await sb?.close();
     if (image)
-      await new Docker()
-        .getImage(image)
-        .remove({ force: true })
-        .catch(() => {});
+      for (const made of [await layoutImage(new Docker(), image, task.workdir, `${PRISTINE_ROOT}${task.workdir}`), image])
+        await new Docker()
+          .getImage(made)
+          .remove({ force: true })
+          .catch(() => {});
   });
 
   it('hands the tree to the sandbox user and keeps the base aside, read-only', async () => {

@@ -8,8 +8,10 @@
  * - every command runs as an unprivileged uid of its own (`sandbox`; HOME=/tmp, a size-limited tmpfs), in an in-container
  *   `timeout -k` (docker exec forwards no signals); no process outlives its command;
  * - the repository lives twice: a root-owned, read-only pristine copy of the base tree
- *   (PRISTINE_ROOT) and the workdir, owned by the sandbox user. `restore` empties the workdir and
- *   /tmp as that user and copies the pristine tree back, `.git` included;
+ *   (PRISTINE_ROOT) and the workdir, a tmpfs of the sandbox user's. `restore` empties the
+ *   workdir and /tmp as that user and copies the pristine tree back, `.git` included;
+ * - the disk it can fill is those two tmpfs, sized from one cap and counted in the
+ *   container's memory: nothing it writes reaches the host's disk;
  * - nothing else is writable to the sandbox user, so nothing outlives `restore`: root's
  *   world-writable places are made unwritable at set-up, and the places the image leaves
  *   writable to anyone under other owners (which capability-less root cannot change) are
@@ -25,11 +27,9 @@
  * the same jail, in an image with the packages installed.
  */
 import { spawn } from 'node:child_process';
-import { posix } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import { createRequire } from 'node:module';
 import type Docker from 'dockerode';
-import tar from 'tar-stream';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { onShutdown } from '../util/shutdown.ts';
 import { boundedTimeout } from '../util/timeout.ts';
@@ -38,6 +38,8 @@ import { describePackage, environmentPackages } from '../schema/environment.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
 import { BASE_IMAGE } from './base-image.ts';
 import { environmentImage, MissingPackagesError } from './environment-image.ts';
+import { layoutImage } from './layout-image.ts';
+import { diskQuotaBytes } from './disk-quota.ts';
 import { EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
 import { OutputCapture, STDERR_KEPT } from './output-capture.ts';
 import { FILE_TIMEOUT_MS, READ_FILE, readBytes, resetTreeScript, restoreFromBase, writeThroughJail } from './through-jail.ts';
@@ -66,16 +68,21 @@ export const PRISTINE_ROOT = '/opt/probe-pristine';
  * account uses, so a fork bomb in one sandbox cannot starve a concurrent one.
  */
 function sandboxUid(): number {
-  // Below 8^6: tar headers (the workdir goes in as a tar entry owned by it) hold six octal digits.
   return 200_000 + Math.floor(Math.random() * 60_000);
 }
 /** Root, but with no capability (the container has none): it can only touch what root owns. */
 const ROOT_USER = '0:0';
 /**
- * /tmp (also the home) is a tmpfs, whose pages count against the container's memory: a
- * quarter of the disk budget, so a full /tmp still leaves the commands most of their memory.
+ * The disk a sandbox can fill is tmpfs, nothing on the host's disk: the workdir (three
+ * quarters of the cap, `PROBE_SANDBOX_DISK_MB` or 4 GiB) and /tmp, also the home (a quarter).
+ * Their pages count in the container's memory, whose limit is the commands' own plus the
+ * cap, so a full disk still leaves the commands their memory. Everything else the sandbox
+ * user could write is read-only (install, writableOutsideTree).
  */
-const TMP_BYTES = LIMITS.diskBytes / 4;
+function diskShares(): { workdir: number; tmp: number } {
+  const cap = diskQuotaBytes();
+  return { workdir: Math.floor((cap * 3) / 4), tmp: Math.floor(cap / 4) };
+}
 const MEMORY_BYTES = 4 * 2 ** 30;
 /** The engine's own read-only paths, which a container's `ReadonlyPaths` replaces. */
 const ENGINE_READONLY_PATHS = ['/proc/asound', '/proc/bus', '/proc/fs', '/proc/irq', '/proc/sys', '/proc/sysrq-trigger'];
@@ -160,14 +167,6 @@ export function rootOwnedTarOf(dir: string): Readable {
   }).stdout;
 }
 
-/** A tar holding one empty directory owned by the sandbox user (the engine keeps the owner in the header). */
-function userDirectoryTar(name: string, uid: number): Readable {
-  const pack = tar.pack();
-  pack.entry({ name: `${name}/`, type: 'directory', mode: 0o755, uid, gid: uid });
-  pack.finalize();
-  return pack as unknown as Readable;
-}
-
 /** The container's own rlimits: hard ceilings for every process in it, root's included. */
 const CONTAINER_ULIMITS = [
   { Name: 'nproc', Soft: LIMITS.processes, Hard: LIMITS.processes },
@@ -227,7 +226,7 @@ export class DockerSandbox implements Sandbox {
     readonly workdir: string,
     private readonly outputCap: number,
     private readonly baseCommit: string,
-    private readonly uid = sandboxUid(),
+    private readonly uid: number,
   ) {
     this.user = `${uid}:${uid}`;
     this.pristine = `${PRISTINE_ROOT}${workdir}`;
@@ -270,6 +269,8 @@ export class DockerSandbox implements Sandbox {
 
   /** A container of the image, set up and restored to the base, with `readOnly` mounted read-only. */
   private static async start(task: LoadedTask, image: string, readOnly: string[], options: SandboxOptions): Promise<DockerSandbox> {
+    const uid = sandboxUid();
+    const disk = diskShares();
     const container = await client()
       .createContainer({
         Image: image,
@@ -279,13 +280,16 @@ export class DockerSandbox implements Sandbox {
         Labels: { [LABEL]: '1', 'probe.pid': String(process.pid), 'probe.task': task.instance_id },
         HostConfig: {
           NetworkMode: 'none',
-          Memory: MEMORY_BYTES,
+          Memory: MEMORY_BYTES + disk.workdir + disk.tmp,
           PidsLimit: PIDS,
           Init: true,
           CapDrop: ['ALL'],
           SecurityOpt: ['no-new-privileges'],
           Ulimits: CONTAINER_ULIMITS,
-          Tmpfs: { '/tmp': `rw,nosuid,nodev,size=${TMP_BYTES},mode=1777` },
+          Tmpfs: {
+            '/tmp': `rw,nosuid,nodev,size=${disk.tmp},mode=1777`,
+            [task.workdir]: `rw,nosuid,nodev,size=${disk.workdir},mode=0755,uid=${uid},gid=${uid}`,
+          },
           // Setting the list replaces the engine's own, which is kept.
           ...(readOnly.length > 0 ? { ReadonlyPaths: [...ENGINE_READONLY_PATHS, ...readOnly] } : {}),
         },
@@ -293,7 +297,7 @@ export class DockerSandbox implements Sandbox {
       .catch((error: Error) => {
         throw new ProbeError(`cannot create a container from image ${image}: ${error.message}`, { cause: error });
       });
-    const sb = new DockerSandbox(container, task.workdir, options.outputCap ?? DEFAULT_OUTPUT_CAP, task.base_commit);
+    const sb = new DockerSandbox(container, task.workdir, options.outputCap ?? DEFAULT_OUTPUT_CAP, task.base_commit, uid);
     live.add(sb);
     try {
       await container.start();
@@ -345,13 +349,10 @@ export class DockerSandbox implements Sandbox {
   private async install(task: LoadedTask): Promise<void> {
     await this.asRoot(`mkdir -p ${TOOLS_MOUNT} "$(dirname "$PROBE_BASE_TREE")" "$(dirname "$PROBE_WORKDIR")"`);
     await this.container.putArchive(rootOwnedTarOf(TOOLS_DIR), { path: TOOLS_MOUNT });
+    // The workdir is the sandbox user's tmpfs, empty until restore fills it; an image's own repository is already aside (layout-image.ts).
     if (task.repoDir) {
-      await this.asRoot('rm -rf "$PROBE_WORKDIR"; mkdir "$PROBE_BASE_TREE"');
+      await this.asRoot('mkdir "$PROBE_BASE_TREE"');
       await this.container.putArchive(rootOwnedTarOf(checkoutTemplate(task)), { path: this.pristine });
-    } else {
-      await this.asRoot(
-        'test -d "$PROBE_WORKDIR/.git" || { echo "no git repository at $PROBE_WORKDIR in the image"; exit 1; }; mv "$PROBE_WORKDIR" "$PROBE_BASE_TREE"',
-      );
     }
     await this.asRoot(
       [
@@ -365,7 +366,6 @@ export class DockerSandbox implements Sandbox {
         'find / -xdev \\( -path /proc -o -path /sys -o -path /dev -o -path /tmp \\) -prune -o -user 0 \\( -type d -o -type f \\) -perm -0002 -print0 | xargs -0r chmod o-w',
       ].join('\n'),
     );
-    await this.container.putArchive(userDirectoryTar(posix.basename(this.workdir), this.uid), { path: posix.dirname(this.workdir) });
   }
 
   private async asRoot(script: string): Promise<void> {
@@ -503,12 +503,16 @@ export class DockerSandbox implements Sandbox {
   }
 }
 
-/** The task's image (or the base image), derived with the packages its `environment` names. */
+/**
+ * The task's image (or the base image), derived with the packages its `environment` names;
+ * for a task whose repository is the image's own, with it moved aside (layout-image.ts).
+ */
 async function imageFor(task: LoadedTask): Promise<string> {
   const base = task.image ?? BASE_IMAGE;
   const packages = environmentPackages(task.environment);
   try {
-    return await environmentImage(client(), base, [...packages.keys()]);
+    const image = await environmentImage(client(), base, [...packages.keys()]);
+    return task.repoDir ? image : await layoutImage(client(), image, task.workdir, `${PRISTINE_ROOT}${task.workdir}`);
   } catch (error) {
     if (!(error instanceof MissingPackagesError)) throw error;
     throw new InputError(
