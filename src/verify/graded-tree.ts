@@ -153,8 +153,11 @@ async function settingsChanged(sb: Sandbox, baseCommit: string, path: RepoPath, 
  *   `org`): recorded by a finder put first on `sys.meta_path` while pytest collects an empty
  *   directory of its own;
  * - built in, or found on the path outside the repository (site-packages).
+ *
+ * The first three depend on the sandbox's Python alone, not on the state graded, so they are
+ * asked once per grader's sandbox (STARTUP_NAMES); the last for the names at hand (INSTALLED).
  */
-const TAKEN_NAMES = `
+const OFF_THE_REPOSITORY = `
 import importlib.util, io, os, site, sys, tempfile, contextlib
 root = os.path.realpath(os.environ["PROBE_ROOT"]) + os.sep
 try:
@@ -162,6 +165,8 @@ try:
 except Exception:
     extra = []
 sys.path[:] = [p for p in [q for q in sys.path if q] + extra if not (os.path.realpath(p) + os.sep).startswith(root)]
+`;
+const STARTUP_NAMES = `${OFF_THE_REPOSITORY}
 attempts = {"sitecustomize", "usercustomize"}
 class Recorder:
     def find_spec(self, name, path=None, target=None):
@@ -179,31 +184,58 @@ except BaseException:
     pass
 finally:
     os.rmdir(empty)
-taken = attempts | set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
+print(*sorted(attempts | set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)), sep="\\n")
+`;
+const INSTALLED = `${OFF_THE_REPOSITORY}
 for name in os.environ["PROBE_NAMES"].split():
     try:
-        found = name in taken or importlib.util.find_spec(name) is not None
+        found = importlib.util.find_spec(name) is not None
     except Exception:
         found = True
     if found:
         print(name)
 `;
 
-async function takenNames(sb: Sandbox, names: string[]): Promise<Set<string>> {
-  const taken = new Set(names.filter((n) => STDLIB_MODULE_NAMES.has(n)));
-  const ask = names.filter((n) => !taken.has(n));
-  if (ask.length === 0) return taken;
+/** Runs one of the scripts above with the task's Python; its output lines. */
+async function askPython(sb: Sandbox, what: string, script: string, names = ''): Promise<string[]> {
   const out = await run(
     sb,
-    'ask Python which modules the test run may import',
+    what,
     [
       'root="$(pwd)"',
       'py="$(command -v python || command -v python3)" || exit 0',
       'cd / && PROBE_ROOT="$root" "$py" -I -S -c "$PROBE_SCRIPT"',
     ].join('\n'),
-    { PROBE_NAMES: ask.join(' '), PROBE_SCRIPT: TAKEN_NAMES },
+    { PROBE_NAMES: names, PROBE_SCRIPT: script },
   );
-  for (const line of out.split('\n')) if (line.trim()) taken.add(line.trim());
+  return out
+    .split('\n')
+    .map((line) => line.trim())
+    .filter(Boolean);
+}
+
+/** Per grader's sandbox: the standard library's names, the built-in ones and what the runner tries at start-up. */
+const startupNames = new WeakMap<Sandbox, Promise<Set<string>>>();
+
+function startupNamesOf(sb: Sandbox): Promise<Set<string>> {
+  let names = startupNames.get(sb);
+  if (!names) {
+    names = askPython(sb, "record what the test runner's start-up imports", STARTUP_NAMES).then(
+      (lines) => new Set([...STDLIB_MODULE_NAMES, ...lines]),
+    );
+    startupNames.set(sb, names);
+    names.catch(() => startupNames.delete(sb));
+  }
+  return names;
+}
+
+async function takenNames(sb: Sandbox, names: string[]): Promise<Set<string>> {
+  if (names.length === 0) return new Set();
+  const startup = await startupNamesOf(sb);
+  const taken = new Set(names.filter((n) => startup.has(n)));
+  const ask = names.filter((n) => !taken.has(n));
+  if (ask.length > 0)
+    for (const name of await askPython(sb, 'ask Python which modules are installed', INSTALLED, ask.join(' '))) taken.add(name);
   return taken;
 }
 

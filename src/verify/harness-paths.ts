@@ -55,10 +55,6 @@ export const TAMPERING = {
   testPatchFile: 'writes a file of the test patch (reset to the base before the test patch is applied, as SWE-bench does)',
 } as const;
 
-/** Why a change that is not tampering is still not graded. */
-export const LEFT_OUT =
-  'a new file outside the source packages (only edits to tracked files and new files inside existing source packages are graded)';
-
 export type PathVerdict =
   | { kind: 'keep' }
   | { kind: 'tampering'; reason: string }
