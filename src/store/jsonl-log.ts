@@ -10,10 +10,10 @@
  * and appended to only as a regular file in a directory inside `root`, never through a link.
  */
 import { closeSync, mkdirSync, realpathSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { dirname, resolve, sep } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { ProbeError, InputError } from '../errors.ts';
 import { interruptedBy } from '../util/interrupt.ts';
-import { openAppend, readRegularFileIfPresent, TREE_LIMITS } from '../util/safe-tree.ts';
+import { isInside, openAppend, readRegularFileIfPresent, TREE_LIMITS } from '../util/safe-tree.ts';
 import { decode, encode } from '../util/tagged-numbers.ts';
 
 export function toJsonLine(record: unknown): string {
@@ -98,7 +98,7 @@ export class JsonlLog<T> {
     const dir = dirname(this.file);
     mkdirSync(dir, { recursive: true });
     const [real, root] = [realpathSync(dir), realpathSync(this.root)];
-    if (real !== root && !real.startsWith(root + sep))
+    if (!isInside(real, root))
       throw new InputError(
         { file: resolve(dir) },
         `leads to ${real}, outside the run directory (${root}): a log is written only inside it`,

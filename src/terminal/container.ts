@@ -28,7 +28,7 @@
  * of system directories and none of the image's variables (whose directories the agent may
  * write).
  */
-import type { Duplex } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError, ProbeError } from '../errors.ts';
 import { client, dockerAvailable, LABEL, rootOwnedTarOf, sweepLeftovers } from '../sandbox/docker.ts';
@@ -36,7 +36,6 @@ import { OutputCapture } from '../sandbox/output-capture.ts';
 import { LIMITS } from '../sandbox/types.ts';
 import { onShutdown } from '../util/shutdown.ts';
 import { boundedTimeout, sleep } from '../util/timeout.ts';
-import type { Readable } from 'node:stream';
 import type { Tampering } from '../verify/harness-paths.ts';
 import {
   EPISODE_MARKER,

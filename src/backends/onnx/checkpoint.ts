@@ -13,8 +13,8 @@
 import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { describeCause, InputError } from '../../errors.ts';
-import { checkTree, readTextFile, type TreeLimits } from '../../util/safe-tree.ts';
+import { InputError } from '../../errors.ts';
+import { checkTree, readJsonFile, type TreeLimits } from '../../util/safe-tree.ts';
 import { DEFAULT_DTYPE, type Dtype, modelPathOf } from './dtype.ts';
 
 /** What the checkpoint's files are, in safe-tree's messages. */
@@ -85,12 +85,7 @@ function readJson(file: string, required: boolean): unknown {
     if (!required) return undefined;
     throw new InputError({ file }, 'file is missing (a checkpoint directory needs config.json, tokenizer.json and onnx/model.onnx)');
   }
-  const text = readTextFile(file, { maxBytes: CHECKPOINT_JSON_BYTES, what: CHECKPOINT_DIR });
-  try {
-    return JSON.parse(text);
-  } catch (error) {
-    throw new InputError({ file }, `not valid JSON: ${describeCause(error)}`, { cause: error });
-  }
+  return readJsonFile(file, { maxBytes: CHECKPOINT_JSON_BYTES, what: CHECKPOINT_DIR });
 }
 
 function validate<T>(schema: z.ZodType<T>, value: unknown, file: string): T {
