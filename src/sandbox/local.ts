@@ -19,7 +19,7 @@ import { mountQuota, SANDBOX_PREFIX, sweepDeadQuotas, unmountQuota } from './dis
 import { EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
 import { hostGit } from './host-git.ts';
 import { checkoutGitBase } from './repo-checkout.ts';
-import { checkNestedGit, taskGit, type GitConfinement } from './task-git.ts';
+import { checkNestedGit, taskGit, taskSetConfinement, type GitConfinement } from './task-git.ts';
 import { requireHostPackages } from './host-packages.ts';
 import { OutputCapture, STDERR_KEPT } from './output-capture.ts';
 import { READ_FILE, FILE_TIMEOUT_MS, readBytes, resetTreeScript, restoreFromBase, writeThroughJail } from './through-jail.ts';
@@ -86,11 +86,7 @@ onExit(() => {
 
 /** Where a task's repository and its git data may lie: the roots its repo_path was confined to (the repository alone for a task made in code). */
 function repoConfinement(task: LoadedTask & { repoDir: string }): GitConfinement {
-  return {
-    roots: task.repoRoots ?? [task.repoDir],
-    at: { file: task.file, field: 'repo_path' },
-    rootsName: "the task set's directory",
-  };
+  return taskSetConfinement(task.repoRoots ?? [task.repoDir], { file: task.file });
 }
 
 /**

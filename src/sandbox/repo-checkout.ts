@@ -14,7 +14,8 @@
  *    `$Id$`, run filters or change the encoding are switched off), so the checkout is the
  *    size measured.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { InputError, type InputLocation } from '../errors.ts';
 import type { LoadedTask } from '../schema/task.ts';
@@ -96,25 +97,47 @@ function checkTreeSize(task: LoadedTask, env: Record<string, string>): void {
     );
 }
 
+/** git's object format for a commit id: a 64-digit id is a SHA-256 repository's. */
+function objectFormat(commit: string): 'sha1' | 'sha256' {
+  return commit.length === 64 ? 'sha256' : 'sha1';
+}
+
+/** The variables that make a repository of probe's (`gitDir`) read the task's objects: its own config and refs, their store. */
+function borrowing(git: TaskGit, gitDir: string): Record<string, string> {
+  return { GIT_DIR: gitDir, GIT_OBJECT_DIRECTORY: git.objectDirs[0] ?? join(git.commonDir, 'objects') };
+}
+
+/**
+ * Whether `commit` is a commit of the task's object store, asked through a scratch
+ * repository of probe's (so no setting of the task's repository is read).
+ */
+export function isCommitOf(git: TaskGit, commit: string): boolean {
+  const scratch = mkdtempSync(join(tmpdir(), 'probe-objects-'));
+  try {
+    hostGit(['init', '-q', '--bare', '--template=', `--object-format=${objectFormat(commit)}`, scratch]);
+    const type = runHostGit(['cat-file', '-t', commit], { env: borrowing(git, scratch) });
+    return type.status === 0 && type.stdout.trim() === 'commit';
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
 /** Every attribute that makes a checked-out file differ from its blob, switched off (`info/attributes` outranks the tree's). */
 const AS_COMMITTED = '* -text -eol -crlf -ident -filter -working-tree-encoding\n';
 
 /** A new repository at `dir` (a path that does not exist yet) holding the base commit's history, its tree checked out on branch `main`. */
 export function checkoutGitBase(task: LoadedTask, git: TaskGit, dir: string): void {
-  // A 64-digit id is a SHA-256 repository's: the new repository must read its objects.
-  const format = task.base_commit.length === 64 ? 'sha256' : 'sha1';
-  hostGit(['init', '-q', '--template=', `--object-format=${format}`, '-b', 'main', dir]);
-  const gitDir = join(dir, '.git');
-  mkdirSync(join(gitDir, 'info'), { recursive: true });
-  if (git.shallow) writeFileSync(join(gitDir, 'shallow'), git.shallow);
-  // The new repository's own config and refs, the task's objects.
-  const borrowed = { GIT_DIR: gitDir, GIT_OBJECT_DIRECTORY: git.objectDirs[0] ?? join(git.commonDir, 'objects') };
-  const type = runHostGit(['cat-file', '-t', task.base_commit], { env: borrowed });
-  if (type.status !== 0 || type.stdout.trim() !== 'commit')
+  if (!isCommitOf(git, task.base_commit))
     throw new InputError(
       { file: task.file, field: 'base_commit' },
       `${task.base_commit} is not a commit of the repository at ${task.repoDir} (${git.dotGit})`,
     );
+  // The new repository must read the task's objects: the same object format.
+  hostGit(['init', '-q', '--template=', `--object-format=${objectFormat(task.base_commit)}`, '-b', 'main', dir]);
+  const gitDir = join(dir, '.git');
+  mkdirSync(join(gitDir, 'info'), { recursive: true });
+  if (git.shallow) writeFileSync(join(gitDir, 'shallow'), git.shallow);
+  const borrowed = borrowing(git, gitDir);
   checkTreeSize(task, borrowed);
   // No delta search (--window=0): a blob is never inflated beside others to compare them.
   hostGit(['pack-objects', '--revs', '--window=0', '-q', join(gitDir, 'objects', 'pack', 'pack')], {

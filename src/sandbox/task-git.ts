@@ -41,6 +41,11 @@ export interface GitConfinement {
   rootsName: string;
 }
 
+/** A task record's repository: its git data may lie only where its repo_path may (verify/repo-path.ts); a refusal names the record's repo_path. */
+export function taskSetConfinement(roots: string[], at: InputLocation): GitConfinement {
+  return { roots, at: { ...at, field: 'repo_path' }, rootsName: "the task set's directory" };
+}
+
 /** git follows alternates five levels deep and no further. */
 const ALTERNATES_DEPTH = 5;
 /** A gitfile or `commondir` holds one path. */

@@ -14,7 +14,7 @@ import { checkTestLists } from './test-lists.ts';
 import { rowFacts, type FieldProblem, type RowFactsOptions } from '../swebench/row-facts.ts';
 import { UniqueIds } from '../util/unique-ids.ts';
 import { confinedRepo, type RepoConfinement } from './repo-path.ts';
-import { taskGit } from '../sandbox/task-git.ts';
+import { taskGit, taskSetConfinement } from '../sandbox/task-git.ts';
 
 /** `taskSetDir`: the directory a repo_path must stay inside (verify/repo-path.ts); `loadTasks` sets it to the directory it reads. */
 export type LoadTaskOptions = RowFactsOptions & RepoConfinement;
@@ -54,7 +54,7 @@ function parseTask(file: string, datasetRow: DatasetRow, options: LoadTaskOption
   const where = { file, line: datasetRow.line };
   const repo = confinedRepo(where, task.repo_path, options);
   // Where its .git leads is checked now, before anything runs (the directories git reads are walked when it is checked out).
-  taskGit(repo.dir, { roots: repo.roots, at: { ...where, field: 'repo_path' }, rootsName: "the task set's directory" }, { walk: false });
+  taskGit(repo.dir, taskSetConfinement(repo.roots, where), { walk: false });
   return { ...task, file, repoDir: repo.dir, repoRoots: repo.roots };
 }
 

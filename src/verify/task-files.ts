@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { InputError } from '../errors.ts';
-import { hostGit, runHostGit } from '../sandbox/host-git.ts';
+import { isCommitOf } from '../sandbox/repo-checkout.ts';
 import { commitTree } from '../sandbox/local.ts';
 import { checkNestedGit, headCommit, taskGit, type GitConfinement, type TaskGit } from '../sandbox/task-git.ts';
 import { copyTree, readTextFile, TEXT_FILE_BYTES, walkTree } from '../util/safe-tree.ts';
@@ -69,21 +69,12 @@ export function treeCommit(repoDir: string): string {
  */
 function gitHead(repoDir: string, repoGit: TaskGit, confinement: GitConfinement): string {
   const head = headCommit(repoGit, confinement);
-  const scratch = mkdtempSync(join(tmpdir(), 'probe-head-'));
-  try {
-    hostGit(['init', '-q', '--bare', '--template=', `--object-format=${head.length === 64 ? 'sha256' : 'sha1'}`, scratch]);
-    const type = runHostGit(['cat-file', '-t', head], {
-      env: { GIT_DIR: scratch, GIT_OBJECT_DIRECTORY: repoGit.objectDirs[0] ?? join(repoGit.commonDir, 'objects') },
-    });
-    if (type.status !== 0 || type.stdout.trim() !== 'commit')
-      throw new InputError(
-        { file: repoDir },
-        `is a git repository without a commit at HEAD (HEAD names ${head}, not a commit of its objects)`,
-      );
-    return head;
-  } finally {
-    rmSync(scratch, { recursive: true, force: true });
-  }
+  if (!isCommitOf(repoGit, head))
+    throw new InputError(
+      { file: repoDir },
+      `is a git repository without a commit at HEAD (HEAD names ${head}, not a commit of its objects)`,
+    );
+  return head;
 }
 
 /** The base commit of a task's repository: HEAD of a git repository, else the plain tree's deterministic commit. */
