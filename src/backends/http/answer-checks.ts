@@ -62,9 +62,14 @@ export function logprobFrom(value: unknown, field: string, where: string): numbe
   throw new RefusedAnswer(`${where} is ${shown(value)}, ${why}: a log-probability is a finite number at most 0`, field);
 }
 
+/** Whether `value` is a token id of a vocabulary of `size` ids (any id ≥ 0 where the size is unknown). */
+function isTokenId(value: unknown, size: number | undefined): value is number {
+  return Number.isInteger(value) && (value as number) >= 0 && (size === undefined || (value as number) < size);
+}
+
 /** `value` as a token id of the vocabulary, or a refusal naming `where` in `field`. */
 export function tokenIdFrom(value: unknown, size: number | undefined, field: string, where: string): number {
-  if (Number.isInteger(value) && (value as number) >= 0 && (size === undefined || (value as number) < size)) return value as number;
+  if (isTokenId(value, size)) return value;
   throw new RefusedAnswer(
     `${where} is ${shown(value)}, not a token id of the checkpoint (${size === undefined ? 'an integer ≥ 0' : `0 to ${size - 1}`})`,
     field,
@@ -77,8 +82,12 @@ export function countFrom(value: unknown, field: string, where: string): number 
   throw new RefusedAnswer(`${where} is ${shown(value)}, not a count of tokens`, field);
 }
 
-/** The first request stop string `text` holds, if any (an empty stop string stops nothing). */
-function heldStop(text: string, stops: readonly string[]): string | undefined {
+/**
+ * A stop string the text holds where the server should have stopped: the one it says it
+ * stopped on, when it says so; else the first of the request's (an empty one stops nothing).
+ */
+function strayStop(text: string, finishReason: string, stop: string | undefined, stops: readonly string[]): string | undefined {
+  if (finishReason === 'stop') return stop !== undefined && stop !== '' && text.includes(stop) ? stop : undefined;
   return stops.find((s) => s !== '' && text.includes(s));
 }
 
@@ -120,8 +129,7 @@ export function checkCompletions(
       counts.length ? `where the server reports ${allowed} generated (max_tokens ${asked.maxTokens})` : `for max_tokens ${asked.maxTokens}`,
     );
     if (over) throw new RefusedAnswer(`${at}${over}`, fields.budget);
-    const stop =
-      p.finishReason === 'stop' ? (p.stop !== undefined && p.text.includes(p.stop) ? p.stop : undefined) : heldStop(p.text, asked.stop);
+    const stop = strayStop(p.text, p.finishReason, p.stop, asked.stop);
     if (stop !== undefined)
       throw new RefusedAnswer(
         `${at}the text holds the stop string ${shown(stop)}, where the server should have stopped (finish: ${p.finishReason})`,
@@ -144,7 +152,7 @@ export function sampleProblem(
 ): string | undefined {
   if (sample.finishReason === 'error') return undefined;
   const countOnly = sample.tokens.length > 0 && sample.tokens.every((t) => t === -1);
-  const badId = countOnly ? -1 : sample.tokens.findIndex((t) => !(t >= 0 && (vocabulary.size === undefined || t < vocabulary.size)));
+  const badId = countOnly ? -1 : sample.tokens.findIndex((t) => !isTokenId(t, vocabulary.size));
   if (badId >= 0) return `token ${badId} is ${shown(sample.tokens[badId])}, not a token id of the checkpoint`;
   if (!Number.isNaN(sample.logprob) && !isLogprobSum(sample.logprob, request.maxTokens, false))
     return `logprob ${shown(sample.logprob)} is not a sum of log-probabilities`;
@@ -154,12 +162,7 @@ export function sampleProblem(
     return 'the text is not what its token ids read as';
   const over = spellingProblem(sample.text, request.maxTokens, vocabulary.spelling, `for max_tokens ${request.maxTokens}`);
   if (over) return over;
-  const stop =
-    sample.finishReason === 'stop'
-      ? sample.stop && sample.text.includes(sample.stop)
-        ? sample.stop
-        : undefined
-      : heldStop(sample.text, request.stop);
+  const stop = strayStop(sample.text, sample.finishReason, sample.stop, request.stop);
   return stop === undefined ? undefined : `the text holds the stop string ${shown(stop)}`;
 }
 
@@ -167,6 +170,6 @@ export function sampleProblem(
 export function scoreProblem(result: ScoreResult, vocabulary: Vocabulary): string | undefined {
   const badLogprob = result.tokenLogprobs.findIndex((v) => !isLogprob(v, false));
   if (badLogprob >= 0) return `tokenLogprobs[${badLogprob}] is ${shown(result.tokenLogprobs[badLogprob])}, not a log-probability`;
-  const badId = result.tokens.findIndex((t) => !(t >= 0 && (vocabulary.size === undefined || t < vocabulary.size)));
+  const badId = result.tokens.findIndex((t) => !isTokenId(t, vocabulary.size));
   return badId >= 0 ? `tokens[${badId}] is ${shown(result.tokens[badId])}, not a token id of the checkpoint` : undefined;
 }
