@@ -12,7 +12,7 @@ import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import type { KvCache } from '../src/backends/onnx/graph.ts';
-import type { LlamaExport, Weight } from '../src/backends/onnx/llama-export.ts';
+import { llamaModel, type LlamaExport, type Weight } from '../src/backends/onnx/llama-export.ts';
 import { PrefixDecoder } from '../src/backends/onnx/prefix-decoder.ts';
 import type { SampleRequest } from '../src/backends/types.ts';
 import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
@@ -171,7 +171,7 @@ describe('a row is the same bits whatever its batch', () => {
     '%i heads on %i KV heads: each of 3 rows equals the row computed alone, over 12 steps and after rows leave',
     async (heads, kvHeads) => {
       const model = randomExport(heads, kvHeads);
-      const decoder = await PrefixDecoder.build(model, 'random');
+      const decoder = await PrefixDecoder.build(llamaModel(model), 'random');
       try {
         const rng = createRng('prefix', heads);
         const prompt = 37;

@@ -325,7 +325,7 @@ describe.skipIf(skip)('--ckpt FILE.gguf: served for the run by a llama-server pr
   });
 });
 
-describe('--ckpt DIR of a Hugging Face checkpoint (safetensors, no onnx/)', () => {
+describe('--ckpt DIR of a Hugging Face checkpoint (safetensors, no onnx/) with --engine vllm', () => {
   // No vLLM installs on these machines (not in the package mirrors): a stand-in `vllm` on PATH takes
   // vLLM's command line and serves the same weights' ONNX export with probe serve, so what is tested
   // here is probe's side — the command, one replica per GPU, readiness, logs, stop — not vLLM.
@@ -347,7 +347,7 @@ exec ${JSON.stringify(process.execPath)} ${JSON.stringify(PROBE_BIN)} serve --ck
       );
       chmodSync(join(bin, 'vllm'), 0o755);
       const out = join(tempDir(), 'hf');
-      const run = probe([...passkArgs(HF.s1500, { out, limit: 2, n: 2, maxTokens: 32 }), '--json'], {
+      const run = probe([...passkArgs(HF.s1500, { out, limit: 2, n: 2, maxTokens: 32 }), '--engine', 'vllm', '--json'], {
         PATH: `${bin}:${process.env.PATH}`,
         CUDA_VISIBLE_DEVICES: '0,1',
       });
@@ -359,6 +359,11 @@ exec ${JSON.stringify(process.execPath)} ${JSON.stringify(PROBE_BIN)} serve --ck
       expect(result.backend).toMatch(/^http:vllm:.*@http:\/\/127\.0\.0\.1:\d+,http:\/\/127\.0\.0\.1:\d+$/);
       expect(result.items.map((i: { n: number }) => i.n)).toEqual([2, 2]);
       expect(readdirSync(join(out, 'engines'))).toHaveLength(2);
+      const manifest = JSON.parse(readFileSync(join(out, 'run.json'), 'utf8'));
+      expect(manifest.config.engine).toBe('vllm');
+      expect(manifest.checkpoints[0].engine).toMatch(
+        /^vLLM at http:\/\/127\.0\.0\.1:\d+, http:\/\/127\.0\.0\.1:\d+ \(started by probe for the run\)$/,
+      );
       const left = spawnSync('ps', ['-eo', 'args'], { encoding: 'utf8' })
         .stdout.split('\n')
         .filter((l) => l.includes(`serve --ckpt ${onnx}`));
@@ -367,10 +372,21 @@ exec ${JSON.stringify(process.execPath)} ${JSON.stringify(PROBE_BIN)} serve --ck
     300_000,
   );
 
-  it.skipIf(!existsSync(HF.s1500))('without vllm on PATH, one line says which command would serve it', () => {
-    const run = probe(['bpb', '--ckpt', HF.s1500, '--limit', '1'], { PATH: '/usr/bin:/bin' });
+  it.skipIf(!existsSync(HF.s1500))('without vllm on PATH, one line says which command would serve it, or to run it in process', () => {
+    const run = probe(['bpb', '--ckpt', HF.s1500, '--limit', '1', '--engine', 'vllm'], { PATH: '/usr/bin:/bin' });
     expect(run.code).toBe(2);
     expect(run.stderr.trim().split('\n')).toHaveLength(1);
-    expect(run.stderr).toMatch(/Hugging Face checkpoint.*vLLM, which is not on PATH.*vllm serve .*llama-bpe8k-s1500 --port 8000/);
+    expect(run.stderr).toMatch(
+      /--engine vllm .*vLLM, which is not on PATH.*vllm serve .*llama-bpe8k-s1500 --port 8000.*--engine in-process/,
+    );
+  });
+
+  it.skipIf(!existsSync(HF.s1500))('with no vLLM (auto), it runs in process, and run.json says which engine ran', () => {
+    const out = join(tempDir(), 'auto');
+    const run = probe(['bpb', '--ckpt', HF.s1500, '--limit', '2', '--no-cache', '--out', out], { PATH: '/usr/bin:/bin' });
+    expect(run.code, run.stderr).toBe(0);
+    const manifest = JSON.parse(readFileSync(join(out, 'run.json'), 'utf8'));
+    expect(manifest.config.engine).toBeUndefined();
+    expect(manifest.checkpoints[0].engine).toBe('probe in process (onnxruntime): Llama graph built from model.safetensors');
   });
 });

@@ -172,6 +172,10 @@ export class CachedBackend implements CompletionBackend {
     return this.inner.concurrency;
   }
 
+  get engine(): string | undefined {
+    return this.inner.engine;
+  }
+
   encode(text: string): number[] {
     return this.inner.encode(text);
   }

@@ -13,7 +13,7 @@ import { CHECKPOINT_DIR, CHECKPOINT_JSON_BYTES, type ModelConfig, readCheckpoint
 import { readTextFile } from '../util/safe-tree.ts';
 import { checkTokenizerAgainstConfig, tokenizerIdsOf } from './onnx/consistency.ts';
 import type { Dtype } from './onnx/dtype.ts';
-import { ENGINE_PROBES, type EngineName, engineTargetOf } from '../engines/engine-target.ts';
+import { ENGINE_PROBES, type EngineChoice, type EngineName, engineTargetOf } from '../engines/engine-target.ts';
 import { findEngine } from '../engines/find-engine.ts';
 
 /** What a checkpoint directory says about itself in the `probe_ladder` block of its config.json. */
@@ -102,7 +102,7 @@ function directoryFacts(dir: string): CheckpointFacts {
  */
 export function resolveCheckpoint(
   spec: string,
-  options: { http?: HttpBackendOptions; dtype?: Dtype | undefined; scores?: boolean } = {},
+  options: { http?: HttpBackendOptions; dtype?: Dtype | undefined; engine?: EngineChoice | undefined; scores?: boolean } = {},
 ): Checkpoint {
   if (isServerAddress(spec)) {
     const urls = spec.split(',').map((url) => url.trim());
@@ -120,12 +120,12 @@ export function resolveCheckpoint(
     }
     return { kind: 'server', name: spec, key: checkpointKey(spec), urls, facts: NO_FACTS };
   }
-  const target = engineTargetOf(spec);
+  const target = engineTargetOf(spec, options.engine);
   if (target) {
     if (options.scores && !ENGINE_PROBES[target.engine].scores)
       throw new InputError(
         { file: spec },
-        `this probe scores prompts, and ${ENGINE_PROBES[target.engine].label} returns no prompt log-probs (its /v1/completions ignores echo); score the Hugging Face checkpoint it was converted from (vLLM, or its ONNX export in process) — a GGUF runs pass@K and ASAP`,
+        `this probe scores prompts, and ${ENGINE_PROBES[target.engine].label} returns no prompt log-probs (its /v1/completions ignores echo); score the Hugging Face checkpoint it was converted from (in process, or with vLLM) — a GGUF runs pass@K and ASAP`,
       );
     return {
       kind: 'engine',

@@ -58,6 +58,8 @@ export interface Sample {
 export interface CompletionBackend {
   /** Stable; goes into cache keys and reports. */
   readonly id: string;
+  /** What computes the answers, in words, for the run record (probe in process and from which graph, or a server of which kind). */
+  readonly engine?: string;
   encode(text: string): number[];
   score(requests: ScoreRequest[]): Promise<ScoreResult[][]>;
   sample(requests: SampleRequest[]): Promise<Sample[][]>;

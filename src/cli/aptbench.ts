@@ -8,13 +8,13 @@ import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { forEachCheckpoint, itemHooks } from '../pipeline/checkpoint-loop.ts';
 import { emitResults, reportFailures, resolveCheckpoints } from './scoring-options.ts';
 import { positiveInteger } from './args.ts';
-import { addDtypeOption, dtypeConfig, type DtypeFlags } from './dtype-option.ts';
+import { addCheckpointOptions, checkpointConfig, type CheckpointFlags } from './checkpoint-options.ts';
 import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
 import { bosConfig } from '../backends/bos.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
 import { readTextFile } from '../util/safe-tree.ts';
 
-interface AptFlags extends RunFlags, BosFlags, DtypeFlags {
+interface AptFlags extends RunFlags, BosFlags, CheckpointFlags {
   items: string;
   prompt: string;
   ckpt?: string[];
@@ -25,7 +25,7 @@ interface AptFlags extends RunFlags, BosFlags, DtypeFlags {
 export function aptbenchCommand(): Command {
   return addRunOptions(
     addBosOption(
-      addDtypeOption(
+      addCheckpointOptions(
         new Command('aptbench')
           .description('Score APTBench-format items: letters by generation and likelihood, commands by exact match, free text by ROUGE-L.')
           .requiredOption('--items <file.jsonl>', 'APTBench items')
@@ -52,13 +52,13 @@ export function aptbenchCommand(): Command {
       }
       for (const item of items) fillTemplate(template, item, flags.items); // every placeholder resolvable before any work
       checkResume(flags);
-      const checkpoints = resolveCheckpoints(flags.ckpt, {}, flags.dtype, true);
+      const checkpoints = resolveCheckpoints(flags.ckpt, {}, flags, true);
       const dir = flags.out
         ? RunDir.open(
             flags.out,
             {
               verb: 'aptbench',
-              config: { prompt: template, ...bosConfig(flags.bos), ...dtypeConfig(flags) },
+              config: { prompt: template, ...bosConfig(flags.bos), ...checkpointConfig(flags) },
               checkpoints: checkpointRecords(checkpoints),
               probe_set: probeSetRecord(flags.items, items),
               seeds: {},

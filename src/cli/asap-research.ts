@@ -10,12 +10,12 @@ import { formatPercent, formatTable, passColumns } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
 import { positiveInteger } from './args.ts';
 import type { BosFlags } from './bos-option.ts';
-import type { DtypeFlags } from './dtype-option.ts';
+import type { CheckpointFlags } from './checkpoint-options.ts';
 import { type HttpFlags, httpOptions } from './http-options.ts';
 import { resultCache, type RunFlags } from './run-options.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
 
-export interface ResearchFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags {
+export interface ResearchFlags extends HttpFlags, RunFlags, BosFlags, CheckpointFlags {
   ckpt?: string[];
   researchSet: string;
   searchK: number;
@@ -48,7 +48,7 @@ export async function runResearchVerb(flags: ResearchFlags): Promise<void> {
   // All input is checked before any work.
   const set = loadResearchSet(flags.researchSet, flags.limit);
   const http = httpOptions(flags, flags.ckpt);
-  const checkpoints = resolveCheckpoints(flags.ckpt, http, flags.dtype);
+  const checkpoints = resolveCheckpoints(flags.ckpt, http, flags);
   const run = await runResearchOverCheckpoints(checkpoints, set, {
     set: flags.researchSet,
     runs: flags.runs,

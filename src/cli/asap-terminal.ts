@@ -10,12 +10,12 @@ import { TERMINAL_PROFILES, type TerminalProfile } from '../terminal/actions.ts'
 import type { TerminalResult } from '../terminal/run.ts';
 import { loadTerminalTasks } from '../terminal/task.ts';
 import type { BosFlags } from './bos-option.ts';
-import type { DtypeFlags } from './dtype-option.ts';
+import type { CheckpointFlags } from './checkpoint-options.ts';
 import { type HttpFlags, httpOptions } from './http-options.ts';
 import { resultCache, type RunFlags } from './run-options.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
 
-export interface TerminalFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags {
+export interface TerminalFlags extends HttpFlags, RunFlags, BosFlags, CheckpointFlags {
   ckpt?: string[];
   terminalTasks: string;
   instances?: string[];
@@ -62,7 +62,7 @@ export async function runTerminalVerb(flags: TerminalFlags, profileGiven: boolea
   }
   if (flags.limit !== undefined) tasks = tasks.slice(0, flags.limit);
   const http = httpOptions(flags, flags.ckpt);
-  const checkpoints = resolveCheckpoints(flags.ckpt, http, flags.dtype);
+  const checkpoints = resolveCheckpoints(flags.ckpt, http, flags);
   const run = await runTerminalOverCheckpoints(checkpoints, tasks, {
     tasksPath: flags.terminalTasks,
     profile,

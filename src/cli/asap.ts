@@ -13,7 +13,7 @@ import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger, probability, timeoutSeconds } from './args.ts';
 import { ASAP_RUN_DEFAULTS, type AsapRunSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
-import { addDtypeOption, type DtypeFlags } from './dtype-option.ts';
+import { addCheckpointOptions, type CheckpointFlags } from './checkpoint-options.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { addRunOptions, resultCache, type RunFlags } from './run-options.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
@@ -43,7 +43,7 @@ interface AsapFlags
   extends HttpFlags,
     RunFlags,
     BosFlags,
-    DtypeFlags,
+    CheckpointFlags,
     AsapSettingFlags,
     Omit<ResearchFlags, keyof AsapSettingFlags>,
     Pick<TerminalFlags, 'terminalTasks'> {
@@ -63,7 +63,7 @@ export function asapCommand(): Command {
   return addRunOptions(
     addBosOption(
       addHttpOptions(
-        addDtypeOption(
+        addCheckpointOptions(
           addTerminalOptions(addEnvironmentOptions(new Command('asap')))
             .description(
               'ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics. --env terminal: Terminal-Bench tasks (keystrokes to a tmux shell, or bash commands, in the task container). --env research: deep-research episodes over a document corpus (search, open, answer).',
@@ -135,7 +135,7 @@ export function asapCommand(): Command {
       }
       if (flags.limit !== undefined) tasks = tasks.slice(0, flags.limit);
       const http = httpOptions(flags, flags.ckpt);
-      const checkpoints = resolveCheckpoints(flags.ckpt, http, flags.dtype);
+      const checkpoints = resolveCheckpoints(flags.ckpt, http, flags);
       const run = await runAsapOverCheckpoints(checkpoints, tasks, {
         http,
         cache: resultCache(flags),

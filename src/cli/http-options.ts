@@ -1,7 +1,7 @@
 /** Flags for checkpoints behind inference servers (`--ckpt http://…/v1`). */
 import { type Command, Option } from 'commander';
 import { isServerAddress } from '../backends/checkpoint.ts';
-import { servedByEngine } from '../engines/engine-target.ts';
+import { type EngineChoice, servedByEngine } from '../engines/engine-target.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { SERVER_KINDS, type ServerKind } from '../backends/http/servers.ts';
 import { DEFAULT_ENDPOINT_OPTIONS as DEFAULTS } from '../backends/http/transport.ts';
@@ -48,10 +48,10 @@ function interruptSignal(): AbortSignal {
 
 /** `remote`: whether requests may go to servers (default: where a `--ckpt` names one or an engine serves it; `probe watch` does not know yet). */
 export function httpOptions(
-  flags: HttpFlags,
+  flags: HttpFlags & { engine?: EngineChoice | undefined },
   ckpts: readonly string[] = [],
   // Servers, and checkpoints an engine serves for the run: their requests are cancelled on Ctrl-C.
-  remote = ckpts.some((spec) => isServerAddress(spec) || servedByEngine(spec)),
+  remote = ckpts.some((spec) => isServerAddress(spec) || servedByEngine(spec, flags.engine)),
 ): HttpBackendOptions {
   return {
     ...(remote ? { signal: interruptSignal() } : {}),

@@ -7,7 +7,6 @@ import { join, relative } from 'node:path';
 import type { Command } from 'commander';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { type Checkpoint, resolveCheckpoint } from '../backends/checkpoint.ts';
-import type { Dtype } from '../backends/onnx/dtype.ts';
 import { embeddedCheckpointDirs, EMBEDDED_PROBES } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { servedAs, type Failure, type ScoringRun } from '../pipeline/checkpoint-loop.ts';
@@ -18,11 +17,11 @@ import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { positiveInteger } from './args.ts';
 import { bosConfig } from '../backends/bos.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
-import { addDtypeOption, dtypeConfig, type DtypeFlags } from './dtype-option.ts';
+import { addCheckpointOptions, checkpointConfig, type CheckpointFlags } from './checkpoint-options.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
 
-export interface ScoringFlags extends HttpFlags, RunFlags, BosFlags, DtypeFlags {
+export interface ScoringFlags extends HttpFlags, RunFlags, BosFlags, CheckpointFlags {
   ckpt?: string[];
   probes?: string;
   json?: boolean;
@@ -33,7 +32,7 @@ export function addScoringOptions(command: Command): Command {
   return addRunOptions(
     addBosOption(
       addHttpOptions(
-        addDtypeOption(
+        addCheckpointOptions(
           command.option(
             '--ckpt <path|url...>',
             'checkpoint directories (ONNX, transformers.js layout; a Hugging Face safetensors directory is served by vllm), GGUF files (served by llama-server: sampling verbs only) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder',
@@ -49,9 +48,14 @@ export function addScoringOptions(command: Command): Command {
 
 /** The checkpoints named by `--ckpt`, or the embedded ladder; each checked before any work. */
 /** `scores`: the verb scores prompts, which a checkpoint served by llama.cpp cannot (refused here, before any work). */
-export function resolveCheckpoints(ckpt: string[] | undefined, http: HttpBackendOptions = {}, dtype?: Dtype, scores = false): Checkpoint[] {
+export function resolveCheckpoints(
+  ckpt: string[] | undefined,
+  http: HttpBackendOptions = {},
+  how: CheckpointFlags = {},
+  scores = false,
+): Checkpoint[] {
   const specs = ckpt ?? embeddedCheckpointDirs().map((dir) => relative(process.cwd(), dir) || '.');
-  const checkpoints = specs.map((spec) => resolveCheckpoint(spec, { http, dtype, scores }));
+  const checkpoints = specs.map((spec) => resolveCheckpoint(spec, { http, dtype: how.dtype, engine: how.engine, scores }));
   refuseSharedFileNames(checkpoints);
   return checkpoints;
 }
@@ -98,13 +102,13 @@ export function prepareScoringRun(
   if (settings.select) items = settings.select(items);
   if (flags.limit !== undefined) items = items.slice(0, flags.limit);
   const http = httpOptions(flags, flags.ckpt);
-  const checkpoints = resolveCheckpoints(flags.ckpt, http, flags.dtype, settings.scores);
+  const checkpoints = resolveCheckpoints(flags.ckpt, http, flags, settings.scores);
   const dir = flags.out
     ? RunDir.open(
         flags.out,
         {
           verb,
-          config: { ...settings.config, ...servedAs(http), ...bosConfig(flags.bos), ...dtypeConfig(flags) },
+          config: { ...settings.config, ...servedAs(http), ...bosConfig(flags.bos), ...checkpointConfig(flags) },
           checkpoints: checkpointRecords(checkpoints),
           probe_set: probeSetRecord(source, items),
           seeds: settings.seeds ?? {},

@@ -7,10 +7,10 @@ import { InputError } from '../errors.ts';
 import { EnvironmentError, systemErrorCode, systemReason } from '../errors.ts';
 import { createOpenAiServer } from '../serve/openai-server.ts';
 import { nonNegativeInteger, positiveInteger, tcpPort } from './args.ts';
-import { addDtypeOption, type DtypeFlags } from './dtype-option.ts';
+import { addCheckpointOptions, type CheckpointFlags } from './checkpoint-options.ts';
 import { onShutdown } from '../util/shutdown.ts';
 
-interface ServeFlags extends DtypeFlags {
+interface ServeFlags extends CheckpointFlags {
   ckpt: string;
   port: number;
   host: string;
@@ -20,7 +20,7 @@ interface ServeFlags extends DtypeFlags {
 }
 
 export function serveCommand(): Command {
-  return addDtypeOption(
+  return addCheckpointOptions(
     new Command('serve')
       .description(
         'Serve an ONNX checkpoint as an OpenAI-compatible server (/v1/completions with echo + logprobs and sampling, /v1/models, /tokenize), so many probe processes share one loaded model.',
@@ -37,13 +37,13 @@ export function serveCommand(): Command {
       '\nExample:\n  probe serve --ckpt checkpoints/attn-agent --port 8000 &\n  probe bpb --ckpt http://127.0.0.1:8000/v1 --tokenizer checkpoints/attn-agent',
     )
     .action(async (flags: ServeFlags) => {
-      const checkpoint = resolveCheckpoint(flags.ckpt, { dtype: flags.dtype });
+      const checkpoint = resolveCheckpoint(flags.ckpt, { dtype: flags.dtype, engine: flags.engine });
       if (checkpoint.kind !== 'directory')
         throw new InputError(
           { file: flags.ckpt, field: '--ckpt' },
           checkpoint.kind === 'server'
             ? 'probe serve serves a checkpoint directory, not a server'
-            : `probe serve serves an ONNX checkpoint directory; this one is served by ${checkpoint.engine === 'llamacpp' ? 'llama-server' : 'vllm serve'} (pass it to --ckpt of the verb directly, and probe starts it)`,
+            : `probe serve serves a checkpoint directory in process (ONNX or Hugging Face, --engine in-process); this one is served by ${checkpoint.engine === 'llamacpp' ? 'llama-server' : 'vllm serve'} (pass it to --ckpt of the verb directly, and probe starts it)`,
         );
       const backend = await OnnxBackend.open(checkpoint.name, flags.dtype ? { dtype: flags.dtype } : {});
       const server = createOpenAiServer(backend, {

@@ -15,14 +15,14 @@ import { checkWatched } from '../watch/discover.ts';
 import { runWatch, WATCH_DEFAULTS, watchConfig, type WatchSettings } from '../watch/run.ts';
 import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger } from './args.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
-import { addDtypeOption, dtypeConfig, type DtypeFlags } from './dtype-option.ts';
+import { addCheckpointOptions, checkpointConfig, type CheckpointFlags } from './checkpoint-options.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { resultCache } from './run-options.ts';
 import { bosConfig } from '../backends/bos.ts';
 import { servedAs } from '../pipeline/checkpoint-loop.ts';
 import { InputError } from '../errors.ts';
 
-interface WatchFlags extends HttpFlags, BosFlags, DtypeFlags {
+interface WatchFlags extends HttpFlags, BosFlags, CheckpointFlags {
   out?: string;
   cache?: string | boolean;
   probes?: string;
@@ -67,7 +67,7 @@ function markerName(value: string): string {
 export function watchCommand(): Command {
   return addBosOption(
     addHttpOptions(
-      addDtypeOption(
+      addCheckpointOptions(
         new Command('watch')
           .description(
             'Score each checkpoint a training run writes under DIR as it lands (cheap rungs on all, pass@K and ASAP on some) into one resumable run directory, and draw each probe against training step.',
@@ -166,7 +166,7 @@ export function watchCommand(): Command {
         out,
         {
           verb: 'watch',
-          config: { ...watchConfig(settings), ...servedAs(http), ...bosConfig(flags.bos), ...dtypeConfig(flags) },
+          config: { ...watchConfig(settings), ...servedAs(http), ...bosConfig(flags.bos), ...checkpointConfig(flags) },
           checkpoints: [],
           probe_set: probeSetRecord(source, items),
           seeds: { sampling: flags.seed },
@@ -175,7 +175,16 @@ export function watchCommand(): Command {
       );
       const quiet = Boolean(flags.json);
       const outcome = await runWatch(
-        { items, http, dtype: flags.dtype, cache: resultCache(flags), dir, quiet, ...(flags.bos ? { bos: flags.bos } : {}) },
+        {
+          items,
+          http,
+          dtype: flags.dtype,
+          engine: flags.engine,
+          cache: resultCache(flags),
+          dir,
+          quiet,
+          ...(flags.bos ? { bos: flags.bos } : {}),
+        },
         settings,
       );
       // Bad input (a checkpoint that would not open) is exit 2, a failed server 1; the others' scores are kept.

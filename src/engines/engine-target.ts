@@ -1,15 +1,32 @@
 /**
  * Which `--ckpt` arguments are checkpoints an inference engine serves for the run (design.md,
- * "Checkpoints"): a GGUF file (llama.cpp's llama-server) or a Hugging Face directory of
- * safetensors without an ONNX export (`vllm serve`). ONNX directories run in process and
- * URLs name servers already running; neither is an engine target.
+ * "Checkpoints"): a GGUF file (llama.cpp's llama-server), and a Hugging Face directory of
+ * safetensors where `--engine` chooses vLLM (`vllm serve`). ONNX directories and Hugging
+ * Face directories otherwise run in process, and URLs name servers already running; none
+ * of these is an engine target.
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { InputError } from '../errors.ts';
 import { regularFile } from '../util/safe-tree.ts';
+import { engineProgram } from './find-engine.ts';
 
 export type EngineName = 'llamacpp' | 'vllm';
+
+/**
+ * `--engine`: what runs a Hugging Face directory. `in-process`: probe builds its graph and
+ * runs it on onnxruntime (hf/); `vllm`: `vllm serve` for the run; `auto` (default): vLLM
+ * where it is installed and the machine has an NVIDIA GPU (the case it is for: large
+ * models), else in process.
+ */
+export const ENGINE_CHOICES = ['auto', 'in-process', 'vllm'] as const;
+export type EngineChoice = (typeof ENGINE_CHOICES)[number];
+export const DEFAULT_ENGINE: EngineChoice = 'auto';
+
+/** Whether `auto` picks vLLM here: it is installed (PROBE_VLLM or PATH) and an NVIDIA device is present. */
+function vllmServesHere(): boolean {
+  return engineProgram('vllm') !== undefined && existsSync('/dev/nvidiactl');
+}
 
 export interface EngineTarget {
   engine: EngineName;
@@ -24,25 +41,37 @@ export const ENGINE_PROBES: Record<EngineName, { scores: boolean; label: string 
 };
 
 /** Whether an engine serves `spec` (without refusing a missing file: resolving the checkpoint does that). */
-export function servedByEngine(spec: string): boolean {
+export function servedByEngine(spec: string, choice: EngineChoice = DEFAULT_ENGINE): boolean {
   try {
-    return engineTargetOf(spec) !== undefined;
+    return engineTargetOf(spec, choice) !== undefined;
   } catch {
     return false;
   }
 }
 
-/** The engine that serves `spec`, or undefined where probe runs it itself (an ONNX directory) or it is a URL. */
-export function engineTargetOf(spec: string): EngineTarget | undefined {
+/** The engine that serves `spec`, or undefined where probe runs it itself (an ONNX or Hugging Face directory) or it is a URL. */
+export function engineTargetOf(spec: string, choice: EngineChoice = DEFAULT_ENGINE): EngineTarget | undefined {
   const path = resolve(spec);
   if (/\.gguf$/i.test(spec)) {
     // llama-server opens it itself: a FIFO or a device in its place is refused here, naming it.
     if (regularFile(spec, { maxBytes: Number.POSITIVE_INFINITY, what: 'a GGUF checkpoint' }) === undefined)
       throw new InputError({ file: spec }, 'no such GGUF file');
+    if (choice === 'vllm') throw new InputError({ file: spec, field: '--engine' }, 'a GGUF file is served by llama.cpp, not vLLM');
     return { engine: 'llamacpp', path };
   }
   if (!existsSync(path) || !statSync(path).isDirectory()) return undefined;
-  if (!existsSync(join(path, 'config.json')) || existsSync(join(path, 'onnx'))) return undefined;
-  const names = readdirSync(path);
-  return names.some((n) => n.endsWith('.safetensors') || n === 'model.safetensors.index.json') ? { engine: 'vllm', path } : undefined;
+  const onnx = existsSync(join(path, 'onnx'));
+  const safetensors =
+    existsSync(join(path, 'config.json')) &&
+    readdirSync(path).some((n) => n.endsWith('.safetensors') || n === 'model.safetensors.index.json');
+  if (choice === 'vllm') {
+    if (!safetensors)
+      throw new InputError(
+        { file: spec, field: '--engine' },
+        'vLLM serves a Hugging Face directory (config.json and safetensors); this one has none',
+      );
+    return { engine: 'vllm', path };
+  }
+  if (onnx || !safetensors) return undefined;
+  return choice === 'auto' && vllmServesHere() ? { engine: 'vllm', path } : undefined;
 }

@@ -12,6 +12,7 @@ import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { EndpointFailure } from '../backends/http/transport.ts';
 import { openBackend } from '../backends/open.ts';
 import { DEFAULT_DTYPE, type Dtype } from '../backends/onnx/dtype.ts';
+import type { EngineChoice } from '../engines/engine-target.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { ProbeError } from '../errors.ts';
 import type { ItemHooks } from '../probes/memo.ts';
@@ -30,6 +31,8 @@ export interface ScoringRun {
   http: HttpBackendOptions;
   /** Which graph of each checkpoint directory runs (`--dtype`). */
   dtype: Dtype | undefined;
+  /** What runs a Hugging Face directory (`--engine`), for checkpoints resolved as the run goes (`probe watch`). */
+  engine?: EngineChoice | undefined;
   cache: ResultCache | undefined;
   /** The run directory (`--out`), when there is one. */
   dir: RunDir | undefined;
@@ -134,8 +137,7 @@ export async function forEachCheckpoint<R>(
           ...(options.dir ? { engineLogDir: join(options.dir.dir, 'engines') } : {}),
         });
         try {
-          const bos = options.dir ? await backend.bos?.() : undefined;
-          if (bos) options.dir!.recordBos(ckpt.name, bos);
+          if (options.dir) options.dir.recordServing(ckpt.name, { bos: await backend.bos?.(), engine: backend.engine });
           results.push(await run(ckpt.name, backend, (reused = false) => progress.tick(ckpt.name, reused)));
         } finally {
           await backend.close();

@@ -39,6 +39,8 @@ export interface CheckpointRecord {
   heldout_code_bpb?: number | null;
   /** The `--bos` policy as resolved for this checkpoint's tokenizer, once it was opened: whether a BOS was put first, which, and why. */
   bos?: BosRecord;
+  /** What computed its answers, once it was opened: probe in process (and from which graph), or a server of which kind. */
+  engine?: string;
 }
 
 export interface RunManifest {
@@ -190,11 +192,18 @@ export class RunDir {
   }
 
   /** Records how `--bos` resolved for a checkpoint (known once its backend is open) in run.json. */
-  recordBos(checkpoint: string, use: BosUse): void {
+  /** Records how an opened checkpoint is served — its BOS policy as resolved, and what runs it — where that is new. */
+  recordServing(checkpoint: string, serving: { bos?: BosUse | undefined; engine?: string | undefined }): void {
     const path = checkpointKey(checkpoint);
     const record = this.manifest.checkpoints.find((c) => (c.path ?? resolve(c.name)) === path);
-    if (!record || JSON.stringify(record.bos) === JSON.stringify(bosRecord(use))) return;
-    record.bos = bosRecord(use);
+    if (!record) return;
+    const next = {
+      ...record,
+      ...(serving.bos ? { bos: bosRecord(serving.bos) } : {}),
+      ...(serving.engine ? { engine: serving.engine } : {}),
+    };
+    if (JSON.stringify(next) === JSON.stringify(record)) return;
+    Object.assign(record, next);
     writeFileAtomic(RunDir.manifestFile(this.dir), `${JSON.stringify(this.manifest, null, 2)}\n`);
   }
 

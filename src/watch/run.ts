@@ -264,7 +264,7 @@ export class Watch {
     let ckpt: Checkpoint;
     try {
       checkEntryTree(found.entry);
-      ckpt = resolveCheckpoint(found.spec, { http: this.run.http, dtype: this.run.dtype });
+      ckpt = resolveCheckpoint(found.spec, { http: this.run.http, dtype: this.run.dtype, engine: this.run.engine });
       const [record] = checkpointRecords([ckpt]);
       // The content hash read every byte: a checkpoint that changed meanwhile is not complete after all.
       if (fingerprintOf(found.entry) !== found.fingerprint) return;

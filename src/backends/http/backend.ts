@@ -26,6 +26,7 @@ import {
   sampleCall,
   type SampleCallOptions,
   scoreCall,
+  SERVER_LABEL,
   ServerContractError,
   type ScoreCall,
   type ServerKind,
@@ -111,6 +112,7 @@ function serverMessage(body: string): string {
 
 export class HttpBackend implements CompletionBackend {
   readonly id: string;
+  readonly engine: string;
   /** The BOS policy resolved: from --tokenizer at once, else from the server's /tokenize on first use. */
   private readonly bosUse: () => Promise<BosUse>;
   /** TGI's /tokenize always adds its specials: what it answers for "" (taken off every answer). */
@@ -133,6 +135,7 @@ export class HttpBackend implements CompletionBackend {
     private readonly vocabSize: number | undefined,
   ) {
     this.id = `http:${kind}:${model}@${pool.urls.join(',')}`;
+    this.engine = `${SERVER_LABEL[kind]} at ${pool.urls.join(', ')}${onClose ? ' (started by probe for the run)' : ''}`;
     const local = tokenizer ? Promise.resolve(tokenizer.bos(bosPolicy)) : undefined;
     this.bosUse = local ? () => local : onceUntilFailure(() => this.serverBos());
   }

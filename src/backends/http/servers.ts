@@ -16,6 +16,15 @@ import { countFrom, logprobFrom, RefusedAnswer, shown, tokenIdFrom } from './ans
 export const SERVER_KINDS = ['openai', 'vllm', 'sglang', 'tgi', 'llamacpp'] as const;
 export type ServerKind = (typeof SERVER_KINDS)[number];
 
+/** What each kind is called in the run record. */
+export const SERVER_LABEL: Record<ServerKind, string> = {
+  openai: 'an OpenAI-compatible server',
+  vllm: 'vLLM',
+  sglang: 'SGLang',
+  tgi: 'TGI',
+  llamacpp: "llama.cpp's llama-server",
+};
+
 /** How each kind scores a prompt (for `--help` and error messages). */
 export const SCORING_METHOD: Record<ServerKind, string> = {
   openai: '/v1/completions with echo, logprobs and max_tokens 1 (the generated token dropped)',

@@ -10,6 +10,7 @@
  * peak memory does not grow with context length × vocabulary.
  */
 import { realpathSync } from 'node:fs';
+import { relative } from 'node:path';
 import { ProbeError } from '../../errors.ts';
 import { bosHead, fitContext, type BosPolicy, type BosUse } from '../bos.ts';
 import { encodeTail, splitContinuations, type SplitPair } from '../boundary.ts';
@@ -73,6 +74,7 @@ const MIN_CHUNK = 64;
 
 export class OnnxBackend implements CompletionBackend {
   readonly id: string;
+  readonly engine: string;
   readonly window: number;
   /** The BOS policy as resolved for this checkpoint's tokenizer. */
   readonly bosUse: BosUse;
@@ -94,6 +96,10 @@ export class OnnxBackend implements CompletionBackend {
     options: OnnxBackendOptions,
   ) {
     this.id = `onnx:${dir}`;
+    this.engine =
+      files.graph.kind === 'built'
+        ? `probe in process (onnxruntime): ${files.graph.model.spec.family} graph built from ${relative(files.dir, files.modelPath)}`
+        : `probe in process (onnxruntime): ${relative(files.dir, files.modelPath)}`;
     this.bosUse = bosUse;
     this.window = options.window ?? graph.window;
     this.chunkSize = options.chunkSize ?? 512;

@@ -16,6 +16,9 @@ import { z } from 'zod';
 import { InputError } from '../../errors.ts';
 import { checkTree, readJsonFile, type TreeLimits } from '../../util/safe-tree.ts';
 import { DEFAULT_DTYPE, type Dtype, modelPathOf } from './dtype.ts';
+import { readHfWeights } from '../hf/checkpoint.ts';
+import { hasSafetensors } from '../hf/safetensors.ts';
+import type { TransformerModel } from '../transformer/model.ts';
 
 /** What the checkpoint's files are, in safe-tree's messages. */
 export const CHECKPOINT_DIR = 'the checkpoint directory';
@@ -70,12 +73,21 @@ export function vocabSizeOf(entries: ReadonlyArray<[string, number]>): number {
   return entries.reduce((max, [, id]) => Math.max(max, id + 1), 0);
 }
 
+/**
+ * Where a checkpoint's graph comes from: an ONNX export's file (onnxruntime opens it), or
+ * a model probe builds from a Hugging Face directory (hf/checkpoint.ts; its weights read
+ * from the safetensors when the graph is built).
+ */
+export type GraphSource = { kind: 'file' } | { kind: 'built'; model: TransformerModel };
+
 export interface CheckpointFiles {
   dir: string;
   config: ModelConfig;
   tokenizerJson: TokenizerJson;
   tokenizerConfig: Record<string, unknown>;
+  /** The graph file, or for a built graph the weights it reads (model.safetensors or the index): what messages name. */
   modelPath: string;
+  graph: GraphSource;
   /** Which of the directory's graphs `modelPath` is (dtype.ts). */
   dtype: Dtype;
 }
@@ -115,17 +127,31 @@ export function readTokenizerDir(dirArg: string): TokenizerFiles {
   return { dir, config, tokenizerJson, tokenizerConfig };
 }
 
+/** Whether a directory is a Hugging Face checkpoint probe builds the graph of (safetensors weights and no ONNX export beside them). */
+export function isHfDirectory(dir: string): boolean {
+  return !existsSync(join(dir, 'onnx')) && hasSafetensors(dir);
+}
+
+/**
+ * Reads a checkpoint directory: an ONNX export (transformers.js layout), or a Hugging
+ * Face directory of safetensors (hf/checkpoint.ts), whose graph probe builds.
+ */
 export function readCheckpointDir(dirArg: string, dtype: Dtype = DEFAULT_DTYPE): CheckpointFiles {
   const dir = resolve(dirArg);
   if (!existsSync(dir) || !statSync(dir).isDirectory()) {
-    throw new InputError({ file: dirArg }, 'not a checkpoint directory (expected config.json, tokenizer.json, onnx/model.onnx)');
+    throw new InputError(
+      { file: dirArg },
+      'not a checkpoint directory (expected config.json, tokenizer.json and onnx/model.onnx or model.safetensors)',
+    );
   }
   const config = validate(ModelConfig, readJson(join(dir, 'config.json'), true), join(dir, 'config.json'));
   const tokenizerJson = validate(TokenizerJson, readJson(join(dir, 'tokenizer.json'), true), join(dir, 'tokenizer.json'));
   const tokenizerConfigRaw = readJson(join(dir, 'tokenizer_config.json'), false) ?? {};
   const tokenizerConfig = validate(z.record(z.string(), z.unknown()), tokenizerConfigRaw, join(dir, 'tokenizer_config.json'));
+  const files = { dir, config, tokenizerJson, tokenizerConfig };
+  if (isHfDirectory(dir)) return { ...files, ...readHfWeights(files, dtype) };
   const modelPath = modelPathOf(dir, dtype);
   // onnxruntime opens the graph and its external data itself: nothing under onnx/ may be a FIFO, a device or a loop.
   checkTree(join(dir, 'onnx'), { links: 'follow', limits: CHECKPOINT_LIMITS, what: CHECKPOINT_DIR });
-  return { dir, config, tokenizerJson, tokenizerConfig, modelPath, dtype };
+  return { ...files, modelPath, graph: { kind: 'file' }, dtype };
 }

@@ -5,6 +5,9 @@
  */
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
+import { closeSync, openSync, writeFileSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Weight } from '../transformer/model.ts';
 
 const { onnx } = onnxProto;
 type TensorProto = OnnxTypes.TensorProto;
@@ -24,12 +27,30 @@ type AttrValue = number | number[] | string | { float: number };
 
 export const OPSET = 17;
 
+/**
+ * External weights go into files of at most this many bytes each, beside the model file
+ * (written-graph.ts), which onnxruntime maps into memory rather than copying.
+ */
+const WEIGHT_FILE_BYTES = 1024 ** 3;
+/** Each external weight starts at a multiple of this (onnxruntime reads them in place as float32). */
+const WEIGHT_ALIGN = 64;
+
+interface ExternalWeight {
+  tensor: TensorProto;
+  file: number;
+  offset: number;
+  weight: Weight;
+}
+
 export class GraphBuilder {
   private readonly nodes: OnnxTypes.INodeProto[] = [];
   private readonly initializers: TensorProto[] = [];
   private readonly inputs: OnnxTypes.IValueInfoProto[] = [];
   private readonly outputs: OnnxTypes.IValueInfoProto[] = [];
   private counter = 0;
+  private readonly external: ExternalWeight[] = [];
+  /** Bytes placed in each external file so far. */
+  private readonly fileBytes: number[] = [];
 
   input(name: string, type: DTypeCode, dims: Dim[]): string {
     this.inputs.push(valueInfo(name, type, dims));
@@ -51,6 +72,37 @@ export class GraphBuilder {
     if (dims.reduce((a, b) => a * b, 1) * 4 !== bytes.byteLength)
       throw new Error(`initializer ${name}: ${bytes.byteLength} bytes for dims [${dims}]`);
     this.initializers.push(onnx.TensorProto.create({ name, dataType: DType.float, dims, rawData: bytes }));
+    return name;
+  }
+
+  /**
+   * A float32 initializer kept out of the protobuf (which holds at most 2 GiB): its values
+   * are written by `weight.load` into the model's weight files when it is written
+   * (`write`), so a weight is read from its checkpoint once per graph and never copied
+   * into the serialised model.
+   */
+  weight(name: string, weight: Weight): string {
+    const length = weight.dims.reduce((a, b) => a * b, 1) * 4;
+    let file = this.fileBytes.length - 1;
+    if (file < 0 || (this.fileBytes[file]! > 0 && this.fileBytes[file]! + length > WEIGHT_FILE_BYTES)) {
+      this.fileBytes.push(0);
+      file++;
+    }
+    const offset = this.fileBytes[file]!;
+    this.fileBytes[file] = Math.ceil((offset + length) / WEIGHT_ALIGN) * WEIGHT_ALIGN;
+    const tensor = onnx.TensorProto.create({
+      name,
+      dataType: DType.float,
+      dims: weight.dims,
+      dataLocation: onnx.TensorProto.DataLocation.EXTERNAL,
+      externalData: [
+        { key: 'location', value: weightFileName(file) },
+        { key: 'offset', value: String(offset) },
+        { key: 'length', value: String(length) },
+      ],
+    });
+    this.initializers.push(tensor);
+    this.external.push({ tensor, file, offset, weight });
     return name;
   }
 
@@ -104,6 +156,30 @@ export class GraphBuilder {
     return this.op(opType, inputs, attrs, output === undefined ? 1 : [output])[0]!;
   }
 
+  /**
+   * Writes the model (`model.onnx`) and its weight files into `dir`, each external weight
+   * loaded into its place one at a time (so only the largest is ever in memory here);
+   * returns the model file's path.
+   */
+  write(dir: string, graphName: string, docString: string, producerName: string): string {
+    const files = this.fileBytes.map((_, file) => openSync(join(dir, weightFileName(file)), 'w', 0o600));
+    // One buffer, the size of the largest weight, serves every weight in turn: nothing is left for the collector.
+    const sizes = this.external.map(({ weight }) => weight.dims.reduce((a, b) => a * b, 1));
+    const buffer = new Float32Array(Math.max(0, ...sizes));
+    try {
+      this.external.forEach(({ weight, file, offset }, i) => {
+        const values = buffer.subarray(0, sizes[i]!);
+        weight.load(values);
+        writeSync(files[file]!, new Uint8Array(values.buffer, 0, values.byteLength), 0, values.byteLength, offset);
+      });
+    } finally {
+      for (const fd of files) closeSync(fd);
+    }
+    const model = join(dir, 'model.onnx');
+    writeFileSync(model, this.serialize(graphName, docString, producerName), { mode: 0o600 });
+    return model;
+  }
+
   serialize(graphName: string, docString: string, producerName = 'probe-checkpoint-generator'): Uint8Array {
     const model = onnx.ModelProto.create({
       irVersion: 8,
@@ -121,6 +197,10 @@ export class GraphBuilder {
     });
     return onnx.ModelProto.encode(model).finish();
   }
+}
+
+function weightFileName(file: number): string {
+  return `weights-${file}.bin`;
 }
 
 function valueInfo(name: string, elemType: DTypeCode, dims: Dim[]): OnnxTypes.IValueInfoProto {

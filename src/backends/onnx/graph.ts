@@ -10,6 +10,8 @@ import * as ort from 'onnxruntime-node';
 import { describeCause, InputError, ProbeError } from '../../errors.ts';
 import type { CheckpointFiles } from './checkpoint.ts';
 import { halvesToFloats } from './half.ts';
+import { buildForwardGraph } from '../transformer/forward-graph.ts';
+import { openWrittenGraph } from './written-graph.ts';
 
 /** Element types a cache or logits may have; everything past the graph sees float32 logits. */
 type FloatType = 'float32' | 'float16';
@@ -131,8 +133,12 @@ export class OnnxGraph {
   static async load(files: CheckpointFiles): Promise<OnnxGraph> {
     let session: ort.InferenceSession;
     try {
-      session = await ort.InferenceSession.create(files.modelPath, SESSION_OPTIONS);
+      if (files.graph.kind === 'file') session = await ort.InferenceSession.create(files.modelPath, SESSION_OPTIONS);
+      else {
+        session = await openWrittenGraph(buildForwardGraph(files.graph.model), SESSION_OPTIONS);
+      }
     } catch (error) {
+      if (error instanceof ProbeError) throw error;
       throw new InputError({ file: files.modelPath }, `not a loadable ONNX model: ${describeCause(error)}`, { cause: error });
     }
     const logits = session.outputMetadata.find((m) => m.name === 'logits');

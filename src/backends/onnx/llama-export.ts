@@ -13,13 +13,15 @@
  * (biases, fused contrib ops, quantised or float16 weights, rope scaling, another
  * activation) is "not recognised", with the reason; the decode graph is then not used,
  * and whatever is recognised is still checked against the checkpoint's own graph
- * (prefix-decoder.ts) before a sample is drawn from it.
+ * (prefix-decoder.ts) before a sample is drawn from it. `llamaModel` hands what is read to
+ * the graph builders as the `TransformerModel` a Hugging Face Llama directory gives.
  */
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { readRegularFile } from '../../util/safe-tree.ts';
 import { CHECKPOINT_DIR, type CheckpointFiles } from './checkpoint.ts';
 import { halvesToFloats } from './half.ts';
+import { weightOfBytes, type TransformerModel } from '../transformer/model.ts';
 
 /** A protobuf message holds less than 2 GiB: a larger graph keeps its weights as external data (which this reader does not run). */
 const PROTOBUF_BYTES = 2 * 1024 ** 3 - 1;
@@ -305,5 +307,45 @@ function shapeOf(config: CheckpointFiles['config']): LlamaShape {
     vocab: c.vocab_size,
     eps: c.rms_norm_eps ?? 1e-6,
     ropeTheta: c.rope_parameters?.rope_theta ?? c.rope_theta ?? 10000,
+  };
+}
+
+/** The export as the graph builders read a model (transformer/model.ts): Llama's arithmetic, the export's weights. */
+export function llamaModel(model: LlamaExport): TransformerModel {
+  const { shape } = model;
+  const half = shape.headDim / 2;
+  // torch's inverse frequencies 1 / θ^(2i/d), rounded to float32 as torch holds them.
+  const invFreq = new Float32Array(half);
+  for (let i = 0; i < half; i++) invFreq[i] = 1 / shape.ropeTheta ** Math.fround((2 * i) / shape.headDim);
+  const weight = (w: Weight) => weightOfBytes(w.dims, w.bytes);
+  const linear = (w: Weight) => ({ weight: weight(w) });
+  return {
+    spec: {
+      family: 'Llama',
+      hidden: shape.hidden,
+      heads: shape.heads,
+      kvHeads: shape.kvHeads,
+      headDim: shape.headDim,
+      vocab: shape.vocab,
+      layers: model.layers.length,
+      norm: { kind: 'rms', eps: shape.eps },
+      block: 'pre',
+      qkNorm: 'none',
+      rotary: { dims: shape.headDim, invFreq, attentionFactor: 1 },
+      attention: { scale: 1 / Math.sqrt(shape.headDim), windows: model.layers.map(() => undefined) },
+      mlp: { gated: true, activation: 'silu' },
+    },
+    weights: {
+      embed: weight(model.embed),
+      layers: model.layers.map((layer) => ({
+        norms: [{ weight: weight(layer.inputNorm) }, { weight: weight(layer.postNorm) }],
+        qkv: { kind: 'separate', q: linear(layer.q), k: linear(layer.k), v: linear(layer.v) },
+        o: linear(layer.o),
+        mlp: { kind: 'gated', gate: linear(layer.gate), up: linear(layer.up) },
+        down: linear(layer.down),
+      })),
+      finalNorm: { weight: weight(model.finalNorm) },
+      head: weight(model.head),
+    },
   };
 }

@@ -12,9 +12,11 @@
 import * as ort from 'onnxruntime-node';
 import { describeCause, ProbeError } from '../../errors.ts';
 import type { CheckpointFiles } from './checkpoint.ts';
-import { buildDecodeGraph } from './decode-graph.ts';
+import { buildDecodeGraph } from '../transformer/decode-graph.ts';
+import type { TransformerModel, TransformerSpec } from '../transformer/model.ts';
 import { SESSION_OPTIONS, type KvCache, type OnnxGraph } from './graph.ts';
-import { NotRecognised, readLlamaExport, type LlamaExport, type LlamaShape } from './llama-export.ts';
+import { openWrittenGraph } from './written-graph.ts';
+import { llamaModel, NotRecognised, readLlamaExport } from './llama-export.ts';
 
 /**
  * Largest |Δ log-prob| allowed between the decode graph and the checkpoint's own graph
@@ -44,7 +46,7 @@ export class PrefixDecoder {
 
   private constructor(
     private readonly session: ort.InferenceSession,
-    private readonly shape: LlamaShape,
+    private readonly shape: TransformerSpec,
     private readonly layers: number,
     readonly modelPath: string,
   ) {}
@@ -54,7 +56,9 @@ export class PrefixDecoder {
     if (!graph.hasCache) return { reason: 'the graph has no key/value cache' };
     let decoder: PrefixDecoder;
     try {
-      decoder = await PrefixDecoder.build(readLlamaExport(files), files.modelPath);
+      // A built graph's model is known; an export's is read from its graph, where it is a Llama one.
+      const model = files.graph.kind === 'built' ? files.graph.model : llamaModel(readLlamaExport(files));
+      decoder = await PrefixDecoder.build(model, files.modelPath);
     } catch (error) {
       if (error instanceof NotRecognised) return { reason: `not a recognised Llama export: ${error.message}` };
       return { reason: `the decode graph failed to build: ${describeCause(error).split('\n')[0]}` };
@@ -67,9 +71,9 @@ export class PrefixDecoder {
   }
 
   /** The decode graph of `model`, unchecked (`open` checks it against the export's own graph). */
-  static async build(model: LlamaExport, modelPath: string): Promise<PrefixDecoder> {
-    const session = await ort.InferenceSession.create(buildDecodeGraph(model), SESSION_OPTIONS);
-    return new PrefixDecoder(session, model.shape, model.layers.length, modelPath);
+  static async build(model: TransformerModel, modelPath: string): Promise<PrefixDecoder> {
+    const session = await openWrittenGraph(buildDecodeGraph(model), SESSION_OPTIONS);
+    return new PrefixDecoder(session, model.spec, model.spec.layers, modelPath);
   }
 
   /** A cohort of `rows` sequences continuing `prefix` (a one-row prompt cache), with room for `capacity` new tokens each. */
@@ -152,7 +156,7 @@ export class DecodeCohort {
     private readonly prefix: KvCache,
     private rows: number,
     private readonly capacity: number,
-    private readonly shape: Pick<LlamaShape, 'kvHeads' | 'headDim'>,
+    private readonly shape: Pick<TransformerSpec, 'kvHeads' | 'headDim'>,
     private readonly layers: number,
   ) {
     this.perToken = shape.kvHeads * shape.headDim;
