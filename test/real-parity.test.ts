@@ -3,7 +3,8 @@
  * ../shared/models/reference-items.json scored by each of the three real Llama exports
  * agrees per item with the log-probs HF computed in fp32 (reference-logprobs.json, the
  * variant the tokenizer's BOS policy selects) within 1e-4 nats, with the same token and
- * byte counts — in process, and through `probe serve` over HTTP.
+ * byte counts — in process (from the ONNX exports, and from the same weights as Hugging Face
+ * safetensors directories, whose graph probe builds), and through `probe serve` over HTTP.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -71,6 +72,19 @@ describe.skipIf(!hasModels)('real checkpoints agree with Hugging Face transforme
     it(`${model}: every reference item within ${TOLERANCE_NATS} nats, same tokens and bytes (in process)`, async () => {
       const backend = await OnnxBackend.open(join(MODELS, model));
       try {
+        assertParity(await compare(backend, model));
+      } finally {
+        await backend.close();
+      }
+    }, 120_000);
+  }
+
+  // The same weights as a Hugging Face directory (safetensors): probe builds the graph itself (src/backends/hf/).
+  for (const model of ['llama-bpe8k-s40', 'llama-bpe8k-s250', 'llama-bpe8k-s1500']) {
+    it(`hf/${model}: every reference item within ${TOLERANCE_NATS} nats, same tokens and bytes (the graph built from model.safetensors)`, async () => {
+      const backend = await OnnxBackend.open(join(MODELS, 'hf', model));
+      try {
+        expect(backend.engine).toBe('probe in process (onnxruntime): Llama graph built from model.safetensors');
         assertParity(await compare(backend, model));
       } finally {
         await backend.close();
