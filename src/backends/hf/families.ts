@@ -240,7 +240,9 @@ const SHARED_FIELDS = [
  * Fields that do not change a forward pass: ids, dropout (inference runs none),
  * initialisation, the dtype weights were saved in (probe widens them to float32),
  * generation defaults and bookkeeping — transformers 4's and 5's PretrainedConfig fields,
- * and probe's own `probe_ladder` block.
+ * the cache class generation uses, remote-code class names (`auto_map`: probe runs no
+ * checkpoint code), and probe's own `probe_ladder` block. Window fields are neutral to a
+ * family that does not read them (transformers' Llama ignores a `sliding_window`).
  */
 const NEUTRAL_FIELDS = new Set([
   '_name_or_path',
@@ -314,6 +316,8 @@ const NEUTRAL_FIELDS = new Set([
   'use_sliding_window',
   'sliding_window',
   'original_max_position_embeddings',
+  'cache_implementation',
+  'auto_map',
 ]);
 
 /** Reads config.json's fields, each refusal naming the file and the field. */
