@@ -35,7 +35,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readTokenizerDir } from '../src/backends/onnx/checkpoint.ts';
+import { readTokenizerDir } from '../src/backends/checkpoint-dir.ts';
 import { CheckpointTokenizer } from '../src/backends/onnx/tokenizer.ts';
 import { openBackend } from '../src/backends/open.ts';
 import type { CompletionBackend, Sample, SampleRequest } from '../src/backends/types.ts';

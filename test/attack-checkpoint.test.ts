@@ -11,7 +11,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
-import { readTokenizerDir } from '../src/backends/onnx/checkpoint.ts';
+import { readTokenizerDir } from '../src/backends/checkpoint-dir.ts';
 import { checkTokenizerAgainstConfig, tokenizerIdsOf } from '../src/backends/onnx/consistency.ts';
 import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';

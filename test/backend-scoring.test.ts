@@ -7,7 +7,7 @@ import { encodeTail, splitContinuations, splitPair } from '../src/backends/bound
 import { logSoftmaxAt } from '../src/backends/logits.ts';
 import { scoreContinuation } from '../src/backends/single.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
-import { readCheckpointDir } from '../src/backends/onnx/checkpoint.ts';
+import { readCheckpointDir } from '../src/backends/checkpoint-dir.ts';
 import { OnnxGraph } from '../src/backends/onnx/graph.ts';
 import { CheckpointTokenizer } from '../src/backends/onnx/tokenizer.ts';
 import { loadProbeItems } from '../src/probes/load.ts';

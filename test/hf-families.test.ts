@@ -17,7 +17,7 @@ import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
 import { rotaryOf } from '../src/backends/hf/rope.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
-import { readCheckpointDir } from '../src/backends/onnx/checkpoint.ts';
+import { readCheckpointDir } from '../src/backends/checkpoint-dir.ts';
 import { SESSION_OPTIONS } from '../src/backends/onnx/graph.ts';
 import { openWrittenGraph } from '../src/backends/onnx/written-graph.ts';
 import { buildForwardGraph } from '../src/backends/transformer/forward-graph.ts';

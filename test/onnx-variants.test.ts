@@ -27,7 +27,7 @@ import {
   writeModel,
 } from '../scripts/checkpoints/real-variants.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
-import { readCheckpointDir } from '../src/backends/onnx/checkpoint.ts';
+import { readCheckpointDir } from '../src/backends/checkpoint-dir.ts';
 import type { Dtype } from '../src/backends/onnx/dtype.ts';
 import { OnnxGraph } from '../src/backends/onnx/graph.ts';
 import { scoreContinuation } from '../src/backends/single.ts';

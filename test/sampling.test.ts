@@ -8,7 +8,7 @@ import type { SampleRequest } from '../src/backends/types.ts';
 import { createRng } from '../src/util/rng.ts';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { readCheckpointDir } from '../src/backends/onnx/checkpoint.ts';
+import { readCheckpointDir } from '../src/backends/checkpoint-dir.ts';
 import { OnnxGraph } from '../src/backends/onnx/graph.ts';
 import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
 import { CKPT } from './helpers/paths.ts';

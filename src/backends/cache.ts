@@ -23,7 +23,7 @@ import { describeCause, systemErrorCode } from '../errors.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { onceUntilFailure } from '../util/once-until-failure.ts';
 import { MAX_STRING_BYTES, readRegularFileIfPresent, streamRegularFile, walkTree } from '../util/safe-tree.ts';
-import { CHECKPOINT_DIR, CHECKPOINT_LIMITS } from './onnx/checkpoint.ts';
+import { CHECKPOINT_DIR, CHECKPOINT_LIMITS } from './checkpoint-limits.ts';
 import { DamagedCacheEntry, entryId, type KeyMaterial, openEntry, sealEntry } from './cache-entry.ts';
 import type { BosUse } from './bos.ts';
 import { checkSampleAnswer, checkScoreAnswer } from './cache-shape.ts';

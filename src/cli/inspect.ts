@@ -1,7 +1,7 @@
 /** `probe inspect`: the quality report of a probe set, read before trusting a score computed on it. */
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
-import { readTokenizerDir } from '../backends/onnx/checkpoint.ts';
+import { readTokenizerDir } from '../backends/checkpoint-dir.ts';
 import { CheckpointTokenizer } from '../backends/onnx/tokenizer.ts';
 import { loadProbeItems, probeFiles } from '../probes/load.ts';
 import { probeQuality, type QualityOptions } from '../report/probe-quality.ts';

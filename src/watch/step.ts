@@ -5,7 +5,7 @@
  */
 import { existsSync, statSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { CHECKPOINT_DIR, CHECKPOINT_JSON_BYTES } from '../backends/onnx/checkpoint.ts';
+import { CHECKPOINT_DIR, CHECKPOINT_JSON_BYTES } from '../backends/checkpoint-limits.ts';
 import { readTextFile } from '../util/safe-tree.ts';
 
 export interface TrainingPosition {

@@ -8,7 +8,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { CheckpointTokenizer } from '../../src/backends/onnx/tokenizer.ts';
-import { readTokenizerDir } from '../../src/backends/onnx/checkpoint.ts';
+import { readTokenizerDir } from '../../src/backends/checkpoint-dir.ts';
 import { close, listen } from './http.ts';
 
 /** The continuation for one sample: the prompt as text, and how many samples came before. */

@@ -8,7 +8,7 @@
  */
 import { join } from 'node:path';
 import { InputError } from '../../errors.ts';
-import type { CheckpointFiles } from '../onnx/checkpoint.ts';
+import type { CheckpointFiles } from '../checkpoint-dir.ts';
 import { DEFAULT_DTYPE, type Dtype } from '../onnx/dtype.ts';
 import { modelOf } from './families.ts';
 import { INDEX_FILE, readSafetensors, SINGLE_FILE } from './safetensors.ts';

@@ -34,6 +34,7 @@ import { join, resolve } from 'node:path';
 import { describeCause, InputError } from '../../errors.ts';
 import { openRegularFile, readJsonFile, regularFile } from '../../util/safe-tree.ts';
 import { halvesToFloats } from '../onnx/half.ts';
+import { CHECKPOINT_DIR } from '../checkpoint-limits.ts';
 
 /** Other dtypes are listed but refused when read as floats. */
 export type TensorDtype = 'F32' | 'F16' | 'BF16' | string;
@@ -62,12 +63,6 @@ export interface SafetensorsCheckpoint {
 
 export const SINGLE_FILE = 'model.safetensors';
 export const INDEX_FILE = 'model.safetensors.index.json';
-
-/**
- * What the files are, in safe-tree's messages. (onnx/checkpoint.ts has the same words; it
- * imports this module, so importing them from it would make a cycle.)
- */
-const CHECKPOINT_DIR = 'the checkpoint directory';
 
 /** Bytes the index may hold: the index of a model of tens of thousands of tensors is a few MB. */
 const INDEX_JSON_BYTES = 128 * 1024 * 1024;

@@ -11,7 +11,7 @@
 import { InputError, ProbeError } from '../../errors.ts';
 import { BOS_PROBE_TEXT, bosHead, fitContext, prependedToken, type BosPolicy, type BosUse } from '../bos.ts';
 import { splitContinuations } from '../boundary.ts';
-import { readTokenizerDir } from '../onnx/checkpoint.ts';
+import { readTokenizerDir } from '../checkpoint-dir.ts';
 import { CheckpointTokenizer } from '../onnx/tokenizer.ts';
 import { TokenSpelling } from '../token-spelling.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';

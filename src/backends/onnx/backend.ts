@@ -15,7 +15,7 @@ import { ProbeError } from '../../errors.ts';
 import { bosHead, fitContext, type BosPolicy, type BosUse } from '../bos.ts';
 import { encodeTail, splitContinuations, type SplitPair } from '../boundary.ts';
 import type { CompletionBackend, Sample, SampleRequest, ScoreRequest, ScoreResult } from '../types.ts';
-import { readCheckpointDir, type CheckpointFiles } from './checkpoint.ts';
+import { readCheckpointDir, type CheckpointFiles } from '../checkpoint-dir.ts';
 import type { Dtype } from './dtype.ts';
 import { checkLogitsWidth, checkSpecialsAreSpecial, checkSpecialTokens, tokenizerIdsOf } from './consistency.ts';
 import { OnnxGraph, type KvCache } from './graph.ts';

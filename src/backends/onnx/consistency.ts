@@ -17,7 +17,7 @@
  */
 import { join } from 'node:path';
 import { InputError } from '../../errors.ts';
-import { type ModelConfig, type TokenizerFiles, tokenEntries, vocabSizeOf } from './checkpoint.ts';
+import { type ModelConfig, type TokenizerFiles, tokenEntries, vocabSizeOf } from '../checkpoint-dir.ts';
 
 export interface TokenizerIds {
   /** One more than the largest id the tokenizer can produce (vocabulary and added tokens). */

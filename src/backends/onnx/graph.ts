@@ -8,7 +8,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { describeCause, InputError, ProbeError } from '../../errors.ts';
-import type { CheckpointFiles } from './checkpoint.ts';
+import type { CheckpointFiles } from '../checkpoint-dir.ts';
 import { halvesToFloats } from './half.ts';
 import { buildForwardGraph } from '../transformer/forward-graph.ts';
 import { openWrittenGraph } from './written-graph.ts';

@@ -19,7 +19,8 @@
 import onnxProto from 'onnx-proto';
 import type { onnx as OnnxTypes } from 'onnx-proto';
 import { readRegularFile } from '../../util/safe-tree.ts';
-import { CHECKPOINT_DIR, type CheckpointFiles } from './checkpoint.ts';
+import type { CheckpointFiles } from '../checkpoint-dir.ts';
+import { CHECKPOINT_DIR } from '../checkpoint-limits.ts';
 import { halvesToFloats } from './half.ts';
 import { weightOfBytes, type TransformerModel } from '../transformer/model.ts';
 

@@ -11,7 +11,7 @@
  */
 import * as ort from 'onnxruntime-node';
 import { describeCause, ProbeError } from '../../errors.ts';
-import type { CheckpointFiles } from './checkpoint.ts';
+import type { CheckpointFiles } from '../checkpoint-dir.ts';
 import { buildDecodeGraph } from '../transformer/decode-graph.ts';
 import type { TransformerModel, TransformerSpec } from '../transformer/model.ts';
 import { SESSION_OPTIONS, type KvCache, type OnnxGraph } from './graph.ts';

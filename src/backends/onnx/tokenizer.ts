@@ -6,7 +6,7 @@ import { createRequire } from 'node:module';
 import type { PreTrainedTokenizer } from '@huggingface/transformers';
 import { describeCause, InputError } from '../../errors.ts';
 import { BOS_PROBE_TEXT, prependedToken, type BosPolicy, type BosUse } from '../bos.ts';
-import { type TokenizerFiles, tokenEntries, vocabSizeOf } from './checkpoint.ts';
+import { type TokenizerFiles, tokenEntries, vocabSizeOf } from '../checkpoint-dir.ts';
 
 /**
  * transformers.js is loaded on the first tokenizer, not at start-up: importing it costs half a second,

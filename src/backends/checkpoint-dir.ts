@@ -1,33 +1,27 @@
 /**
- * Reads a checkpoint directory in transformers.js layout strictly from disk
- * (`config.json`, `tokenizer.json`, `tokenizer_config.json`, `onnx/model.onnx`).
- * Every missing or malformed file is an `InputError` naming that file.
+ * A checkpoint directory, whatever holds its weights: the files every one has, read strictly
+ * from disk (`config.json`, `tokenizer.json`, `tokenizer_config.json`), and the reader of its
+ * weights' format — an ONNX export (`onnx/`: onnx/export-dir.ts) or Hugging Face safetensors
+ * (hf/checkpoint.ts). Every missing or malformed file is an `InputError` naming that file.
  *
  * A checkpoint directory is anyone's (a download, a trainer's output): its files are read
  * through safe-tree, so a FIFO or a device in a file's place is refused before it blocks
- * or never ends, each JSON file has a size cap, and `onnx/` (the graph and its external
- * data, which onnxruntime opens itself) is checked whole before onnxruntime sees it. Links
- * may lead out of the directory (the Hugging Face cache keeps a snapshot's files as links
- * into its blobs/), but only to regular files and directories.
+ * or never ends, each JSON file has a size cap, and the weights' readers check what they
+ * hand on (onnxruntime opens an export's graph and external data itself). Links may lead
+ * out of the directory (the Hugging Face cache keeps a snapshot's files as links into its
+ * blobs/), but only to regular files and directories.
  */
 import { existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { InputError } from '../../errors.ts';
-import { checkTree, readJsonFile, type TreeLimits } from '../../util/safe-tree.ts';
-import { DEFAULT_DTYPE, type Dtype, modelPathOf } from './dtype.ts';
-import { readHfWeights } from '../hf/checkpoint.ts';
-import { hasSafetensors } from '../hf/safetensors.ts';
-import type { TransformerModel } from '../transformer/model.ts';
-
-/** What the checkpoint's files are, in safe-tree's messages. */
-export const CHECKPOINT_DIR = 'the checkpoint directory';
-
-/** A checkpoint's weights may run to any size (they are streamed, never held); its files and directories are counted. */
-export const CHECKPOINT_LIMITS: Partial<TreeLimits> = { fileBytes: Number.POSITIVE_INFINITY, totalBytes: Number.POSITIVE_INFINITY };
-
-/** Bytes a checkpoint's JSON file may hold: several times a real tokenizer.json of a 256k-token vocabulary (some tens of MB). */
-export const CHECKPOINT_JSON_BYTES = 128 * 1024 * 1024;
+import { InputError } from '../errors.ts';
+import { readJsonFile } from '../util/safe-tree.ts';
+import { CHECKPOINT_DIR, CHECKPOINT_JSON_BYTES } from './checkpoint-limits.ts';
+import { DEFAULT_DTYPE, type Dtype } from './onnx/dtype.ts';
+import { readHfWeights } from './hf/checkpoint.ts';
+import { hasSafetensors } from './hf/safetensors.ts';
+import { readOnnxWeights } from './onnx/export-dir.ts';
+import type { TransformerModel } from './transformer/model.ts';
 
 export const ModelConfig = z.looseObject({
   vocab_size: z.number().int().positive().optional(),
@@ -149,9 +143,5 @@ export function readCheckpointDir(dirArg: string, dtype: Dtype = DEFAULT_DTYPE):
   const tokenizerConfigRaw = readJson(join(dir, 'tokenizer_config.json'), false) ?? {};
   const tokenizerConfig = validate(z.record(z.string(), z.unknown()), tokenizerConfigRaw, join(dir, 'tokenizer_config.json'));
   const files = { dir, config, tokenizerJson, tokenizerConfig };
-  if (isHfDirectory(dir)) return { ...files, ...readHfWeights(files, dtype) };
-  const modelPath = modelPathOf(dir, dtype);
-  // onnxruntime opens the graph and its external data itself: nothing under onnx/ may be a FIFO, a device or a loop.
-  checkTree(join(dir, 'onnx'), { links: 'follow', limits: CHECKPOINT_LIMITS, what: CHECKPOINT_DIR });
-  return { ...files, modelPath, graph: { kind: 'file' }, dtype };
+  return { ...files, ...(isHfDirectory(dir) ? readHfWeights(files, dtype) : readOnnxWeights(dir, dtype)) };
 }
