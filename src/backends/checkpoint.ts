@@ -80,13 +80,16 @@ export function checkpointFacts(spec: string): CheckpointFacts {
 function directoryFacts(dir: string): CheckpointFacts {
   const file = join(dir, 'config.json');
   if (!existsSync(file)) return NO_FACTS;
-  let ladder: unknown;
   try {
-    ladder = (JSON.parse(readTextFile(file, { maxBytes: CHECKPOINT_JSON_BYTES, what: CHECKPOINT_DIR })) as { probe_ladder?: unknown })
-      .probe_ladder;
+    return factsOf(JSON.parse(readTextFile(file, { maxBytes: CHECKPOINT_JSON_BYTES, what: CHECKPOINT_DIR })));
   } catch {
     return NO_FACTS; // reading the checkpoint itself reports a malformed (or unreadable) config.json
   }
+}
+
+/** The facts a parsed config.json states in its probe_ladder block. */
+function factsOf(config: unknown): CheckpointFacts {
+  const ladder = (config as { probe_ladder?: unknown } | null)?.probe_ladder;
   if (!ladder || typeof ladder !== 'object') return NO_FACTS;
   const { control, contaminated, heldout_code_bpb: bpb } = ladder as Record<string, unknown>;
   return {
@@ -147,7 +150,7 @@ export function resolveCheckpoint(
     key: checkpointKey(spec),
     dir: files.dir,
     config: files.config,
-    facts: directoryFacts(files.dir),
+    facts: factsOf(files.config),
     contentHash: () => checkpointContentHash(files.dir),
   };
 }
