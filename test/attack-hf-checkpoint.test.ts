@@ -91,7 +91,7 @@ describe.concurrent('a damaged safetensors file is refused by name, before any w
     expectOneLineError(
       run,
       new RegExp(
-        `^probe: ${literal(shard)}: field "(${tensors.map(literal).join('|')})": file is \\d+ bytes, tensor ".+" needs up to \\d+: the file is truncated$`,
+        `^probe: ${literal(shard)}: field "(${tensors.map(literal).join('|')})": file is \\d+ bytes, tensor ".+" needs up to \\d+: the file is truncated, or its header is wrong$`,
       ),
     );
   });
@@ -110,7 +110,9 @@ describe.concurrent('a damaged safetensors file is refused by name, before any w
     const run = await bpb([dir]);
     expectOneLineError(
       run,
-      new RegExp(`${at(file, name)}file is \\d+ bytes, tensor "${literal(name)}" needs up to \\d+: the file is truncated$`),
+      new RegExp(
+        `${at(file, name)}file is \\d+ bytes, tensor "${literal(name)}" needs up to \\d+: the file is truncated, or its header is wrong$`,
+      ),
     );
   });
 
@@ -226,7 +228,7 @@ describe.concurrent('config.json that the weights or probe do not support is ref
     expectOneLineError(
       run,
       new RegExp(
-        `${at(join(dir, SINGLE), 'model.layers.0.self_attn.q_proj.weight')}the layer 0 q projection is \\[64,64\\], where config\\.json makes it \\[32,32\\]$`,
+        `${at(join(dir, SINGLE), 'model.layers.0.self_attn.q_proj.weight')}the layer 0 q projection is \\[64, 64\\], where config\\.json makes it \\[32, 32\\]$`,
       ),
     );
   });

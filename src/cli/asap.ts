@@ -70,7 +70,7 @@ export function asapCommand(): Command {
             )
             .option(
               '--ckpt <path|url...>',
-              'checkpoint directories (ONNX; a Hugging Face safetensors directory is served by vllm), GGUF files (served by llama-server) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder',
+              'checkpoint directories (Hugging Face safetensors, run in process or by vLLM: --engine; or ONNX), GGUF files (served by llama-server) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder',
             )
             .option('--tasks <dir|file>', 'task records', join(REPO_ROOT, 'verifiers'))
             .option(

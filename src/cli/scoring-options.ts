@@ -35,7 +35,7 @@ export function addScoringOptions(command: Command): Command {
         addCheckpointOptions(
           command.option(
             '--ckpt <path|url...>',
-            'checkpoint directories (ONNX, transformers.js layout; a Hugging Face safetensors directory is served by vllm), GGUF files (served by llama-server: sampling verbs only) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder',
+            'checkpoint directories (Hugging Face safetensors, run in process or by vLLM: --engine; or ONNX, transformers.js layout), GGUF files (served by llama-server: sampling verbs only) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder',
           ),
         ),
       )

@@ -547,7 +547,10 @@ class TensorFinder {
   private entry(name: string, dims: number[], role: string): TensorEntry {
     const entry = this.weights.tensor(name, role);
     if (entry.shape.join() !== dims.join())
-      throw new InputError({ file: entry.file, field: name }, `the ${role} is [${entry.shape}], where config.json makes it [${dims}]`);
+      throw new InputError(
+        { file: entry.file, field: name },
+        `the ${role} is [${entry.shape.join(', ')}], where config.json makes it [${dims.join(', ')}]`,
+      );
     return entry;
   }
 

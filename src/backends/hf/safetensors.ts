@@ -339,7 +339,7 @@ function entryOf(name: string, value: unknown, file: string, dataStart: number, 
   if (dataStart + end > fileBytes)
     throw new InputError(
       where,
-      `file is ${fileBytes} bytes, tensor "${shown(name)}" needs up to ${dataStart + end}: the file is truncated`,
+      `file is ${fileBytes} bytes, tensor "${shown(name)}" needs up to ${dataStart + end}: the file is truncated, or its header is wrong`,
     );
   return { name, file, dtype, shape: dims, offset: dataStart + begin, length: end - begin };
 }
