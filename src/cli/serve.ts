@@ -1,4 +1,4 @@
-/** `probe serve`: an ONNX checkpoint behind an OpenAI-compatible HTTP server. */
+/** `probe serve`: a checkpoint directory run in process (Hugging Face or ONNX) behind an OpenAI-compatible HTTP server. */
 import { basename } from 'node:path';
 import { Command } from 'commander';
 import { OnnxBackend } from '../backends/onnx/backend.ts';
@@ -23,9 +23,9 @@ export function serveCommand(): Command {
   return addCheckpointOptions(
     new Command('serve')
       .description(
-        'Serve an ONNX checkpoint as an OpenAI-compatible server (/v1/completions with echo + logprobs and sampling, /v1/models, /tokenize), so many probe processes share one loaded model.',
+        'Serve a checkpoint directory (Hugging Face safetensors or ONNX, run in process) as an OpenAI-compatible server (/v1/completions with echo + logprobs and sampling, /v1/models, /tokenize), so many probe processes share one loaded model.',
       )
-      .requiredOption('--ckpt <dir>', 'checkpoint directory (transformers.js layout)')
+      .requiredOption('--ckpt <dir>', 'checkpoint directory: Hugging Face (config.json, safetensors) or ONNX (transformers.js layout)')
       .option('--port <port>', 'TCP port, 0 to 65535 (0: any free port, printed)', tcpPort, 8000)
       .option('--host <host>', 'interface to listen on', '127.0.0.1')
       .option('--model <name>', 'model name to report (default: the directory name)')

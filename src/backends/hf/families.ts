@@ -334,10 +334,11 @@ export class FieldReader {
     );
   }
 
+  /** A positive finite number: every quantity the families read (ε, caps, scalars, sizes) is one, and 0 or less would make NaNs. */
   number(field: string, fallback?: number): number {
     const value = this.config[field] ?? fallback;
-    if (typeof value !== 'number' || !Number.isFinite(value))
-      throw new InputError({ file: this.file, field }, `must be a number (got ${JSON.stringify(value)})`);
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0)
+      throw new InputError({ file: this.file, field }, `must be a positive number (got ${JSON.stringify(value)})`);
     return value;
   }
 
@@ -414,6 +415,11 @@ export function modelOf(config: Config, configFile: string, weights: Safetensors
   const extras = family.extras?.(config, hidden, read) ?? {};
   const block = typeof family.block === 'function' ? family.block(config) : family.block;
   const windows = windowsOf(config, family, layers, read);
+  if (windows.some((w) => w !== undefined && (!Number.isInteger(w) || w <= 0)))
+    throw new InputError(
+      { file: configFile, field: 'sliding_window' },
+      `must be a positive integer (got ${JSON.stringify(config.sliding_window)})`,
+    );
 
   const tied = config.tie_word_embeddings !== false && (family.head.length === 0 || config.tie_word_embeddings === true);
   const find = new TensorFinder(weights);

@@ -29,6 +29,10 @@ export interface Rotary {
  * attention factor. `file` names config.json in errors.
  */
 export function rotaryOf(rope: RopeSettings, headDim: number, maxPositions: number, file: string): Rotary {
+  if (!(rope.theta > 0) || !Number.isFinite(rope.theta))
+    throw new InputError({ file, field: 'rope_parameters.rope_theta' }, `must be a positive number (got ${JSON.stringify(rope.theta)})`);
+  if (!(rope.partial > 0 && rope.partial <= 1))
+    throw new InputError({ file, field: 'partial_rotary_factor' }, `must be in (0, 1] (got ${JSON.stringify(rope.partial)})`);
   const dims = Math.trunc(headDim * rope.partial);
   if (dims < 2 || dims % 2 !== 0)
     throw new InputError(
@@ -39,10 +43,10 @@ export function rotaryOf(rope: RopeSettings, headDim: number, maxPositions: numb
   const { params } = rope;
   const number = (key: string, fallback?: number): number => {
     const value = params[key] ?? fallback;
-    if (typeof value !== 'number' || !Number.isFinite(value))
+    if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0)
       throw new InputError(
         { file, field: `rope_parameters.${key}` },
-        `rope type ${rope.type} needs a number here (got ${JSON.stringify(value)})`,
+        `rope type ${rope.type} needs a positive number here (got ${JSON.stringify(value)})`,
       );
     return value;
   };
