@@ -283,6 +283,23 @@ describe.concurrent('config.json that the weights or probe do not support is ref
     expectOneLineError(run, new RegExp(`${at(config, 'layer_types.1')}attention type "chunked_attention" is not built`));
   });
 
+  it('numbers that would make NaNs (ε ≤ 0, a RoPE θ of 0, a sliding window of 0): each names its field', async () => {
+    const eps = await withConfig((c) => {
+      c.rms_norm_eps = -1e-6;
+    });
+    expectOneLineError(eps.run, new RegExp(`${at(eps.config, 'rms_norm_eps')}must be a positive number \\(got -0\\.000001\\)`));
+    const theta = await withConfig((c) => {
+      c.rope_parameters = { rope_type: 'default', rope_theta: 0 };
+    });
+    expectOneLineError(theta.run, new RegExp(`${at(theta.config, 'rope_parameters.rope_theta')}must be a positive number`));
+    const dir = copyOf('mistral');
+    const config = join(dir, 'config.json');
+    editJson(config, (c) => {
+      c.sliding_window = 0;
+    });
+    expectOneLineError(await bpb([dir]), new RegExp(`${at(config, 'sliding_window')}must be a positive integer \\(got 0\\)`));
+  });
+
   it('--dtype fp16 on a Hugging Face directory: names the directory and --dtype', async () => {
     const dir = join(FIXTURES, 'mistral');
     const run = await bpb([dir], '--dtype', 'fp16');
