@@ -368,6 +368,15 @@ exec ${JSON.stringify(process.execPath)} ${JSON.stringify(PROBE_BIN)} serve --ck
         .stdout.split('\n')
         .filter((l) => l.includes(`serve --ckpt ${onnx}`));
       expect(left).toEqual([]);
+      // --engine auto takes vLLM only where the machine also has an NVIDIA GPU: here, with vllm on PATH, as --engine says.
+      const autoOut = join(tempDir(), 'auto');
+      const auto = probe(['bpb', '--ckpt', HF.s1500, '--limit', '1', '--no-cache', '--out', autoOut], {
+        PATH: `${bin}:${process.env.PATH}`,
+      });
+      expect(auto.code, auto.stderr).toBe(0);
+      expect(JSON.parse(readFileSync(join(autoOut, 'run.json'), 'utf8')).checkpoints[0].engine).toMatch(
+        existsSync('/dev/nvidiactl') ? /^vLLM at / : /^probe in process \(onnxruntime\)/,
+      );
     },
     300_000,
   );
