@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { InputError } from '../../errors.ts';
 import type { CheckpointFiles } from '../checkpoint-dir.ts';
 import { DEFAULT_DTYPE, type Dtype } from '../onnx/dtype.ts';
-import { modelOf } from './families.ts';
+import { modelOf } from './model-of.ts';
 import { INDEX_FILE, readSafetensors, SINGLE_FILE } from './safetensors.ts';
 
 /** What an HF directory adds to the files every checkpoint directory has (config.json, the tokenizer). */
