@@ -81,7 +81,7 @@ export function buildCommand(): Command {
         // A resumed build must sample from the same weights: it records the directory's content hash, which a server has not.
         throw new InputError(
           { file: distractorCkpt.name },
-          `--distractor-ckpt takes an ONNX checkpoint directory, not ${distractorCkpt.kind === 'server' ? 'a server URL' : 'a checkpoint an engine serves'} (its samples are recorded by the checkpoint's content hash)`,
+          `--distractor-ckpt takes a checkpoint directory run in process (Hugging Face or ONNX), not ${distractorCkpt.kind === 'server' ? 'a server URL' : 'a checkpoint an engine serves'} (its samples are recorded by the checkpoint's content hash)`,
         );
       }
       // The probe set is written once, after every replay: a path that cannot take it must fail now.

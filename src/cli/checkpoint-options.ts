@@ -18,7 +18,7 @@ export function addCheckpointOptions(command: Command): Command {
   const files = DTYPES.map((d) => `${d}: model${DTYPE_SUFFIX[d]}.onnx`).join(', ');
   return command
     .addOption(
-      new Option('--dtype <name>', `which graph of each ONNX checkpoint directory to run (${files})`)
+      new Option('--dtype <name>', `which graph of each ONNX export to run (${files}; a Hugging Face directory runs in fp32)`)
         .choices([...DTYPES])
         .default(DEFAULT_DTYPE),
     )

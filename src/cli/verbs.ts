@@ -125,7 +125,7 @@ export const VERB_GROUPS: readonly VerbGroup[] = [
       },
       {
         name: 'serve',
-        summary: 'an OpenAI-compatible server for an ONNX checkpoint (scoring batched across requests)',
+        summary: 'an OpenAI-compatible server for a checkpoint directory run in process (scoring batched across requests)',
         example: 'probe serve --ckpt path/to/ckpt-a --port 8000',
         load: async () => (await import('./serve.ts')).serveCommand(),
       },
