@@ -17,6 +17,10 @@
  *       short. Agreement: max |Δ nats| per item between the two (goal ~1e-4 or less), and on
  *       llama-bpe8k-s1500 each one's against ../shared/models/reference-logprobs.json. Goal:
  *       probe / transformers ≥ 1.5×.
+ *   (1b) Patch MCQ: every option of the shipped probe set's items (probes/demo.jsonl; 6 of them
+ *       on the 88 M model), probe scoring each item's options after one pass over its context,
+ *       transformers one pass per (context, option), as lm-evaluation-harness's hf model
+ *       scores continuations longer than one token. Options/s and their ratio.
  *   (2) sampling: n = 8 samples per prompt, temperature 1, top-p 1, 64 new tokens, one demo
  *       context a rep (a different one each rep up to 8 reps, so no engine continues a cached
  *       prompt; probe opened with reusePrompts: false): `OnnxBackend.sample` vs
@@ -104,6 +108,18 @@ const items: Item[] = Object.entries(
 ).map(([id, item]) => ({ id, context: item.context, gold: item.gold }));
 const demo = items.filter((item) => item.id.startsWith('demo-'));
 
+/** The shipped probe set's Patch MCQ items: a context and its options, the gold first. */
+interface McqItem {
+  id: string;
+  context: string;
+  options: string[];
+}
+const mcqItems: McqItem[] = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8')
+  .trim()
+  .split('\n')
+  .map((line) => JSON.parse(line) as { id: string; context: string; gold: string; distractors: string[] })
+  .map((item) => ({ id: item.id, context: item.context, options: [item.gold, ...item.distractors] }));
+
 /** The transformers worker (bench/hf_transformers.py worker): one JSON request per line, one JSON answer per line. */
 class TransformersWorker {
   private stderr = '';
@@ -185,7 +201,13 @@ const maxOff = (nats: number[], scored: Item[], reference: Map<string, number>) 
   Math.max(...nats.flatMap((n, i) => (reference.has(scored[i]!.id) ? [Math.abs(n - reference.get(scored[i]!.id)!)] : [])));
 
 /** Sections (1) and (2) on one checkpoint directory; `reference`: the checkpoint's reference nats, where it has them. */
-async function versusTransformers(label: string, dir: string, scored: Item[], reference?: Map<string, number>): Promise<void> {
+async function versusTransformers(
+  label: string,
+  dir: string,
+  scored: Item[],
+  mcq: McqItem[],
+  reference?: Map<string, number>,
+): Promise<void> {
   let started = performance.now();
   const probe = await OnnxBackend.open(dir, { reusePrompts: false });
   const probeLoad = (performance.now() - started) / 1000;
@@ -234,6 +256,29 @@ async function versusTransformers(label: string, dir: string, scored: Item[], re
     );
     console.log(
       `    agreement: max |Δ nats| per item ${deltas[worst]!.toExponential(1)} (${scored[worst]!.id}), median ${median(deltas).toExponential(1)}; token counts identical${reference ? `; vs reference-logprobs.json (transformers 5.17, nats_nobos): probe ${maxOff(probeNats, scored, reference).toExponential(1)}, transformers ${maxOff(tfNats, scored, reference).toExponential(1)}` : ''}`,
+    );
+
+    // (1b) Patch MCQ: every option of an item scored. probe feeds the context once for all of them; transformers, as
+    // lm-evaluation-harness's HF model does for continuations longer than a token, runs one pass per (context, option).
+    const options = sum(mcq.map((m) => m.options.length));
+    const mcqRequests = mcq.map((m) => ({ context: m.context, continuations: m.options }));
+    const mcqTf = mcq.flatMap((m) => m.options.map((option) => ({ context: m.context, continuation: option })));
+    const probeMcq: number[] = [];
+    const tfMcq: number[] = [];
+    let mcqDelta = 0;
+    for (let rep = 0; rep < reps; rep++) {
+      started = performance.now();
+      const results = await probe.score(mcqRequests);
+      probeMcq.push(options / ((performance.now() - started) / 1000));
+      const answer = await tf.request<Scored>({ op: 'score', items: mcqTf });
+      tfMcq.push(options / answer.seconds);
+      if (rep === 0) {
+        const flat = results.flat().map((r) => -sum(r.tokenLogprobs));
+        mcqDelta = Math.max(...flat.map((n, i) => Math.abs(n + answer.nats[i]!)));
+      }
+    }
+    console.log(
+      `(1b) Patch MCQ, ${mcq.length} items, ${options} options: probe ${median(probeMcq).toFixed(1)} options/s, transformers (a pass per option, as lm-eval's hf model) ${median(tfMcq).toFixed(1)} options/s → probe / transformers ${ratioLine(probeMcq, tfMcq)}; max |Δ nats| per option ${mcqDelta.toExponential(1)}`,
     );
 
     const probeSampling: number[] = [];
@@ -368,7 +413,12 @@ console.log(
 console.log(
   `checkpoints: ${TINY}; ${BIG} (${(bigParams / 1e6).toFixed(1)} M parameters, random init, seed 0${made.made ? ', made now' : ', cached'}) and its bf16 copy ${made.bf16}`,
 );
-await versusTransformers('llama-bpe8k-s1500 (1.8 M parameters)', TINY, items, referenceNats('llama-bpe8k-s1500'));
-await versusTransformers(`llama-100m fp32 (${(bigParams / 1e6).toFixed(0)} M parameters)`, BIG, scoredBig);
+await versusTransformers('llama-bpe8k-s1500 (1.8 M parameters)', TINY, items, mcqItems, referenceNats('llama-bpe8k-s1500'));
+await versusTransformers(
+  `llama-100m fp32 (${(bigParams / 1e6).toFixed(0)} M parameters)`,
+  BIG,
+  scoredBig,
+  mcqItems.slice(0, bigItems > 0 ? bigItems : 6),
+);
 peakRss({ 'llama-100m fp32': BIG, 'llama-100m bf16': made.bf16 });
 await versusLlamaCpp();
