@@ -21,7 +21,8 @@ import { readCheckpointDir } from '../src/backends/checkpoint-dir.ts';
 import { SESSION_OPTIONS } from '../src/backends/onnx/graph.ts';
 import { openWrittenGraph } from '../src/backends/onnx/written-graph.ts';
 import { buildForwardGraph } from '../src/backends/transformer/forward-graph.ts';
-import type { TransformerModel } from '../src/backends/transformer/model.ts';
+import { GRAPH_BUILDER_VERSION, type TransformerModel } from '../src/backends/transformer/model.ts';
+import { directoryFingerprint } from '../src/backends/open.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 
 const FIXTURES = join(REPO_ROOT, 'test', 'fixtures', 'hf');
@@ -47,6 +48,12 @@ const fixtures = readdirSync(FIXTURES, { withFileTypes: true })
 const reference = (name: string): Reference => JSON.parse(readFileSync(join(FIXTURES, name, 'reference.json'), 'utf8'));
 
 describe('every family against transformers', () => {
+  it("a Hugging Face directory's cached answers are keyed by its content and by the graph builder's version; an export's by its content", () => {
+    expect(directoryFingerprint(join(FIXTURES, 'olmo2'))).toMatch(new RegExp(`^content:[0-9a-f]{64}:graph=${GRAPH_BUILDER_VERSION}$`));
+    expect(directoryFingerprint(join(FIXTURES, 'olmo2'), 'fp16')).toMatch(/:graph=\d+:dtype=fp16$/);
+    expect(directoryFingerprint(join(REPO_ROOT, 'checkpoints', 'llama-bpe8k-s40'))).toMatch(/^content:[0-9a-f]{64}$/);
+  });
+
   it('the fixtures cover every family probe builds', () => {
     const types = new Set(
       fixtures.map((name) => (JSON.parse(readFileSync(join(FIXTURES, name, 'config.json'), 'utf8')) as { model_type: string }).model_type),

@@ -3,6 +3,8 @@ import { type Checkpoint, resolveCheckpoint } from './checkpoint.ts';
 import { HttpBackend, type HttpBackendOptions } from './http/backend.ts';
 import { OnnxBackend, type OnnxBackendOptions } from './onnx/backend.ts';
 import { DEFAULT_DTYPE, type Dtype } from './onnx/dtype.ts';
+import { isHfDirectory } from './checkpoint-dir.ts';
+import { GRAPH_BUILDER_VERSION } from './transformer/model.ts';
 import type { CompletionBackend } from './types.ts';
 import { bosKey } from './bos.ts';
 import { CachedBackend, checkpointContentHash, type ResultCache } from './cache.ts';
@@ -84,9 +86,12 @@ async function openEngine(ckpt: Extract<Checkpoint, { kind: 'engine' }>, options
 /**
  * A directory is keyed by its content, and by which of its graphs runs: the hash covers
  * every file, so model.onnx and model_fp16.onnx of one directory share it. fp32 keeps the
- * key it had before dtypes existed, so caches written then still answer.
+ * key it had before dtypes existed, so caches written then still answer. A Hugging Face
+ * directory's graph is probe's own, not in its files: its answers are keyed by the
+ * builder that made the graph too, so a change to the arithmetic never answers from the
+ * old one's cache.
  */
 export function directoryFingerprint(dir: string, dtype: Dtype = DEFAULT_DTYPE): string {
-  const content = `content:${checkpointContentHash(dir)}`;
+  const content = `content:${checkpointContentHash(dir)}${isHfDirectory(dir) ? `:graph=${GRAPH_BUILDER_VERSION}` : ''}`;
   return dtype === DEFAULT_DTYPE ? content : `${content}:dtype=${dtype}`;
 }

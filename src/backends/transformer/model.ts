@@ -8,6 +8,13 @@
  * checkpoint (decode-graph.ts). One description, so a family is its few differences.
  */
 
+/**
+ * The graph builders' arithmetic, as a version: part of the result cache's key for a Hugging
+ * Face directory (whose graph is built here, not read from its files). Raise it with any
+ * change that can move a logit.
+ */
+export const GRAPH_BUILDER_VERSION = 1;
+
 /** How a norm normalises: RMSNorm × w (Llama), RMSNorm × (1 + w) (Gemma), LayerNorm with bias (GPT-NeoX). */
 export type NormKind = 'rms' | 'rms-offset' | 'layer';
 
