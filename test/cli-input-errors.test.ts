@@ -132,7 +132,10 @@ describe('servers and ports', () => {
       '--distractor-ckpt',
       'http://127.0.0.1:9/v1',
     ]);
-    expectOneLineError(run, /^probe: http:\/\/127\.0\.0\.1:9\/v1: --distractor-ckpt takes a checkpoint directory run in process \(Hugging Face or ONNX\), not a server URL/);
+    expectOneLineError(
+      run,
+      /^probe: http:\/\/127\.0\.0\.1:9\/v1: --distractor-ckpt takes a checkpoint directory run in process \(Hugging Face or ONNX\), not a server URL/,
+    );
     expect(existsSync(`${out}.progress.jsonl`)).toBe(false);
   });
 });
