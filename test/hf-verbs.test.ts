@@ -64,6 +64,7 @@ interface BpbResult {
 }
 interface Manifest {
   checkpoints: Array<{ path: string; engine: string; bos: { used: boolean } }>;
+  config: Record<string, unknown>;
 }
 interface Sampler {
   engine: string;
@@ -476,8 +477,14 @@ describe.skipIf(!hasModels)('every verb on a Hugging Face directory, in process'
         '0',
         '--no-cache',
       ];
-      const [hf, onnx] = await Promise.all([verb<AsapJson>(args(HF_DIRS[2]!)), verb<AsapJson>(args(ONNX_DIRS[2]!))]);
+      // --engine in-process (chosen, not the default) is a setting a resumed episode run must match.
+      const [hf, onnx] = await Promise.all([
+        verb<AsapJson>([...args(HF_DIRS[2]!), '--engine', 'in-process']),
+        verb<AsapJson>(args(ONNX_DIRS[2]!)),
+      ]);
       expectHfEngine(hf.manifest, [HF_DIRS[2]!]);
+      expect(hf.manifest.config.engine).toBe('in-process');
+      expect(onnx.manifest.config.engine).toBeUndefined();
       const [result] = hf.json.results;
       expect(result!.checkpoint).toBe(HF_DIRS[2]);
       expect(result!.sampler).toMatchObject({ engine: 'probe in process (onnxruntime)', decode: DECODE, temperature: 0 });

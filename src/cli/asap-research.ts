@@ -62,6 +62,7 @@ export async function runResearchVerb(flags: ResearchFlags): Promise<void> {
     http,
     cache: resultCache(flags),
     dtype: flags.dtype,
+    engine: flags.engine,
     bos: flags.bos,
     out: flags.out,
     resume: Boolean(flags.resume),

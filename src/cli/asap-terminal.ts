@@ -78,6 +78,7 @@ export async function runTerminalVerb(flags: TerminalFlags, profileGiven: boolea
     http,
     cache: resultCache(flags),
     dtype: flags.dtype,
+    engine: flags.engine,
     bos: flags.bos,
     out: flags.out,
     resume: Boolean(flags.resume),

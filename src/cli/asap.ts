@@ -140,6 +140,7 @@ export function asapCommand(): Command {
         http,
         cache: resultCache(flags),
         dtype: flags.dtype,
+        engine: flags.engine,
         resume: Boolean(flags.resume),
         bos: flags.bos,
         tasksPath: flags.tasks,

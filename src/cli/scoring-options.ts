@@ -122,6 +122,7 @@ export function prepareScoringRun(
     checkpoints,
     http,
     dtype: flags.dtype,
+    engine: flags.engine,
     cache: resultCache(flags),
     dir,
     quiet: Boolean(flags.json),

@@ -14,6 +14,7 @@ import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import type { ResultCache } from '../backends/cache.ts';
 import type { Checkpoint } from '../backends/checkpoint.ts';
 import type { Dtype } from '../backends/onnx/dtype.ts';
+import type { EngineChoice } from '../engines/engine-target.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import type { EndpointFailure } from '../backends/http/transport.ts';
 import type { LoadedTask } from '../schema/task.ts';
@@ -32,6 +33,8 @@ export interface AsapRunSettings {
   cache?: ResultCache | undefined;
   /** Which graph of each checkpoint directory runs (`--dtype`). */
   dtype?: Dtype | undefined;
+  /** What ran each Hugging Face directory (`--engine`): recorded in the run's settings. */
+  engine?: EngineChoice | undefined;
   tasksPath: string;
   reference: string;
   runs: number;
@@ -71,6 +74,7 @@ export type AsapProtocolChoices = Pick<
   | 'http'
   | 'cache'
   | 'dtype'
+  | 'engine'
   | 'bos'
 >;
 

@@ -12,7 +12,7 @@ import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { EndpointFailure } from '../backends/http/transport.ts';
 import { openBackend } from '../backends/open.ts';
 import { DEFAULT_DTYPE, type Dtype } from '../backends/onnx/dtype.ts';
-import type { EngineChoice } from '../engines/engine-target.ts';
+import { DEFAULT_ENGINE, type EngineChoice } from '../engines/engine-target.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { ProbeError } from '../errors.ts';
 import type { ItemHooks } from '../probes/memo.ts';
@@ -52,18 +52,20 @@ export function servedAs(http: HttpBackendOptions): Record<string, unknown> {
 
 /**
  * How an episode run's checkpoints are served — servers' model and tokenizer, the BOS policy,
- * a graph other than fp32 — as settings a resumed run must match. Left out where default, so
+ * a graph other than fp32, an engine other than auto — as settings a resumed run must match. Left out where default, so
  * runs of the defaults keep the settings hash (and default run directory) they had.
  */
 export function servingConfig(s: {
   http?: HttpBackendOptions | undefined;
   bos?: BosPolicy | undefined;
   dtype?: Dtype | undefined;
+  engine?: EngineChoice | undefined;
 }): Record<string, unknown> {
   return {
     ...servedAs(s.http ?? {}),
     ...bosConfig(s.bos),
     ...(s.dtype && s.dtype !== DEFAULT_DTYPE ? { dtype: s.dtype } : {}),
+    ...(s.engine && s.engine !== DEFAULT_ENGINE ? { engine: s.engine } : {}),
   };
 }
 

@@ -292,6 +292,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
         http: run.http,
         cache: run.cache,
         dtype: run.dtype,
+        engine: run.engine,
         bos: run.bos,
       }),
     );

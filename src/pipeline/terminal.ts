@@ -12,6 +12,7 @@ import type { ResultCache } from '../backends/cache.ts';
 import type { Checkpoint } from '../backends/checkpoint.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import type { Dtype } from '../backends/onnx/dtype.ts';
+import type { EngineChoice } from '../engines/engine-target.ts';
 import { checkpointKey } from '../asap/store.ts';
 import { EnvironmentError } from '../errors.ts';
 import { client, dockerAvailable } from '../sandbox/docker.ts';
@@ -40,6 +41,8 @@ export interface TerminalRunSettings extends TerminalRunOptions {
   http?: HttpBackendOptions;
   cache?: ResultCache | undefined;
   dtype?: Dtype | undefined;
+  /** What ran each Hugging Face directory (`--engine`): recorded in the run's settings. */
+  engine?: EngineChoice | undefined;
   bos?: BosPolicy | undefined;
   out?: string | undefined;
   resume: boolean;

@@ -216,6 +216,7 @@ async function groundTruth(run: StudyRun, s: StudySettings, asapTasks: LoadedTas
       http: run.http,
       cache: run.cache,
       dtype: run.dtype,
+      engine: run.engine,
       bos: run.bos,
     }),
   );
