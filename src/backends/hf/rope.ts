@@ -50,15 +50,13 @@ export function rotaryOf(rope: RopeSettings, headDim: number, maxPositions: numb
       );
     return value;
   };
-  // torch: base ** (arange(0, dim, 2) / dim), in float32.
-  const exponent = (i: number) => Math.fround(Math.fround(2 * i) / dims);
-  const base = Float64Array.from({ length: half }, (_, i) => rope.theta ** exponent(i));
+  const base = ropeBases(rope.theta, dims);
   const invFreq = new Float32Array(half);
   let attentionFactor = 1;
   switch (rope.type) {
     case 'default':
     case 'dynamic': // NTK scaling starts only past max_position_embeddings, which is the window probe keeps
-      for (let i = 0; i < half; i++) invFreq[i] = 1 / base[i]!;
+      invFreq.set(defaultInvFreq(rope.theta, dims));
       break;
     case 'linear': {
       const factor = number('factor');
@@ -124,4 +122,14 @@ export function rotaryOf(rope: RopeSettings, headDim: number, maxPositions: numb
       );
   }
   return { dims, invFreq, attentionFactor };
+}
+
+/** torch's `base ** (arange(0, dim, 2) / dim)`, the exponent in float32: θ^(2i/d) for each rotary pair. */
+function ropeBases(theta: number, dims: number): Float64Array {
+  return Float64Array.from({ length: dims / 2 }, (_, i) => theta ** Math.fround(Math.fround(2 * i) / dims));
+}
+
+/** The default RoPE's inverse frequencies 1 / θ^(2i/d), rounded to float32 as torch holds them. */
+export function defaultInvFreq(theta: number, dims: number): Float32Array {
+  return Float32Array.from(ropeBases(theta, dims), (base) => 1 / base);
 }

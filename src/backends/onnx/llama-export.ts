@@ -23,6 +23,7 @@ import type { CheckpointFiles } from '../checkpoint-dir.ts';
 import { CHECKPOINT_DIR } from '../checkpoint-limits.ts';
 import { halvesToFloats } from './half.ts';
 import { weightOfBytes, type TransformerModel } from '../transformer/model.ts';
+import { defaultInvFreq } from '../hf/rope.ts';
 
 /** A protobuf message holds less than 2 GiB: a larger graph keeps its weights as external data (which this reader does not run). */
 const PROTOBUF_BYTES = 2 * 1024 ** 3 - 1;
@@ -314,10 +315,7 @@ function shapeOf(config: CheckpointFiles['config']): LlamaShape {
 /** The export as the graph builders read a model (transformer/model.ts): Llama's arithmetic, the export's weights. */
 export function llamaModel(model: LlamaExport): TransformerModel {
   const { shape } = model;
-  const half = shape.headDim / 2;
-  // torch's inverse frequencies 1 / θ^(2i/d), rounded to float32 as torch holds them.
-  const invFreq = new Float32Array(half);
-  for (let i = 0; i < half; i++) invFreq[i] = 1 / shape.ropeTheta ** Math.fround((2 * i) / shape.headDim);
+  const invFreq = defaultInvFreq(shape.ropeTheta, shape.headDim);
   const weight = (w: Weight) => weightOfBytes(w.dims, w.bytes);
   const linear = (w: Weight) => ({ weight: weight(w) });
   return {
