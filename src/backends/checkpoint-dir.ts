@@ -89,7 +89,10 @@ export interface CheckpointFiles {
 function readJson(file: string, required: boolean): unknown {
   if (!existsSync(file)) {
     if (!required) return undefined;
-    throw new InputError({ file }, 'file is missing (a checkpoint directory needs config.json, tokenizer.json and onnx/model.onnx)');
+    throw new InputError(
+      { file },
+      'file is missing (a checkpoint directory needs config.json, tokenizer.json, and onnx/model.onnx or model.safetensors)',
+    );
   }
   return readJsonFile(file, { maxBytes: CHECKPOINT_JSON_BYTES, what: CHECKPOINT_DIR });
 }

@@ -134,7 +134,7 @@ export function modelOf(config: Config, configFile: string, weights: Safetensors
       qkNorm: family.qkNorm,
       rotary,
       attention: { scale: extras.scale ?? headDim ** -0.5, ...(extras.softcap === undefined ? {} : { softcap: extras.softcap }), windows },
-      mlp: { gated: family.mlp.kind !== 'plain', activation },
+      mlp: { activation },
       ...(extras.embedScale === undefined ? {} : { embedScale: extras.embedScale }),
       ...(extras.finalSoftcap === undefined ? {} : { finalSoftcap: extras.finalSoftcap }),
     },

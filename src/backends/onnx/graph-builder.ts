@@ -36,7 +36,6 @@ const WEIGHT_FILE_BYTES = 1024 ** 3;
 const WEIGHT_ALIGN = 64;
 
 interface ExternalWeight {
-  tensor: TensorProto;
   file: number;
   offset: number;
   weight: Weight;
@@ -90,19 +89,20 @@ export class GraphBuilder {
     }
     const offset = this.fileBytes[file]!;
     this.fileBytes[file] = Math.ceil((offset + length) / WEIGHT_ALIGN) * WEIGHT_ALIGN;
-    const tensor = onnx.TensorProto.create({
-      name,
-      dataType: DType.float,
-      dims: weight.dims,
-      dataLocation: onnx.TensorProto.DataLocation.EXTERNAL,
-      externalData: [
-        { key: 'location', value: weightFileName(file) },
-        { key: 'offset', value: String(offset) },
-        { key: 'length', value: String(length) },
-      ],
-    });
-    this.initializers.push(tensor);
-    this.external.push({ tensor, file, offset, weight });
+    this.initializers.push(
+      onnx.TensorProto.create({
+        name,
+        dataType: DType.float,
+        dims: weight.dims,
+        dataLocation: onnx.TensorProto.DataLocation.EXTERNAL,
+        externalData: [
+          { key: 'location', value: weightFileName(file) },
+          { key: 'offset', value: String(offset) },
+          { key: 'length', value: String(length) },
+        ],
+      }),
+    );
+    this.external.push({ file, offset, weight });
     return name;
   }
 

@@ -332,7 +332,7 @@ export function llamaModel(model: LlamaExport): TransformerModel {
       qkNorm: 'none',
       rotary: { dims: shape.headDim, invFreq, attentionFactor: 1 },
       attention: { scale: 1 / Math.sqrt(shape.headDim), windows: model.layers.map(() => undefined) },
-      mlp: { gated: true, activation: 'silu' },
+      mlp: { activation: 'silu' },
     },
     weights: {
       embed: weight(model.embed),

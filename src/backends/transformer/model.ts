@@ -61,7 +61,8 @@ export interface TransformerSpec {
     /** Per layer: a query attends to keys fewer than this many positions back (sliding window), or to all earlier keys. */
     windows: ReadonlyArray<number | undefined>;
   };
-  mlp: { gated: boolean; activation: Activation };
+  /** The MLP's activation (whether it is gated is in its weights: MlpProjection). */
+  mlp: { activation: Activation };
   /** Gemma 2: embeddings × √hidden. */
   embedScale?: number;
   /** Gemma 2: logits = cap · tanh(logits / cap). */
@@ -134,9 +135,4 @@ export function weightOfBytes(dims: number[], bytes: Uint8Array): Weight {
       into.set(new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength)));
     },
   };
-}
-
-/** Norms a block layout has, in order (LayerWeights.norms). */
-export function normsOf(block: BlockLayout): number {
-  return block === 'sandwich' ? 4 : 2;
 }
