@@ -26,10 +26,6 @@ export class Constants {
     return this.once(`f:${value}`, (name) => this.g.floats(name, [], [value]));
   }
 
-  floats(values: ArrayLike<number>): string {
-    return this.once(`fs:${Array.from(values).join(',')}`, (name) => this.g.floats(name, [values.length], Array.from(values)));
-  }
-
   /** An int64 scalar. */
   int(value: number): string {
     return this.once(`i0:${value}`, (name) => this.g.ints(name, [], [value]));
