@@ -30,6 +30,7 @@ import { EnvironmentError, ProbeError } from '../errors.ts';
 import { processAlive } from '../util/process-alive.ts';
 import { onShutdown } from '../util/shutdown.ts';
 import { BASE_IMAGE } from './base-image.ts';
+import type { BuildEgress } from './image-sources.ts';
 
 /** Where the relay listens inside the build's namespace (any port is free there). */
 export const BUILD_PROXY_PORT = 3128;
@@ -281,7 +282,7 @@ async function waitReady(container: Docker.Container): Promise<void> {
  * Runs `use` with a build network of its own, removed afterwards (with any build step left
  * in it) however `use` ends.
  */
-export async function withBuildNetwork<T>(docker: Docker, use: (network: BuildNetwork) => Promise<T>): Promise<T> {
+export async function withBuildNetwork<T>(docker: Docker, _egress: BuildEgress, use: (network: BuildNetwork) => Promise<T>): Promise<T> {
   await sweepGateways(docker);
   const dir = mkdtempSync(join(tmpdir(), 'probe-build-net-'));
   // The gateway runs as nobody: it must pass through the directory to the socket (nothing else is in it).

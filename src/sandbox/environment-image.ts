@@ -22,6 +22,7 @@ import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError, ProbeError } from '../errors.ts';
 import { BUILD_TIMEOUT_CAP_S, type BuildNetwork, withBuildNetwork } from './build-network.ts';
+import { type BuildEgress, DEFAULT_IMAGE_SOURCES } from './image-sources.ts';
 import { processAlive } from '../util/process-alive.ts';
 import { OutputCapture } from './output-capture.ts';
 
@@ -88,13 +89,18 @@ let swept = false;
  * The image a sandbox needing `packages` starts from: `baseImage` itself when there are
  * none, else its derived image, built here unless it exists.
  */
-export async function environmentImage(docker: Docker, baseImage: string, packages: readonly string[]): Promise<string> {
+export async function environmentImage(
+  docker: Docker,
+  baseImage: string,
+  packages: readonly string[],
+  egress: BuildEgress = DEFAULT_IMAGE_SOURCES.egress,
+): Promise<string> {
   if (packages.length === 0) return baseImage;
   const baseId = await imageId(docker, baseImage);
   const tag = environmentTag(baseId, packages);
   let image = images.get(tag);
   if (!image) {
-    image = ensureImage(docker, baseImage, baseId, tag, normalized(packages));
+    image = ensureImage(docker, baseImage, baseId, tag, normalized(packages), egress);
     images.set(tag, image);
     image.catch(() => images.delete(tag));
   }
@@ -112,14 +118,28 @@ async function imageId(docker: Docker, image: string): Promise<string> {
   }
 }
 
-async function ensureImage(docker: Docker, baseImage: string, baseId: string, tag: string, packages: string[]): Promise<string> {
-  if (!(await imageExists(docker, tag))) await build(docker, baseImage, baseId, tag, packages);
+async function ensureImage(
+  docker: Docker,
+  baseImage: string,
+  baseId: string,
+  tag: string,
+  packages: string[],
+  egress: BuildEgress,
+): Promise<string> {
+  if (!(await imageExists(docker, tag))) await build(docker, baseImage, baseId, tag, packages, egress);
   return tag;
 }
 
-async function build(docker: Docker, baseImage: string, baseId: string, tag: string, packages: string[]): Promise<void> {
+async function build(
+  docker: Docker,
+  baseImage: string,
+  baseId: string,
+  tag: string,
+  packages: string[],
+  egress: BuildEgress,
+): Promise<void> {
   await sweepBuildLeftovers(docker);
-  await withBuildNetwork(docker, (network) => buildIn(network, docker, baseImage, baseId, tag, packages));
+  await withBuildNetwork(docker, egress, (network) => buildIn(network, docker, baseImage, baseId, tag, packages));
 }
 
 async function buildIn(

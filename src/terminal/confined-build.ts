@@ -13,6 +13,7 @@ import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError } from '../errors.ts';
 import { BUILD_TIMEOUT_CAP_S, type BuildNetwork, withBuildNetwork } from '../sandbox/build-network.ts';
+import type { BuildEgress } from '../sandbox/image-sources.ts';
 import { DROP_NET_CAPS_ARCHITECTURES, DROP_NET_CAPS_X86_64 } from './build-step/drop-net-caps.ts';
 import { confineDockerfile, type LocalImage, namedImages, STEP_WRAPPER_CONTEXT_NAME } from './confine-dockerfile.ts';
 
@@ -27,6 +28,8 @@ export interface ConfinedBuild {
   what: string;
   /** The Dockerfile the context's was made from, named by a refusal (InputError). */
   dockerfile: string;
+  /** What the build may fetch through the proxy (sandbox/image-sources.ts). */
+  egress: BuildEgress;
 }
 
 /** The seconds a build is given: what it asked for, at most the cap. */
@@ -69,7 +72,7 @@ async function confineContext(docker: Docker, context: string, dockerfile: strin
 export async function buildConfined(docker: Docker, context: string, build: ConfinedBuild): Promise<void> {
   await requireWrapperArchitecture(docker);
   await confineContext(docker, context, build.dockerfile);
-  await withBuildNetwork(docker, (network) => runBuild(docker, context, build, network));
+  await withBuildNetwork(docker, build.egress, (network) => runBuild(docker, context, build, network));
 }
 
 async function runBuild(docker: Docker, context: string, build: ConfinedBuild, network: BuildNetwork): Promise<void> {

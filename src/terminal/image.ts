@@ -28,7 +28,8 @@ import type Docker from 'dockerode';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { BASE_IMAGE } from '../sandbox/docker.ts';
 import { imageExists } from '../sandbox/environment-image.ts';
-import { buildConfined } from './confined-build.ts';
+import { buildConfined, type ConfinedBuild } from './confined-build.ts';
+import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../sandbox/image-sources.ts';
 import { copyTree, hashTree, readTextFile } from '../util/safe-tree.ts';
 import type { TerminalTask } from './task.ts';
 
@@ -81,8 +82,8 @@ export function treeHash(dir: string): string {
 }
 
 /** Runs one build, confined (confined-build.ts: no host network, no raw sockets, time capped); the error is the failing step's output. */
-async function build(docker: Docker, context: string, tag: string, timeoutSec: number, what: string, dockerfile: string): Promise<void> {
-  await buildConfined(docker, context, { tag, timeoutSec, what, dockerfile });
+async function build(docker: Docker, context: string, task: TerminalTask, build: Omit<ConfinedBuild, 'timeoutSec'>): Promise<void> {
+  await buildConfined(docker, context, { ...build, timeoutSec: task.buildTimeoutSec });
 }
 
 /**
@@ -109,18 +110,18 @@ function sandboxLayer(from: string, workdir: string): string {
 const built = new Map<string, Promise<TerminalImage>>();
 
 /** The task's image, built here unless this engine has it already (one build per tag per process). */
-export function terminalImage(docker: Docker, task: TerminalTask): Promise<TerminalImage> {
+export function terminalImage(docker: Docker, task: TerminalTask, sources: ImageSources = DEFAULT_IMAGE_SOURCES): Promise<TerminalImage> {
   const key = task.dir;
   let image = built.get(key);
   if (!image) {
-    image = makeImage(docker, task);
+    image = makeImage(docker, task, sources);
     built.set(key, image);
     image.catch(() => built.delete(key));
   }
   return image;
 }
 
-async function makeImage(docker: Docker, task: TerminalTask): Promise<TerminalImage> {
+async function makeImage(docker: Docker, task: TerminalTask, sources: ImageSources): Promise<TerminalImage> {
   let taskImage: string;
   let notes: string[] = [];
   if (!task.dockerfile) {
@@ -148,7 +149,12 @@ async function makeImage(docker: Docker, task: TerminalTask): Promise<TerminalIm
       try {
         copyTree(task.environmentDir, context, { what: CONTEXT });
         writeFileSync(join(context, 'Dockerfile'), rebased.text);
-        await build(docker, context, taskImage, task.buildTimeoutSec, `the image of task ${task.id} (${task.dockerfile})`, task.dockerfile);
+        await build(docker, context, task, {
+          tag: taskImage,
+          what: `the image of task ${task.id} (${task.dockerfile})`,
+          dockerfile: task.dockerfile,
+          egress: sources.egress,
+        });
       } finally {
         rmSync(context, { recursive: true, force: true });
       }
@@ -164,7 +170,12 @@ async function makeImage(docker: Docker, task: TerminalTask): Promise<TerminalIm
     try {
       writeFileSync(join(context, 'Dockerfile'), layer);
       writeFileSync(join(context, 'uvx'), uvx, { mode: 0o755 });
-      await build(docker, context, tag, task.buildTimeoutSec, `the sandbox layer of task ${task.id}`, join(context, 'Dockerfile'));
+      await build(docker, context, task, {
+        tag,
+        what: `the sandbox layer of task ${task.id}`,
+        dockerfile: join(context, 'Dockerfile'),
+        egress: sources.egress,
+      });
     } catch (error) {
       throw error instanceof ProbeError ? error : new ProbeError(`building task ${task.id}'s sandbox layer failed`, { cause: error });
     } finally {
