@@ -5,13 +5,15 @@
  *                        [environment] build_timeout_sec, cpus, memory_mb (or memory = "2G"),
  *                        docker_image, allow_internet
  *   instruction.md       the task, shown to the model as it is
- *   environment/         the build context: Dockerfile (a compose file alone is refused:
- *                        one container is what the protocol runs)
+ *   environment/         the build context: Dockerfile (a compose file that starts more than
+ *                        `main`, or sets anything, is refused: one container is what probe runs)
  *   tests/test.sh        the verifier: uploaded to /tests after the episode, it writes
  *                        /logs/verifier/reward.txt (a number) or reward.json
  *   solution/solve.sh    the reference solution, replayed as the reference prefix (optional)
  *
- * Every problem is an InputError naming the file and the field.
+ * Every problem is an InputError naming the file and the field. What a task asks that probe
+ * does not give it (several steps, sidecar services, MCP servers, skills, variables from the
+ * host, GPUs…) is refused the same way, by name (unsupported.ts), never run to a reward of 0.
  *
  * A task set is someone else's directory: its files are read through util/safe-tree.ts
  * (regular files and directories only, links only when they resolve inside the task's
@@ -25,6 +27,7 @@ import { parse as parseToml } from 'smol-toml';
 import { describeCause, InputError } from '../errors.ts';
 import { checkTree, readTextFile, regularFile } from '../util/safe-tree.ts';
 import { timeoutProblem } from '../util/timeout.ts';
+import { COMPOSE_FILES, refuseUnsupported } from './unsupported.ts';
 
 /** Harbor's defaults where task.toml is silent (harbor's TaskConfig). */
 export const HARBOR_DEFAULTS = {
@@ -129,6 +132,10 @@ export function loadTerminalTask(dirArg: string): TerminalTask {
   const agent = table(doc, 'agent', tomlFile);
   const verifier = table(doc, 'verifier', tomlFile);
   const env = table(doc, 'environment', tomlFile);
+  // The whole directory is hashed into the run's manifest, environment/ into the image tag and copied into the
+  // build, tests/ uploaded: all checked here, before anything reads them.
+  checkTree(dir, { what: TASK_DIR });
+  refuseUnsupported(dir, { file: tomlFile, doc, agent, verifier, environment: env, solution: table(doc, 'solution', tomlFile) });
 
   const instructionFile = join(dir, 'instruction.md');
   if (!taskFile(dir, instructionFile)) throw new InputError({ file: instructionFile }, 'missing: the task has no instruction');
@@ -138,17 +145,12 @@ export function loadTerminalTask(dirArg: string): TerminalTask {
   const environmentDir = join(dir, 'environment');
   const dockerImage = optionalString(env, 'environment', 'docker_image', tomlFile);
   const dockerfile = join(environmentDir, 'Dockerfile');
-  // The whole directory is hashed into the run's manifest, environment/ into the image tag and copied into the
-  // build, tests/ uploaded: all checked here, before anything reads them. A link in environment/ must also stay
-  // inside it (the build context holds nothing else).
-  checkTree(dir, { what: TASK_DIR });
+  // A link in environment/ must also stay inside it (the build context holds nothing else).
   const hasEnvironment = taskDir(dir, 'environment');
   if (hasEnvironment) checkTree(environmentDir, { what: "the task's environment/ (the build context)" });
   const hasDockerfile = hasEnvironment && taskFile(dir, dockerfile) !== undefined;
   if (!hasDockerfile && !dockerImage) {
-    const compose = hasEnvironment
-      ? ['docker-compose.yaml', 'docker-compose.yml'].find((f) => taskFile(dir, join(environmentDir, f)))
-      : undefined;
+    const compose = hasEnvironment ? COMPOSE_FILES.find((f) => taskFile(dir, join(environmentDir, f))) : undefined;
     throw new InputError(
       { file: compose ? join(environmentDir, compose) : environmentDir },
       compose
@@ -206,16 +208,24 @@ function isTaskEntry(dir: string, name: string): boolean {
   return st.isDirectory() && lstatSync(join(path, 'task.toml'), { throwIfNoEntry: false }) !== undefined;
 }
 
-/** One task directory, or a directory of them (every subdirectory holding a task.toml), sorted by name. */
-export function loadTerminalTasks(pathArg: string): TerminalTask[] {
+/**
+ * The task directories `pathArg` names, unread: itself when it holds a task.toml, else every
+ * subdirectory that does, sorted by name. An InputError when it is not a directory or holds none.
+ */
+export function terminalTaskDirs(pathArg: string): string[] {
   const dir = resolve(pathArg);
   if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory())
     throw new InputError({ file: pathArg }, 'not a directory of Terminal-Bench tasks');
-  if (lstatSync(join(dir, 'task.toml'), { throwIfNoEntry: false })) return [loadTerminalTask(dir)];
-  const tasks = readdirSync(dir)
+  if (lstatSync(join(dir, 'task.toml'), { throwIfNoEntry: false })) return [dir];
+  const dirs = readdirSync(dir)
     .sort()
     .filter((name) => isTaskEntry(dir, name))
-    .map((name) => loadTerminalTask(join(dir, name)));
-  if (tasks.length === 0) throw new InputError({ file: pathArg }, 'no task directories here (each holds a task.toml)');
-  return tasks;
+    .map((name) => join(dir, name));
+  if (dirs.length === 0) throw new InputError({ file: pathArg }, 'no task directories here (each holds a task.toml)');
+  return dirs;
+}
+
+/** One task directory, or a directory of them (every subdirectory holding a task.toml), sorted by name. */
+export function loadTerminalTasks(pathArg: string): TerminalTask[] {
+  return terminalTaskDirs(pathArg).map(loadTerminalTask);
 }
