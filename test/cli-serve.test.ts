@@ -80,6 +80,8 @@ describe('probe serve', () => {
         '--max-tokens',
         '32',
         '--no-cache',
+        '--pull',
+        'never',
         '--json',
         '--out',
         out,
@@ -91,7 +93,8 @@ describe('probe serve', () => {
         {
           task: 'recover-lost-commit',
           image: expect.stringMatching(/^probe-terminal:[0-9a-f]{20}$/),
-          notes: ['FROM debian:bookworm-slim → probe-base:bookworm (no registry here)'],
+          notes: ['FROM debian:bookworm-slim → probe-base:bookworm (not on this engine, and --pull never)'],
+          base_images: [],
           prefix_steps: 3,
           prefix_shortened: null,
         },

@@ -12,10 +12,11 @@ import { loadTerminalTasks } from '../terminal/task.ts';
 import type { BosFlags } from './bos-option.ts';
 import type { CheckpointFlags } from './checkpoint-options.ts';
 import { type HttpFlags, httpOptions } from './http-options.ts';
+import { type ImageSourceFlags, imageSources } from './image-source-options.ts';
 import { resultCache, type RunFlags } from './run-options.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
 
-export interface TerminalFlags extends HttpFlags, RunFlags, BosFlags, CheckpointFlags {
+export interface TerminalFlags extends HttpFlags, RunFlags, BosFlags, CheckpointFlags, ImageSourceFlags {
   ckpt?: string[];
   terminalTasks: string;
   instances?: string[];
@@ -75,6 +76,7 @@ export async function runTerminalVerb(flags: TerminalFlags, profileGiven: boolea
     topP: flags.topP,
     seed: flags.seed,
     actionTimeoutMs: flags.actionTimeout * 1000,
+    sources: imageSources(flags),
     http,
     cache: resultCache(flags),
     dtype: flags.dtype,
@@ -91,7 +93,14 @@ export async function runTerminalVerb(flags: TerminalFlags, profileGiven: boolea
   }
   printTerminalTable(run.results, flags.runs, tasks.length, profile);
   const notes = run.tasks.filter((t) => t.notes.length > 0);
-  if (notes.length) process.stderr.write(`\nBuilt offline: ${notes.map((t) => `${t.task}: ${t.notes.join('; ')}`).join(' · ')}\n`);
+  if (notes.length) process.stderr.write(`\nBuilt on the stand-in: ${notes.map((t) => `${t.task}: ${t.notes.join('; ')}`).join(' · ')}\n`);
+  const pulled = [
+    ...new Map(run.tasks.flatMap((t) => t.base_images.filter((b) => b.origin === 'pulled')).map((b) => [b.name, b])).values(),
+  ];
+  if (pulled.length)
+    process.stderr.write(
+      `\nPulled: ${pulled.map((b) => `${b.name} from ${b.pulled_from} (${b.digests[0] ?? 'no digest'})`).join(' · ')}\n`,
+    );
   process.stderr.write(`\nTranscripts: ${join(run.out, 'episodes')}   results: ${run.resultsFile}\n`);
 }
 

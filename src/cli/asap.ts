@@ -9,6 +9,7 @@ import { InputError } from '../errors.ts';
 import { formatPercent, formatTable, passColumns } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
 import { SANDBOX_KINDS } from '../sandbox/open.ts';
+import { addImageSourceOptions, type ImageSourceFlags, imageSources } from './image-source-options.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger, probability, timeoutSeconds } from './args.ts';
 import { ASAP_RUN_DEFAULTS, type AsapRunSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
@@ -43,6 +44,7 @@ interface AsapFlags
   extends HttpFlags,
     RunFlags,
     BosFlags,
+    ImageSourceFlags,
     CheckpointFlags,
     AsapSettingFlags,
     Omit<ResearchFlags, keyof AsapSettingFlags>,
@@ -64,7 +66,7 @@ export function asapCommand(): Command {
     addBosOption(
       addHttpOptions(
         addCheckpointOptions(
-          addTerminalOptions(addEnvironmentOptions(new Command('asap')))
+          addImageSourceOptions(addTerminalOptions(addEnvironmentOptions(new Command('asap'))))
             .description(
               'ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics. --env terminal: Terminal-Bench tasks (keystrokes to a tmux shell, or bash commands, in the task container). --env research: deep-research episodes over a document corpus (search, open, answer).',
             )
@@ -137,6 +139,7 @@ export function asapCommand(): Command {
       const http = httpOptions(flags, flags.ckpt);
       const checkpoints = resolveCheckpoints(flags.ckpt, http, flags);
       const run = await runAsapOverCheckpoints(checkpoints, tasks, {
+        sources: imageSources(flags),
         http,
         cache: resultCache(flags),
         dtype: flags.dtype,

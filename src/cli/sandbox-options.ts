@@ -1,6 +1,7 @@
 /** Options shared by the verbs that run tasks in sandboxes. */
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { positiveInteger } from './args.ts';
+import { addImageSourceOptions, type ImageSourceFlags, imageSources } from './image-source-options.ts';
 import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
 import type { ReplayOptions } from '../replay/replay.ts';
 import { isUsableWorkdir } from '../replay/workdir.ts';
@@ -13,7 +14,7 @@ function absoluteDir(value: string): string {
 }
 
 export function addSandboxOptions(command: Command): Command {
-  return command
+  return addImageSourceOptions(command)
     .addOption(new Option('--sandbox <kind>', 'where commands run').choices([...SANDBOX_KINDS]).default('local'))
     .option('--concurrency <n>', 'sandboxes verifying states at once', positiveInteger, 4)
     .option('--repeats <n>', 'times the final state is verified (a varying verdict marks the task flaky)', positiveInteger, 3)
@@ -24,7 +25,7 @@ export function addSandboxOptions(command: Command): Command {
     );
 }
 
-export interface SandboxFlags {
+export interface SandboxFlags extends ImageSourceFlags {
   sandbox: SandboxKind;
   concurrency: number;
   repeats: number;
@@ -33,7 +34,7 @@ export interface SandboxFlags {
 
 export function replayOptions(flags: SandboxFlags): ReplayOptions {
   return {
-    openSandbox: (task) => openSandbox(flags.sandbox, task),
+    openSandbox: (task) => openSandbox(flags.sandbox, task, { imageSources: imageSources(flags) }),
     sandboxName: flags.sandbox,
     concurrency: flags.concurrency,
     repeats: flags.repeats,

@@ -19,6 +19,9 @@ import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import type { EndpointFailure } from '../backends/http/transport.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { openSandbox, type SandboxKind } from '../sandbox/open.ts';
+import { client } from '../sandbox/docker.ts';
+import { DEFAULT_IMAGE_SOURCES, describeImageSources, type ImageSources } from '../sandbox/image-sources.ts';
+import { imageRecords } from '../sandbox/registry.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import { forEachCheckpoint, servingConfig, settingsRunDir } from './checkpoint-loop.ts';
 import type { BosPolicy } from '../backends/bos.ts';
@@ -49,6 +52,8 @@ export interface AsapRunSettings {
   seed: number;
   actionTimeoutS: number;
   sandbox: SandboxKind;
+  /** Where a task's image comes from when the engine lacks it (docker sandbox; default: pull what is missing). */
+  sources?: ImageSources;
   out?: string;
   /**
    * Continue the run in `out` (required when it holds one). Absent when the ASAP run is a
@@ -148,7 +153,8 @@ export async function runAsapOverCheckpoints(
           { resume: s.resume },
         );
   const store = new AsapStore(out);
-  const pools = new TaskPools((t) => openSandbox(s.sandbox, t), s.concurrency);
+  const sources = s.sources ?? DEFAULT_IMAGE_SOURCES;
+  const pools = new TaskPools((t) => openSandbox(s.sandbox, t, { imageSources: sources }), s.concurrency);
   try {
     const claimed = store.claim(protocol);
     const { instances, excluded } = await prepareInstances(
@@ -187,7 +193,16 @@ export async function runAsapOverCheckpoints(
           },
         }),
     );
-    const resultsFile = store.writeResults({ settings: protocol, runs: s.runs, excluded, results });
+    // Which bytes the episodes ran on: every task image as this engine holds it (the digest its registry served).
+    const images =
+      s.sandbox === 'docker' ? await imageRecords(client(), [...new Set(tasks.flatMap((t) => (t.image ? [t.image] : [])))]) : [];
+    const resultsFile = store.writeResults({
+      settings: protocol,
+      runs: s.runs,
+      ...(images.length ? { images, image_sources: describeImageSources(sources) } : {}),
+      excluded,
+      results,
+    });
     return { out, resultsFile, instances: instances.length, excluded, results, failures };
   } finally {
     await pools.close();

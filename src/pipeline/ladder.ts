@@ -11,6 +11,7 @@ import { scoreBpb } from '../probes/bpb.ts';
 import { rankingAccuracy, scoreMcq, type McqItem, type McqResult } from '../probes/mcq.ts';
 import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
 import { restoreProbeState, taskForItem } from '../probes/restore.ts';
+import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../sandbox/image-sources.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
@@ -63,6 +64,8 @@ export interface LadderSettings {
   asapEnvs?: readonly AsapEnvironment[] | undefined;
   /** Terminal-Bench task directories and the deep-research set, for those kinds (default: the shipped ones). */
   terminalTasks?: string | undefined;
+  /** Where terminal task images and their builds' packages come from (default: pull what is missing, public indexes). */
+  imageSources?: ImageSources | undefined;
   researchSet?: string | undefined;
 }
 
@@ -316,6 +319,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
       profile: 'terminus',
       prefixSteps: ASAP_PROTOCOL.prefixSteps,
       actionTimeoutMs: ASAP_PROTOCOL.actionTimeoutS * 1000,
+      sources: s.imageSources ?? DEFAULT_IMAGE_SOURCES,
       out: dir ? join(dir.dir, 'asap-terminal') : undefined,
     });
     failures.push(...terminal.failures);

@@ -22,6 +22,8 @@ import { readJsonFile } from '../util/safe-tree.ts';
 import { checkpointRecords, probeSetRecord, RunDir, type SampleLine } from '../store/run-dir.ts';
 import { terminalTranscript } from '../terminal/episode.ts';
 import { type TerminalImage, terminalImage, treeHash } from '../terminal/image.ts';
+import { describeImageSources, type ImageSources } from '../sandbox/image-sources.ts';
+import type { BaseImage } from '../sandbox/registry.ts';
 import { buildTerminalPrefix, type TerminalPrefix } from '../terminal/prefix.ts';
 import {
   runTerminal,
@@ -41,6 +43,8 @@ export interface TerminalRunSettings extends TerminalRunOptions {
   http?: HttpBackendOptions;
   cache?: ResultCache | undefined;
   dtype?: Dtype | undefined;
+  /** Where task images and their builds' packages come from (`--pull`, `--registry-mirror`, …). */
+  sources: ImageSources;
   /** What ran each Hugging Face directory (`--engine`): recorded in the run's settings. */
   engine?: EngineChoice | undefined;
   bos?: BosPolicy | undefined;
@@ -55,7 +59,15 @@ export interface TerminalRunOutcome {
   results: TerminalResult[];
   failures: Failure[];
   /** Per task: what building offline changed, and why its prefix is short. */
-  tasks: Array<{ task: string; image: string; notes: string[]; prefix_steps: number; prefix_shortened: string | null }>;
+  tasks: Array<{
+    task: string;
+    image: string;
+    notes: string[];
+    /** The images the task names as they were had (pulled or local), with the digests registries served. */
+    base_images: BaseImage[];
+    prefix_steps: number;
+    prefix_shortened: string | null;
+  }>;
 }
 
 /** The prefix kept in the run directory, or built now and kept. */
@@ -114,7 +126,7 @@ export async function runTerminalOverCheckpoints(
   const instances: TerminalInstance[] = [];
   for (const task of tasks) {
     say(`  ${task.id}: image`);
-    const image = await terminalImage(client(), task);
+    const image = await terminalImage(client(), task, s.sources, (line) => say(`\n    ${line}`));
     say(`, prefix`);
     const prefix = await prefixFor(dir, task, image, s);
     say(` (${prefix.steps.length} of ${prefix.solutionSteps} solution steps${prefix.shortened ? `: ${prefix.shortened}` : ''})\n`);
@@ -139,10 +151,19 @@ export async function runTerminalOverCheckpoints(
     task: task.id,
     image: image.tag,
     notes: image.notes,
+    base_images: image.bases,
     prefix_steps: prefix.steps.length,
     prefix_shortened: prefix.shortened,
   }));
-  const resultsFile = dir.writeResults({ env: 'terminal', settings: config, tasks: taskFacts, results });
+  // Where images came from and that the tests ran offline: facts of this invocation, beside the settings a resume must match.
+  const resultsFile = dir.writeResults({
+    env: 'terminal',
+    settings: config,
+    image_sources: describeImageSources(s.sources),
+    tests_network: 'none',
+    tasks: taskFacts,
+    results,
+  });
   return { out, resultsFile, results, failures, tasks: taskFacts };
 }
 

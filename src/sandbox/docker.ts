@@ -37,6 +37,8 @@ import { checkTree, UNCAPPED } from '../util/safe-tree.ts';
 import { describePackage, environmentPackages } from '../schema/environment.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
 import { BASE_IMAGE } from './base-image.ts';
+import { DEFAULT_IMAGE_SOURCES, type ImageSources } from './image-sources.ts';
+import { acquireImage } from './registry.ts';
 import { environmentImage, MissingPackagesError } from './environment-image.ts';
 import { layoutImage } from './layout-image.ts';
 import { diskQuotaBytes } from './disk-quota.ts';
@@ -237,7 +239,7 @@ export class DockerSandbox implements Sandbox {
       throw new EnvironmentError('no Docker engine answers (is dockerd running? scripts/start-dockerd.sh starts one)');
     await sweepLeftovers();
     installSignalCleanup();
-    const image = await imageFor(task);
+    const image = await imageFor(task, options.imageSources ?? DEFAULT_IMAGE_SOURCES);
     const known = writableInImage.get(image);
     if (known) return DockerSandbox.start(task, image, known, options);
     // The first container of an image finds where the image lets the sandbox user write; every container of it is
@@ -507,11 +509,20 @@ export class DockerSandbox implements Sandbox {
  * The task's image (or the base image), derived with the packages its `environment` names;
  * for a task whose repository is the image's own, with it moved aside (layout-image.ts).
  */
-async function imageFor(task: LoadedTask): Promise<string> {
+async function imageFor(task: LoadedTask, sources: ImageSources): Promise<string> {
   const base = task.image ?? BASE_IMAGE;
+  if (task.image) {
+    // A SWE-bench row's image (swebench/sweb.eval.x86_64.…): pulled where the engine lacks it, through a mirror where named.
+    const got = await acquireImage(client(), task.image, sources.registry);
+    if (got.kind === 'unavailable')
+      throw new InputError(
+        { file: task.file, field: 'image' },
+        `this Docker engine has no image ${task.image} and it could not be pulled (${got.reason}); name a reachable registry or mirror (--registry-mirror), or load the image first`,
+      );
+  }
   const packages = environmentPackages(task.environment);
   try {
-    const image = await environmentImage(client(), base, [...packages.keys()]);
+    const image = await environmentImage(client(), base, [...packages.keys()], sources.egress);
     return task.repoDir ? image : await layoutImage(client(), image, task.workdir, `${PRISTINE_ROOT}${task.workdir}`);
   } catch (error) {
     if (!(error instanceof MissingPackagesError)) throw error;

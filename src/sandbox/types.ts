@@ -5,6 +5,7 @@
  * a path the sandbox controls. Files go in and out through the jail itself (`stdin` to a
  * command running as the sandbox user), so a planted symlink resolves inside the jail.
  */
+import type { ImageSources } from './image-sources.ts';
 import type { EnvState } from '../schema/task.ts';
 
 export interface ExecOptions {
@@ -52,6 +53,8 @@ export interface Sandbox {
 export interface SandboxOptions {
   /** Output kept per exec, in bytes. */
   outputCap?: number;
+  /** Where a task's image comes from when the engine lacks it, and what its derived image's build may fetch (docker sandbox). */
+  imageSources?: ImageSources;
 }
 
 export const DEFAULT_OUTPUT_CAP = 1024 * 1024;

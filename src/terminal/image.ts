@@ -1,16 +1,20 @@
 /**
- * The image a Terminal-Bench task runs in, built from the task's own Dockerfile with no
- * registry in reach:
+ * The image a Terminal-Bench task runs in, built from the task's own Dockerfile:
  *
- * - A `FROM` naming an image this engine lacks is rebased onto the Debian base image
- *   (probe-base:bookworm: Debian bookworm, python3, pytest, git); the substitution is
- *   reported with the image (`notes`), so a reader knows the task ran on a stand-in. Stage
- *   names and images the engine has are kept.
+ * - Every image the task names (each FROM, or task.toml's docker_image) is had before the
+ *   build: the engine's own, or pulled from its registry through a mirror where one is
+ *   named (sandbox/registry.ts), its digest recorded (`bases`). So the builder never pulls.
+ * - A FROM that cannot be had (no registry answers, `--pull never`) is rebased onto the
+ *   Debian base image (probe-base:bookworm: Debian bookworm, python3, pytest, git); the
+ *   substitution is reported with the image (`notes`) with why, so a reader knows the task
+ *   ran on a stand-in. Stage names and images the engine has are kept. A docker_image that
+ *   cannot be had is an error: there is nothing to stand in for it.
  * - The build is the task author's recipe, and a third-party task is not trusted with the
  *   host: it runs confined (confined-build.ts). Its steps share a network namespace whose
- *   one way out is probe's proxy to the Debian archive, hold no CAP_NET_RAW, and are
- *   cancelled past build_timeout_sec (capped). What needs anything else (pip, curl to the
- *   internet, ADD of a URL) fails here, and the error names the step.
+ *   one way out is probe's proxy to the package indexes the run allows (the distributions'
+ *   archives, PyPI, npm, or the user's mirrors: sandbox/build-network.ts), hold no
+ *   CAP_NET_RAW, and are cancelled past build_timeout_sec (capped). What needs anything else
+ *   fails here, and the error names the step and the refused destination.
  * - A second layer of our own adds tmux (the Terminus shell), the sandbox user
  *   (TERMINAL_UID) owning the task's working directory, root-owned /tests and /logs the user
  *   cannot write (so nothing planted there survives into grading), and a copy of the
@@ -29,7 +33,8 @@ import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { BASE_IMAGE } from '../sandbox/docker.ts';
 import { imageExists } from '../sandbox/environment-image.ts';
 import { buildConfined, type ConfinedBuild } from './confined-build.ts';
-import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../sandbox/image-sources.ts';
+import { DEFAULT_IMAGE_SOURCES, describeImageSources, type ImageSources } from '../sandbox/image-sources.ts';
+import { acquireImage, type BaseImage, type PullProgress } from '../sandbox/registry.ts';
 import { copyTree, hashTree, readTextFile } from '../util/safe-tree.ts';
 import type { TerminalTask } from './task.ts';
 
@@ -48,25 +53,51 @@ export interface TerminalImage {
   tag: string;
   /** The image's working directory (the task's WORKDIR), where the shell starts. */
   workdir: string;
-  /** What was changed to build offline (a rebased FROM), for the report. */
+  /** What was changed because an image could not be had (a FROM rebased on the stand-in), for the report. */
   notes: string[];
+  /** The images the task names (its FROMs, or docker_image) as this engine had them: pulled or local, ids and digests. */
+  bases: BaseImage[];
 }
 
-/** The Dockerfile with every FROM this engine cannot resolve rebased on `base`. */
-export function rebaseDockerfile(text: string, has: (image: string) => boolean, base: string): { text: string; notes: string[] } {
+/**
+ * The Dockerfile with every FROM this engine cannot resolve rebased on `base`; `why` says
+ * why an image is missing, for the note.
+ */
+export function rebaseDockerfile(
+  text: string,
+  has: (image: string) => boolean,
+  base: string,
+  why: (image: string) => string = () => 'no registry here',
+): { text: string; notes: string[] } {
   const stages = new Set<string>();
   const notes: string[] = [];
   const lines = text.split('\n').map((line) => {
-    const m = /^(\s*FROM\s+)((?:--\S+\s+)*)(\S+)(\s+AS\s+(\S+))?(\s*)$/i.exec(line);
+    const m = FROM_LINE.exec(line);
     if (!m) return line;
     const [, head = '', flags = '', image = '', asPart, stage, tail = ''] = m;
     const keep = stages.has(image.toLowerCase()) || has(image);
     if (stage) stages.add(stage.toLowerCase());
     if (keep) return line;
-    notes.push(`FROM ${image} → ${base} (no registry here)`);
+    notes.push(`FROM ${image} → ${base} (${why(image)})`);
     return `${head}${flags.replace(/--platform=\S+\s+/i, '')}${base}${asPart ?? ''}${tail}`;
   });
   return { text: lines.join('\n'), notes };
+}
+
+const FROM_LINE = /^(\s*FROM\s+)((?:--\S+\s+)*)(\S+)(\s+AS\s+(\S+))?(\s*)$/i;
+
+/** The images a Dockerfile's FROM lines name, build stages and `scratch` left out, in order. */
+export function baseImagesOf(text: string): string[] {
+  const stages = new Set<string>();
+  const images: string[] = [];
+  for (const line of text.split('\n')) {
+    const m = FROM_LINE.exec(line);
+    if (!m) continue;
+    const [, , , image = '', , stage] = m;
+    if (!stages.has(image.toLowerCase()) && image.toLowerCase() !== 'scratch' && !images.includes(image)) images.push(image);
+    if (stage) stages.add(stage.toLowerCase());
+  }
+  return images;
 }
 
 /** What the hashed or copied tree is called in the errors about its files (the whole task directory is hashed too). */
@@ -110,34 +141,56 @@ function sandboxLayer(from: string, workdir: string): string {
 const built = new Map<string, Promise<TerminalImage>>();
 
 /** The task's image, built here unless this engine has it already (one build per tag per process). */
-export function terminalImage(docker: Docker, task: TerminalTask, sources: ImageSources = DEFAULT_IMAGE_SOURCES): Promise<TerminalImage> {
-  const key = task.dir;
+export function terminalImage(
+  docker: Docker,
+  task: TerminalTask,
+  sources: ImageSources = DEFAULT_IMAGE_SOURCES,
+  progress?: PullProgress,
+): Promise<TerminalImage> {
+  const key = `${task.dir}\0${JSON.stringify(describeImageSources(sources))}`;
   let image = built.get(key);
   if (!image) {
-    image = makeImage(docker, task, sources);
+    image = makeImage(docker, task, sources, progress);
     built.set(key, image);
     image.catch(() => built.delete(key));
   }
   return image;
 }
 
-async function makeImage(docker: Docker, task: TerminalTask, sources: ImageSources): Promise<TerminalImage> {
+async function makeImage(docker: Docker, task: TerminalTask, sources: ImageSources, progress?: PullProgress): Promise<TerminalImage> {
   let taskImage: string;
   let notes: string[] = [];
+  const bases: BaseImage[] = [];
   if (!task.dockerfile) {
-    if (!(await imageExists(docker, task.dockerImage!)))
+    const got = await acquireImage(docker, task.dockerImage!, sources.registry, progress);
+    if (got.kind === 'unavailable')
       throw new InputError(
         { file: join(task.dir, 'task.toml'), field: 'environment.docker_image' },
-        `this Docker engine has no image ${task.dockerImage} and no registry is in reach; add environment/Dockerfile or load the image first`,
+        `this Docker engine has no image ${task.dockerImage} and it could not be pulled (${got.reason}); name a reachable registry or mirror (--registry-mirror), add environment/Dockerfile, or load the image first`,
       );
+    bases.push(got.image);
     taskImage = task.dockerImage!;
   } else {
-    const local = new Set<string>();
     const original = readTextFile(task.dockerfile, { root: task.dir, what: 'the task directory' });
-    for (const m of original.matchAll(/^\s*FROM\s+(?:--\S+\s+)*(\S+)/gim)) if (await imageExists(docker, m[1]!)) local.add(m[1]!);
     if (!(await imageExists(docker, BASE_IMAGE)))
       throw new EnvironmentError(`no Docker image ${BASE_IMAGE} to build terminal tasks on (scripts/docker-base-image.sh builds it)`);
-    const rebased = rebaseDockerfile(original, (i) => local.has(i), BASE_IMAGE);
+    // Every base image is had before the build (pulled here, through a mirror where named), so the builder never pulls.
+    const local = new Set<string>();
+    const missing = new Map<string, string>();
+    for (const name of baseImagesOf(original)) {
+      const got = await acquireImage(docker, name, sources.registry, progress);
+      if (got.kind === 'unavailable') missing.set(name, got.reason);
+      else {
+        local.add(name);
+        bases.push(got.image);
+      }
+    }
+    const rebased = rebaseDockerfile(
+      original,
+      (i) => local.has(i),
+      BASE_IMAGE,
+      (i) => missing.get(i) ?? 'not an image reference',
+    );
     notes = rebased.notes;
     const ids = await Promise.all([BASE_IMAGE, ...local].map(async (i) => (await docker.getImage(i).inspect()).Id));
     const hash = createHash('sha256')
@@ -182,5 +235,5 @@ async function makeImage(docker: Docker, task: TerminalTask, sources: ImageSourc
       rmSync(context, { recursive: true, force: true });
     }
   }
-  return { tag, workdir, notes };
+  return { tag, workdir, notes, bases };
 }
