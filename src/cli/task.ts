@@ -5,6 +5,10 @@
  * record's fields as flags (or `meta.json`). The record is read back as every verb reads it,
  * and the tests are run once at the base state, so that a record whose FAIL_TO_PASS already
  * passes, or never runs, is found now rather than as a trajectory "rejected" later.
+ *
+ * `probe task check` (task-check.ts) is the oracle run over Terminal-Bench task sets; it has
+ * its own exitOverride, as commander does not pass the parent's down and a usage error must
+ * reach main (exit 2).
  */
 import { existsSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
@@ -17,6 +21,7 @@ import { loadTaskFile } from '../verify/load-task.ts';
 import { readMeta, writeTaskRecord } from '../verify/task-files.ts';
 import { listNames, notPassed, verifyState } from '../verify/verifier.ts';
 import { timeoutSeconds } from './args.ts';
+import { taskCheckCommand } from './task-check.ts';
 import { readTextFile } from '../util/safe-tree.ts';
 
 interface TaskFlags {
@@ -127,8 +132,12 @@ export function taskCommand(): Command {
         '    --test-cmd "python3 -m pytest -rA tests/test_fix.py" --fail tests/test_fix.py::test_fix',
         '  probe replay agent-run.traj.json --task my-task/task.json',
         '  probe build --trajectories runs-dir --tasks my-task --out probes/mine.jsonl',
+        '',
+        'probe task check --terminal DIR… is the oracle run over Terminal-Bench task sets (probe task check --help);',
+        'a task source directory named check is given as ./check.',
       ].join('\n'),
     )
+    .addCommand(taskCheckCommand().exitOverride())
     .action(async (dirArg: string, flags: TaskFlags) => {
       const dir = resolve(dirArg);
       if (!existsSync(dir) || !statSync(dir).isDirectory()) throw new InputError({ file: dirArg }, 'is not a directory');

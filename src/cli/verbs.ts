@@ -42,7 +42,7 @@ export const VERB_GROUPS: readonly VerbGroup[] = [
       {
         name: 'task',
         summary:
-          'a task record (DIR/task.json) from DIR/repo/ (a git checkout or a plain tree) and DIR/tests-added/, for your own trajectories',
+          'a task record (DIR/task.json) from DIR/repo/ (a git checkout or a plain tree) and DIR/tests-added/, for your own trajectories; task check --terminal DIR…: the oracle run over Terminal-Bench task sets',
         example:
           'probe task my-task --test-cmd "python3 -m pytest -rA tests/test_fix.py" --fail tests/test_fix.py::test_fix --problem-file issue.md',
         load: async () => (await import('./task.ts')).taskCommand(),
