@@ -1,8 +1,9 @@
 /**
  * The only network an image build gets: a network namespace of its own whose one way out
- * is probe's proxy to the Debian archive (issue 26, class 3). Builds run the task author's
- * recipe, and a recipe given the host's network read loopback-only servers, sniffed
- * loopback traffic and held host ports.
+ * is probe's proxy, which lets through only the package indexes on the build's allow-list
+ * (build-egress.ts; issue 26, class 3, and issue 38). Builds run the task author's recipe,
+ * and a recipe given the host's network read loopback-only servers, sniffed loopback
+ * traffic and held host ports.
  *
  * - A gateway container (NetworkMode `none`: a namespace holding only its own loopback; no
  *   capability, an unprivileged user, a read-only root) runs a relay listening on
@@ -10,10 +11,19 @@
  *   nothing on the host's loopback or interfaces is in reach, and a port they open is the
  *   namespace's, not the host's.
  * - The relay passes each connection to a unix socket bind-mounted from the host, where
- *   this process serves an HTTP forward proxy allowing GET and HEAD of paths under the
- *   `http://` archives named in the base image's apt sources (BASE_IMAGE, built by our
- *   script: never the image being built, whose sources the task may have written).
- *   Anything else gets 403 and is remembered for the build's error message.
+ *   this process serves an HTTP forward proxy. It allows GET and HEAD of `http://` URLs and
+ *   CONNECT tunnels to `host:port` pairs on the allow-list: always the `http://` archives
+ *   named in the base image's apt sources (BASE_IMAGE, built by our script: never the
+ *   image being built, whose sources the task may have written); the user's mirrors (pip's
+ *   indexes, npm's registry, apt mirrors, whose requests it rewrites); and unless
+ *   `--no-public-indexes` the public ones (Debian's and Ubuntu's archives, PyPI and its
+ *   file host, npm). A public name is looked up here, refused when it resolves to loopback
+ *   or a private, link-local or multicast address, and connected to at the address
+ *   checked. Anything else gets 403 and is remembered, with what could not be reached, for
+ *   the build's error message.
+ * - The build finds the proxy through Docker's predefined proxy build args (http_proxy,
+ *   https_proxy), and pip's and npm's indexes through build args the confined Dockerfile
+ *   declares (packageBuildArgs, confine-dockerfile.ts): none is kept in the image.
  * - One gateway per build (concurrent builds do not share a namespace); it goes when the
  *   build ends, together with any container still in its namespace (a build step left
  *   running by a cancelled build), on SIGINT/SIGTERM too, and leftovers of a killed
@@ -21,15 +31,28 @@
  */
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, request, type ServerResponse } from 'node:http';
+import { request as httpsRequest } from 'node:https';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import type { Readable } from 'node:stream';
+import type { Duplex, Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import tar from 'tar-stream';
 import { EnvironmentError, ProbeError } from '../errors.ts';
 import { processAlive } from '../util/process-alive.ts';
 import { onShutdown } from '../util/shutdown.ts';
 import { BASE_IMAGE } from './base-image.ts';
+import {
+  admit,
+  archiveRoots,
+  describePolicy,
+  type EgressPolicy,
+  egressPolicy,
+  packageBuildArgs,
+  type Resolve,
+  requestName,
+  systemResolve,
+} from './build-egress.ts';
 import type { BuildEgress } from './image-sources.ts';
 
 /** Where the relay listens inside the build's namespace (any port is free there). */
@@ -88,81 +111,78 @@ while True:
 `;
 
 /** What a build is given: the network mode of its steps and the proxy settings they need. */
-export interface BuildNetwork {
+export interface BuildNetwork extends EgressLog {
   /** `container:<gateway id>`, for a build's `networkmode` or a container's NetworkMode. */
   networkMode: string;
   /** `http://127.0.0.1:<port>`, as seen from inside the namespace. */
   proxy: string;
-  /** Docker's predefined proxy build args (not kept in the image). */
+  /**
+   * Docker's predefined proxy build args (http_proxy, https_proxy and their upper-case
+   * twins: passed to every RUN, never kept in the image) and pip's and npm's settings
+   * (packageBuildArgs: a Dockerfile must declare them, see confine-dockerfile.ts).
+   */
   buildArgs: Record<string, string>;
   /** The same as `NAME=value` environment entries, for a container of our own. */
   env: string[];
-  /** Requests the proxy refused so far (`GET http://host/path`), for the error message. */
-  refused: string[];
   /** What the proxy lets through, for the error message. */
   allowed: string;
 }
 
-/** One archive the proxy lets through: an origin and the path under it. */
-export interface ArchiveRoot {
-  origin: string;
-  path: string;
+/**
+ * The build's way out in one sentence for an error message: what the proxy refused, what
+ * it could not reach, and what it allows.
+ */
+export function describeEgress(network: BuildNetwork): string {
+  const blocked = [
+    ...(network.refused.length > 0 ? [`refused ${network.refused.join(', ')}`] : []),
+    ...(network.unreachable.length > 0 ? [`could not reach ${network.unreachable.join(', ')}`] : []),
+  ];
+  return blocked.length > 0
+    ? `probe's proxy, the build's only way out, ${blocked.join(' and ')}; it allows only ${network.allowed}`
+    : `the build's only way out is probe's proxy, which allows only ${network.allowed}`;
 }
 
-/** The `http://` archives named in apt sources (one-line `deb` lists and deb822 `URIs:`). */
-export function archiveRoots(files: Iterable<string>): ArchiveRoot[] {
-  const roots = new Map<string, ArchiveRoot>();
-  for (const text of files)
-    for (const line of text.split('\n')) {
-      const uris =
-        /^\s*deb(?:-src)?\s+(?:\[[^\]]*\]\s+)?(\S+)/.exec(line)?.[1]?.split(/\s+/) ??
-        /^\s*URIs:\s*(.+)$/i.exec(line)?.[1]?.trim().split(/\s+/) ??
-        [];
-      for (const uri of uris) {
-        let url: URL;
-        try {
-          url = new URL(uri);
-        } catch {
-          continue;
-        }
-        if (url.protocol !== 'http:' || url.username || url.password) continue;
-        const path = url.pathname.endsWith('/') ? url.pathname : `${url.pathname}/`;
-        roots.set(`${url.origin}${path}`, { origin: url.origin, path });
-      }
-    }
-  return [...roots.values()];
+/** Requests the proxy turned away (and where it could not go), kept for the build's error message. */
+export interface EgressLog {
+  /** `CONNECT pypi.org:443 (not on the list)`: what the policy refused. */
+  refused: string[];
+  /** `CONNECT pypi.org:443 (its name does not resolve here: ENOTFOUND)`: allowed, but not reached. */
+  unreachable: string[];
 }
 
-/** Whether the proxy forwards `method url`: GET or HEAD of a path under one of `roots`, nothing else. */
-export function archiveAllows(roots: readonly ArchiveRoot[], method: string | undefined, target: string | undefined): URL | undefined {
-  if (method !== 'GET' && method !== 'HEAD') return undefined;
-  let url: URL;
-  try {
-    url = new URL(target ?? '');
-  } catch {
-    return undefined;
-  }
-  if (url.protocol !== 'http:' || url.username || url.password) return undefined;
-  return roots.some((r) => r.origin === url.origin && url.pathname.startsWith(r.path)) ? url : undefined;
+function note(list: string[], entry: string): void {
+  if (list.length < REFUSED_KEPT && !list.includes(entry)) list.push(entry);
 }
 
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'proxy-authorization', 'te', 'trailer', 'upgrade']);
+/** A GET or HEAD is sent on without a body: headers announcing one would leave the upstream waiting for it. */
+const BODY_HEADERS = new Set(['content-length', 'transfer-encoding', 'expect']);
 
-function forward(req: IncomingMessage, res: ServerResponse, url: URL): void {
+/** `req` sent to `url` at `address` (the address checked, for a public host; else its name). */
+function forward(req: IncomingMessage, res: ServerResponse, url: URL, address: string, log: EgressLog): void {
   const headers: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(req.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) headers[name] = value;
+  for (const [name, value] of Object.entries(req.headers))
+    if (value !== undefined && !HOP_BY_HOP.has(name) && !BODY_HEADERS.has(name)) headers[name] = value;
   headers.host = url.host;
-  const upstream = request(
-    { hostname: url.hostname, port: url.port || 80, method: req.method, path: `${url.pathname}${url.search}`, headers },
-    (answer) => {
-      const back: Record<string, string | string[]> = {};
-      for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) back[name] = value;
-      res.writeHead(answer.statusCode ?? 502, back);
-      answer.pipe(res);
-    },
-  );
+  const secure = url.protocol === 'https:';
+  const options = {
+    host: address,
+    port: url.port || (secure ? 443 : 80),
+    method: req.method,
+    path: `${url.pathname}${url.search}`,
+    headers,
+    ...(secure ? { servername: url.hostname } : {}),
+  };
+  const answer = (back: IncomingMessage) => {
+    const out: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(back.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) out[name] = value;
+    res.writeHead(back.statusCode ?? 502, out);
+    back.pipe(res);
+  };
+  const upstream = secure ? httpsRequest(options, answer) : request(options, answer);
   upstream.setTimeout(UPSTREAM_IDLE_MS, () => upstream.destroy(new Error('idle')));
   upstream.on('error', (error) => {
+    note(log.unreachable, `${req.method} ${url.href} (${error.message})`);
     if (!res.headersSent) res.writeHead(502, { 'content-type': 'text/plain' }).end(`probe build proxy: ${error.message}\n`);
     else res.destroy();
   });
@@ -172,17 +192,70 @@ function forward(req: IncomingMessage, res: ServerResponse, url: URL): void {
   upstream.end();
 }
 
-/** The proxy on a unix socket in `dir`. */
-async function startProxy(dir: string, roots: readonly ArchiveRoot[], refused: string[]): Promise<() => Promise<void>> {
-  const server = createServer((req, res) => {
-    const url = archiveAllows(roots, req.method, req.url);
-    if (url) return forward(req, res, url);
-    if (refused.length < REFUSED_KEPT) refused.push(`${req.method} ${req.url}`);
-    res.writeHead(403, { 'content-type': 'text/plain' }).end('probe build proxy: only GET and HEAD of the Debian archive are allowed\n');
+/** A CONNECT admitted: `client` ⇄ `address:port`, byte for byte, once the upstream answers. */
+function tunnel(client: Duplex, head: Buffer, target: string, address: string, port: number, log: EgressLog): void {
+  const upstream = connect({ host: address, port });
+  let connected = false;
+  upstream.setTimeout(UPSTREAM_IDLE_MS, () => upstream.destroy(new Error('idle')));
+  upstream.once('connect', () => {
+    connected = true;
+    client.write('HTTP/1.1 200 Connection Established\r\n\r\n');
+    if (head.length > 0) upstream.write(head);
+    upstream.pipe(client);
+    client.pipe(upstream);
   });
-  server.on('connect', (req, client) => {
-    if (refused.length < REFUSED_KEPT) refused.push(`CONNECT ${req.url}`);
-    client.end('HTTP/1.1 403 Forbidden\r\n\r\n');
+  upstream.on('error', (error) => {
+    if (!connected && !client.destroyed) {
+      note(log.unreachable, `CONNECT ${target} (${error.message})`);
+      client.end('HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n\r\n');
+    } else client.destroy();
+  });
+  upstream.on('close', () => client.destroy());
+  client.on('close', () => upstream.destroy());
+}
+
+/** The proxy on a unix socket in `dir` (`proxy.sock`); the function it returns closes it. */
+export async function startProxy(dir: string, policy: EgressPolicy, log: EgressLog, resolve: Resolve): Promise<() => Promise<void>> {
+  const refuse = (what: string, reason: string) => {
+    note(log.refused, `${what} (${reason})`);
+    return `probe build proxy: ${what} is not allowed (${reason}); a build may fetch only ${describePolicy(policy)}\n`;
+  };
+  const server = createServer((req, res) => {
+    admit(policy, req.method, req.url, resolve).then(
+      (admission) => {
+        if (admission.allowed && admission.kind === 'http') return forward(req, res, admission.upstream, admission.address, log);
+        const what = requestName(req.method, req.url);
+        if (!admission.allowed && !admission.refused) {
+          note(log.unreachable, `${what} (${admission.reason})`);
+          return res.writeHead(502, { 'content-type': 'text/plain' }).end(`probe build proxy: ${what}: ${admission.reason}\n`);
+        }
+        res
+          .writeHead(403, { 'content-type': 'text/plain' })
+          .end(refuse(what, admission.allowed ? 'not a plain request' : admission.reason));
+      },
+      (error: Error) => res.writeHead(500).end(`probe build proxy: ${error.message}\n`),
+    );
+  });
+  // A tunnel's socket leaves the server's connections: it is closed with the proxy all the same.
+  const tunnels = new Set<Duplex>();
+  server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    tunnels.add(client);
+    client.on('close', () => tunnels.delete(client));
+    client.on('error', () => {});
+    admit(policy, 'CONNECT', req.url, resolve).then(
+      (admission) => {
+        const what = requestName('CONNECT', req.url);
+        if (admission.allowed && admission.kind === 'tunnel')
+          return tunnel(client, head, req.url ?? '', admission.address, admission.port, log);
+        if (!admission.allowed && !admission.refused) {
+          note(log.unreachable, `${what} (${admission.reason})`);
+          return client.end('HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/plain\r\n\r\n');
+        }
+        const body = refuse(what, admission.allowed ? 'not a tunnel' : admission.reason);
+        client.end(`HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+      },
+      () => client.destroy(),
+    );
   });
   const socket = join(dir, 'proxy.sock');
   await new Promise<void>((resolve, reject) => {
@@ -193,6 +266,7 @@ async function startProxy(dir: string, roots: readonly ArchiveRoot[], refused: s
   chmodSync(socket, 0o666);
   return async () => {
     server.closeAllConnections();
+    for (const client of tunnels) client.destroy();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   };
 }
@@ -282,7 +356,12 @@ async function waitReady(container: Docker.Container): Promise<void> {
  * Runs `use` with a build network of its own, removed afterwards (with any build step left
  * in it) however `use` ends.
  */
-export async function withBuildNetwork<T>(docker: Docker, _egress: BuildEgress, use: (network: BuildNetwork) => Promise<T>): Promise<T> {
+export async function withBuildNetwork<T>(
+  docker: Docker,
+  egress: BuildEgress,
+  use: (network: BuildNetwork) => Promise<T>,
+  resolve: Resolve = systemResolve,
+): Promise<T> {
   await sweepGateways(docker);
   const dir = mkdtempSync(join(tmpdir(), 'probe-build-net-'));
   // The gateway runs as nobody: it must pass through the directory to the socket (nothing else is in it).
@@ -320,23 +399,25 @@ export async function withBuildNetwork<T>(docker: Docker, _egress: BuildEgress, 
     const roots = archiveRoots(await aptSources(gateway));
     if (roots.length === 0)
       throw new EnvironmentError(
-        `image ${BASE_IMAGE} names no http:// archive in /etc/apt: a build would have no way to the Debian archive`,
+        `image ${BASE_IMAGE} names no http:// archive in /etc/apt: a build would have no way to its distribution's archive`,
       );
-    const refused: string[] = [];
-    closeProxy = await startProxy(dir, roots, refused);
+    const policy = egressPolicy(egress, roots);
+    const log: EgressLog = { refused: [], unreachable: [] };
+    closeProxy = await startProxy(dir, policy, log, resolve);
     await gateway.start();
     await waitReady(gateway).catch((error: Error) => {
       throw new ProbeError(`the build network's gateway did not start: ${error.message}`, { cause: error });
     });
     const proxy = `http://127.0.0.1:${BUILD_PROXY_PORT}`;
-    const buildArgs = { http_proxy: proxy, HTTP_PROXY: proxy };
+    const buildArgs = { http_proxy: proxy, HTTP_PROXY: proxy, https_proxy: proxy, HTTPS_PROXY: proxy, ...packageBuildArgs(egress) };
     return await use({
       networkMode: `container:${gateway.id}`,
       proxy,
       buildArgs,
       env: Object.entries(buildArgs).map(([k, v]) => `${k}=${v}`),
-      refused,
-      allowed: roots.map((r) => `GET ${r.origin}${r.path}…`).join(', '),
+      refused: log.refused,
+      unreachable: log.unreachable,
+      allowed: describePolicy(policy),
     });
   } finally {
     takeBack();
