@@ -15,6 +15,11 @@
  *   step of ours), RUN flags (BuildKit's; the classic builder has none that are safe here),
  *   ADD from a URL and COPY --from an image the engine lacks (the engine itself would fetch
  *   them, over the host's network), and either with a `$` the builder would expand.
+ * - After every FROM, `ARG NAME` for each setting the build passes that Docker does not
+ *   predefine (pip's and npm's indexes: sandbox/build-egress.ts packageBuildArgs), so that
+ *   every RUN of the stage sees it. ARG, not ENV: a build arg is in the steps' environment
+ *   only, never in the image's, so the task's container does not inherit the build's
+ *   mirrors (Docker's own proxy args need no declaration and are not kept either).
  */
 import { InputError } from '../errors.ts';
 
@@ -163,8 +168,20 @@ export function namedImages(text: string, file: string): string[] {
   return [...names];
 }
 
-/** The Dockerfile `text` (read from `file`) with every step confined (see the module comment). */
-export function confineDockerfile(text: string, file: string, images: ReadonlyMap<string, LocalImage>): string {
+/** A build arg's name as ARG takes it, with nothing the builder would expand or split. */
+const ARG_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * The Dockerfile `text` (read from `file`) with every step confined (see the module
+ * comment), and `args` (build args the build passes) declared after every FROM.
+ */
+export function confineDockerfile(
+  text: string,
+  file: string,
+  images: ReadonlyMap<string, LocalImage>,
+  args: readonly string[] = [],
+): string {
+  for (const name of args) if (!ARG_NAME.test(name)) throw new Error(`not a build arg name: ${JSON.stringify(name)}`);
   const parsed = parseDockerfile(text, file);
   // Only the escape directive, always, in the one form every engine reads: what the task's
   // directives meant is in `parsed`, and the builder must read the emitted lines with that token.
@@ -193,6 +210,7 @@ export function confineDockerfile(text: string, file: string, images: ReadonlyMa
         shell = stageShells.get(image.toLowerCase()) ?? images.get(image)?.shell ?? DEFAULT_SHELL;
         stages++;
         out.push(ins.text);
+        for (const name of args) out.push(`ARG ${name}`);
         break;
       }
       case 'shell': {

@@ -1,10 +1,15 @@
 /**
  * One image build of a task's (or our own) Dockerfile, confined (issue 26, class 3): its
- * steps run in a network namespace of their own whose one way out is probe's proxy to the
- * Debian archive (sandbox/build-network.ts), none of them holds CAP_NET_RAW or
- * CAP_NET_ADMIN (confine-dockerfile.ts), and it is cancelled past its time, which is the
- * task's build_timeout_sec capped at BUILD_TIMEOUT_CAP_S. A cancelled or failed build
- * leaves no container behind: its network goes with every container in it.
+ * steps run in a network namespace of their own whose one way out is probe's proxy
+ * (sandbox/build-network.ts), which lets through only the package indexes on the build's
+ * allow-list (sandbox/build-egress.ts, issue 38: the base image's archives, the user's
+ * mirrors, and unless `--no-public-indexes` Debian's and Ubuntu's archives, PyPI and npm;
+ * never the host or loopback unless the user named a mirror there). pip and npm find their
+ * indexes through build args the confined Dockerfile declares. None of the steps holds
+ * CAP_NET_RAW or CAP_NET_ADMIN (confine-dockerfile.ts), and the build is cancelled past its
+ * time, which is the task's build_timeout_sec capped at BUILD_TIMEOUT_CAP_S. A failed build
+ * names its step, what the proxy allows and what it refused or could not reach; a cancelled
+ * or failed build leaves no container behind: its network goes with every container in it.
  */
 import { spawn } from 'node:child_process';
 import { appendFileSync, chmodSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,10 +17,11 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError } from '../errors.ts';
-import { BUILD_TIMEOUT_CAP_S, type BuildNetwork, withBuildNetwork } from '../sandbox/build-network.ts';
+import { packageBuildArgs } from '../sandbox/build-egress.ts';
+import { BUILD_TIMEOUT_CAP_S, type BuildNetwork, describeEgress, withBuildNetwork } from '../sandbox/build-network.ts';
 import type { BuildEgress } from '../sandbox/image-sources.ts';
 import { DROP_NET_CAPS_ARCHITECTURES, DROP_NET_CAPS_X86_64 } from './build-step/drop-net-caps.ts';
-import { confineDockerfile, type LocalImage, namedImages, STEP_WRAPPER_CONTEXT_NAME } from './confine-dockerfile.ts';
+import { confineDockerfile, type LocalImage, namedImages, STEP_WRAPPER_CONTEXT_NAME, STEP_WRAPPER_PATH } from './confine-dockerfile.ts';
 
 /** Build output kept for the error message (in events). */
 const LOG_EVENTS_KEPT = 400;
@@ -47,8 +53,11 @@ async function requireWrapperArchitecture(docker: Docker): Promise<void> {
     );
 }
 
-/** The context's Dockerfile confined, with the step wrapper beside it (kept even by a .dockerignore). */
-async function confineContext(docker: Docker, context: string, dockerfile: string): Promise<void> {
+/**
+ * The context's Dockerfile confined, declaring the build args `args` (pip's and npm's
+ * settings), with the step wrapper beside it (kept even by a .dockerignore).
+ */
+async function confineContext(docker: Docker, context: string, dockerfile: string, args: readonly string[]): Promise<void> {
   const path = join(context, 'Dockerfile');
   const text = readFileSync(path, 'utf8');
   const images = new Map<string, LocalImage>();
@@ -59,7 +68,7 @@ async function confineContext(docker: Docker, context: string, dockerfile: strin
       .catch(() => undefined);
     if (info) images.set(name, { shell: (info.Config as { Shell?: string[] | null } | undefined)?.Shell ?? undefined });
   }
-  writeFileSync(path, confineDockerfile(text, dockerfile, images));
+  writeFileSync(path, confineDockerfile(text, dockerfile, images, args));
   const wrapper = join(context, STEP_WRAPPER_CONTEXT_NAME);
   rmSync(wrapper, { recursive: true, force: true });
   writeFileSync(wrapper, DROP_NET_CAPS_X86_64);
@@ -71,7 +80,7 @@ async function confineContext(docker: Docker, context: string, dockerfile: strin
 /** Builds `context` (its Dockerfile confined first) as `tag`; the error is the failing step's output. */
 export async function buildConfined(docker: Docker, context: string, build: ConfinedBuild): Promise<void> {
   await requireWrapperArchitecture(docker);
-  await confineContext(docker, context, build.dockerfile);
+  await confineContext(docker, context, build.dockerfile, Object.keys(packageBuildArgs(build.egress)));
   await withBuildNetwork(docker, build.egress, (network) => runBuild(docker, context, build, network));
 }
 
@@ -86,6 +95,8 @@ async function runBuild(docker: Docker, context: string, build: ConfinedBuild, n
     forcerm: true,
   })) as Readable;
   const log: string[] = [];
+  /** The builder's last `Step n/m : …` line (the log above keeps only the tail of a long build). */
+  let lastStep = '';
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => {
       // Dropping the connection cancels the build; the network's removal takes the step's container.
@@ -103,18 +114,48 @@ async function runBuild(docker: Docker, context: string, build: ConfinedBuild, n
         clearTimeout(timer);
         const failed = error?.message ?? events.find((e) => e.error)?.error;
         if (!failed) return resolve();
-        const tail = log.join('').trim().split('\n').slice(-12).join('\n');
-        const refused = network.refused.length > 0 ? `; it refused ${network.refused.join(', ')}` : '';
-        reject(
-          new EnvironmentError(
-            `building ${build.what} failed: ${failed.trim()}\n${tail}\n(the build's only way out is probe's proxy to the Debian archive, ${network.allowed}${refused})`,
-          ),
-        );
+        const tail = log
+          .join('')
+          .replace(/\x1b\[[0-9;]*m/g, '')
+          .trim()
+          .split('\n')
+          .slice(-12)
+          .join('\n');
+        const step = failedStep(lastStep);
+        const code = /returned a non-zero code: (\d+)/.exec(failed)?.[1];
+        const what = step ? `at ${step} (${code !== undefined ? `exit code ${code}` : failed.trim()})` : `(${failed.trim()})`;
+        reject(new EnvironmentError(`building ${build.what} failed ${what}; ${describeEgress(network)}. Its last output:\n${tail}`));
       },
       (event: { stream?: string }) => {
         if (event.stream) log.push(event.stream);
+        if (event.stream?.startsWith('Step ')) lastStep = event.stream;
         if (log.length > LOG_EVENTS_KEPT) log.splice(0, log.length - LOG_EVENTS_KEPT);
       },
     );
   });
+}
+
+/**
+ * The step the build was running when it failed, as the task wrote it: the last `Step n/m :`
+ * line of the builder's output, a confined RUN unwrapped (`RUN pip install x`, not the
+ * wrapper's exec form).
+ */
+export function failedStep(log: string): string | undefined {
+  const steps = [...log.matchAll(/^Step \d+\/\d+ : (.*)$/gm)];
+  const last = steps.at(-1)?.[1]?.trim();
+  if (!last) return undefined;
+  const m = /^RUN (\[.*\])$/.exec(last);
+  let argv: unknown;
+  try {
+    argv = m ? JSON.parse(m[1]!) : undefined;
+  } catch {
+    return last;
+  }
+  if (!Array.isArray(argv) || argv[0] !== STEP_WRAPPER_PATH || !argv.every((a) => typeof a === 'string')) return last;
+  const program = argv.slice(1) as string[];
+  // A program without a path ran as `/bin/sh -c 'exec "$@"' sh …` (confine-dockerfile.ts): the exec form the task wrote.
+  if (program[0] === '/bin/sh' && program[2] === 'exec "$@"') return `RUN ${JSON.stringify(program.slice(4))}`;
+  // The shell form: the stage's SHELL (ending in -c, as shells take a command) and the command.
+  if (program.length >= 3 && program.at(-2) === '-c') return `RUN ${program.at(-1)}`;
+  return `RUN ${JSON.stringify(program)}`;
 }
