@@ -126,5 +126,10 @@ describe.skipIf(skipWithoutDocker || !hasRealData)("probe task check over Harbor
       / no +- +- +- +environment\/docker-compose\.yaml: field "services": declares a sidecar service beside main \(api-server\)/,
     );
     expect(again.stderr).toMatch(/\n2 of 10 tasks resolved by their reference solution\n/);
+
+    // Exit 0 when every task resolved.
+    const resolved = await runProbeAsync(['task', 'check', '--terminal', join(COOKBOOK, 'simple-task'), '--pull', 'never', '--json']);
+    expect(resolved.code, resolved.stderr).toBe(0);
+    expect(JSON.parse(resolved.stdout)).toMatchObject([{ task: 'simple-task', resolved: true, reward: 1, image_reused: true }]);
   });
 });
