@@ -14,7 +14,9 @@
  * The container's root file system is read-only, root's included; its working directory,
  * /tmp, /logs and /tests are tmpfs mounts sharing one disk cap (writable.ts), the working
  * directory filled from the image's at start: what the agent writes never reaches the host's
- * disk, and a write past the cap fails in that container alone.
+ * disk, and a write past the cap fails in that container alone. /etc/hosts is the one file
+ * root may write (an image's ENTRYPOINT routes names through it), a file of probe's on the
+ * host that the container's fsize limit caps.
  *
  * Grading (`verify`, in the order grader-env.ts gives its reasons for): every process of the
  * sandbox user killed until none is left, a fresh /logs/verifier made by root with the reward
@@ -28,6 +30,9 @@
  * of system directories and none of the image's variables (whose directories the agent may
  * write).
  */
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Duplex, Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError, ProbeError } from '../errors.ts';
@@ -105,6 +110,8 @@ export class TerminalContainer {
     private readonly layout: WritableLayout,
     /** The image's variables: blanked in probe's own commands, allow-listed for the tests. */
     private readonly imageEnv: readonly string[],
+    /** The host directory holding this container's /etc/hosts, removed with it. */
+    private readonly etcDir: string,
   ) {}
 
   static async start(task: TerminalTask, image: TerminalImage): Promise<TerminalContainer> {
@@ -119,6 +126,7 @@ export class TerminalContainer {
     }
     const layout = writableLayout(image.workdir);
     const imageEnv = (await client().getImage(image.tag).inspect()).Config.Env ?? [];
+    const etcDir = writableHosts();
     const container = await client()
       .createContainer({
         Image: image.tag,
@@ -148,12 +156,16 @@ export class TerminalContainer {
           ReadonlyRootfs: true,
           Tmpfs: layout.tmpfs,
           ShmSize: layout.shmBytes,
+          // A task's ENTRYPOINT may route names to a local server through /etc/hosts, as Harbor's images do
+          // (dns-blacklisting): root can write this one file, on the host, grown at most to fsize.
+          Binds: [`${join(etcDir, 'hosts')}:/etc/hosts:rw`],
         },
       })
       .catch((error: Error) => {
+        rmSync(etcDir, { recursive: true, force: true });
         throw new ProbeError(`cannot create a container from image ${image.tag}: ${error.message}`, { cause: error });
       });
-    const sandbox = new TerminalContainer(container, image.workdir, layout, imageEnv);
+    const sandbox = new TerminalContainer(container, image.workdir, layout, imageEnv, etcDir);
     live.add(sandbox);
     try {
       await container.start();
@@ -396,5 +408,17 @@ export class TerminalContainer {
     this.closed = true;
     live.delete(this);
     await this.container.remove({ force: true }).catch(() => {});
+    rmSync(this.etcDir, { recursive: true, force: true });
   }
+}
+
+/** What Docker writes into a container's /etc/hosts with no network: loopback names only. */
+const HOSTS = '127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n127.0.1.1\ttask\n';
+
+/** A fresh host directory with the hosts file a container mounts (root's, 0644: the sandbox user cannot write it). */
+function writableHosts(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'probe-etc-'));
+  chmodSync(dir, 0o755);
+  writeFileSync(join(dir, 'hosts'), HOSTS, { mode: 0o644 });
+  return dir;
 }
