@@ -4,6 +4,7 @@
  * a SWE-bench row's image, the digests recorded, and the Debian stand-in with its notice
  * where nothing answers.
  */
+import { randomUUID } from 'node:crypto';
 import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -14,8 +15,10 @@ import { harnessImageName } from '../src/swebench/image-name.ts';
 import { terminalImage } from '../src/terminal/image.ts';
 import { loadTerminalTask } from '../src/terminal/task.ts';
 import { loadTaskFile } from '../src/verify/load-task.ts';
-import { expectOneLineError, runProbe } from './helpers/cli.ts';
-import { skipWithoutDocker } from './helpers/docker.ts';
+import type { OracleRow } from '../src/terminal/oracle.ts';
+import { expectOneLineError, runProbe, runProbeAsync } from './helpers/cli.ts';
+import { commitImage, skipWithoutDocker } from './helpers/docker.ts';
+import { type PackageIndex, serveIndex } from './helpers/package-index.ts';
 import { tempDir } from './helpers/paths.ts';
 import { type LoopbackRegistry, skipWithoutRegistry, startRegistry, untag } from './helpers/registry.ts';
 import { swebenchTestImage } from './helpers/swebench-image.ts';
@@ -58,19 +61,34 @@ describe('image references', () => {
   });
 });
 
-/** A task in the style of a generated Harbor 2.0 set: FROM a registry's name, a data file COPYed in. */
-function generatedTask(from: string): string {
+/**
+ * A task in the style of a generated Harbor 2.0 set: FROM a registry's name, `pip install` of a
+ * pinned version (`pip` true), a data file COPYed in.
+ */
+function generatedTask(from: string, pip = false): string {
   const dir = join(tempDir(), 'count-rows');
   mkdirSync(join(dir, 'environment'), { recursive: true });
   mkdirSync(join(dir, 'tests'));
   mkdirSync(join(dir, 'solution'));
   writeFileSync(join(dir, 'task.toml'), 'version = "1.0"\n[environment]\nbuild_timeout_sec = 600\n');
   writeFileSync(join(dir, 'instruction.md'), 'Write the number of rows of /app/data.csv to /app/count.txt.\n');
-  writeFileSync(join(dir, 'environment', 'Dockerfile'), `FROM ${from}\nWORKDIR /app\nCOPY data.csv /app/data.csv\n`);
+  writeFileSync(
+    join(dir, 'environment', 'Dockerfile'),
+    // (A fresh ENV line before pip's step: the builder's cache of an earlier run's step would ask the index nothing.)
+    `FROM ${from}\nWORKDIR /app\n${pip ? `ENV TEST_RUN=${randomUUID()}\nRUN pip install probe-pinned==1.0.0\n` : ''}COPY data.csv /app/data.csv\n`,
+  );
   writeFileSync(join(dir, 'environment', 'data.csv'), 'a,b\n1,2\n3,4\n');
   writeFileSync(
     join(dir, 'tests', 'test.sh'),
-    '#!/bin/bash\nif [ "$(cat /app/count.txt)" = 3 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi\n',
+    [
+      '#!/bin/bash',
+      // The pinned version, not the newest the index holds.
+      pip
+        ? `python3 -c "import probe_pinned; assert probe_pinned.VERSION == '1.0.0'" || { echo 0 > /logs/verifier/reward.txt; exit 0; }`
+        : '',
+      'if [ "$(cat /app/count.txt)" = 3 ]; then echo 1 > /logs/verifier/reward.txt; else echo 0 > /logs/verifier/reward.txt; fi',
+      '',
+    ].join('\n'),
   );
   writeFileSync(join(dir, 'solution', 'solve.sh'), '#!/bin/bash\nwc -l < /app/data.csv | tr -d " " > /app/count.txt\n');
   return dir;
@@ -98,7 +116,8 @@ describe.skipIf(skipWithoutDocker || skipWithoutRegistry)('pulling through a reg
     };
   }, 300_000);
   afterAll(async () => {
-    untag(T_BENCH);
+    // The mirror's names the engine tagged as it pulled go with the registry.
+    untag(T_BENCH, ...(registry ? [`${registry.host}/laude-institute/t-bench/ubuntu-24-04:20250624`] : []));
     await registry?.stop();
   });
 
@@ -161,6 +180,17 @@ describe.skipIf(skipWithoutDocker || skipWithoutRegistry)('pulling through a reg
     );
   }, 300_000);
 
+  it("a pulled base image's ONBUILD triggers are refused: they would run before any step of the confinement", async () => {
+    const local = await commitImage(BASE_IMAGE, `probe-test-onbuild-${process.pid}`, async () => {}, ['ONBUILD RUN touch /onbuild-ran']);
+    registry.push(local, 'laude-institute/onbuild:1');
+    untag(local, `${registry.host}/laude-institute/onbuild:1`, 'ghcr.io/laude-institute/onbuild:1');
+    const dir = generatedTask('ghcr.io/laude-institute/onbuild:1');
+    await expect(terminalImage(client(), loadTerminalTask(dir), mirrored)).rejects.toThrow(
+      /environment\/Dockerfile: field "FROM": image ghcr\.io\/laude-institute\/onbuild:1 carries ONBUILD triggers \("RUN touch \/onbuild-ran"\)/,
+    );
+    untag('ghcr.io/laude-institute/onbuild:1', `${registry.host}/laude-institute/onbuild:1`);
+  }, 300_000);
+
   it("a SWE-bench row's image is pulled from the registry and the sandbox runs in it", async () => {
     const [row] = await loadTaskFile(join(import.meta.dirname, 'fixtures', 'swebench', 'pydicom__pydicom-1458.json'));
     const built = await swebenchTestImage({
@@ -186,12 +216,74 @@ describe.skipIf(skipWithoutDocker || skipWithoutRegistry)('pulling through a reg
         expect.stringMatching(new RegExp(`^${registry.host}/probetest/sweb\\.eval\\.x86_64\\.pydicom_1776_pydicom-1458@sha256:`)),
       ]),
     );
-    untag(name);
+    untag(name, `${registry.host}/${name}`);
     // Without the mirror nothing answers: one line naming the row's image field.
     await expect(
       DockerSandbox.create(task, { imageSources: { ...mirrored, registry: { pull: 'missing', mirrors: new Map() } } }),
     ).rejects.toThrow(
       /pydicom__pydicom-1458\.json: field "image": this Docker engine has no image probetest\/sweb\.eval\.x86_64\.pydicom_1776_pydicom-1458:latest and it could not be pulled/,
+    );
+  }, 600_000);
+});
+
+describe.skipIf(skipWithoutDocker || skipWithoutRegistry)("a generated set's task, as written, in an oracle run", () => {
+  let registry: LoopbackRegistry;
+  let index: PackageIndex;
+
+  beforeAll(async () => {
+    registry = await startRegistry();
+    registry.push(BASE_IMAGE, 'laude-institute/t-bench/ubuntu-24-04:20250624');
+    index = await serveIndex();
+  }, 300_000);
+  afterAll(async () => {
+    untag(T_BENCH, ...(registry ? [`${registry.host}/laude-institute/t-bench/ubuntu-24-04:20250624`] : []));
+    await index?.close();
+    await registry?.stop();
+  });
+
+  it('builds FROM the registry name with pip reaching the loopback index, and its reference solution resolves', async () => {
+    untag(T_BENCH);
+    const dir = generatedTask(T_BENCH, true);
+    const run = await runProbeAsync(
+      ['task', 'check', '--terminal', dir, '--registry-mirror', `ghcr.io=http://${registry.host}`, '--pip-index-url', index.url, '--json'],
+      {},
+      600_000,
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const [row] = JSON.parse(run.stdout) as OracleRow[];
+    expect(row).toMatchObject({ task: 'count-rows', resolved: true, reward: 1, notes: [] });
+    expect(row!.base_images).toEqual([
+      expect.objectContaining({
+        name: T_BENCH,
+        origin: 'pulled',
+        pulled_from: `${registry.host}/laude-institute/t-bench/ubuntu-24-04:20250624`,
+      }),
+    ]);
+    // pip asked the index for the pinned file, through probe's proxy.
+    expect(index.hits).toContain('GET /files/probe_pinned-1.0.0-py3-none-any.whl');
+    expect(index.hits).not.toContain('GET /files/probe_pinned-2.0.0-py3-none-any.whl');
+  }, 600_000);
+
+  it('with neither registry nor index reachable: the stand-in with its notice, and the pip step fails naming itself and the blocked destination', async () => {
+    untag(T_BENCH);
+    const dir = generatedTask(T_BENCH, true);
+    const open = await runProbeAsync(['task', 'check', '--terminal', dir, '--json'], {}, 600_000);
+    expect(open.code, open.stderr).toBe(1);
+    const [row] = JSON.parse(open.stdout) as OracleRow[];
+    expect(row!.notes).toEqual([
+      expect.stringMatching(
+        /^FROM ghcr\.io\/laude-institute\/t-bench\/ubuntu-24-04:20250624 → probe-base:bookworm \(ghcr\.io did not answer/,
+      ),
+    ]);
+    expect(row!.reason).toMatch(
+      /^the image did not build: .*failed at RUN pip install probe-pinned==1\.0\.0 \(exit code 1\);.*pypi\.org:443/,
+    );
+    // Offline, the proxy refuses PyPI outright, and says so; the table prints the notice.
+    const closed = await runProbeAsync(['task', 'check', '--terminal', dir, '--no-public-indexes'], {}, 600_000);
+    expect(closed.code, closed.stderr).toBe(1);
+    expect(closed.stderr).toMatch(/failed at RUN pip install probe-pinned==1\.0\.0 \(exit code 1\);.*refused CONNECT pypi\.org:443/);
+    expect(closed.stderr).toMatch(
+      /\nBuilt on the stand-in: count-rows: FROM ghcr\.io\/laude-institute\/t-bench\/ubuntu-24-04:20250624 → probe-base:bookworm \(/,
     );
   }, 600_000);
 });

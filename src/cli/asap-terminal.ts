@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { EMBEDDED_TERMINAL_TASKS } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { runTerminalOverCheckpoints } from '../pipeline/terminal.ts';
+import { imageOriginLines } from '../report/image-origins.ts';
 import { formatPercent, formatTable, passColumns } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
 import { TERMINAL_PROFILES, type TerminalProfile } from '../terminal/actions.ts';
@@ -92,15 +93,7 @@ export async function runTerminalVerb(flags: TerminalFlags, profileGiven: boolea
     return;
   }
   printTerminalTable(run.results, flags.runs, tasks.length, profile);
-  const notes = run.tasks.filter((t) => t.notes.length > 0);
-  if (notes.length) process.stderr.write(`\nBuilt on the stand-in: ${notes.map((t) => `${t.task}: ${t.notes.join('; ')}`).join(' · ')}\n`);
-  const pulled = [
-    ...new Map(run.tasks.flatMap((t) => t.base_images.filter((b) => b.origin === 'pulled')).map((b) => [b.name, b])).values(),
-  ];
-  if (pulled.length)
-    process.stderr.write(
-      `\nPulled: ${pulled.map((b) => `${b.name} from ${b.pulled_from} (${b.digests[0] ?? 'no digest'})`).join(' · ')}\n`,
-    );
+  process.stderr.write(imageOriginLines(run.tasks));
   process.stderr.write(`\nTranscripts: ${join(run.out, 'episodes')}   results: ${run.resultsFile}\n`);
 }
 

@@ -6,6 +6,7 @@
 import { relative } from 'node:path';
 import { Command } from 'commander';
 import { createProgress } from '../report/progress.ts';
+import { imageOriginLines } from '../report/image-origins.ts';
 import { formatTable } from '../report/table.ts';
 import { type OracleRow, oracleRun, oracleTaskDirs } from '../terminal/oracle.ts';
 import { positiveInteger } from './args.ts';
@@ -38,6 +39,7 @@ export function printOracleTable(rows: readonly OracleRow[], write: (text: strin
   ]);
   const resolved = rows.filter((r) => r.resolved).length;
   write(`${formatTable(headers, cells, [2, 3])}\n\n${resolved} of ${rows.length} tasks resolved by their reference solution\n`);
+  write(imageOriginLines(rows));
 }
 
 export function taskCheckCommand(): Command {

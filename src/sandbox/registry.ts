@@ -134,8 +134,9 @@ async function acquire(docker: Docker, name: string, settings: RegistrySettings,
   try {
     await pull(docker, from, progress);
   } catch (error) {
-    const reason = `pulling ${from} failed: ${oneLine(describeCause(error))}`;
-    if (isUnreachable(error)) silent.set(source, `${source} did not answer (${oneLine(describeCause(error))})`);
+    if (!isUnreachable(error)) return { kind: 'unavailable', reason: `pulling ${from} failed: ${oneLine(describeCause(error))}` };
+    const reason = `${source} did not answer (${oneLine(describeCause(error))})`;
+    silent.set(source, reason);
     return { kind: 'unavailable', reason };
   }
   const info = await docker.getImage(from).inspect();

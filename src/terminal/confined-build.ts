@@ -16,7 +16,7 @@ import { appendFileSync, chmodSync, existsSync, readFileSync, rmSync, writeFileS
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
-import { EnvironmentError } from '../errors.ts';
+import { EnvironmentError, InputError } from '../errors.ts';
 import { packageBuildArgs } from '../sandbox/build-egress.ts';
 import { BUILD_TIMEOUT_CAP_S, type BuildNetwork, describeEgress, withBuildNetwork } from '../sandbox/build-network.ts';
 import type { BuildEgress } from '../sandbox/image-sources.ts';
@@ -66,7 +66,15 @@ async function confineContext(docker: Docker, context: string, dockerfile: strin
       .getImage(name)
       .inspect()
       .catch(() => undefined);
-    if (info) images.set(name, { shell: (info.Config as { Shell?: string[] | null } | undefined)?.Shell ?? undefined });
+    if (!info) continue;
+    const config = info.Config as { Shell?: string[] | null; OnBuild?: string[] | null } | undefined;
+    // A base image's ONBUILD triggers run right after its FROM, before any step of ours: a pulled image is the author's too.
+    if (config?.OnBuild?.length)
+      throw new InputError(
+        { file: dockerfile, field: 'FROM' },
+        `image ${name} carries ONBUILD triggers (${config.OnBuild.map((t) => JSON.stringify(t)).join(', ')}), which the builder would run before any step of probe's confinement; use an image without them`,
+      );
+    images.set(name, { shell: config?.Shell ?? undefined });
   }
   writeFileSync(path, confineDockerfile(text, dockerfile, images, args));
   const wrapper = join(context, STEP_WRAPPER_CONTEXT_NAME);

@@ -59,6 +59,17 @@ export interface TerminalImage {
   bases: BaseImage[];
 }
 
+/** A task's image that did not build on the stand-in: the build's error, with the notice of what was substituted. */
+export class TaskImageError extends EnvironmentError {
+  constructor(
+    error: EnvironmentError,
+    readonly notes: readonly string[],
+  ) {
+    const [first = '', ...rest] = error.message.split('\n');
+    super([`${first} (built on the stand-in: ${notes.join('; ')})`, ...rest].join('\n'), { cause: error });
+  }
+}
+
 /**
  * The Dockerfile with every FROM this engine cannot resolve rebased on `base`; `why` says
  * why an image is missing, for the note.
@@ -208,6 +219,10 @@ async function makeImage(docker: Docker, task: TerminalTask, sources: ImageSourc
           dockerfile: task.dockerfile,
           egress: sources.egress,
         });
+      } catch (error) {
+        // A step that failed on the stand-in may have failed because of it: the notice goes with the error.
+        if (error instanceof EnvironmentError && notes.length > 0) throw new TaskImageError(error, notes);
+        throw error;
       } finally {
         rmSync(context, { recursive: true, force: true });
       }

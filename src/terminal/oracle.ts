@@ -19,7 +19,8 @@ import { mapLimit } from '../util/pool.ts';
 import { readTextFile } from '../util/safe-tree.ts';
 import { type CommandResult, TerminalContainer } from './container.ts';
 import { HARNESS_PATH } from './grader-env.ts';
-import { type TerminalImage, terminalImage } from './image.ts';
+import type { BaseImage } from '../sandbox/registry.ts';
+import { TaskImageError, type TerminalImage, terminalImage } from './image.ts';
 import { loadTerminalTask, type TerminalTask, terminalTaskDirs } from './task.ts';
 
 export interface OracleRow {
@@ -35,8 +36,10 @@ export interface OracleRow {
   build_seconds: number | null;
   /** Whether the task's image was in the engine before this run; null when no build was tried. */
   image_reused: boolean | null;
-  /** What building offline changed (a rebased FROM). */
+  /** What the image's base could not be had for (a FROM rebased on the stand-in, and why). */
   notes: string[];
+  /** The images the task names as they were had: pulled now (from where) or local, ids and registry digests. */
+  base_images: BaseImage[];
   /** solve.sh's exit code (124 past the agent's timeout); null when it did not run. */
   solution_exit: number | null;
 }
@@ -69,6 +72,7 @@ function row(dir: string, fields: Partial<OracleRow>): OracleRow {
     build_seconds: null,
     image_reused: null,
     notes: [],
+    base_images: [],
     solution_exit: null,
     ...fields,
   };
@@ -143,7 +147,7 @@ async function startFailure(docker: Docker, image: TerminalImage, error: ProbeEr
   const named = Array.isArray(entrypoint) ? entrypoint.join(' ') : entrypoint;
   const message = oneLine(error.message, 200);
   if (!named) return message;
-  return `${message} (the image's ENTRYPOINT, ${named}, runs first: as root without capabilities, on a read-only root file system, /etc/hosts included)`;
+  return `${message} (the image's ENTRYPOINT, ${named}, runs first: as root without capabilities, on a read-only root file system but /etc/hosts)`;
 }
 
 async function checkTask(dir: string, docker: Docker, before: ReadonlySet<string>, options: OracleOptions): Promise<OracleRow> {
@@ -164,9 +168,21 @@ async function checkTask(dir: string, docker: Docker, before: ReadonlySet<string
   } catch (error) {
     // A failed step is the task's (confined-build.ts reports it as an EnvironmentError): the machine was checked first.
     if (!(error instanceof ProbeError)) throw error;
-    return row(dir, { task: task.id, reason: `the image did not build: ${oneLine(error.message)}`, build_seconds: seconds() });
+    // The first line names the failed step and what the build's proxy refused: all of it.
+    return row(dir, {
+      task: task.id,
+      reason: `the image did not build: ${oneLine(error.message, Number.POSITIVE_INFINITY)}`,
+      build_seconds: seconds(),
+      notes: error instanceof TaskImageError ? [...error.notes] : [],
+    });
   }
-  const built = { task: task.id, build_seconds: seconds(), image_reused: before.has(image.tag), notes: image.notes };
+  const built = {
+    task: task.id,
+    build_seconds: seconds(),
+    image_reused: before.has(image.tag),
+    notes: image.notes,
+    base_images: image.bases,
+  };
   options.onPhase?.(task.id, 'solve');
   let container: TerminalContainer;
   try {
