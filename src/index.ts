@@ -24,6 +24,14 @@ export { renderTranscript, renderAction, renderObservation, type Action, type Tr
 export { LIMITS, type Sandbox, type ExecResult, type ExecOptions } from './sandbox/types.ts';
 export { checkRequirements, ensureRequirements, MissingRequirements } from './setup/requirements.ts';
 export { openSandbox, SANDBOX_KINDS, type SandboxKind } from './sandbox/open.ts';
+export {
+  DEFAULT_IMAGE_SOURCES,
+  OFFLINE_IMAGE_SOURCES,
+  type BuildEgress,
+  type ImageSources,
+  type RegistrySettings,
+} from './sandbox/image-sources.ts';
+export { acquireImage, parseReference, type BaseImage } from './sandbox/registry.ts';
 export { SandboxPool, TaskPools, freshSandboxes, type GraderLease, type SandboxLease } from './sandbox/pool.ts';
 export { loadTasks, loadTaskFile, type LoadTaskOptions } from './verify/load-task.ts';
 export { harnessImageName } from './swebench/image-name.ts';
@@ -74,7 +82,8 @@ export { runResearchEpisode, type ResearchEpisodeSettings, type ResearchStep } f
 export { runResearch, type ResearchResult } from './research/run.ts';
 export { gradeAnswer, normalizeAnswer } from './research/grade.ts';
 export { loadTerminalTask, loadTerminalTasks, type TerminalTask } from './terminal/task.ts';
-export { terminalImage, type TerminalImage } from './terminal/image.ts';
+export { TaskImageError, terminalImage, type TerminalImage } from './terminal/image.ts';
+export { oracleRun, type OracleOptions, type OracleRow } from './terminal/oracle.ts';
 export { TerminalContainer, type Grade } from './terminal/container.ts';
 export { findTerminalAction, type TerminalAction, type TerminalProfile } from './terminal/actions.ts';
 export { runTerminalEpisode, type TerminalEpisodeSettings, type TerminalStep } from './terminal/episode.ts';

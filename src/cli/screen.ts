@@ -20,8 +20,9 @@ import { LADDER_DEFAULTS, ladderConfig, runLadder, SCREEN_STAGES, type LadderSet
 import { withRunStages } from '../report/run-stages.ts';
 import { printLadder } from '../report/ladder-table.ts';
 import { ASAP_ENVIRONMENTS, type AsapEnvironment } from '../protocol.ts';
+import { addImageSourceOptions, type ImageSourceFlags, imageSources } from './image-source-options.ts';
 
-interface ScreenFlags extends ScoringFlags {
+interface ScreenFlags extends ScoringFlags, ImageSourceFlags {
   shortlist: number;
   passkTop?: number;
   n: number;
@@ -42,7 +43,7 @@ interface ScreenFlags extends ScoringFlags {
 
 export function screenCommand(): Command {
   return addScoringOptions(
-    new Command('screen')
+    addImageSourceOptions(new Command('screen'))
       .description(
         'Run the ladder: BPB and MCQ for all, pass@K for the best, a shortlist for post-training, ASAP episodes for the shortlist.',
       )
@@ -97,6 +98,7 @@ export function screenCommand(): Command {
         includeControls: flags.includeControls,
         asapEnvs: flags.asapEnv,
         terminalTasks: flags.terminalTasks,
+        imageSources: imageSources(flags),
         researchSet: flags.researchSet,
       };
       const run = prepareScoringRun(flags, 'screen', {
