@@ -3,18 +3,18 @@
  * allow-list (the base image's archives, the user's mirrors, and with publicIndexes the
  * distributions' archives, PyPI and npm) through probe's proxy, and nothing else: no host,
  * no loopback a user did not name, no public name resolving to a private address. The rules
- * are tested as pure functions; then real builds install a pinned package from the
- * machine's local package index (/opt/pypi) served on loopback as the build's PyPI, and fail
- * naming the step and the blocked destination where the index is not named.
+ * are tested as pure functions; then real builds from the base image (which has pip) install
+ * a pinned package from the committed fixture index (test/fixtures/pypi: probe-pinned 1.0.0
+ * and 2.0.0) served on loopback as the build's PyPI, and fail naming the step and the
+ * blocked destination where the index is not named.
  */
-import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { lookup } from 'node:dns/promises';
 import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { join, normalize } from 'node:path';
+import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import Docker from 'dockerode';
-import tar from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EnvironmentError } from '../src/errors.ts';
 import {
@@ -34,6 +34,7 @@ import { confineDockerfile, STEP_WRAPPER_PATH } from '../src/terminal/confine-do
 import { buildConfined, failedStep } from '../src/terminal/confined-build.ts';
 import { startProxy } from '../src/sandbox/build-network.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
+import { type PackageIndex, serveIndex } from './helpers/package-index.ts';
 import { tempDir } from './helpers/paths.ts';
 
 const BASE_ARCHIVES = archiveRoots(['deb http://deb.debian.org/debian bookworm main\n']);
@@ -266,39 +267,6 @@ describe('the allow-list of a build (pure rules)', () => {
   });
 });
 
-/** The machine's local package index: static PEP 503 pages under simple/, the wheels under files/. */
-const PYPI = '/opt/pypi';
-const pipWheel = (() => {
-  try {
-    return readdirSync(join(PYPI, 'files')).find((f) => /^pip-[\d.]+-py3-none-any\.whl$/.test(f));
-  } catch {
-    return undefined;
-  }
-})();
-const haveIndex = pipWheel !== undefined && readdirSync(join(PYPI, 'files')).includes('six-1.17.0-py2.py3-none-any.whl');
-
-/** /opt/pypi over http on 127.0.0.1, counting requests. */
-async function serveIndex(): Promise<{ server: Server; port: number; hits: string[] }> {
-  const hits: string[] = [];
-  const server = createServer((req, res) => {
-    hits.push(`${req.method} ${req.url}`);
-    const path = normalize(decodeURIComponent(new URL(req.url ?? '/', 'http://x').pathname));
-    let file = join(PYPI, path);
-    try {
-      if (statSync(file).isDirectory()) {
-        if (!path.endsWith('/')) return res.writeHead(301, { location: `${path}/` }).end();
-        file = join(file, 'index.html');
-      }
-      const body = readFileSync(file);
-      res.writeHead(200, { 'content-type': file.endsWith('.html') ? 'text/html' : 'application/octet-stream' }).end(body);
-    } catch {
-      res.writeHead(404).end();
-    }
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { server, port: (server.address() as AddressInfo).port, hits };
-}
-
 /** `cmd`'s output in a container of `image` with no network. */
 async function runIn(docker: Docker, image: string, cmd: string[]): Promise<string> {
   const container = await docker.createContainer({ Image: image, Cmd: cmd, Tty: true, HostConfig: { NetworkMode: 'none' } });
@@ -311,24 +279,10 @@ async function runIn(docker: Docker, image: string, cmd: string[]): Promise<stri
   }
 }
 
-async function exec(container: Docker.Container, script: string): Promise<void> {
-  const run = await container.exec({ Cmd: ['bash', '-c', script], AttachStdout: true, AttachStderr: true });
-  const stream = (await run.start({})) as Duplex;
-  let out = '';
-  stream.on('data', (chunk: Buffer) => {
-    out += chunk.toString('latin1');
-  });
-  await new Promise((resolve) => stream.on('end', resolve));
-  const code = (await run.inspect()).ExitCode;
-  if (code !== 0) throw new Error(`${script} exited ${code}: ${out}`);
-}
-
-describe.skipIf(skipWithoutDocker || !haveIndex)('a confined build reaches the indexes on its list and nothing else (docker)', () => {
+describe.skipIf(skipWithoutDocker)('a confined build reaches the indexes on its list and nothing else (docker)', () => {
   const docker = new Docker();
-  const withPip = `probe-build-egress-pip-${process.pid}`;
   const tags: string[] = [];
-  let index: Awaited<ReturnType<typeof serveIndex>>;
-  let standIn: string;
+  let index: PackageIndex;
 
   /** Builds `dockerfile` (with `files` beside it) confined, with `over` as its egress; the tag, or the error. */
   async function build(name: string, dockerfile: string, over: Partial<BuildEgress>, files: Record<string, string> = {}) {
@@ -352,29 +306,11 @@ describe.skipIf(skipWithoutDocker || !haveIndex)('a confined build reaches the i
 
   beforeAll(async () => {
     index = await serveIndex();
-    // The base image has no pip and marks its Python externally managed: a stand-in for a task's python image.
-    // Not commitImage: the image would keep its container's NetworkDisabled, and build steps from it would get no network at all.
-    const container = await docker.createContainer({ Image: BASE_IMAGE, Cmd: ['sleep', 'infinity'], HostConfig: { NetworkMode: 'none' } });
-    try {
-      await container.start();
-      const pack = tar.pack();
-      pack.entry({ name: `tmp/${pipWheel}`, mode: 0o644 }, readFileSync(join(PYPI, 'files', pipWheel!)));
-      pack.finalize();
-      await container.putArchive(pack as unknown as NodeJS.ReadableStream, { path: '/' });
-      await exec(
-        container,
-        `python3 /tmp/${pipWheel}/pip install -q --no-index --break-system-packages /tmp/${pipWheel} && rm -f /tmp/${pipWheel} /usr/lib/python3*/EXTERNALLY-MANAGED && pip --version`,
-      );
-      await container.commit({ repo: withPip, tag: 'latest' });
-    } finally {
-      await container.remove({ force: true });
-    }
-    standIn = `${withPip}:latest`;
-  }, 300_000);
+  });
 
   afterAll(async () => {
-    index?.server.close();
-    for (const tag of [...tags, `${withPip}:latest`])
+    await index?.close();
+    for (const tag of tags)
       await docker
         .getImage(tag)
         .remove({ force: true })
@@ -392,14 +328,16 @@ describe.skipIf(skipWithoutDocker || !haveIndex)('a confined build reaches the i
     ].join('\n');
     const { tag, error } = await build(
       'named',
-      `FROM ${standIn}\nCOPY probe.py /opt/\nRUN python3 /opt/probe.py > /direct\nRUN pip install -q six==1.17.0\n`,
-      { pipIndexUrl: `http://127.0.0.1:${index.port}/simple/`, publicIndexes: false },
+      `FROM ${BASE_IMAGE}\nCOPY probe.py /opt/\nRUN python3 /opt/probe.py > /direct\nRUN pip install -q probe-pinned==1.0.0\n`,
+      { pipIndexUrl: index.url, publicIndexes: false },
       { 'probe.py': probe },
     );
     expect(error).toBeUndefined();
-    expect(index.hits).toContain('GET /simple/six/');
-    expect(index.hits.some((h) => h.startsWith('GET /files/six-1.17.0'))).toBe(true);
-    expect(await runIn(docker, tag, ['python3', '-c', 'import six; print(six.__version__)'])).toBe('1.17.0');
+    expect(index.hits).toContain('GET /simple/probe-pinned/');
+    expect(index.hits.some((h) => h.startsWith('GET /files/probe_pinned-1.0.0-'))).toBe(true);
+    expect(index.hits.some((h) => h.includes('probe_pinned-2.0.0'))).toBe(false);
+    // The pin, not the newest.
+    expect(await runIn(docker, tag, ['python3', '-c', 'import probe_pinned; print(probe_pinned.VERSION)'])).toBe('1.0.0');
     expect(await runIn(docker, tag, ['cat', '/direct'])).toBe('direct: ConnectionRefusedError');
     // ARG, not ENV: neither the index nor the proxy is in the image's environment.
     const env = (await docker.getImage(tag).inspect()).Config.Env ?? [];
@@ -416,43 +354,48 @@ describe.skipIf(skipWithoutDocker || !haveIndex)('a confined build reaches the i
       'except urllib.error.HTTPError as e:',
       '    sys.exit(0 if e.code == 403 else "HTTP %d" % e.code)',
     ].join('\n');
-    const { tag, error } = await build(
+    const { error } = await build(
       'public',
-      `FROM ${standIn}\nCOPY proxied.py /opt/\nRUN python3 /opt/proxied.py\nRUN pip install --retries 0 six==1.17.0\n`,
+      `FROM ${BASE_IMAGE}\nCOPY proxied.py /opt/\nRUN python3 /opt/proxied.py\nRUN pip install --retries 0 probe-pinned==1.0.0\n`,
       {},
       { 'proxied.py': proxied },
     );
     expect(index.hits).toEqual([]);
+    expect(error).toBeInstanceOf(EnvironmentError);
+    const message = error!.message;
+    // One paragraph naming the step, what the proxy refused and could not reach, and what it allows; then the step's output.
+    const [paragraph = '', ...output] = message.split('\n');
+    const step = 'building test build public failed at RUN pip install --retries 0 probe-pinned==1.0.0 (exit code 1); ';
+    const refused = `probe's proxy, the build's only way out, refused GET http://127.0.0.1:${index.port}/simple/ (not on the list)`;
+    const allows = `; it allows only ${describePolicy(egressPolicy(egress(), BASE_ARCHIVES))}. Its last output:`;
     const pypiResolves = await lookup('pypi.org').then(
       () => true,
       () => false,
     );
     if (pypiResolves) {
-      // A machine with a network: PyPI answers, through the proxy.
-      expect(error).toBeUndefined();
-      expect(await runIn(docker, tag, ['python3', '-c', 'import six; print(six.__version__)'])).toBe('1.17.0');
-      return;
-    }
-    expect(error).toBeInstanceOf(EnvironmentError);
-    const message = error!.message;
-    // One paragraph naming the step, what the proxy refused and could not reach, and what it allows; then the step's output.
-    const [paragraph = '', ...output] = message.split('\n');
-    expect(paragraph).toBe(
-      'building test build public failed at RUN pip install --retries 0 six==1.17.0 (exit code 1); ' +
-        `probe's proxy, the build's only way out, refused GET http://127.0.0.1:${index.port}/simple/ (not on the list) ` +
-        'and could not reach CONNECT pypi.org:443 (its name does not resolve here: ENOTFOUND); ' +
-        `it allows only ${describePolicy(egressPolicy(egress(), BASE_ARCHIVES))}. Its last output:`,
-    );
-    expect(output.join('\n')).toContain('No matching distribution found for six==1.17.0');
+      // A machine with a network: PyPI, reached through the proxy (or not, past a firewall), has no probe-pinned.
+      expect(paragraph.startsWith(step + refused)).toBe(true);
+      expect(paragraph.endsWith(allows)).toBe(true);
+      expect(paragraph.slice((step + refused).length, -allows.length)).toMatch(
+        /^(?: and could not reach CONNECT pypi\.org:443 \([^)]*\))?$/,
+      );
+    } else
+      expect(paragraph).toBe(
+        `${step}${refused} and could not reach CONNECT pypi.org:443 (its name does not resolve here: ENOTFOUND)${allows}`,
+      );
+    expect(paragraph).toContain('CONNECT pypi.org:443');
+    expect(output.join('\n')).toContain('No matching distribution found for probe-pinned==1.0.0');
     expect(output.join('\n')).not.toContain('\x1b[');
   }, 300_000);
 
   it('with --no-public-indexes and no mirror, the pip step fails naming CONNECT pypi.org:443 as refused', async () => {
-    const { error } = await build('offline', `FROM ${standIn}\nRUN pip install --retries 0 six==1.17.0\n`, { publicIndexes: false });
+    const { error } = await build('offline', `FROM ${BASE_IMAGE}\nRUN pip install --retries 0 probe-pinned==1.0.0\n`, {
+      publicIndexes: false,
+    });
     expect(error).toBeInstanceOf(EnvironmentError);
     const message = error!.message;
     expect(message.split('\n')[0]).toBe(
-      'building test build offline failed at RUN pip install --retries 0 six==1.17.0 (exit code 1); ' +
+      'building test build offline failed at RUN pip install --retries 0 probe-pinned==1.0.0 (exit code 1); ' +
         "probe's proxy, the build's only way out, refused CONNECT pypi.org:443 (not on the list: the public indexes are off); " +
         'it allows only GET http://deb.debian.org/debian/…. Its last output:',
     );
