@@ -9,11 +9,11 @@
  *   when the tag already exists.
  * - The build is our own `apt-get`, but the package names and the image are the task's,
  *   and maintainer scripts run as root: the build container gets no host network. It runs
- *   in a network namespace of its own whose one way out is probe's proxy to the Debian
- *   archive (build-network.ts; apt finds it through http_proxy), as root with Docker's
- *   default capabilities (dpkg needs them) less CAP_NET_RAW and CAP_NET_ADMIN; the
- *   sandboxes started from the image keep no network, no capabilities and an unprivileged
- *   user (docker.ts).
+ *   in a network namespace of its own whose one way out is probe's proxy to the package
+ *   indexes on the allow-list (build-network.ts, build-egress.ts; apt finds it through
+ *   http_proxy), as root with Docker's default capabilities (dpkg needs them) less
+ *   CAP_NET_RAW and CAP_NET_ADMIN; the sandboxes started from the image keep no network,
+ *   no capabilities and an unprivileged user (docker.ts).
  * - Build containers are named `probe-env-build-<hash>-<pid>` (a name, not a label: images
  *   inherit their container's labels); leftovers of a killed run go at the next build.
  */
@@ -21,7 +21,7 @@ import { createHash } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError, ProbeError } from '../errors.ts';
-import { BUILD_TIMEOUT_CAP_S, type BuildNetwork, withBuildNetwork } from './build-network.ts';
+import { BUILD_TIMEOUT_CAP_S, type BuildNetwork, describeEgress, withBuildNetwork } from './build-network.ts';
 import { type BuildEgress, DEFAULT_IMAGE_SOURCES } from './image-sources.ts';
 import { processAlive } from '../util/process-alive.ts';
 import { OutputCapture } from './output-capture.ts';
@@ -192,7 +192,7 @@ function buildFailure(log: string, status: number, baseImage: string, packages: 
   const tail = log.trim().split('\n').slice(-8).join('\n');
   const why = status === 124 ? `took longer than ${BUILD_TIMEOUT_S} s` : `failed (exit ${status})`;
   return new EnvironmentError(
-    `installing ${packages.join(' ')} in a build container from image ${baseImage} ${why}; the build's only way out is probe's proxy to the Debian archive, ${network.allowed}${network.refused.length > 0 ? `; it refused ${network.refused.join(', ')}` : ''}:\n${tail}`,
+    `installing ${packages.join(' ')} in a build container from image ${baseImage} ${why}; ${describeEgress(network)}:\n${tail}`,
   );
 }
 
