@@ -309,7 +309,16 @@ describe.skipIf(skipWithoutDocker)('a task image build reaches nothing of the ho
 
 describe('the rules of a confined build', () => {
   const file = '/tasks/x/environment/Dockerfile';
-  const confine = (text: string) => confineDockerfile(text, file, new Map([['local:img', { shell: ['/bin/bash', '-c'] }]]));
+  // `base` and `local:img` are images the engine has; any other FROM is refused (the builder would pull it).
+  const confine = (text: string) =>
+    confineDockerfile(
+      text,
+      file,
+      new Map([
+        ['local:img', { shell: ['/bin/bash', '-c'] }],
+        ['base', {}],
+      ]),
+    );
   const refusal = (text: string) => {
     try {
       confine(text);
@@ -360,6 +369,10 @@ describe('the rules of a confined build', () => {
   it('refuses what would run outside the confinement or make the engine fetch over the host network, naming the line', () => {
     expect(refusal('FROM base\nONBUILD RUN id\n')).toBe(
       `${file}:2: field "ONBUILD": ONBUILD is not allowed: its steps would run in a later build, outside what confines this one`,
+    );
+    // A FROM the engine lacks (split over lines or not) would be pulled by the builder itself, its ONBUILD triggers run first.
+    expect(refusal('FROM evil.example/x:1 \\\n  AS b\nRUN x\n')).toMatch(
+      /:1: field "FROM": FROM evil\.example\/x:1: no earlier stage and no image on this engine is named so/,
     );
     expect(refusal('FROM base\nRUN --network=host curl x\n')).toMatch(/:2: field "RUN": RUN flags .* are BuildKit’s/);
     expect(refusal('FROM base\nADD http://127.0.0.1:8080/token /t\n')).toMatch(

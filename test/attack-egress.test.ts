@@ -3,7 +3,7 @@
  * registry.ts, terminal/image.ts, terminal/confine-dockerfile.ts). The task set and the model
  * are the attacker: a Dockerfile's FROM lines, a build step's requests to probe's proxy,
  * a task.toml's docker_image. Every test asserts the SAFE outcome; the ones marked
- * `it.fails` are holes still open on this code (see each comment).
+ * Each hole this round found is closed; its test (HOLE, in the comment) asserts the safe outcome.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -168,14 +168,14 @@ describe('request targets the proxy judges (pure rules)', () => {
     }
   });
 
-  // HOLE (low): the proxy checks the prefix on the WHATWG-parsed path, where `..%2f` and
+  // Closed hole (low): the proxy checks the prefix on the WHATWG-parsed path, where `..%2f` and
   // `%2e%2e%2f` are not dot segments, and passes them on verbatim. A mirror server that
   // percent-decodes before resolving dot segments (nginx's URI normalization, Python's
   // http.server translate_path) serves `/debian/..%2f..%2fadmin` as `/admin`: a build reads
   // anything on the mirror's host outside the prefix the user named. Fix (build-egress.ts
   // judge): refuse a path under a rule holding an encoded `/`, `\` or `.` (%2f, %5c, %2e,
   // any case), or compare the prefix against the decoded, dot-resolved path.
-  it.fails('an apt mirror is reached only under its own prefix, however the path is encoded', () => {
+  it('an apt mirror is reached only under its own prefix, however the path is encoded', () => {
     const p = policy({ aptMirrors: new Map([['http://deb.debian.org/debian/', 'http://127.0.0.1:3142/debian/']]) });
     const escapes: string[] = [];
     for (const target of [
@@ -193,13 +193,13 @@ describe('request targets the proxy judges (pure rules)', () => {
     expect(escapes).toEqual([]);
   });
 
-  // HOLE (low, defence in depth): a public name whose lookup answers an IPv6 address that
+  // Closed hole (low, defence in depth): a public name whose lookup answers an IPv6 address that
   // embeds a loopback/private IPv4 address is admitted. NAT64 (64:ff9b::/96) and 6to4
   // (2002::/16) route those to the embedded IPv4 host on networks that carry them; SIIT
   // (::ffff:0:0/96) likewise. Only the host's resolver decides the answer for pypi.org, so a
   // task cannot choose it. Fix (build-egress.ts forbiddenAddress): judge the embedded IPv4
   // of 64:ff9b::/96, 64:ff9b:1::/48, 2002::/16 and ::ffff:0:0/96; refuse fec0::/10 too.
-  it.fails('refuses addresses that embed a loopback or private IPv4 address', () => {
+  it('refuses addresses that embed a loopback or private IPv4 address', () => {
     for (const address of ['64:ff9b::7f00:1', '64:ff9b::a00:1', '2002:7f00:1::1', '2002:a9fe:a9fe::1', '::ffff:0:7f00:1', 'fec0::1'])
       expect(forbiddenAddress(address), address).toBeDefined();
   });
@@ -395,7 +395,7 @@ describe('the proxy on its socket: smuggling, redirects, fan-out, buffering', ()
     socket.destroy();
   });
 
-  // HOLE (medium, host DoS): one connection may pipeline any number of requests, and the
+  // Closed hole (medium, host DoS): one connection may pipeline any number of requests, and the
   // proxy admits each as soon as it is parsed and opens an upstream connection for it
   // (build-network.ts startProxy → forward: http.request per request, global agent,
   // no maxSockets, no per-connection or per-build limit). A build step that writes 2,000
@@ -405,7 +405,7 @@ describe('the proxy on its socket: smuggling, redirects, fan-out, buffering', ()
   // the run fails with EMFILE. Fix: serve one request per connection at a time (pause the
   // parser until the response ends, or `server.maxRequestsPerSocket`/close after each), and
   // cap concurrent upstream requests and tunnels per build (an Agent with maxSockets).
-  it.fails('one connection cannot fan out into hundreds of upstream connections', async () => {
+  it('one connection cannot fan out into hundreds of upstream connections', async () => {
     holdOpen = true;
     peak = 0;
     const socket = netConnect(join(dir, 'proxy.sock'));
@@ -494,7 +494,7 @@ describe('image references read as Docker reads them', () => {
 });
 
 describe('FROM lines read as the builder reads them', () => {
-  // HOLE (high): image.ts reads FROM lines with a one-line regex (FROM_LINE), while the
+  // Closed hole (high): image.ts reads FROM lines with a one-line regex (FROM_LINE), while the
   // builder (and confine-dockerfile.ts) joins continuations first. A FROM the regex does not
   // see is neither acquired (no mirror, no `--pull never`, no digest) nor rebased, and
   // confineContext skips the ONBUILD check for an image the engine lacks, so the classic
@@ -505,7 +505,7 @@ describe('FROM lines read as the builder reads them', () => {
   // Fix: take the FROMs from parseDockerfile's instructions (baseImagesOf and rebaseDockerfile
   // working on the parsed file, re-emitted), and in confineContext refuse any FROM that is
   // neither an earlier stage nor an image the engine has (as COPY --from already is).
-  it.fails('every image the builder would read in a FROM is acquired or rebased', () => {
+  it('every image the builder would read in a FROM is acquired or rebased', () => {
     const dockerfiles = [
       'FROM evil.example/onbuild:1 \\\n  AS base\nRUN true\n',
       'FR\\\nOM evil.example/onbuild:1\nRUN true\n',
@@ -560,7 +560,7 @@ async function listener(): Promise<{ server: TcpServer; port: number; hits: () =
 }
 
 describe.skipIf(skipWithoutDocker)('the engine sent to host loopback by a task', () => {
-  // HOLE (medium): a task's FROM / task.toml docker_image / SWE row image naming a loopback
+  // Closed hole (medium): a task's FROM / task.toml docker_image / SWE row image naming a loopback
   // (or private, link-local) registry host is pulled by the engine from the host's own
   // network, and 127.0.0.0/8 is an insecure registry by default, so dockerd speaks plain HTTP
   // to any host loopback port the task names (`FROM 127.0.0.1:6379/x`, `localhost:8080/x`),
@@ -570,7 +570,7 @@ describe.skipIf(skipWithoutDocker)('the engine sent to host loopback by a task',
   // is. Fix: pull only from registries that are public names resolving to public addresses,
   // or a registry/mirror the user named (`--registry-mirror`, a `--registry` allow-list);
   // refuse `localhost`, IP literals and names resolving to loopback/private/link-local.
-  it.fails('a FROM naming a loopback registry makes the engine connect to nothing on the host', async () => {
+  it('a FROM naming a loopback registry makes the engine connect to nothing on the host', async () => {
     const service = await listener();
     try {
       for (const name of [`127.0.0.1:${service.port}/x:1`, `localhost:${service.port}/x:1`]) {
@@ -632,11 +632,11 @@ describe.skipIf(skipWithoutDocker || skipWithoutRegistry)('a FROM hidden behind 
     secret?.close();
   });
 
-  // HOLE (high), the FROM_LINE mismatch above end to end: with `--pull never`, a task whose
+  // Closed hole (high), the FROM_LINE mismatch above end to end: with `--pull never`, a task whose
   // FROM continues onto a second line gets an image pulled by the builder from a registry it
   // names, and that image's ONBUILD `ADD http://127.0.0.1:<port>/token` is fetched by dockerd
   // from the host's loopback into the task's image (the agent reads it at /host-token).
-  it.fails("the builder pulls nothing and fetches nothing from the host's loopback", async () => {
+  it("the builder pulls nothing and fetches nothing from the host's loopback", async () => {
     const dir = task(`FROM ${registry.host}/${image} \\\n  AS base\nRUN cat /host-token || true\n`);
     const sources: ImageSources = { ...DEFAULT_IMAGE_SOURCES, registry: { pull: 'never', mirrors: new Map() } };
     await terminalImage(client(), loadTerminalTask(dir), sources).catch(() => undefined);

@@ -240,7 +240,7 @@ describe('the allow-list of a build (pure rules)', () => {
       PIP_TRUSTED_HOST: '127.0.0.1:8123 pypi.lab',
       npm_config_registry: 'http://npm.lab/',
     });
-    const out = confineDockerfile('FROM base AS a\nRUN x\nFROM a\nRUN y\n', 'Dockerfile', new Map(), Object.keys(args));
+    const out = confineDockerfile('FROM base AS a\nRUN x\nFROM a\nRUN y\n', 'Dockerfile', new Map([['base', {}]]), Object.keys(args));
     const declared = Object.keys(args).map((name) => `ARG ${name}`);
     expect(out.split('\n')).toEqual([
       '# escape=\\',

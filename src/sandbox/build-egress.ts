@@ -120,8 +120,13 @@ function getUrl(method: string | undefined, target: string | undefined): URL | u
   return url.protocol === 'http:' && !url.username && !url.password ? url : undefined;
 }
 
+/**
+ * Whether `url` is under `root`. A path holding an encoded `/`, `\` or `.` is never under
+ * any: the URL parser does not read `..%2f` as a step up, but a server that decodes before
+ * resolving does, and would serve what lies outside the prefix.
+ */
 function under(url: URL, root: ArchiveRoot): boolean {
-  return url.origin === root.origin && url.pathname.startsWith(root.path);
+  return url.origin === root.origin && url.pathname.startsWith(root.path) && !/%(?:2f|5c|2e)/i.test(url.pathname);
 }
 
 /** `host:port` of an https URL, the port explicit. */
@@ -284,6 +289,14 @@ export function forbiddenAddress(address: string): string | undefined {
     // IPv4-mapped (::ffff:a.b.c.d) and IPv4-compatible (::a.b.c.d): the IPv4 address decides.
     return forbiddenIpv4(`${g[6]! >> 8}.${g[6]! & 255}.${g[7]! >> 8}.${g[7]! & 255}`);
   }
+  // Addresses that carry an IPv4 address to a gateway that routes it: NAT64 (64:ff9b::/96, 64:ff9b:1::/48), 6to4
+  // (2002::/16), IPv4-translated (::ffff:0:a.b.c.d). The IPv4 address decides.
+  const embedded = (hi: number, lo: number) => forbiddenIpv4(`${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`);
+  if (first === 0x64 && g[1] === 0xff9b && g.slice(2, 6).every((x) => x === 0)) return embedded(g[6]!, g[7]!);
+  if (first === 0x64 && g[1] === 0xff9b && g[2] === 1) return embedded(g[6]!, g[7]!) ?? 'NAT64 (local use)';
+  if (first === 0x2002) return embedded(g[1]!, g[2]!);
+  if (g.slice(0, 4).every((x) => x === 0) && g[4] === 0xffff && g[5] === 0) return embedded(g[6]!, g[7]!);
+  if ((first & 0xffc0) === 0xfec0) return 'site-local';
   if (g.every((x) => x === 0)) return 'unspecified';
   if (g.slice(0, 7).every((x) => x === 0) && g[7] === 1) return 'loopback';
   if ((first & 0xfe00) === 0xfc00) return 'unique-local';

@@ -64,6 +64,10 @@ const SOCKET_IN_GATEWAY = '/probe-build/proxy.sock';
 const GATEWAY_READY_MS = 30_000;
 /** An upstream request idle this long is dropped (apt retries). */
 const UPSTREAM_IDLE_MS = 60_000;
+/** Upstream requests one build's proxy makes at once; more wait (a pipelined flood in one connection included). */
+const UPSTREAM_AT_ONCE = 16;
+/** Tunnels one build holds at once; one more is answered 503. */
+const TUNNELS_AT_ONCE = 64;
 const REFUSED_KEPT = 20;
 
 /**
@@ -159,7 +163,8 @@ const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'proxy-connection', 'pro
 const BODY_HEADERS = new Set(['content-length', 'transfer-encoding', 'expect']);
 
 /** `req` sent to `url` at `address` (the address checked, for a public host; else its name). */
-function forward(req: IncomingMessage, res: ServerResponse, url: URL, address: string, log: EgressLog): void {
+/** `done` is called once, when the upstream request is over (answered, failed or dropped). */
+function forward(req: IncomingMessage, res: ServerResponse, url: URL, address: string, log: EgressLog, done: () => void): void {
   const headers: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(req.headers))
     if (value !== undefined && !HOP_BY_HOP.has(name) && !BODY_HEADERS.has(name)) headers[name] = value;
@@ -180,6 +185,7 @@ function forward(req: IncomingMessage, res: ServerResponse, url: URL, address: s
     back.pipe(res);
   };
   const upstream = secure ? httpsRequest(options, answer) : request(options, answer);
+  upstream.once('close', done);
   upstream.setTimeout(UPSTREAM_IDLE_MS, () => upstream.destroy(new Error('idle')));
   upstream.on('error', (error) => {
     note(log.unreachable, `${req.method} ${url.href} (${error.message})`);
@@ -220,10 +226,18 @@ export async function startProxy(dir: string, policy: EgressPolicy, log: EgressL
     note(log.refused, `${what} (${reason})`);
     return `probe build proxy: ${what} is not allowed (${reason}); a build may fetch only ${describePolicy(policy)}\n`;
   };
+  // One build's steps share UPSTREAM_AT_ONCE upstream requests: a step that pipelines thousands of requests in one
+  // write waits its turn instead of holding thousands of the host process's sockets.
+  const slots = new Slots(UPSTREAM_AT_ONCE);
   const server = createServer((req, res) => {
     admit(policy, req.method, req.url, resolve).then(
-      (admission) => {
-        if (admission.allowed && admission.kind === 'http') return forward(req, res, admission.upstream, admission.address, log);
+      async (admission) => {
+        if (admission.allowed && admission.kind === 'http') {
+          await slots.take();
+          // A client gone while it waited gives its turn back at once.
+          if (req.socket.destroyed) return slots.give();
+          return forward(req, res, admission.upstream, admission.address, log, () => slots.give());
+        }
         const what = requestName(req.method, req.url);
         if (!admission.allowed && !admission.refused) {
           note(log.unreachable, `${what} (${admission.reason})`);
@@ -239,6 +253,11 @@ export async function startProxy(dir: string, policy: EgressPolicy, log: EgressL
   // A tunnel's socket leaves the server's connections: it is closed with the proxy all the same.
   const tunnels = new Set<Duplex>();
   server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
+    if (tunnels.size >= TUNNELS_AT_ONCE) {
+      note(log.refused, `${requestName('CONNECT', req.url)} (over ${TUNNELS_AT_ONCE} tunnels at once)`);
+      client.on('error', () => {});
+      return client.end('HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain\r\n\r\n');
+    }
     tunnels.add(client);
     client.on('close', () => tunnels.delete(client));
     client.on('error', () => {});
@@ -422,5 +441,27 @@ export async function withBuildNetwork<T>(
   } finally {
     takeBack();
     await cleanup();
+  }
+}
+
+/** A counting semaphore: `take` waits while `size` are taken. */
+class Slots {
+  private taken = 0;
+  private readonly waiting: Array<() => void> = [];
+
+  constructor(private readonly size: number) {}
+
+  take(): Promise<void> {
+    if (this.taken < this.size) {
+      this.taken++;
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  give(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.taken--;
   }
 }

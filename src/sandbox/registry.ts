@@ -10,14 +10,20 @@
  * - Every image had is described as a `BaseImage`: the name, whether it was pulled now and
  *   from where, the local id and the manifest digests registries served it under. A run's
  *   record carries it, so a number says which bytes it ran on.
+ * - A registry the task names (not a mirror the user named) that is `localhost`, an address
+ *   literal or a name resolving to a loopback, private or link-local address is not dialled:
+ *   the engine pulls over the host's network and speaks plain HTTP to loopback, so such a
+ *   name would send it to a service of the host or the lab. The user names one to allow it.
  * - A registry that does not answer (no route, no name, refused, idle past PULL_IDLE_MS) is
  *   remembered for the process: a set of 3,566 tasks naming one base image asks it once.
  *   The caller decides what a failed pull means (a FROM falls back to the Debian stand-in,
  *   a docker_image is an error).
  */
+import { isIP } from 'node:net';
 import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { describeCause } from '../errors.ts';
+import { forbiddenAddress, type Resolve, systemResolve } from './build-egress.ts';
 import type { RegistrySettings } from './image-sources.ts';
 
 /** No progress event for this long and the pull is given up (a registry that stopped answering mid-layer). */
@@ -108,11 +114,17 @@ async function inspect(docker: Docker, name: string): Promise<{ Id: string; Repo
  * The image `name` on this engine: there already, pulled now (through its registry's mirror
  * where one is named), or why not. One pull per name per process.
  */
-export function acquireImage(docker: Docker, name: string, settings: RegistrySettings, progress?: PullProgress): Promise<Acquired> {
+export function acquireImage(
+  docker: Docker,
+  name: string,
+  settings: RegistrySettings,
+  progress?: PullProgress,
+  resolve: Resolve = systemResolve,
+): Promise<Acquired> {
   const key = `${name}\0${settings.pull}\0${[...settings.mirrors].join(',')}`;
   let result = pending.get(key);
   if (!result) {
-    result = acquire(docker, name, settings, progress);
+    result = acquire(docker, name, settings, resolve, progress);
     pending.set(key, result);
     // A local image may be removed later, and a failed pull may succeed later: only pulls in flight are shared.
     void result.finally(() => pending.delete(key));
@@ -120,7 +132,34 @@ export function acquireImage(docker: Docker, name: string, settings: RegistrySet
   return result;
 }
 
-async function acquire(docker: Docker, name: string, settings: RegistrySettings, progress?: PullProgress): Promise<Acquired> {
+/** Docker Hub's name as the engine dials it. */
+const DOCKER_HUB_HOST = 'registry-1.docker.io';
+
+/**
+ * Why a registry a task names (not the user) must not be dialled: the engine pulls from the
+ * host's own network, and treats loopback as an insecure registry, so a name such as
+ * `127.0.0.1:6379/x` or one resolving to a private address would send it to a service on the
+ * host or the lab's network. A name that does not resolve is left to the engine (it may pull
+ * through a mirror of its own configuration).
+ */
+async function privateRegistry(registry: string, resolve: Resolve): Promise<string | undefined> {
+  const host = (registry === 'docker.io' ? DOCKER_HUB_HOST : registry).replace(/:\d+$/, '').replace(/^\[|\]$/g, '');
+  let addresses: string[];
+  if (host === 'localhost') addresses = ['127.0.0.1'];
+  else if (isIP(host)) addresses = [host];
+  else addresses = await resolve(host).catch(() => []);
+  const bad = addresses.map((a) => [a, forbiddenAddress(a)] as const).find(([, why]) => why !== undefined);
+  if (!bad) return undefined;
+  return `registry ${registry} is at a ${bad[1]} address (${bad[0]}): a task's image is pulled from such a registry only when you name it (--registry-mirror ${registry}=${registry})`;
+}
+
+async function acquire(
+  docker: Docker,
+  name: string,
+  settings: RegistrySettings,
+  resolve: Resolve,
+  progress?: PullProgress,
+): Promise<Acquired> {
   const local = await inspect(docker, name);
   if (local) return { kind: 'available', image: { name, origin: 'local', id: local.Id, digests: local.RepoDigests ?? [] } };
   if (settings.pull === 'never') return { kind: 'unavailable', reason: 'not on this engine, and --pull never' };
@@ -130,6 +169,10 @@ async function acquire(docker: Docker, name: string, settings: RegistrySettings,
   const source = mirror ?? ref.registry;
   const known = silent.get(source);
   if (known) return { kind: 'unavailable', reason: known };
+  if (!mirror) {
+    const closed = await privateRegistry(ref.registry, resolve);
+    if (closed) return { kind: 'unavailable', reason: closed };
+  }
   const from = referenceAt(source, ref);
   try {
     await pull(docker, from, progress);

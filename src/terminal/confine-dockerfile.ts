@@ -13,8 +13,9 @@
  *   line that would still continue is refused.
  * - Refused, naming the line: ONBUILD (its steps would run in a later build, before any
  *   step of ours), RUN flags (BuildKit's; the classic builder has none that are safe here),
- *   ADD from a URL and COPY --from an image the engine lacks (the engine itself would fetch
- *   them, over the host's network), and either with a `$` the builder would expand.
+ *   ADD from a URL, and FROM or COPY --from an image the engine lacks (the engine itself
+ *   would fetch them, over the host's network, and run a FROM image's ONBUILD triggers
+ *   first), and either with a `$` the builder would expand.
  * - After every FROM, `ARG NAME` for each setting the build passes that Docker does not
  *   predefine (pip's and npm's indexes: sandbox/build-egress.ts packageBuildArgs), so that
  *   every RUN of the stage sees it. ARG, not ENV: a build arg is in the steps' environment
@@ -206,6 +207,12 @@ export function confineDockerfile(
         endStage();
         const words = flagsOf(ins.rest).args.split(/\s+/);
         const image = words[0] ?? '';
+        // An image the engine lacks would be pulled by the builder itself, past probe's registry handling, its ONBUILD
+        // triggers run before any step of ours: every FROM is an earlier stage, scratch, or an image the engine has.
+        if (!stageShells.has(image.toLowerCase()) && image.toLowerCase() !== 'scratch' && !images.has(image))
+          throw refuse(
+            `FROM ${image}: no earlier stage and no image on this engine is named so (the builder would pull it over the host's network)`,
+          );
         stage = words[1]?.toLowerCase() === 'as' ? words[2]?.toLowerCase() : undefined;
         shell = stageShells.get(image.toLowerCase()) ?? images.get(image)?.shell ?? DEFAULT_SHELL;
         stages++;

@@ -33,6 +33,7 @@ import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { BASE_IMAGE } from '../sandbox/docker.ts';
 import { imageExists } from '../sandbox/environment-image.ts';
 import { buildConfined, type ConfinedBuild } from './confined-build.ts';
+import { parseDockerfile } from './confine-dockerfile.ts';
 import { DEFAULT_IMAGE_SOURCES, describeImageSources, type ImageSources } from '../sandbox/image-sources.ts';
 import { acquireImage, type BaseImage, type PullProgress } from '../sandbox/registry.ts';
 import { copyTree, hashTree, readTextFile } from '../util/safe-tree.ts';
@@ -70,41 +71,52 @@ export class TaskImageError extends EnvironmentError {
   }
 }
 
+/** A FROM instruction's parts: its flags, the image (or stage) it names, and the stage it starts. */
+function fromParts(rest: string): { flags: string[]; image: string; stage?: string } {
+  const words = rest.trim().split(/[\t\v\f\r ]+/);
+  const flags: string[] = [];
+  while (words[0]?.startsWith('--')) flags.push(words.shift()!);
+  const image = words[0] ?? '';
+  const stage = words[1]?.toLowerCase() === 'as' ? words[2] : undefined;
+  return { flags, image, ...(stage ? { stage } : {}) };
+}
+
 /**
  * The Dockerfile with every FROM this engine cannot resolve rebased on `base`; `why` says
- * why an image is missing, for the note.
+ * why an image is missing, for the note. It is read as the builder reads it
+ * (confine-dockerfile.ts `parseDockerfile`: a FROM continued over several lines is one
+ * instruction) and written back one instruction per line, its parser directives first.
  */
 export function rebaseDockerfile(
   text: string,
   has: (image: string) => boolean,
   base: string,
   why: (image: string) => string = () => 'no registry here',
+  file = 'Dockerfile',
 ): { text: string; notes: string[] } {
+  const parsed = parseDockerfile(text, file);
   const stages = new Set<string>();
   const notes: string[] = [];
-  const lines = text.split('\n').map((line) => {
-    const m = FROM_LINE.exec(line);
-    if (!m) return line;
-    const [, head = '', flags = '', image = '', asPart, stage, tail = ''] = m;
-    const keep = stages.has(image.toLowerCase()) || has(image);
+  const lines = parsed.instructions.map((ins) => {
+    if (ins.keyword !== 'from') return ins.text;
+    const { flags, image, stage } = fromParts(ins.rest);
+    const keep = stages.has(image.toLowerCase()) || image.toLowerCase() === 'scratch' || has(image);
     if (stage) stages.add(stage.toLowerCase());
-    if (keep) return line;
+    if (keep) return ins.text;
     notes.push(`FROM ${image} → ${base} (${why(image)})`);
-    return `${head}${flags.replace(/--platform=\S+\s+/i, '')}${base}${asPart ?? ''}${tail}`;
+    const kept = flags.filter((f) => !/^--platform=/i.test(f));
+    return ['FROM', ...kept, base, ...(stage ? ['AS', stage] : [])].join(' ');
   });
-  return { text: lines.join('\n'), notes };
+  return { text: `${[...parsed.directives, ...lines].join('\n')}\n`, notes };
 }
 
-const FROM_LINE = /^(\s*FROM\s+)((?:--\S+\s+)*)(\S+)(\s+AS\s+(\S+))?(\s*)$/i;
-
-/** The images a Dockerfile's FROM lines name, build stages and `scratch` left out, in order. */
-export function baseImagesOf(text: string): string[] {
+/** The images a Dockerfile's FROMs name (read as the builder reads them), build stages and `scratch` left out, in order. */
+export function baseImagesOf(text: string, file = 'Dockerfile'): string[] {
   const stages = new Set<string>();
   const images: string[] = [];
-  for (const line of text.split('\n')) {
-    const m = FROM_LINE.exec(line);
-    if (!m) continue;
-    const [, , , image = '', , stage] = m;
+  for (const ins of parseDockerfile(text, file).instructions) {
+    if (ins.keyword !== 'from') continue;
+    const { image, stage } = fromParts(ins.rest);
     if (!stages.has(image.toLowerCase()) && image.toLowerCase() !== 'scratch' && !images.includes(image)) images.push(image);
     if (stage) stages.add(stage.toLowerCase());
   }
@@ -188,7 +200,7 @@ async function makeImage(docker: Docker, task: TerminalTask, sources: ImageSourc
     // Every base image is had before the build (pulled here, through a mirror where named), so the builder never pulls.
     const local = new Set<string>();
     const missing = new Map<string, string>();
-    for (const name of baseImagesOf(original)) {
+    for (const name of baseImagesOf(original, task.dockerfile)) {
       const got = await acquireImage(docker, name, sources.registry, progress);
       if (got.kind === 'unavailable') missing.set(name, got.reason);
       else {
@@ -201,6 +213,7 @@ async function makeImage(docker: Docker, task: TerminalTask, sources: ImageSourc
       (i) => local.has(i),
       BASE_IMAGE,
       (i) => missing.get(i) ?? 'not an image reference',
+      task.dockerfile,
     );
     notes = rebased.notes;
     const ids = await Promise.all([BASE_IMAGE, ...local].map(async (i) => (await docker.getImage(i).inspect()).Id));
