@@ -257,7 +257,7 @@ describe.skipIf(skipWithoutDocker)('a task image build reaches nothing of the ho
     expect(error).toBeInstanceOf(EnvironmentError);
     expect((error as Error).message).toMatch(
       // With the stand-in's notice where its FROM could not be had (no registry here).
-      /^building the image of task slow-build .* took longer than 3 s \(its build_timeout_sec\); the build was cancelled(?: \(built on the stand-in: FROM debian:bookworm-slim → probe-base:bookworm \(.*\)\))?$/,
+      /^building the image of task slow-build .* took longer than 3 s \(its build_timeout_sec\); the build was cancelled(?:\. It was built on the stand-in: FROM debian:bookworm-slim → probe-base:bookworm \(.*\)\.)?$/,
     );
     expect(Date.now() - started).toBeLessThan(60_000);
     const left = await docker.listContainers({ all: true });

@@ -73,6 +73,7 @@ export function taskCheckCommand(): Command {
           concurrency: flags.concurrency,
           onPhase: (task, phase) => progress.label(`${task}: ${phase === 'build' ? 'image' : 'solve.sh and tests'}`),
           onRow: () => progress.tick(),
+          onPull: (task, line) => progress.label(`${task}: ${line}`),
         });
       } finally {
         progress.stop();

@@ -66,8 +66,12 @@ export class TaskImageError extends EnvironmentError {
     error: EnvironmentError,
     readonly notes: readonly string[],
   ) {
+    // The notice goes in the error's first line, before the build's output if the line announces it.
     const [first = '', ...rest] = error.message.split('\n');
-    super([`${first} (built on the stand-in: ${notes.join('; ')})`, ...rest].join('\n'), { cause: error });
+    const outputFollows = / Its last output:$/.test(first);
+    const head = first.replace(/ Its last output:$/, '').replace(/\.?$/, '.');
+    const line = `${head} It was built on the stand-in: ${notes.join('; ')}.${outputFollows ? ' Its last output:' : ''}`;
+    super([line, ...rest].join('\n'), { cause: error });
   }
 }
 

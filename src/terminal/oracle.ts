@@ -52,6 +52,8 @@ export interface OracleOptions {
   onPhase?: (task: string, phase: 'build' | 'solve') => void;
   /** A task's row is done. */
   onRow?: (row: OracleRow) => void;
+  /** An image a task names is being pulled: a line of its progress (`pulling x: 3/7 layers, 120/340 MB`). */
+  onPull?: (task: string, line: string) => void;
 }
 
 /** Where solution/ is copied: a place the sandbox user can write and run from (/solution is in the read-only root). */
@@ -164,14 +166,14 @@ async function checkTask(dir: string, docker: Docker, before: ReadonlySet<string
   const seconds = () => Math.round((performance.now() - started) / 100) / 10;
   let image: TerminalImage;
   try {
-    image = await terminalImage(docker, task, options.sources);
+    image = await terminalImage(docker, task, options.sources, (line) => options.onPull?.(task.id, line));
   } catch (error) {
     // A failed step is the task's (confined-build.ts reports it as an EnvironmentError): the machine was checked first.
     if (!(error instanceof ProbeError)) throw error;
     // The first line names the failed step and what the build's proxy refused: all of it.
     return row(dir, {
       task: task.id,
-      reason: `the image did not build: ${oneLine(error.message, Number.POSITIVE_INFINITY)}`,
+      reason: `the image did not build: ${oneLine(error.message, Number.POSITIVE_INFINITY).replace(/ Its last output:$/, '')}`,
       build_seconds: seconds(),
       notes: error instanceof TaskImageError ? [...error.notes] : [],
     });
