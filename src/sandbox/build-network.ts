@@ -54,6 +54,7 @@ import {
   systemResolve,
 } from './build-egress.ts';
 import type { BuildEgress } from './image-sources.ts';
+import { Semaphore } from '../util/semaphore.ts';
 
 /** Where the relay listens inside the build's namespace (any port is free there). */
 export const BUILD_PROXY_PORT = 3128;
@@ -228,15 +229,15 @@ export async function startProxy(dir: string, policy: EgressPolicy, log: EgressL
   };
   // One build's steps share UPSTREAM_AT_ONCE upstream requests: a step that pipelines thousands of requests in one
   // write waits its turn instead of holding thousands of the host process's sockets.
-  const slots = new Slots(UPSTREAM_AT_ONCE);
+  const slots = new Semaphore(UPSTREAM_AT_ONCE);
   const server = createServer((req, res) => {
     admit(policy, req.method, req.url, resolve).then(
       async (admission) => {
         if (admission.allowed && admission.kind === 'http') {
-          await slots.take();
+          await slots.acquire();
           // A client gone while it waited gives its turn back at once.
-          if (req.socket.destroyed) return slots.give();
-          return forward(req, res, admission.upstream, admission.address, log, () => slots.give());
+          if (req.socket.destroyed) return slots.release();
+          return forward(req, res, admission.upstream, admission.address, log, () => slots.release());
         }
         const what = requestName(req.method, req.url);
         if (!admission.allowed && !admission.refused) {
@@ -441,27 +442,5 @@ export async function withBuildNetwork<T>(
   } finally {
     takeBack();
     await cleanup();
-  }
-}
-
-/** A counting semaphore: `take` waits while `size` are taken. */
-class Slots {
-  private taken = 0;
-  private readonly waiting: Array<() => void> = [];
-
-  constructor(private readonly size: number) {}
-
-  take(): Promise<void> {
-    if (this.taken < this.size) {
-      this.taken++;
-      return Promise.resolve();
-    }
-    return new Promise((resolve) => this.waiting.push(resolve));
-  }
-
-  give(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.taken--;
   }
 }

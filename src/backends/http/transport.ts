@@ -6,6 +6,7 @@
  * cool-down and tried again later). Every request can be cancelled with an AbortSignal.
  */
 import { ProbeError } from '../../errors.ts';
+import { Semaphore } from '../../util/semaphore.ts';
 
 /** The server answered with an error status that retrying will not fix (4xx other than 429). */
 export class HttpStatusError extends ProbeError {
@@ -62,28 +63,6 @@ const sleep = (ms: number, signal?: AbortSignal) =>
       { once: true },
     );
   });
-
-/** A counting semaphore: at most `limit` holders at once, first come first served. */
-class Semaphore {
-  private held = 0;
-  private readonly waiting: Array<() => void> = [];
-  constructor(private readonly limit: number) {}
-  get load(): number {
-    return this.held + this.waiting.length;
-  }
-  async acquire(): Promise<void> {
-    if (this.held < this.limit) {
-      this.held++;
-      return;
-    }
-    await new Promise<void>((resolve) => this.waiting.push(resolve));
-  }
-  release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.held--;
-  }
-}
 
 export class Endpoint {
   private readonly slots: Semaphore;
