@@ -149,6 +149,14 @@ function flagsOf(rest: string): { flags: string[]; args: string } {
   return { flags, args };
 }
 
+/** A FROM instruction's parts: its flags, the image (or earlier stage) it names, and the stage it starts, as written. */
+export function fromParts(rest: string): { flags: string[]; image: string; stage?: string } {
+  const { flags, args } = flagsOf(rest);
+  const words = args.split(/\s+/);
+  const stage = words[1]?.toLowerCase() === 'as' ? words[2] : undefined;
+  return { flags, image: words[0] ?? '', ...(stage ? { stage } : {}) };
+}
+
 /** Facts about the images the Dockerfile names that this engine has (FROM and COPY --from). */
 export interface LocalImage {
   /** Its SHELL (Config.Shell), where it set one. */
@@ -160,7 +168,7 @@ export function namedImages(text: string, file: string): string[] {
   const names = new Set<string>();
   for (const ins of parseDockerfile(text, file).instructions) {
     if (ins.keyword === 'from') {
-      const image = flagsOf(ins.rest).args.split(/\s+/)[0];
+      const { image } = fromParts(ins.rest);
       if (image) names.add(image);
     }
     if (ins.keyword === 'copy')
@@ -205,15 +213,15 @@ export function confineDockerfile(
     switch (ins.keyword) {
       case 'from': {
         endStage();
-        const words = flagsOf(ins.rest).args.split(/\s+/);
-        const image = words[0] ?? '';
+        const from = fromParts(ins.rest);
+        const image = from.image;
         // An image the engine lacks would be pulled by the builder itself, past probe's registry handling, its ONBUILD
         // triggers run before any step of ours: every FROM is an earlier stage, scratch, or an image the engine has.
         if (!stageShells.has(image.toLowerCase()) && image.toLowerCase() !== 'scratch' && !images.has(image))
           throw refuse(
             `FROM ${image}: no earlier stage and no image on this engine is named so (the builder would pull it over the host's network)`,
           );
-        stage = words[1]?.toLowerCase() === 'as' ? words[2]?.toLowerCase() : undefined;
+        stage = from.stage?.toLowerCase();
         shell = stageShells.get(image.toLowerCase()) ?? images.get(image)?.shell ?? DEFAULT_SHELL;
         stages++;
         out.push(ins.text);

@@ -33,9 +33,9 @@ import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { BASE_IMAGE } from '../sandbox/docker.ts';
 import { imageExists } from '../sandbox/environment-image.ts';
 import { buildConfined, type ConfinedBuild } from './confined-build.ts';
-import { parseDockerfile } from './confine-dockerfile.ts';
+import { fromParts, type Instruction, type ParsedDockerfile, parseDockerfile } from './confine-dockerfile.ts';
 import { DEFAULT_IMAGE_SOURCES, describeImageSources, type ImageSources } from '../sandbox/image-sources.ts';
-import { acquireImage, type BaseImage, type PullProgress } from '../sandbox/registry.ts';
+import { acquireImage, type BaseImage, type PullProgress, unavailableImage } from '../sandbox/registry.ts';
 import { copyTree, hashTree, readTextFile } from '../util/safe-tree.ts';
 import type { TerminalTask } from './task.ts';
 
@@ -75,21 +75,28 @@ export class TaskImageError extends EnvironmentError {
   }
 }
 
-/** A FROM instruction's parts: its flags, the image (or stage) it names, and the stage it starts. */
-function fromParts(rest: string): { flags: string[]; image: string; stage?: string } {
-  const words = rest.trim().split(/[\t\v\f\r ]+/);
-  const flags: string[] = [];
-  while (words[0]?.startsWith('--')) flags.push(words.shift()!);
-  const image = words[0] ?? '';
-  const stage = words[1]?.toLowerCase() === 'as' ? words[2] : undefined;
-  return { flags, image, ...(stage ? { stage } : {}) };
+/**
+ * The FROMs of a Dockerfile that name an image, read as the builder reads it
+ * (confine-dockerfile.ts `parseDockerfile`: a FROM continued over several lines is one
+ * instruction): an earlier stage and `scratch` name none. One walk, so that the images
+ * had before the build and the FROMs rebased are the same list.
+ */
+function imageFroms(parsed: ParsedDockerfile): Array<{ ins: Instruction; flags: string[]; image: string; stage?: string }> {
+  const stages = new Set<string>();
+  const froms = [];
+  for (const ins of parsed.instructions) {
+    if (ins.keyword !== 'from') continue;
+    const parts = fromParts(ins.rest);
+    if (!stages.has(parts.image.toLowerCase()) && parts.image.toLowerCase() !== 'scratch') froms.push({ ins, ...parts });
+    if (parts.stage) stages.add(parts.stage.toLowerCase());
+  }
+  return froms;
 }
 
 /**
  * The Dockerfile with every FROM this engine cannot resolve rebased on `base`; `why` says
- * why an image is missing, for the note. It is read as the builder reads it
- * (confine-dockerfile.ts `parseDockerfile`: a FROM continued over several lines is one
- * instruction) and written back one instruction per line, its parser directives first.
+ * why an image is missing, for the note. It is written back one instruction per line, its
+ * parser directives first.
  */
 export function rebaseDockerfile(
   text: string,
@@ -99,32 +106,21 @@ export function rebaseDockerfile(
   file = 'Dockerfile',
 ): { text: string; notes: string[] } {
   const parsed = parseDockerfile(text, file);
-  const stages = new Set<string>();
+  const rebased = new Map(imageFroms(parsed).flatMap((from) => (has(from.image) ? [] : [[from.ins, from] as const])));
   const notes: string[] = [];
   const lines = parsed.instructions.map((ins) => {
-    if (ins.keyword !== 'from') return ins.text;
-    const { flags, image, stage } = fromParts(ins.rest);
-    const keep = stages.has(image.toLowerCase()) || image.toLowerCase() === 'scratch' || has(image);
-    if (stage) stages.add(stage.toLowerCase());
-    if (keep) return ins.text;
-    notes.push(`FROM ${image} → ${base} (${why(image)})`);
-    const kept = flags.filter((f) => !/^--platform=/i.test(f));
-    return ['FROM', ...kept, base, ...(stage ? ['AS', stage] : [])].join(' ');
+    const from = rebased.get(ins);
+    if (!from) return ins.text;
+    notes.push(`FROM ${from.image} → ${base} (${why(from.image)})`);
+    const kept = from.flags.filter((f) => !/^--platform=/i.test(f));
+    return ['FROM', ...kept, base, ...(from.stage ? ['AS', from.stage] : [])].join(' ');
   });
   return { text: `${[...parsed.directives, ...lines].join('\n')}\n`, notes };
 }
 
-/** The images a Dockerfile's FROMs name (read as the builder reads them), build stages and `scratch` left out, in order. */
+/** The images a Dockerfile's FROMs name, build stages and `scratch` left out, in order. */
 export function baseImagesOf(text: string, file = 'Dockerfile'): string[] {
-  const stages = new Set<string>();
-  const images: string[] = [];
-  for (const ins of parseDockerfile(text, file).instructions) {
-    if (ins.keyword !== 'from') continue;
-    const { image, stage } = fromParts(ins.rest);
-    if (!stages.has(image.toLowerCase()) && image.toLowerCase() !== 'scratch' && !images.includes(image)) images.push(image);
-    if (stage) stages.add(stage.toLowerCase());
-  }
-  return images;
+  return [...new Set(imageFroms(parseDockerfile(text, file)).map((from) => from.image))];
 }
 
 /** What the hashed or copied tree is called in the errors about its files (the whole task directory is hashed too). */
@@ -193,7 +189,7 @@ async function makeImage(docker: Docker, task: TerminalTask, sources: ImageSourc
     if (got.kind === 'unavailable')
       throw new InputError(
         { file: join(task.dir, 'task.toml'), field: 'environment.docker_image' },
-        `this Docker engine has no image ${task.dockerImage} and it could not be pulled (${got.reason}); name a reachable registry or mirror (--registry-mirror), add environment/Dockerfile, or load the image first`,
+        unavailableImage(task.dockerImage!, got.reason, ['add environment/Dockerfile']),
       );
     bases.push(got.image);
     taskImage = task.dockerImage!;
