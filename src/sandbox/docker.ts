@@ -38,7 +38,7 @@ import { describePackage, environmentPackages } from '../schema/environment.ts';
 import type { EnvState, LoadedTask } from '../schema/task.ts';
 import { BASE_IMAGE } from './base-image.ts';
 import { DEFAULT_IMAGE_SOURCES, type ImageSources } from './image-sources.ts';
-import { acquireImage } from './registry.ts';
+import { acquireImage, unavailableImage } from './registry.ts';
 import { environmentImage, MissingPackagesError } from './environment-image.ts';
 import { layoutImage } from './layout-image.ts';
 import { diskQuotaBytes } from './disk-quota.ts';
@@ -514,11 +514,7 @@ async function imageFor(task: LoadedTask, sources: ImageSources): Promise<string
   if (task.image) {
     // A SWE-bench row's image (swebench/sweb.eval.x86_64.…): pulled where the engine lacks it, through a mirror where named.
     const got = await acquireImage(client(), task.image, sources.registry);
-    if (got.kind === 'unavailable')
-      throw new InputError(
-        { file: task.file, field: 'image' },
-        `this Docker engine has no image ${task.image} and it could not be pulled (${got.reason}); name a reachable registry or mirror (--registry-mirror), or load the image first`,
-      );
+    if (got.kind === 'unavailable') throw new InputError({ file: task.file, field: 'image' }, unavailableImage(task.image, got.reason));
   }
   const packages = environmentPackages(task.environment);
   try {

@@ -44,6 +44,12 @@ const DIGEST = /^[a-z0-9]+(?:[.+_-][a-z0-9]+)*:[a-f0-9]{32,}$/;
 const TAG = /^[\w][\w.-]{0,127}$/;
 const PATH_COMPONENT = /^[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*$/;
 
+/** `repository[:tag]` split at the tag's colon: one after the last `/` (a registry's port comes before it). */
+function splitTag(name: string): { repository: string; tag?: string } {
+  const colon = name.lastIndexOf(':');
+  return colon > name.lastIndexOf('/') ? { repository: name.slice(0, colon), tag: name.slice(colon + 1) } : { repository: name };
+}
+
 /** The reference `name`, or undefined when it is not one (a stage name, an id, a variable). */
 export function parseReference(name: string): ImageReference | undefined {
   let rest = name;
@@ -54,15 +60,9 @@ export function parseReference(name: string): ImageReference | undefined {
     rest = rest.slice(0, at);
     if (!DIGEST.test(digest)) return undefined;
   }
-  let tag: string | undefined;
-  const lastSlash = rest.lastIndexOf('/');
-  const colon = rest.lastIndexOf(':');
-  if (colon > lastSlash) {
-    tag = rest.slice(colon + 1);
-    rest = rest.slice(0, colon);
-    if (!TAG.test(tag)) return undefined;
-  }
-  const parts = rest.split('/');
+  const { repository, tag } = splitTag(rest);
+  if (tag !== undefined && !TAG.test(tag)) return undefined;
+  const parts = repository.split('/');
   const first = parts[0]!;
   let registry = DOCKER_HUB;
   if (parts.length > 1 && (first.includes('.') || first.includes(':') || first === 'localhost')) {
@@ -95,6 +95,15 @@ export interface BaseImage {
 }
 
 export type Acquired = { kind: 'available'; image: BaseImage } | { kind: 'unavailable'; reason: string };
+
+/**
+ * The one-line problem of an image a task needs that could not be had, with what the user
+ * can do (`alternatives`: what else this kind of task could name instead).
+ */
+export function unavailableImage(name: string, reason: string, alternatives: readonly string[] = []): string {
+  const ways = ['name a reachable registry or mirror (--registry-mirror)', ...alternatives, 'or load the image first'];
+  return `this Docker engine has no image ${name} and it could not be pulled (${reason}); ${ways.join(', ')}`;
+}
 
 /** Progress of a pull, as lines for a human (`pulling x: 3/7 layers, 120/340 MB`). */
 export type PullProgress = (line: string) => void;
@@ -192,9 +201,8 @@ async function acquire(
 /** `{repo, tag}` for tagging an image with `name` (a digest-only name is found by its digest: nothing to tag). */
 function parseTagged(name: string): { repo: string; tag: string } | undefined {
   if (name.includes('@')) return undefined;
-  const lastSlash = name.lastIndexOf('/');
-  const colon = name.lastIndexOf(':');
-  return colon > lastSlash ? { repo: name.slice(0, colon), tag: name.slice(colon + 1) } : { repo: name, tag: 'latest' };
+  const { repository, tag } = splitTag(name);
+  return { repo: repository, tag: tag ?? 'latest' };
 }
 
 /** Whether a pull failed because nothing answered (as opposed to an answer: unknown manifest, denied). */
