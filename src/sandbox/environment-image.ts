@@ -118,6 +118,7 @@ async function imageId(docker: Docker, image: string): Promise<string> {
   }
 }
 
+/** The tag, built now unless this engine has it (leftovers of a killed build swept first). */
 async function ensureImage(
   docker: Docker,
   baseImage: string,
@@ -126,20 +127,10 @@ async function ensureImage(
   packages: string[],
   egress: BuildEgress,
 ): Promise<string> {
-  if (!(await imageExists(docker, tag))) await build(docker, baseImage, baseId, tag, packages, egress);
-  return tag;
-}
-
-async function build(
-  docker: Docker,
-  baseImage: string,
-  baseId: string,
-  tag: string,
-  packages: string[],
-  egress: BuildEgress,
-): Promise<void> {
+  if (await imageExists(docker, tag)) return tag;
   await sweepBuildLeftovers(docker);
   await withBuildNetwork(docker, egress, (network) => buildIn(network, docker, baseImage, baseId, tag, packages));
+  return tag;
 }
 
 async function buildIn(
