@@ -1,21 +1,14 @@
 /**
- * One ASAP episode, as plainly as mini-swe-agent's loop: the prompt is the task and the
- * reference prefix; each step the model writes thinking and one action (one completion,
- * stopped at the action's end), the harness runs it in the jailed sandbox and appends the
- * observation, until `<submit/>`, the step limit, or a second failure of one kind.
+ * One SWE episode as an environment of the one ASAP loop (loop.ts): the prompt is the task
+ * and the reference prefix; each step the model writes thinking and one action, the harness
+ * runs it in the jailed sandbox and appends the observation, until `<submit/>`, the step
+ * limit, or a second failure of one kind (recovery.ts). Having acted means having changed a
+ * source file: `<submit/>` before that is rejected once, then accepted as an empty patch.
  *
- * Minimal recovery (mission.md), at most once per failure type:
- * - no parsable action (or a tool the profile lacks): a format hint, then the episode ends;
- * - `<submit/>` with no source file changed: rejected with a hint, then accepted as an empty patch;
- * - the previous step's action again: suppressed with a hint, then the episode ends.
- * The harness never inserts task-specific actions or edits.
- *
- * `decide` is pure (history + completion → what happens), so every branch is testable
- * without a model. A killed episode is run again from its start (run.ts): what its
- * commands left in /tmp is not part of the saved steps.
+ * A killed episode is run again from its start (run.ts): what its commands left in /tmp is
+ * not part of the saved steps.
  */
 import type { CompletionBackend } from '../backends/types.ts';
-import { completeStep as completeUntilAction } from '../backends/step-completion.ts';
 import { runAction, readToolState } from '../sandbox/run-action.ts';
 import { treeDiff } from '../sandbox/git-state.ts';
 import type { Sandbox } from '../sandbox/types.ts';
@@ -24,36 +17,20 @@ import { type Action, renderAction } from '../formats/md-xml.ts';
 import { type AsapFormat, type Extracted, transcriptText } from '../formats/asap-transcripts.ts';
 import { sourceChanges } from './patch.ts';
 import { allowsAction, type ToolProfile } from './profiles.ts';
+import { type EpisodeEnvironment, type FoundInText, type LoopSettings, runEpisodeLoop, type StepRecord } from './loop.ts';
+import { decide as recover, type Decision as RecoveryDecision, type RecoveryRules, type SharedOutcome } from './recovery.ts';
 
 export const TERMINATIONS = ['submitted', 'submitted_empty', 'step_limit', 'repeated_action', 'format_error'] as const;
 export type Termination = (typeof TERMINATIONS)[number];
 
-/** What the harness did with one model step. */
-export type StepOutcome =
-  | 'executed'
-  /** No parsable action, or a tool outside the profile: hinted once. */
-  | 'format_error'
-  | 'repeat_suppressed'
-  | 'submit_rejected'
-  /** The step that ended the episode. */
-  | 'submitted'
-  | 'submitted_empty'
-  | 'repeated_action'
-  | 'format_ended';
+/** The final action's outcomes in SWE episodes: accepted, rejected (no source file changed yet), accepted anyway. */
+type SweOutcome = 'submitted' | 'submit_rejected' | 'submitted_empty';
 
-export interface EpisodeStep {
-  index: number;
-  /** The model's step as written, cut where its action ends (all of it when it has none). */
-  completion: string;
-  /** `action`: a complete action was found; otherwise the backend's finish reason. */
-  finish: 'action' | 'stop' | 'length' | 'eos' | 'error';
-  tokens: number;
-  action: Action | null;
-  /** Why the step has no usable action. */
-  error: string | null;
+/** What the harness did with one model step. */
+export type StepOutcome = SweOutcome | SharedOutcome;
+
+export interface EpisodeStep extends StepRecord<Action, SweOutcome> {
   outcome: StepOutcome;
-  /** What the harness appended (output or hint); null on the step that ended the episode. */
-  observation: string | null;
   /** Exit status of an executed action (the editor exits 1 when it rejects a call). */
   exitCode: number | null;
   timedOut: boolean;
@@ -61,23 +38,13 @@ export interface EpisodeStep {
   patch: string;
   /** Editor state after the step (for resuming). */
   toolState: string | null;
-  modelMs: number;
   sandboxMs: number;
 }
 
-export interface EpisodeSettings {
+export interface EpisodeSettings extends LoopSettings {
   format: AsapFormat;
   profile: ToolProfile;
-  maxSteps: number;
-  /** New tokens per step. */
-  maxTokens: number;
-  temperature: number;
-  topP: number;
-  /** This episode's seed (the run's seed, instance and run index mixed). */
-  seed: number;
   actionTimeoutMs: number;
-  /** The episode, as messages about the server's answers name it. */
-  label?: string;
 }
 
 export const HINTS = {
@@ -88,21 +55,33 @@ export const HINTS = {
   repeat: 'You just ran this exact action and its result will not change. Try a different approach.',
 } as const;
 
-export type Decision =
-  | { kind: 'execute'; action: Action }
-  | { kind: 'hint'; outcome: 'format_error' | 'repeat_suppressed' | 'submit_rejected'; message: string }
-  | { kind: 'end'; outcome: 'submitted' | 'submitted_empty' | 'repeated_action' | 'format_ended'; termination: Termination };
-
-const TERMINATION_OF = {
-  submitted: 'submitted',
-  submitted_empty: 'submitted_empty',
-  repeated_action: 'repeated_action',
-  format_ended: 'format_error',
-} as const;
-
-function sameAction(a: Action | null, b: Action): boolean {
-  return a !== null && JSON.stringify(a) === JSON.stringify(b);
+/** The rules of recovery for SWE episodes; having acted is having changed a source file (the patch is read as it is now). */
+function sweRules(format: AsapFormat, profile: ToolProfile, patch: () => string): RecoveryRules<Action, SweOutcome> {
+  return {
+    isFinal: (action) => action.kind === 'submit',
+    offers: (action) => allowsAction(profile, action),
+    profile,
+    repeatable: () => true,
+    hasActed: () => sourceChanges(patch()).length > 0,
+    names: { accepted: 'submitted', rejected: 'submit_rejected', unacted: 'submitted_empty' },
+    hints: {
+      format: (error) => HINTS.format(error, format, profile),
+      tool: (action) => HINTS.tool(action.kind),
+      final: HINTS.submit,
+      repeat: HINTS.repeat,
+    },
+  };
 }
+
+/** A transcript format's extraction, as the loop reads a found action. */
+function foundIn(format: AsapFormat): (text: string) => FoundInText<Action> {
+  return (text) => {
+    const extracted: Extracted = format.extract(text);
+    return extracted.ok ? { ok: true, action: extracted.step.action, end: extracted.end } : extracted;
+  };
+}
+
+export type Decision = RecoveryDecision<Action, SweOutcome>;
 
 /** What the harness does with a completion, given the steps before it and the current patch. */
 export function decide(
@@ -112,48 +91,12 @@ export function decide(
   format: AsapFormat,
   profile: ToolProfile,
 ): Decision {
-  const end = (outcome: 'submitted' | 'submitted_empty' | 'repeated_action' | 'format_ended'): Decision => ({
-    kind: 'end',
-    outcome,
-    termination: TERMINATION_OF[outcome],
-  });
-  const formatHinted = history.some((s) => s.outcome === 'format_error');
-  if (!extracted.ok)
-    return formatHinted
-      ? end('format_ended')
-      : { kind: 'hint', outcome: 'format_error', message: HINTS.format(extracted.error, format, profile) };
-  const action = extracted.step.action;
-  if (!allowsAction(profile, action))
-    return formatHinted ? end('format_ended') : { kind: 'hint', outcome: 'format_error', message: HINTS.tool(action.kind) };
-  if (action.kind === 'submit') {
-    if (sourceChanges(patch).length > 0) return end('submitted');
-    return history.some((s) => s.outcome === 'submit_rejected')
-      ? end('submitted_empty')
-      : { kind: 'hint', outcome: 'submit_rejected', message: HINTS.submit };
-  }
-  const previous = history.at(-1);
-  if (previous && (previous.outcome === 'executed' || previous.outcome === 'repeat_suppressed') && sameAction(previous.action, action)) {
-    return history.some((s) => s.outcome === 'repeat_suppressed')
-      ? end('repeated_action')
-      : { kind: 'hint', outcome: 'repeat_suppressed', message: HINTS.repeat };
-  }
-  return { kind: 'execute', action };
-}
-
-/** One completion call per step (backends/step-completion.ts), in the episode's transcript format. */
-export function completeStep(backend: CompletionBackend, prompt: string, settings: EpisodeSettings, stepIndex: number) {
-  const { format } = settings;
-  return completeUntilAction(backend, prompt, settings, stepIndex, {
-    stops: format.stops,
-    find: (text) => format.extract(text),
-    continueAfterStop: format.continueAfterStop,
-  });
-}
-
-function stepError(extracted: Extracted, profile: ToolProfile): string | null {
-  if (!extracted.ok) return extracted.error;
-  const action = extracted.step.action;
-  return allowsAction(profile, action) ? null : `the ${action.kind} tool is not in the ${profile} profile`;
+  const found = extracted.ok ? ({ ok: true, action: extracted.step.action } as const) : extracted;
+  return recover(
+    sweRules(format, profile, () => patch),
+    history,
+    found,
+  );
 }
 
 export interface EpisodeResult {
@@ -174,48 +117,40 @@ export interface EpisodeContext {
   onStep: (step: EpisodeStep) => Promise<void>;
 }
 
-/** Runs one episode, from the prefix's state, to its end. */
-export async function runEpisode(ctx: EpisodeContext, settings: EpisodeSettings): Promise<EpisodeResult> {
-  const steps: EpisodeStep[] = [];
+/** The SWE environment of one episode: the sandbox at the prefix's state, and the patch as the steps leave it. */
+export function sweEpisode(ctx: EpisodeContext, settings: EpisodeSettings): EpisodeEnvironment<Action, SweOutcome, EpisodeStep> {
   let patch = ctx.prefixState.patch;
-  while (steps.length < settings.maxSteps) {
-    const index = steps.length;
-    const prompt = transcriptText(ctx.prefixText, steps, settings.format) + settings.format.cue;
-    const completion = await completeStep(ctx.backend, prompt, settings, index);
-    const decision = decide(steps, completion.found, patch, settings.format, settings.profile);
-    const step: EpisodeStep = {
-      index,
-      completion: completion.text,
-      finish: completion.finish,
-      tokens: completion.tokens,
-      action: completion.found.ok ? completion.found.step.action : null,
-      error: completion.serverError ?? stepError(completion.found, settings.profile),
-      outcome: decision.kind === 'execute' ? 'executed' : decision.outcome,
-      observation: null,
+  const { format, profile, actionTimeoutMs } = settings;
+  return {
+    rules: sweRules(format, profile, () => patch),
+    prompt: (steps) => transcriptText(ctx.prefixText, steps, format) + format.cue,
+    completion: { stops: format.stops, find: foundIn(format), continueAfterStop: format.continueAfterStop },
+    idle: (steps) => ({
       exitCode: null,
       timedOut: false,
       patch,
       toolState: steps.at(-1)?.toolState ?? ctx.prefixState.toolState,
-      modelMs: completion.modelMs,
       sandboxMs: 0,
-    };
-    if (decision.kind === 'hint') step.observation = decision.message;
-    if (decision.kind === 'execute') {
+    }),
+    async execute(action, steps) {
       const started = performance.now();
-      const ran = await runAction(ctx.sandbox, normalizeMdXml(decision.action, renderAction(decision.action)), settings.actionTimeoutMs);
-      step.observation = ran.timedOut
-        ? `${ran.output}\n[the command timed out after ${settings.actionTimeoutMs / 1000} s and was killed]`
-        : ran.output;
-      step.exitCode = ran.exitCode;
-      step.timedOut = ran.timedOut;
+      const ran = await runAction(ctx.sandbox, normalizeMdXml(action, renderAction(action)), actionTimeoutMs);
       patch = await treeDiff(ctx.sandbox, ctx.baseCommit);
-      step.patch = patch;
-      if (decision.action.kind === 'str_replace_editor') step.toolState = await readToolState(ctx.sandbox);
-      step.sandboxMs = performance.now() - started;
-    }
-    steps.push(step);
-    await ctx.onStep(step);
-    if (decision.kind === 'end') return { steps, termination: decision.termination };
-  }
-  return { steps, termination: 'step_limit' };
+      return {
+        observation: ran.timedOut ? `${ran.output}\n[the command timed out after ${actionTimeoutMs / 1000} s and was killed]` : ran.output,
+        exitCode: ran.exitCode,
+        timedOut: ran.timedOut,
+        patch,
+        toolState:
+          action.kind === 'str_replace_editor' ? await readToolState(ctx.sandbox) : (steps.at(-1)?.toolState ?? ctx.prefixState.toolState),
+        sandboxMs: performance.now() - started,
+      };
+    },
+  };
+}
+
+/** Runs one episode, from the prefix's state, to its end. */
+export async function runEpisode(ctx: EpisodeContext, settings: EpisodeSettings): Promise<EpisodeResult> {
+  const result = await runEpisodeLoop(sweEpisode(ctx, settings), ctx.backend, settings, ctx.onStep);
+  return { steps: result.steps, termination: result.termination as Termination };
 }

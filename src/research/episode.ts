@@ -10,8 +10,9 @@
  *   then accepted (the counterpart of submitting with no source edit);
  * - the previous step's action again: suppressed with a hint, then the episode ends.
  */
-import { completeStep } from '../backends/step-completion.ts';
 import type { CompletionBackend } from '../backends/types.ts';
+import { type EpisodeEnvironment, type LoopSettings, runEpisodeLoop, type StepRecord } from '../asap/loop.ts';
+import { decide, type Decision, type RecoveryRules, type SharedOutcome } from '../asap/recovery.ts';
 import { asapFormat, transcriptText } from '../formats/asap-transcripts.ts';
 import { renderTask } from '../formats/md-xml.ts';
 import { type FoundResearchAction, findResearchAction, RESEARCH_STOPS, type ResearchAction, runResearchTool } from './actions.ts';
@@ -22,44 +23,19 @@ import type { ResearchIndex } from './search-index.ts';
 export const RESEARCH_TERMINATIONS = ['answered', 'answered_unsearched', 'step_limit', 'repeated_action', 'format_error'] as const;
 export type ResearchTermination = (typeof RESEARCH_TERMINATIONS)[number];
 
-export type ResearchOutcome =
-  | 'executed'
-  | 'format_error'
-  | 'repeat_suppressed'
-  | 'answer_rejected'
-  | 'answered'
-  | 'answered_unsearched'
-  | 'repeated_action'
-  | 'format_ended';
+/** The final action's outcomes: accepted, rejected (nothing searched or opened yet), accepted anyway. */
+type FinalOutcome = 'answered' | 'answer_rejected' | 'answered_unsearched';
+export type ResearchOutcome = FinalOutcome | SharedOutcome;
 
-export interface ResearchStep {
-  index: number;
-  /** The model's step as written, cut where its action ends (all of it when it has none). */
-  completion: string;
-  finish: 'action' | 'stop' | 'length' | 'eos' | 'error';
-  tokens: number;
-  action: ResearchAction | null;
-  error: string | null;
+export interface ResearchStep extends StepRecord<ResearchAction, FinalOutcome> {
   outcome: ResearchOutcome;
-  /** What the harness appended (results, a page, a hint); null on the step that ended the episode. */
-  observation: string | null;
   /** Documents the observation showed: a search's hits, the page opened (absent where nothing ran). */
   shown?: string[];
-  modelMs: number;
 }
 
-export interface ResearchEpisodeSettings {
-  maxSteps: number;
-  /** New tokens per step. */
-  maxTokens: number;
-  temperature: number;
-  topP: number;
-  /** This episode's seed. */
-  seed: number;
+export interface ResearchEpisodeSettings extends LoopSettings {
   /** Hits a search shows. */
   searchK: number;
-  /** The episode, as messages about the server's answers name it. */
-  label?: string;
 }
 
 /** The transcript format of these episodes: ASAP's md+xml, with the research tools as actions. */
@@ -86,35 +62,22 @@ export function researchTask(query: string, searchK: number): string {
   );
 }
 
-export type ResearchDecision =
-  | { kind: 'execute'; action: Exclude<ResearchAction, { kind: 'answer' }> }
-  | { kind: 'hint'; outcome: 'format_error' | 'repeat_suppressed' | 'answer_rejected'; message: string }
-  | { kind: 'end'; outcome: 'answered' | 'answered_unsearched' | 'repeated_action' | 'format_ended'; termination: ResearchTermination };
+export type ResearchDecision = Decision<ResearchAction, FinalOutcome>;
+
+/** Recovery's rules here: every tool is offered, and having acted is having searched or opened something. */
+const RESEARCH_RULES: RecoveryRules<ResearchAction, FinalOutcome> = {
+  isFinal: (action) => action.kind === 'answer',
+  offers: () => true,
+  profile: 'research',
+  repeatable: () => true,
+  hasActed: (history) => history.some((s) => s.outcome === 'executed'),
+  names: { accepted: 'answered', rejected: 'answer_rejected', unacted: 'answered_unsearched' },
+  hints: { format: RESEARCH_HINTS.format, tool: () => '', final: RESEARCH_HINTS.answer, repeat: RESEARCH_HINTS.repeat },
+};
 
 /** What the harness does with a completion, given the steps before it (pure). */
 export function decideResearch(history: readonly ResearchStep[], found: FoundResearchAction): ResearchDecision {
-  const hinted = (outcome: ResearchOutcome) => history.some((s) => s.outcome === outcome);
-  if (!found.ok)
-    return hinted('format_error')
-      ? { kind: 'end', outcome: 'format_ended', termination: 'format_error' }
-      : { kind: 'hint', outcome: 'format_error', message: RESEARCH_HINTS.format(found.error) };
-  const { action } = found;
-  if (action.kind === 'answer') {
-    if (history.some((s) => s.outcome === 'executed')) return { kind: 'end', outcome: 'answered', termination: 'answered' };
-    return hinted('answer_rejected')
-      ? { kind: 'end', outcome: 'answered_unsearched', termination: 'answered_unsearched' }
-      : { kind: 'hint', outcome: 'answer_rejected', message: RESEARCH_HINTS.answer };
-  }
-  const previous = history.at(-1);
-  if (
-    previous?.action &&
-    (previous.outcome === 'executed' || previous.outcome === 'repeat_suppressed') &&
-    JSON.stringify(previous.action) === JSON.stringify(action)
-  )
-    return hinted('repeat_suppressed')
-      ? { kind: 'end', outcome: 'repeated_action', termination: 'repeated_action' }
-      : { kind: 'hint', outcome: 'repeat_suppressed', message: RESEARCH_HINTS.repeat };
-  return { kind: 'execute', action };
+  return decide(RESEARCH_RULES, history, found);
 }
 
 /** The transcript so far, ending with the cue for the next step. */
@@ -130,6 +93,22 @@ export interface ResearchEpisodeResult {
   correct: boolean;
 }
 
+/** The deep-research environment of one episode: the index, and the question as its task. */
+export function researchEpisode(
+  index: ResearchIndex,
+  query: ResearchQuery,
+  searchK: number,
+): EpisodeEnvironment<ResearchAction, FinalOutcome, ResearchStep> {
+  const task = researchTask(query.query, searchK);
+  return {
+    rules: RESEARCH_RULES,
+    prompt: (steps) => researchTranscript(task, steps),
+    completion: { stops: RESEARCH_STOPS, find: findResearchAction, continueAfterStop: true },
+    idle: () => ({}),
+    execute: async (action) => runResearchTool(index, action as Exclude<ResearchAction, { kind: 'answer' }>, searchK),
+  };
+}
+
 export async function runResearchEpisode(
   backend: CompletionBackend,
   index: ResearchIndex,
@@ -137,39 +116,10 @@ export async function runResearchEpisode(
   settings: ResearchEpisodeSettings,
   onStep: (step: ResearchStep) => Promise<void> = async () => {},
 ): Promise<ResearchEpisodeResult> {
-  const task = researchTask(query.query, settings.searchK);
-  const steps: ResearchStep[] = [];
-  while (steps.length < settings.maxSteps) {
-    const completion = await completeStep(backend, researchTranscript(task, steps), settings, steps.length, {
-      stops: RESEARCH_STOPS,
-      find: findResearchAction,
-      continueAfterStop: true,
-    });
-    const decision = decideResearch(steps, completion.found);
-    const step: ResearchStep = {
-      index: steps.length,
-      completion: completion.text,
-      finish: completion.finish,
-      tokens: completion.tokens,
-      action: completion.found.ok ? completion.found.action : null,
-      error: completion.serverError ?? (completion.found.ok ? null : completion.found.error),
-      outcome: decision.kind === 'execute' ? 'executed' : decision.outcome,
-      observation: decision.kind === 'hint' ? decision.message : null,
-      modelMs: completion.modelMs,
-    };
-    if (decision.kind === 'execute') {
-      const ran = runResearchTool(index, decision.action, settings.searchK);
-      step.observation = ran.observation;
-      step.shown = ran.shown;
-    }
-    steps.push(step);
-    await onStep(step);
-    if (decision.kind === 'end') {
-      const answer = step.action?.kind === 'answer' ? step.action.text : null;
-      return { steps, termination: decision.termination, answer, correct: answer !== null && gradeAnswer(answer, query).correct };
-    }
-  }
-  return { steps, termination: 'step_limit', answer: null, correct: false };
+  const { steps, termination } = await runEpisodeLoop(researchEpisode(index, query, settings.searchK), backend, settings, onStep);
+  const last = steps.at(-1);
+  const answer = termination !== 'step_limit' && last?.action?.kind === 'answer' ? last.action.text : null;
+  return { steps, termination: termination as ResearchTermination, answer, correct: answer !== null && gradeAnswer(answer, query).correct };
 }
 
 export interface ResearchBehaviour {

@@ -17,8 +17,9 @@
  * commands and waits — not the model's: the model's speed is the serving hardware's, and the
  * probe must not rank checkpoints by it.
  */
-import { completeStep } from '../backends/step-completion.ts';
 import type { CompletionBackend } from '../backends/types.ts';
+import { type EpisodeEnvironment, type LoopSettings, runEpisodeLoop, type StepRecord } from '../asap/loop.ts';
+import { decide, type Decision, type RecoveryRules, type SharedOutcome } from '../asap/recovery.ts';
 import { asapFormat, transcriptText } from '../formats/asap-transcripts.ts';
 import { renderTask } from '../formats/md-xml.ts';
 import {
@@ -42,47 +43,24 @@ export const TERMINAL_TERMINATIONS = [
 ] as const;
 export type TerminalTermination = (typeof TERMINAL_TERMINATIONS)[number];
 
-export type TerminalOutcome =
-  | 'executed'
-  | 'format_error'
-  | 'repeat_suppressed'
-  | 'submit_rejected'
-  | 'submitted'
-  | 'submitted_unacted'
-  | 'repeated_action'
-  | 'format_ended';
+/** The final action's outcomes: accepted, rejected (nothing run yet), accepted anyway. */
+type FinalOutcome = 'submitted' | 'submit_rejected' | 'submitted_unacted';
+export type TerminalOutcome = FinalOutcome | SharedOutcome;
 
-export interface TerminalStep {
-  index: number;
-  /** The model's step as written, cut where its action ends (all of it when it has none). */
-  completion: string;
-  finish: 'action' | 'stop' | 'length' | 'eos' | 'error';
-  tokens: number;
-  action: TerminalAction | null;
-  error: string | null;
+export interface TerminalStep extends StepRecord<TerminalAction, FinalOutcome> {
   outcome: TerminalOutcome;
-  /** The screen or the output (or a hint); null on the step that ended the episode. */
-  observation: string | null;
   /** A `bash` command's exit status, and whether it ran past the action timeout. */
   exitCode: number | null;
   timedOut: boolean;
-  modelMs: number;
   envMs: number;
 }
 
-export interface TerminalEpisodeSettings {
+export interface TerminalEpisodeSettings extends LoopSettings {
   profile: TerminalProfile;
-  maxSteps: number;
-  maxTokens: number;
-  temperature: number;
-  topP: number;
-  seed: number;
   /** A `bash` command's limit, and how long a replayed prefix step may take to finish. */
   actionTimeoutMs: number;
   /** The task's [agent] timeout_sec, in ms of environment time. */
   agentTimeoutMs: number;
-  /** The episode, as messages about the server's answers name it. */
-  label?: string;
 }
 
 /** The transcript format of these episodes: ASAP's md+xml, with the terminal tools as actions. */
@@ -116,45 +94,32 @@ export function terminalTask(instruction: string, profile: TerminalProfile): str
   return renderTask([...tools, '', instruction.trim()].join('\n'));
 }
 
-export type TerminalDecision =
-  | { kind: 'execute'; action: Exclude<TerminalAction, { kind: 'submit' }> }
-  | { kind: 'hint'; outcome: 'format_error' | 'repeat_suppressed' | 'submit_rejected'; message: string }
-  | { kind: 'end'; outcome: 'submitted' | 'submitted_unacted' | 'repeated_action' | 'format_ended'; termination: TerminalTermination };
+export type TerminalDecision = Decision<TerminalAction, FinalOutcome>;
 
-const allowed = (profile: TerminalProfile, action: TerminalAction) =>
+const offered = (profile: TerminalProfile, action: TerminalAction) =>
   action.kind === 'submit' || (profile === 'terminus' ? action.kind === 'keystrokes' : action.kind === 'bash');
 
-/** Whether running the action twice in a row is a loop rather than a wait or an interrupt. */
-const repeatable = (action: TerminalAction) => action.kind === 'bash' || (action.kind === 'keystrokes' && action.keys.endsWith('\n'));
+/** Recovery's rules here: having acted is having run anything; a repeat is a loop only for a command or keys that end in Enter. */
+function terminalRules(profile: TerminalProfile): RecoveryRules<TerminalAction, FinalOutcome> {
+  return {
+    isFinal: (action) => action.kind === 'submit',
+    offers: (action) => offered(profile, action),
+    profile,
+    repeatable: (action) => action.kind === 'bash' || (action.kind === 'keystrokes' && action.keys.endsWith('\n')),
+    hasActed: (history) => history.some((s) => s.outcome === 'executed'),
+    names: { accepted: 'submitted', rejected: 'submit_rejected', unacted: 'submitted_unacted' },
+    hints: {
+      format: (error) => TERMINAL_HINTS.format(error, profile),
+      tool: () => TERMINAL_HINTS.tool(profile),
+      final: TERMINAL_HINTS.submit,
+      repeat: TERMINAL_HINTS.repeat,
+    },
+  };
+}
 
 /** What the harness does with a completion, given the steps before it (pure). */
 export function decideTerminal(history: readonly TerminalStep[], found: FoundTerminalAction, profile: TerminalProfile): TerminalDecision {
-  const hinted = (outcome: TerminalOutcome) => history.some((s) => s.outcome === outcome);
-  const formatEnd = { kind: 'end', outcome: 'format_ended', termination: 'format_error' } as const;
-  if (!found.ok)
-    return hinted('format_error')
-      ? formatEnd
-      : { kind: 'hint', outcome: 'format_error', message: TERMINAL_HINTS.format(found.error, profile) };
-  const { action } = found;
-  if (!allowed(profile, action))
-    return hinted('format_error') ? formatEnd : { kind: 'hint', outcome: 'format_error', message: TERMINAL_HINTS.tool(profile) };
-  if (action.kind === 'submit') {
-    if (history.some((s) => s.outcome === 'executed')) return { kind: 'end', outcome: 'submitted', termination: 'submitted' };
-    return hinted('submit_rejected')
-      ? { kind: 'end', outcome: 'submitted_unacted', termination: 'submitted_unacted' }
-      : { kind: 'hint', outcome: 'submit_rejected', message: TERMINAL_HINTS.submit };
-  }
-  const previous = history.at(-1);
-  if (
-    repeatable(action) &&
-    previous?.action &&
-    (previous.outcome === 'executed' || previous.outcome === 'repeat_suppressed') &&
-    JSON.stringify(previous.action) === JSON.stringify(action)
-  )
-    return hinted('repeat_suppressed')
-      ? { kind: 'end', outcome: 'repeated_action', termination: 'repeated_action' }
-      : { kind: 'hint', outcome: 'repeat_suppressed', message: TERMINAL_HINTS.repeat };
-  return { kind: 'execute', action };
+  return decide(terminalRules(profile), history, found);
 }
 
 /** One step of text as the model would have written it (for prefix steps). */
@@ -187,6 +152,29 @@ export interface TerminalEpisodeResult {
   termination: TerminalTermination;
 }
 
+/** The Terminal-Bench environment of one episode: the task's container with the prefix replayed, and the environment time spent. */
+export function terminalEpisode(
+  container: TerminalContainer,
+  prefixText: string,
+  settings: Pick<TerminalEpisodeSettings, 'profile' | 'actionTimeoutMs' | 'agentTimeoutMs'>,
+): EpisodeEnvironment<TerminalAction, FinalOutcome, TerminalStep> {
+  let envMs = 0;
+  return {
+    rules: terminalRules(settings.profile),
+    prompt: (steps) => terminalTranscript(prefixText, steps),
+    completion: { stops: TERMINAL_STOPS, find: findTerminalAction, continueAfterStop: true },
+    idle: () => ({ exitCode: null, timedOut: false, envMs: 0 }),
+    async execute(action) {
+      const started = performance.now();
+      const ran = await runTerminalAction(container, action as Exclude<TerminalAction, { kind: 'submit' }>, settings.actionTimeoutMs);
+      const spent = performance.now() - started;
+      envMs += spent;
+      return { ...ran, envMs: spent };
+    },
+    spent: () => (envMs >= settings.agentTimeoutMs ? 'agent_timeout' : null),
+  };
+}
+
 export async function runTerminalEpisode(
   backend: CompletionBackend,
   container: TerminalContainer,
@@ -194,48 +182,8 @@ export async function runTerminalEpisode(
   settings: TerminalEpisodeSettings,
   onStep: (step: TerminalStep) => Promise<void> = async () => {},
 ): Promise<TerminalEpisodeResult> {
-  const steps: TerminalStep[] = [];
-  let envMs = 0;
-  while (steps.length < settings.maxSteps) {
-    if (envMs >= settings.agentTimeoutMs) return { steps, termination: 'agent_timeout' };
-    const completion = await completeStep(backend, terminalTranscript(prefixText, steps), settings, steps.length, {
-      stops: TERMINAL_STOPS,
-      find: findTerminalAction,
-      continueAfterStop: true,
-    });
-    const decision = decideTerminal(steps, completion.found, settings.profile);
-    const step: TerminalStep = {
-      index: steps.length,
-      completion: completion.text,
-      finish: completion.finish,
-      tokens: completion.tokens,
-      action: completion.found.ok ? completion.found.action : null,
-      error:
-        completion.serverError ??
-        (completion.found.ok
-          ? allowed(settings.profile, completion.found.action)
-            ? null
-            : `the ${completion.found.action.kind} tool is not in the ${settings.profile} profile`
-          : completion.found.error),
-      outcome: decision.kind === 'execute' ? 'executed' : decision.outcome,
-      observation: decision.kind === 'hint' ? decision.message : null,
-      exitCode: null,
-      timedOut: false,
-      modelMs: completion.modelMs,
-      envMs: 0,
-    };
-    if (decision.kind === 'execute') {
-      const started = performance.now();
-      const ran = await runTerminalAction(container, decision.action, settings.actionTimeoutMs);
-      step.envMs = performance.now() - started;
-      envMs += step.envMs;
-      Object.assign(step, ran);
-    }
-    steps.push(step);
-    await onStep(step);
-    if (decision.kind === 'end') return { steps, termination: decision.termination };
-  }
-  return { steps, termination: 'step_limit' };
+  const result = await runEpisodeLoop(terminalEpisode(container, prefixText, settings), backend, settings, onStep);
+  return { steps: result.steps, termination: result.termination as TerminalTermination };
 }
 
 export interface TerminalBehaviour {
