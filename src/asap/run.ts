@@ -13,8 +13,7 @@ import { writeToolState } from '../sandbox/run-action.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { GraderLease, SandboxLease } from '../sandbox/pool.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
-import { mapLimit } from '../util/pool.ts';
-import { deriveSeed } from '../util/rng.ts';
+import { countTerminations, type EpisodeJob, runEpisodes } from './episodes.ts';
 import { notPassed, verifyState, type Verdict } from '../verify/verifier.ts';
 import { runBehaviour, summarizeBehaviour, type BehaviourSummary } from './behaviour.ts';
 import { type EpisodeSettings, type EpisodeStep, runEpisode, type Termination, TERMINATIONS } from './episode.ts';
@@ -76,10 +75,7 @@ export interface AsapResult {
   items: AsapItem[];
 }
 
-/** The episode's seed: the same for every checkpoint, so checkpoints face the same draws. */
-export function episodeSeed(seed: number, instance: string, run: number): number {
-  return deriveSeed(seed, instance, run);
-}
+export { episodeSeed } from './episodes.ts';
 
 function relevantFiles(instance: AsapInstance): string[] {
   return instance.task.patch ? patchFiles(instance.task.patch).map((f) => f.path) : instance.prefix.solutionFiles;
@@ -113,19 +109,12 @@ async function gradeFinal(
 async function runOne(
   checkpoint: string,
   backend: CompletionBackend,
-  instance: AsapInstance,
-  run: number,
+  { instance, run, seed }: EpisodeJob<AsapInstance>,
   options: AsapRunOptions,
 ): Promise<EpisodeEnd> {
   const { store, settings } = options;
   const { task, prefix } = instance;
-  const start: EpisodeStart = {
-    type: 'start',
-    checkpoint,
-    instance: task.instance_id,
-    run,
-    seed: episodeSeed(options.seed, task.instance_id, run),
-  };
+  const start: EpisodeStart = { type: 'start', checkpoint, instance: task.instance_id, run, seed };
   const saved = store.readEpisode(checkpoint, task.instance_id, run);
   if (saved.end) return saved.end;
   store.startEpisode(start);
@@ -193,28 +182,27 @@ export async function runAsap(
   instances: readonly AsapInstance[],
   options: AsapRunOptions,
 ): Promise<AsapResult> {
-  const jobs = instances.flatMap((instance) => Array.from({ length: options.runs }, (_, run) => ({ instance, run })));
   const started = performance.now();
-  const ends = await mapLimit(jobs, options.concurrency, async ({ instance, run }) => {
-    const end = await runOne(checkpoint, backend, instance, run, options);
-    options.onEpisode?.();
-    return end;
-  });
+  // A finished episode is read back from its own file (runOne), so no memo here.
+  const ends = await runEpisodes(
+    instances,
+    { ...options, idOf: (instance) => instance.task.instance_id },
+    (job) => runOne(checkpoint, backend, job, options),
+    { onItem: () => options.onEpisode?.() },
+  );
   const items: AsapItem[] = instances.map((instance) => ({ instance: instance.task.instance_id, n: 0, c: 0, runs: [] }));
-  const terminations = Object.fromEntries(TERMINATIONS.map((t) => [t, 0])) as Record<Termination, number>;
-  jobs.forEach(({ instance, run }, i) => {
-    const end = ends[i]!;
-    const item = items[instances.indexOf(instance)]!;
+  ends.forEach((end, i) => {
+    const item = items[Math.floor(i / options.runs)]!;
+    const run = i % options.runs;
     item.n++;
     if (end.resolved) item.c++;
-    terminations[end.termination]++;
     item.runs.push({
       run,
       resolved: end.resolved,
       termination: end.termination,
       steps: end.behaviour.turns,
       reason: end.reason,
-      transcript: options.store.episodeFile(checkpoint, instance.task.instance_id, run, 'md'),
+      transcript: options.store.episodeFile(checkpoint, item.instance, run, 'md'),
     });
   });
   const pass_at: Record<string, number> = {};
@@ -229,7 +217,7 @@ export async function runAsap(
     pass_at,
     intersection: items.length ? solvedAlways / items.length : NaN,
     intersection_count: solvedAlways,
-    terminations,
+    terminations: countTerminations(TERMINATIONS, ends),
     behaviour: summarizeBehaviour(ends.map((e) => e.behaviour)),
     timing: {
       wall_ms: performance.now() - started,

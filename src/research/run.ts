@@ -6,11 +6,8 @@
  */
 import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend } from '../backends/types.ts';
-import { type ItemHooks, memoized } from '../probes/memo.ts';
-import { passAtKs } from '../protocol.ts';
-import { meanPassAtK } from '../stats/pass-at-k.ts';
-import { mapLimit } from '../util/pool.ts';
-import { deriveSeed } from '../util/rng.ts';
+import type { ItemHooks } from '../probes/memo.ts';
+import { countTerminations, meanOver, passSummary, runEpisodes } from '../asap/episodes.ts';
 import type { ResearchQuery } from './corpus.ts';
 import {
   RESEARCH_TERMINATIONS,
@@ -73,12 +70,11 @@ export async function runResearch(
   options: ResearchRunOptions,
   hooks: ItemHooks<ResearchEpisodeRecord> = {},
 ): Promise<ResearchResult> {
-  const jobs = queries.flatMap((query) => Array.from({ length: options.runs }, (_, run) => ({ query, run })));
-  const records = await mapLimit(jobs, options.concurrency, async ({ query, run }) => {
-    const id = `${query.query_id}#${run}`;
-    const record = await memoized(hooks.memo, id, async (): Promise<ResearchEpisodeRecord> => {
-      const seed = deriveSeed(options.seed, query.query_id, run);
-      const episode = await runResearchEpisode(backend, index, query, { ...options, seed, label: `the episode of query ${id}` });
+  const records = await runEpisodes(
+    queries,
+    { ...options, idOf: (query) => query.query_id },
+    async ({ instance: query, id, run, seed }): Promise<ResearchEpisodeRecord> => {
+      const episode = await runResearchEpisode(backend, index, query, { ...options, seed, label: `the episode of query ${id}#${run}` });
       return {
         query_id: query.query_id,
         run,
@@ -89,10 +85,9 @@ export async function runResearch(
         behaviour: researchBehaviour(episode.steps, query),
         steps: episode.steps,
       };
-    });
-    hooks.onItem?.(id);
-    return record;
-  });
+    },
+    hooks,
+  );
   return { ...summarize(checkpoint, backend.id, queries, records, options.runs), ...(await samplerRecord(backend, options)) };
 }
 
@@ -107,11 +102,8 @@ function summarize(
     const mine = records.filter((r) => r.query_id === q.query_id).sort((a, b) => a.run - b.run);
     return { query_id: q.query_id, n: mine.length, c: mine.filter((r) => r.correct).length, answers: mine.map((r) => r.answer) };
   });
-  const pass_at = Object.fromEntries(passAtKs(runs).map((k) => [String(k), meanPassAtK(items, k)]));
-  const mean = (f: (r: ResearchEpisodeRecord) => number) => (records.length ? records.reduce((a, r) => a + f(r), 0) / records.length : 0);
-  const terminations = Object.fromEntries(
-    RESEARCH_TERMINATIONS.map((t) => [t, records.filter((r) => r.termination === t).length]),
-  ) as Record<ResearchTermination, number>;
+  const { pass_at, solvedAlways } = passSummary(items, runs);
+  const mean = (f: (r: ResearchEpisodeRecord) => number) => meanOver(records, f);
   return {
     checkpoint,
     backend: backendId,
@@ -119,7 +111,7 @@ function summarize(
     runs,
     queries: queries.length,
     pass_at,
-    intersection: items.length ? items.filter((i) => i.n > 0 && i.c === i.n).length / items.length : 0,
+    intersection: items.length ? solvedAlways / items.length : 0,
     behaviour: {
       searches: mean((r) => r.behaviour.searches),
       documents_opened: mean((r) => r.behaviour.documents_opened),
@@ -129,7 +121,7 @@ function summarize(
       parsable_turns: mean((r) => r.behaviour.parsable_turns),
       mean_turns: mean((r) => r.steps.length),
     },
-    terminations,
+    terminations: countTerminations(RESEARCH_TERMINATIONS, records),
     items,
   };
 }

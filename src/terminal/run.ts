@@ -7,11 +7,8 @@
  */
 import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend } from '../backends/types.ts';
-import { type ItemHooks, memoized } from '../probes/memo.ts';
-import { passAtKs } from '../protocol.ts';
-import { meanPassAtK } from '../stats/pass-at-k.ts';
-import { mapLimit } from '../util/pool.ts';
-import { deriveSeed } from '../util/rng.ts';
+import type { ItemHooks } from '../probes/memo.ts';
+import { countTerminations, type EpisodeJob, meanOver, passSummary, runEpisodes } from '../asap/episodes.ts';
 import type { Tampering } from '../verify/harness-paths.ts';
 import { TerminalContainer } from './container.ts';
 import {
@@ -82,12 +79,10 @@ export interface TerminalRunOptions extends Omit<TerminalEpisodeSettings, 'seed'
 
 async function runOneEpisode(
   backend: CompletionBackend,
-  instance: TerminalInstance,
-  run: number,
+  { instance, run, seed }: EpisodeJob<TerminalInstance>,
   options: TerminalRunOptions,
 ): Promise<TerminalEpisodeRecord> {
   const { task, image, prefix } = instance;
-  const seed = deriveSeed(options.seed, task.id, run);
   const container = await TerminalContainer.start(task, image);
   try {
     if (options.profile === 'terminus') await container.startShell();
@@ -124,13 +119,12 @@ export async function runTerminal(
   options: TerminalRunOptions,
   hooks: ItemHooks<TerminalEpisodeRecord> = {},
 ): Promise<TerminalResult> {
-  const jobs = instances.flatMap((instance) => Array.from({ length: options.runs }, (_, run) => ({ instance, run })));
-  const records = await mapLimit(jobs, options.concurrency, async ({ instance, run }) => {
-    const id = `${instance.task.id}#${run}`;
-    const record = await memoized(hooks.memo, id, () => runOneEpisode(backend, instance, run, options));
-    hooks.onItem?.(id);
-    return record;
-  });
+  const records = await runEpisodes(
+    instances,
+    { ...options, idOf: (instance) => instance.task.id },
+    (job) => runOneEpisode(backend, job, options),
+    hooks,
+  );
   return { ...summarize(checkpoint, backend.id, options, instances, records), ...(await samplerRecord(backend, options)) };
 }
 
@@ -145,7 +139,8 @@ function summarize(
     const mine = records.filter((r) => r.task_id === task.id).sort((a, b) => a.run - b.run);
     return { task_id: task.id, n: mine.length, c: mine.filter((r) => r.resolved).length, rewards: mine.map((r) => r.reward) };
   });
-  const mean = (f: (r: TerminalEpisodeRecord) => number) => (records.length ? records.reduce((a, r) => a + f(r), 0) / records.length : 0);
+  const mean = (f: (r: TerminalEpisodeRecord) => number) => meanOver(records, f);
+  const { pass_at, solvedAlways } = passSummary(items, options.runs);
   return {
     checkpoint,
     backend: backendId,
@@ -153,8 +148,8 @@ function summarize(
     profile: options.profile,
     runs: options.runs,
     tasks: instances.length,
-    pass_at: Object.fromEntries(passAtKs(options.runs).map((k) => [String(k), meanPassAtK(items, k)])),
-    intersection: items.length ? items.filter((i) => i.n > 0 && i.c === i.n).length / items.length : 0,
+    pass_at,
+    intersection: items.length ? solvedAlways / items.length : 0,
     behaviour: {
       actions: mean((r) => r.behaviour.actions),
       parsable_turns: mean((r) => r.behaviour.parsable_turns),
@@ -163,10 +158,7 @@ function summarize(
       key_presses: mean((r) => r.behaviour.key_presses),
       mean_turns: mean((r) => r.steps.length),
     },
-    terminations: Object.fromEntries(TERMINAL_TERMINATIONS.map((t) => [t, records.filter((r) => r.termination === t).length])) as Record<
-      TerminalTermination,
-      number
-    >,
+    terminations: countTerminations(TERMINAL_TERMINATIONS, records),
     items,
   };
 }

@@ -1,0 +1,79 @@
+/**
+ * The episodes of one checkpoint over an environment's instances, for every environment:
+ * `runs` episodes per instance, run concurrently against one shared backend, each with a
+ * seed derived from the run's seed, the instance and the run index (the same for every
+ * checkpoint, so checkpoints face the same draws). A finished episode is read back from the
+ * memo and never run again. Pass@k is unbiased; Intersection@n counts instances solved in
+ * all n runs.
+ */
+import type { ItemHooks } from '../probes/memo.ts';
+import { memoized } from '../probes/memo.ts';
+import { passAtKs } from '../protocol.ts';
+import { meanPassAtK } from '../stats/pass-at-k.ts';
+import { mapLimit } from '../util/pool.ts';
+import { deriveSeed } from '../util/rng.ts';
+
+/** The episode's seed: the same for every checkpoint. */
+export function episodeSeed(seed: number, instance: string, run: number): number {
+  return deriveSeed(seed, instance, run);
+}
+
+export interface EpisodeJob<I> {
+  instance: I;
+  /** The instance's id. */
+  id: string;
+  run: number;
+  seed: number;
+}
+
+/**
+ * Runs (or reads back) every instance's `runs` episodes, at most `concurrency` at once; the
+ * records come back in job order (instance by instance, run by run). A memo's id is
+ * `<instance>#<run>`.
+ */
+export async function runEpisodes<I, R>(
+  instances: readonly I[],
+  options: { runs: number; concurrency: number; seed: number; idOf: (instance: I) => string },
+  runOne: (job: EpisodeJob<I>) => Promise<R>,
+  hooks: ItemHooks<R> = {},
+): Promise<R[]> {
+  const jobs = instances.flatMap((instance) =>
+    Array.from({ length: options.runs }, (_, run): EpisodeJob<I> => {
+      const id = options.idOf(instance);
+      return { instance, id, run, seed: episodeSeed(options.seed, id, run) };
+    }),
+  );
+  return mapLimit(jobs, options.concurrency, async (job) => {
+    const memoId = `${job.id}#${job.run}`;
+    const record = await memoized(hooks.memo, memoId, () => runOne(job));
+    hooks.onItem?.(memoId);
+    return record;
+  });
+}
+
+/** Solved counts of one instance: n episodes, c of them solved. */
+export interface SolvedCount {
+  n: number;
+  c: number;
+}
+
+/** Pass@k for every k the protocol reports at `runs`, and the instances solved in every run. */
+export function passSummary(items: SolvedCount[], runs: number): { pass_at: Record<string, number>; solvedAlways: number } {
+  return {
+    pass_at: Object.fromEntries(passAtKs(runs).map((k) => [String(k), meanPassAtK(items, k)])),
+    solvedAlways: items.filter((i) => i.n > 0 && i.c === i.n).length,
+  };
+}
+
+/** How many episodes ended each way, every termination the environment declares counted (0 where none did). */
+export function countTerminations<T extends string>(
+  terminations: readonly T[],
+  ended: ReadonlyArray<{ termination: T }>,
+): Record<T, number> {
+  return Object.fromEntries(terminations.map((t) => [t, ended.filter((e) => e.termination === t).length])) as Record<T, number>;
+}
+
+/** The mean of a record's number over the records (0 where there are none). */
+export function meanOver<R>(records: readonly R[], value: (record: R) => number): number {
+  return records.length ? records.reduce((sum, r) => sum + value(r), 0) / records.length : 0;
+}
