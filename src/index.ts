@@ -55,14 +55,14 @@ export {
   type EpisodeSettings,
   type EpisodeResult,
   type Termination,
-} from './asap/episode.ts';
+} from './swe/episode.ts';
 export { asapFormat, ASAP_FORMATS, type AsapFormat, type AsapFormatName } from './formats/asap-transcripts.ts';
-export { TOOL_PROFILES, type ToolProfile } from './asap/profiles.ts';
-export { buildPrefix, PrefixLeakError, type AsapPrefix } from './asap/prefix.ts';
-export { prepareInstances } from './asap/prepare.ts';
-export { runAsap, type AsapResult, type AsapInstance } from './asap/run.ts';
-export { AsapStore } from './asap/store.ts';
-export { runBehaviour, summarizeBehaviour, type RunBehaviour, type BehaviourSummary } from './asap/behaviour.ts';
+export { TOOL_PROFILES, type ToolProfile } from './swe/profiles.ts';
+export { buildPrefix, PrefixLeakError, type AsapPrefix } from './swe/prefix.ts';
+export { prepareInstances } from './swe/prepare.ts';
+export { runAsap, type AsapResult, type AsapInstance } from './swe/run.ts';
+export { AsapStore } from './swe/store.ts';
+export { runBehaviour, summarizeBehaviour, type RunBehaviour, type BehaviourSummary } from './swe/behaviour.ts';
 export { ResultCache, CachedBackend, checkpointContentHash, defaultCacheDir } from './backends/cache.ts';
 export type { ItemMemo, ItemHooks } from './probes/memo.ts';
 export { RunDir, checkpointRecords, probeSetRecord, type RunManifest, type CheckpointRecord, type SampleLine } from './store/run-dir.ts';

@@ -75,6 +75,8 @@ describe('src/ imports', () => {
       'report',
       'serve',
       'asap',
+      'swe',
+      'environments',
       'research',
       'terminal',
       'probes',

@@ -5,11 +5,11 @@
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runBehaviour } from '../src/asap/behaviour.ts';
-import { type EpisodeSettings, HINTS, runEpisode, type EpisodeStep } from '../src/asap/episode.ts';
+import { runBehaviour } from '../src/swe/behaviour.ts';
+import { type EpisodeSettings, HINTS, runEpisode, type EpisodeStep } from '../src/swe/episode.ts';
 import { asapFormat, type AsapFormatName } from '../src/formats/asap-transcripts.ts';
-import { buildPrefix, type AsapPrefix } from '../src/asap/prefix.ts';
-import type { ToolProfile } from '../src/asap/profiles.ts';
+import { buildPrefix, type AsapPrefix } from '../src/swe/prefix.ts';
+import type { ToolProfile } from '../src/swe/profiles.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { openSandbox } from '../src/sandbox/open.ts';

@@ -1,10 +1,10 @@
 /** ASAP building blocks without a model or sandbox: formats, patches, behaviour rules, the recovery decision. */
 import { describe, expect, it } from 'vitest';
-import { isTestingCommand, isValidToolCall, networkAttempts, runBehaviour, summarizeBehaviour } from '../src/asap/behaviour.ts';
-import { decide, type EpisodeStep } from '../src/asap/episode.ts';
+import { isTestingCommand, isValidToolCall, networkAttempts, runBehaviour, summarizeBehaviour } from '../src/swe/behaviour.ts';
+import { decide, type EpisodeStep } from '../src/swe/episode.ts';
 import { ASAP_FORMATS, asapFormat, jsonValueEnd } from '../src/formats/asap-transcripts.ts';
-import { isTestPath, patchFiles, sourceChanges } from '../src/asap/patch.ts';
-import { renderPrefixText } from '../src/asap/prefix.ts';
+import { isTestPath, patchFiles, sourceChanges } from '../src/swe/patch.ts';
+import { renderPrefixText } from '../src/swe/prefix.ts';
 import { type Action, renderTranscript } from '../src/formats/md-xml.ts';
 
 const ACTIONS: Action[] = [

@@ -8,7 +8,7 @@
 import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkpointKey } from '../src/asap/store.ts';
+import { checkpointKey } from '../src/swe/store.ts';
 import { UnparsableAction } from '../src/formats/action-format.ts';
 import { asapFormat } from '../src/formats/asap-transcripts.ts';
 import { formatOf } from '../src/formats/registry.ts';

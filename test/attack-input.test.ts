@@ -17,7 +17,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkpointKey } from '../src/asap/store.ts';
+import { checkpointKey } from '../src/swe/store.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';

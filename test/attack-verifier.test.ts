@@ -6,7 +6,7 @@
  * On the real demo tasks, in the real bubblewrap sandbox, graded the way a model's work is.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { summarizeBehaviour, runBehaviour } from '../src/asap/behaviour.ts';
+import { summarizeBehaviour, runBehaviour } from '../src/swe/behaviour.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import { SandboxPool } from '../src/sandbox/pool.ts';

@@ -12,7 +12,7 @@ import { REPO_ROOT } from '../src/embedded.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CKPT, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
-import { checkpointKey } from '../src/asap/store.ts';
+import { checkpointKey } from '../src/swe/store.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
 
 function probe(args: string[]) {

@@ -24,7 +24,7 @@ import { CKPT, tempDir } from './helpers/paths.ts';
 import { memorisingControl } from './helpers/control.ts';
 import { metricsFromDocument } from '../src/stats/metrics.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
-import { checkpointKey } from '../src/asap/store.ts';
+import { checkpointKey } from '../src/swe/store.ts';
 
 const SET = join(REPO_ROOT, 'research', 'licenses');
 const corpus = loadCorpus(join(SET, 'corpus.jsonl'));

@@ -28,7 +28,7 @@ import { buildTerminalPrefix, replaySteps, type TerminalPrefix } from '../src/te
 import { runTerminal, type TerminalInstance } from '../src/terminal/run.ts';
 import { readSolution, solutionSteps } from '../src/terminal/solution.ts';
 import { loadTerminalTask, loadTerminalTasks, type TerminalTask } from '../src/terminal/task.ts';
-import { checkpointKey } from '../src/asap/store.ts';
+import { checkpointKey } from '../src/swe/store.ts';
 import { metricsFromDocument } from '../src/stats/metrics.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';

@@ -1,13 +1,12 @@
 /** `probe asap --env research`: the deep-research environment of the ASAP verb (flags and its table). */
+import { RESEARCH_ENVIRONMENT } from '../research/environment.ts';
+import { printEpisodesTable } from './episodes-table.ts';
 import { join } from 'node:path';
 import { type Command, Option } from 'commander';
 import { EMBEDDED_RESEARCH_SET } from '../embedded.ts';
 import { loadResearchSet, runResearchOverCheckpoints } from '../pipeline/research.ts';
 import { SEARCH_K } from '../research/search-index.ts';
 import { ASAP_ENVIRONMENTS } from '../protocol.ts';
-import type { ResearchResult } from '../research/run.ts';
-import { formatPercent, formatTable, passColumns } from '../report/table.ts';
-import { tableName } from '../store/checkpoint-facts.ts';
 import { positiveInteger } from './args.ts';
 import type { BosFlags } from './bos-option.ts';
 import type { CheckpointFlags } from './checkpoint-options.ts';
@@ -73,28 +72,11 @@ export async function runResearchVerb(flags: ResearchFlags): Promise<void> {
     process.stdout.write(`${JSON.stringify({ out: run.out, results: run.results, ...errors }, null, 2)}\n`);
     return;
   }
-  printResearchTable(run.results, flags.runs, set.queries.length);
-  process.stderr.write(`\nTranscripts: ${join(run.out, 'episodes')}   results: ${run.resultsFile}\n`);
-}
-
-function printResearchTable(results: ResearchResult[], runs: number, queries: number): void {
-  const pass = passColumns(runs);
-  const headers = ['checkpoint', ...pass.headers, 'parsable', 'searches', 'opened', 'gold opened', 'answered', 'turns'];
-  process.stderr.write(`\nDeep research on ${queries} questions × ${runs} runs\n\n`);
-  process.stderr.write(
-    `${formatTable(
-      headers,
-      results.map((r) => [
-        tableName(r.checkpoint),
-        ...pass.cells(r),
-        formatPercent(r.behaviour.parsable_turns),
-        r.behaviour.searches.toFixed(1),
-        r.behaviour.documents_opened.toFixed(1),
-        formatPercent(r.behaviour.gold_opened),
-        formatPercent(r.behaviour.answered),
-        r.behaviour.mean_turns.toFixed(1),
-      ]),
-      headers.map((_, i) => i).slice(1),
-    )}\n`,
+  printEpisodesTable(
+    RESEARCH_ENVIRONMENT,
+    run.results,
+    flags.runs,
+    `Deep research on ${set.queries.length} questions × ${flags.runs} runs`,
   );
+  process.stderr.write(`\nTranscripts: ${join(run.out, 'episodes')}   results: ${run.resultsFile}\n`);
 }

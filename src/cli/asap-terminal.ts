@@ -1,14 +1,13 @@
 /** `probe asap --env terminal`: Terminal-Bench tasks in the ASAP verb (flags, checks and its table). */
+import { TERMINAL_ENVIRONMENT } from '../terminal/environment.ts';
+import { printEpisodesTable } from './episodes-table.ts';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { EMBEDDED_TERMINAL_TASKS } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { runTerminalOverCheckpoints } from '../pipeline/terminal.ts';
 import { imageOriginLines } from '../report/image-origins.ts';
-import { formatPercent, formatTable, passColumns } from '../report/table.ts';
-import { tableName } from '../store/checkpoint-facts.ts';
 import { TERMINAL_PROFILES, type TerminalProfile } from '../terminal/actions.ts';
-import type { TerminalResult } from '../terminal/run.ts';
 import { loadTerminalTasks } from '../terminal/task.ts';
 import type { BosFlags } from './bos-option.ts';
 import type { CheckpointFlags } from './checkpoint-options.ts';
@@ -92,28 +91,12 @@ export async function runTerminalVerb(flags: TerminalFlags, profileGiven: boolea
     process.stdout.write(`${JSON.stringify({ out: run.out, tasks: run.tasks, results: run.results, ...errors }, null, 2)}\n`);
     return;
   }
-  printTerminalTable(run.results, flags.runs, tasks.length, profile);
+  printEpisodesTable(
+    TERMINAL_ENVIRONMENT,
+    run.results,
+    flags.runs,
+    `Terminal tasks: ${tasks.length} tasks × ${flags.runs} runs (${profile} profile)`,
+  );
   process.stderr.write(imageOriginLines(run.tasks));
   process.stderr.write(`\nTranscripts: ${join(run.out, 'episodes')}   results: ${run.resultsFile}\n`);
-}
-
-function printTerminalTable(results: TerminalResult[], runs: number, tasks: number, profile: TerminalProfile): void {
-  const pass = passColumns(runs);
-  const headers = ['checkpoint', ...pass.headers, 'parsable', 'actions', 'submitted', 'agent timeout', 'turns'];
-  process.stderr.write(`\nTerminal tasks: ${tasks} tasks × ${runs} runs (${profile} profile)\n\n`);
-  process.stderr.write(
-    `${formatTable(
-      headers,
-      results.map((r) => [
-        tableName(r.checkpoint),
-        ...pass.cells(r),
-        formatPercent(r.behaviour.parsable_turns),
-        r.behaviour.actions.toFixed(1),
-        formatPercent(r.behaviour.submitted),
-        String(r.terminations.agent_timeout),
-        r.behaviour.mean_turns.toFixed(1),
-      ]),
-      headers.map((_, i) => i).slice(1),
-    )}\n`,
-  );
 }

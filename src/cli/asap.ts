@@ -2,11 +2,13 @@
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { ASAP_FORMATS } from '../formats/asap-transcripts.ts';
-import { TOOL_PROFILES } from '../asap/profiles.ts';
-import type { AsapResult } from '../asap/run.ts';
+import { TOOL_PROFILES } from '../swe/profiles.ts';
+import { SWE_ENVIRONMENT } from '../swe/environment.ts';
+import { printEpisodesTable } from './episodes-table.ts';
+import type { AsapResult } from '../swe/run.ts';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
-import { formatPercent, formatTable, passColumns } from '../report/table.ts';
+import { formatPercent, formatTable } from '../report/table.ts';
 import { tableName } from '../store/checkpoint-facts.ts';
 import { SANDBOX_KINDS } from '../sandbox/open.ts';
 import { addImageSourceOptions, type ImageSourceFlags, imageSources } from './image-source-options.ts';
@@ -167,27 +169,11 @@ function pickSettings(flags: AsapFlags): AsapSettingFlags {
 }
 
 function printTables(results: AsapResult[], flags: AsapFlags, instances: number): void {
-  const pass = passColumns(flags.runs);
-  process.stderr.write(
-    `\nASAP on ${instances} instances × ${flags.runs} runs (${flags.format}, ${flags.profile} profile, ${flags.prefixSteps}-step prefix)\n\n`,
-  );
-  const headers = ['checkpoint', ...pass.headers, 'parsable', 'valid calls', 'edits', 'testing', 'submitted', 'empty patch', 'turns'];
-  process.stderr.write(
-    `${formatTable(
-      headers,
-      results.map((r) => [
-        tableName(r.checkpoint),
-        ...pass.cells(r),
-        formatPercent(r.behaviour.parsable_turns),
-        formatPercent(r.behaviour.valid_tool_calls),
-        formatPercent(r.behaviour.autonomous_edits),
-        formatPercent(r.behaviour.active_testing),
-        formatPercent(r.behaviour.explicit_submission),
-        formatPercent(r.behaviour.empty_patch),
-        r.behaviour.mean_turns.toFixed(1),
-      ]),
-      headers.map((_, i) => i).slice(1),
-    )}\n`,
+  printEpisodesTable(
+    SWE_ENVIRONMENT,
+    results,
+    flags.runs,
+    `ASAP on ${instances} instances × ${flags.runs} runs (${flags.format}, ${flags.profile} profile, ${flags.prefixSteps}-step prefix)`,
   );
   process.stderr.write(
     `\nEpisode endings\n\n${formatTable(

@@ -4,7 +4,9 @@ import { Command } from 'commander';
 import { collectRuns, type ReportData } from '../report/collect.ts';
 import { renderReport } from '../report/html.ts';
 import { rankingAccuracy } from '../probes/mcq.ts';
-import { formatPercent, formatTable } from '../report/table.ts';
+import { formatPercent, formatTable, TABLE_VALUES } from '../report/table.ts';
+import { type Column, type EnvironmentResult, showValue } from '../asap/environment.ts';
+import { ENVIRONMENTS } from '../environments/registry.ts';
 import { checkOutputFile } from '../store/output-path.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { nonNegativeInteger } from './args.ts';
@@ -127,48 +129,24 @@ function printRankings(data: ReportData): void {
         formatPercent(r.pass_at[String(r.n)]),
       ]),
     );
-  if (data.asap.length)
+  // Every registered environment's ranking, in its declared columns.
+  for (const env of ENVIRONMENTS) {
+    const results = data[env.reportKey] as readonly EnvironmentResult[];
+    if (!results.length) continue;
+    const { leading, ranking } = env.columns;
+    const show = <R>(c: Column<R>, r: R) => showValue(c.value(r), c.as, TABLE_VALUES);
     out(
-      'ASAP',
-      ['rank', 'checkpoint', 'pass@1', '∩@n', 'parsable', 'edits'],
-      places(data.asap, passAt1, 'higher').map(([r, rank]) => [
+      env.section.ranking,
+      ['rank', 'checkpoint', ...leading.map((c) => c.header), 'pass@1', '∩@n', ...ranking.map((c) => c.header)],
+      places(results, passAt1, 'higher').map(([r, rank]) => [
         rank,
         name(r.checkpoint),
+        ...leading.map((c) => show(c, r)),
         formatPercent(r.pass_at['1']),
         formatPercent(r.intersection),
-        formatPercent(r.behaviour.parsable_turns),
-        formatPercent(r.behaviour.autonomous_edits),
+        ...ranking.map((c) => show(c, r)),
       ]),
     );
-  if (data.terminal.length)
-    out(
-      'Terminal tasks',
-      ['rank', 'checkpoint', 'profile', 'pass@1', '∩@n', 'parsable', 'actions', 'submitted'],
-      places(data.terminal, passAt1, 'higher').map(([r, rank]) => [
-        rank,
-        name(r.checkpoint),
-        r.profile,
-        formatPercent(r.pass_at['1']),
-        formatPercent(r.intersection),
-        formatPercent(r.behaviour.parsable_turns),
-        r.behaviour.actions.toFixed(1),
-        formatPercent(r.behaviour.submitted),
-      ]),
-    );
-  if (data.research.length)
-    out(
-      'Deep research',
-      ['rank', 'checkpoint', 'pass@1', '∩@n', 'parsable', 'searches', 'gold opened', 'answered'],
-      places(data.research, passAt1, 'higher').map(([r, rank]) => [
-        rank,
-        name(r.checkpoint),
-        formatPercent(r.pass_at['1']),
-        formatPercent(r.intersection),
-        formatPercent(r.behaviour.parsable_turns),
-        r.behaviour.searches.toFixed(1),
-        formatPercent(r.behaviour.gold_opened),
-        formatPercent(r.behaviour.answered),
-      ]),
-    );
+  }
   if (data.ladder) process.stderr.write(`\nShortlist: ${data.ladder.shortlist.join(', ') || 'none'}\n`);
 }

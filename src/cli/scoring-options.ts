@@ -12,7 +12,7 @@ import { InputError } from '../errors.ts';
 import { servedAs, type Failure, type ScoringRun } from '../pipeline/checkpoint-loop.ts';
 import { loadProbeItems } from '../probes/load.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
-import { checkpointKey as episodesDirName } from '../asap/store.ts';
+import { checkpointKey as episodesDirName } from '../swe/store.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { positiveInteger } from './args.ts';
 import { bosConfig } from '../backends/bos.ts';

@@ -24,7 +24,7 @@ import {
   timestampedRunDir,
   type ScoringFlags,
 } from './scoring-options.ts';
-import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
+import { TOOL_PROFILES, type ToolProfile } from '../swe/profiles.ts';
 import { checkResume } from './run-options.ts';
 
 interface ValidateFlags extends ScoringFlags {

@@ -6,7 +6,7 @@
  */
 import { basename, join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { TOOL_PROFILES, type ToolProfile } from '../asap/profiles.ts';
+import { TOOL_PROFILES, type ToolProfile } from '../swe/profiles.ts';
 import { EMBEDDED_SAMPLING_PROBES, REPO_ROOT } from '../embedded.ts';
 import { loadProbeItems } from '../probes/load.ts';
 import { probeSetRecord, RunDir } from '../store/run-dir.ts';

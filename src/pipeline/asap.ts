@@ -5,10 +5,10 @@
  */
 import { resolve } from 'node:path';
 import { asapFormat, type AsapFormatName } from '../formats/asap-transcripts.ts';
-import { prepareInstances } from '../asap/prepare.ts';
-import type { ToolProfile } from '../asap/profiles.ts';
-import { type AsapResult, runAsap } from '../asap/run.ts';
-import { AsapStore } from '../asap/store.ts';
+import { prepareInstances } from '../swe/prepare.ts';
+import type { ToolProfile } from '../swe/profiles.ts';
+import { type AsapResult, runAsap } from '../swe/run.ts';
+import { AsapStore } from '../swe/store.ts';
 import type { InputError } from '../errors.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import type { ResultCache } from '../backends/cache.ts';

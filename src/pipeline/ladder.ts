@@ -5,7 +5,7 @@
  * ladder resumes where it stopped.
  */
 import { join, resolve } from 'node:path';
-import { referenceFiles } from '../asap/prepare.ts';
+import { referenceFiles } from '../swe/prepare.ts';
 import type { BpbItem, BpbResult } from '../probes/bpb.ts';
 import { scoreBpb } from '../probes/bpb.ts';
 import { rankingAccuracy, scoreMcq, type McqItem, type McqResult } from '../probes/mcq.ts';

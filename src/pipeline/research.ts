@@ -11,7 +11,7 @@ import type { Checkpoint } from '../backends/checkpoint.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import type { Dtype } from '../backends/onnx/dtype.ts';
 import type { EngineChoice } from '../engines/engine-target.ts';
-import { checkpointKey } from '../asap/store.ts';
+import { checkpointKey } from '../swe/store.ts';
 import { InputError } from '../errors.ts';
 import { type ResearchDoc, type ResearchQuery, loadCorpus, loadQueries } from '../research/corpus.ts';
 import { researchTranscript, researchTask } from '../research/episode.ts';
@@ -129,7 +129,7 @@ function writeTranscripts(dir: RunDir, set: ResearchSet, checkpoints: readonly C
     const text = researchTranscript(researchTask(query.query, searchK), result.steps).replace(/\n## Thinking\n$/, '\n');
     const name = nameOf.get(checkpoint);
     if (name === undefined) continue; // a checkpoint of an earlier invocation of the run: its transcripts are written already
-    // Laid out as SWE episodes are (asap/store.ts): the checkpoint as given, the question, the run.
+    // Laid out as SWE episodes are (swe/store.ts): the checkpoint as given, the question, the run.
     const file = join(dir.dir, 'episodes', checkpointKey(name), idFileName(result.query_id), `run-${result.run}.md`);
     // Written by a rename: a link planted at a transcript's name in a resumed run is replaced, never written through.
     writeFileAtomic(

@@ -13,7 +13,7 @@ import type { Checkpoint } from '../backends/checkpoint.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import type { Dtype } from '../backends/onnx/dtype.ts';
 import type { EngineChoice } from '../engines/engine-target.ts';
-import { checkpointKey } from '../asap/store.ts';
+import { checkpointKey } from '../swe/store.ts';
 import { EnvironmentError } from '../errors.ts';
 import { client, dockerAvailable } from '../sandbox/docker.ts';
 import { readJsonl } from '../store/jsonl-log.ts';

@@ -4,10 +4,10 @@
  */
 import { existsSync } from 'node:fs';
 import { basename, isAbsolute, join, resolve } from 'node:path';
-import type { AsapResult } from '../asap/run.ts';
+import type { AsapResult } from '../swe/run.ts';
 import type { ResearchResult } from '../research/run.ts';
 import type { TerminalResult } from '../terminal/run.ts';
-import { AsapStore, checkpointKey } from '../asap/store.ts';
+import { AsapStore, checkpointKey } from '../swe/store.ts';
 import { InputError } from '../errors.ts';
 import type { AptResult } from '../probes/aptbench.ts';
 import type { BpbResult } from '../probes/bpb.ts';

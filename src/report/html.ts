@@ -7,10 +7,9 @@ import { formatTrendValue, TREND_PROBES, type TrendPoint, type TrendProbe } from
 import { trendChart } from './trend-svg.ts';
 import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
-import type { AsapResult } from '../asap/run.ts';
-import { RESEARCH_TERMINATIONS } from '../research/episode.ts';
-import type { ResearchResult } from '../research/run.ts';
-import { TERMINAL_TERMINATIONS } from '../terminal/episode.ts';
+import type { AsapResult } from '../swe/run.ts';
+import { type Column, type EnvironmentDeclaration, type EnvironmentResult, showValue, type ValueFormat } from '../asap/environment.ts';
+import { ENVIRONMENTS } from '../environments/registry.ts';
 import type { BpbResult } from '../probes/bpb.ts';
 import { RANKING_ACCURACY_LABEL, rankingAccuracy } from '../probes/mcq.ts';
 import { spearman } from '../stats/correlation.ts';
@@ -294,64 +293,74 @@ function passkSection(data: ReportData): string {
   );
 }
 
-const TERMINATIONS = ['submitted', 'submitted_empty', 'step_limit', 'repeated_action', 'format_error'] as const;
+const SHOWN: ValueFormat = { percent: (v) => pct(v), mean: (v) => num(v, 1) };
+const show = <R>(column: Column<R>, result: R) => showValue(column.value(result), column.as, SHOWN);
 
-function asapSection(results: AsapResult[]): string {
-  if (!results.length) return section('asap', 'ASAP episodes', empty('No ASAP results in these runs.'));
-  const b = (r: AsapResult) => r.behaviour;
-  const body =
-    table(
-      [
-        'checkpoint',
-        'runs',
-        'pass@1',
-        '∩@n',
-        'parsable turns',
-        'valid calls',
-        'edits',
-        'testing',
-        'applicable patch',
-        'empty patch',
-        'submitted',
-        'regressions',
-        'turns',
-      ],
-      results.map((r) => [
-        r.checkpoint,
-        `${r.instances} × ${r.runs}`,
-        pct(r.pass_at['1']),
-        pct(r.intersection),
-        pct(b(r).parsable_turns),
-        pct(b(r).valid_tool_calls),
-        pct(b(r).autonomous_edits),
-        pct(b(r).active_testing),
-        pct(b(r).applicable_patch),
-        pct(b(r).empty_patch),
-        pct(b(r).explicit_submission),
-        pct(b(r).regressions),
-        num(b(r).mean_turns, 1),
-      ]),
-      [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
-    ) +
-    stackedBars(
-      'How episodes ended',
-      [...TERMINATIONS],
-      results.map((r) => ({ label: short(r.checkpoint), parts: TERMINATIONS.map((t) => r.terminations[t] ?? 0) })),
-      'episodes',
-    ) +
-    stackedBars(
-      'Model turns: a valid tool call, parsable but not a valid call, unparsable',
-      ['valid call', 'parsable, invalid', 'unparsable'],
-      results.map((r) => {
-        // Back from the turn-weighted rates to counts: every turn is in exactly one part.
-        const turns = Math.round(b(r).mean_turns * b(r).runs);
-        const valid = Math.round(b(r).valid_tool_calls * turns);
-        const parsable = Math.max(Math.round(b(r).parsable_turns * turns), valid);
-        return { label: short(r.checkpoint), parts: [valid, parsable - valid, turns - parsable] };
-      }),
-      'turns',
+/** An environment's results in its declared columns: checkpoint, leading columns, runs, pass@1, ∩@n, then its own. */
+function episodesTable(env: EnvironmentDeclaration<EnvironmentResult>, results: readonly EnvironmentResult[]): string {
+  const { leading, report } = env.columns;
+  const headers = ['checkpoint', ...leading.map((c) => c.header), 'runs', 'pass@1', '∩@n', ...report.map((c) => c.header)];
+  const firstNumeric = leading.length + 2;
+  return table(
+    headers,
+    results.map((r) => [
+      r.checkpoint,
+      ...leading.map((c) => show(c, r)),
+      env.size(r),
+      pct(r.pass_at['1']),
+      pct(r.intersection),
+      ...report.map((c) => show(c, r)),
+    ]),
+    headers.map((_, i) => i).slice(firstNumeric),
+  );
+}
+
+/** How each checkpoint's episodes ended, every ending the environment declares. */
+function endingBars(env: EnvironmentDeclaration<EnvironmentResult>, results: readonly EnvironmentResult[]): string {
+  return stackedBars(
+    'How episodes ended',
+    [...env.terminations],
+    results.map((r) => ({ label: short(r.checkpoint), parts: env.terminations.map((t) => r.terminations[t] ?? 0) })),
+    'episodes',
+  );
+}
+
+/** What one environment's section adds below its table and endings: SWE's kinds of turn, Terminal-Bench's transcripts. */
+const SECTION_EXTRAS: Partial<
+  Record<EnvironmentDeclaration<EnvironmentResult>['reportKey'], (data: ReportData, maxChars: number) => string>
+> = {
+  asap: (data) => turnKinds(data.asap),
+  terminal: (data, maxChars) => `<h3>Transcripts</h3>${terminalTranscripts(data, maxChars)}`,
+};
+
+/** One section per registered environment, in the registry's order; one with no results is left out unless it says what to show. */
+function environmentSections(data: ReportData, maxChars: number): string[] {
+  return ENVIRONMENTS.map((env) => {
+    const results = data[env.reportKey] as readonly EnvironmentResult[];
+    const { id, title, whenEmpty } = env.section;
+    if (!results.length) return whenEmpty ? section(id, title, empty(whenEmpty)) : '';
+    return section(
+      id,
+      title,
+      episodesTable(env, results) + endingBars(env, results) + (SECTION_EXTRAS[env.reportKey]?.(data, maxChars) ?? ''),
     );
-  return section('asap', 'ASAP episodes', body);
+  });
+}
+
+function turnKinds(results: AsapResult[]): string {
+  const b = (r: AsapResult) => r.behaviour;
+  return stackedBars(
+    'Model turns: a valid tool call, parsable but not a valid call, unparsable',
+    ['valid call', 'parsable, invalid', 'unparsable'],
+    results.map((r) => {
+      // Back from the turn-weighted rates to counts: every turn is in exactly one part.
+      const turns = Math.round(b(r).mean_turns * b(r).runs);
+      const valid = Math.round(b(r).valid_tool_calls * turns);
+      const parsable = Math.max(Math.round(b(r).parsable_turns * turns), valid);
+      return { label: short(r.checkpoint), parts: [valid, parsable - valid, turns - parsable] };
+    }),
+    'turns',
+  );
 }
 
 /** Only when the runs include APTBench items: their scores are another view, not a rung of the ladder. */
@@ -372,50 +381,6 @@ function aptbenchSection(data: ReportData): string {
       ]),
       [1, 2, 3, 4, 5],
     ),
-  );
-}
-
-function researchSection(data: ReportData): string {
-  if (!data.research.length) return '';
-  const b = (r: ResearchResult) => r.behaviour;
-  return section(
-    'research',
-    'Deep-research episodes',
-    table(
-      [
-        'checkpoint',
-        'runs',
-        'pass@1',
-        '∩@n',
-        'parsable turns',
-        'searches',
-        'documents opened',
-        'gold opened',
-        'gold seen',
-        'answered',
-        'turns',
-      ],
-      data.research.map((r) => [
-        r.checkpoint,
-        `${r.queries} × ${r.runs}`,
-        pct(r.pass_at['1']),
-        pct(r.intersection),
-        pct(b(r).parsable_turns),
-        num(b(r).searches, 1),
-        num(b(r).documents_opened, 1),
-        pct(b(r).gold_opened),
-        pct(b(r).gold_seen),
-        pct(b(r).answered),
-        num(b(r).mean_turns, 1),
-      ]),
-      [2, 3, 4, 5, 6, 7, 8, 9, 10],
-    ) +
-      stackedBars(
-        'How episodes ended',
-        [...RESEARCH_TERMINATIONS],
-        data.research.map((r) => ({ label: short(r.checkpoint), parts: RESEARCH_TERMINATIONS.map((t) => r.terminations[t] ?? 0) })),
-        'episodes',
-      ),
   );
 }
 
@@ -441,9 +406,8 @@ function shownTranscript(file: string, maxChars: number, leftOut: ReadonlyMap<st
     : text;
 }
 
-function terminalSection(data: ReportData, maxChars: number): string {
-  if (!data.terminal.length) return '';
-  const transcripts = data.terminal
+function terminalTranscripts(data: ReportData, maxChars: number): string {
+  return data.terminal
     .map(
       (r) =>
         `<h4>${esc(r.checkpoint)}</h4>${r.items
@@ -463,32 +427,6 @@ function terminalSection(data: ReportData, maxChars: number): string {
           .join('')}`,
     )
     .join('');
-  return section(
-    'terminal',
-    'Terminal-Bench episodes',
-    table(
-      ['checkpoint', 'profile', 'runs', 'pass@1', '∩@n', 'parsable turns', 'actions', 'submitted', 'turns'],
-      data.terminal.map((r) => [
-        r.checkpoint,
-        r.profile,
-        `${r.tasks} × ${r.runs}`,
-        pct(r.pass_at['1']),
-        pct(r.intersection),
-        pct(r.behaviour.parsable_turns),
-        num(r.behaviour.actions, 1),
-        pct(r.behaviour.submitted),
-        num(r.behaviour.mean_turns, 1),
-      ]),
-      [3, 4, 5, 6, 7, 8],
-    ) +
-      stackedBars(
-        'How episodes ended',
-        [...TERMINAL_TERMINATIONS],
-        data.terminal.map((r) => ({ label: short(r.checkpoint), parts: TERMINAL_TERMINATIONS.map((t) => r.terminations[t] ?? 0) })),
-        'episodes',
-      ) +
-      `<h3>Transcripts</h3>${transcripts}`,
-  );
 }
 
 function correlationSection(data: ReportData, downstream: Map<string, number> | undefined, includeControls: boolean): string {
@@ -635,9 +573,7 @@ export function renderReport(data: ReportData, options: ReportOptions = {}): str
     bpbSection(data.bpb),
     mcqSection(data),
     passkSection(data),
-    asapSection(data.asap),
-    terminalSection(data, options.maxTranscriptChars ?? 100_000),
-    researchSection(data),
+    ...environmentSections(data, options.maxTranscriptChars ?? 100_000),
     aptbenchSection(data),
     correlationSection(data, options.downstream, Boolean(options.includeControls)),
     itemsSection(data),

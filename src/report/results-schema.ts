@@ -6,7 +6,7 @@
  * passed through.
  */
 import { z } from 'zod';
-import type { AsapResult } from '../asap/run.ts';
+import type { AsapResult } from '../swe/run.ts';
 import type { ResearchResult } from '../research/run.ts';
 import type { TerminalResult } from '../terminal/run.ts';
 import { InputError } from '../errors.ts';

@@ -17,6 +17,9 @@ export function formatPercent(v: number | null | undefined, missing = '-'): stri
   return v === null || v === undefined || Number.isNaN(v) ? missing : `${(100 * v).toFixed(1)}%`;
 }
 
+/** How the terminal's tables show an environment's declared columns: shares as percents, means to one decimal. */
+export const TABLE_VALUES = { percent: (v: number) => formatPercent(v), mean: (v: number) => v.toFixed(1) } as const;
+
 /** A checkpoint as tables and charts name it: its directory's base name. */
 export function shortCheckpointName(checkpoint: string): string {
   return basename(checkpoint.replace(/\/+$/, '')) || checkpoint;

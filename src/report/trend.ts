@@ -5,7 +5,7 @@
  * between two checkpoints of one training run (one improves, the other worsens) or between
  * training runs at the same step (they order the runs the other way round).
  */
-import type { AsapResult } from '../asap/run.ts';
+import type { AsapResult } from '../swe/run.ts';
 import type { BpbResult } from '../probes/bpb.ts';
 import { rankingAccuracy, type McqResult } from '../probes/mcq.ts';
 import type { PasskResult } from '../probes/passk.ts';

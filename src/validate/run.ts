@@ -6,9 +6,9 @@
  * each rung × checkpoint its cost when it ends: a killed study resumes where it stopped.
  */
 import { join, resolve } from 'node:path';
-import { referenceFiles } from '../asap/prepare.ts';
-import type { AsapResult } from '../asap/run.ts';
-import { AsapStore } from '../asap/store.ts';
+import { referenceFiles } from '../swe/prepare.ts';
+import type { AsapResult } from '../swe/run.ts';
+import { AsapStore } from '../swe/store.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { ProbeError } from '../errors.ts';
 import { scoreBpb, type BpbItem, type BpbResult } from '../probes/bpb.ts';
@@ -26,7 +26,7 @@ import { codePieces } from './code-text.ts';
 import { correlatePair, ranking, type Correlation } from './correlate.ts';
 import { countingBackend } from './counting-backend.ts';
 import { asapRecords, probeSeries, truthSeries, seriesValue, type AsapInstanceRecord, type StudySeries } from './series.ts';
-import type { ToolProfile } from '../asap/profiles.ts';
+import type { ToolProfile } from '../swe/profiles.ts';
 import { ACTION_MAX_TOKENS, ASAP_PROTOCOL, passAtKs, SAMPLING } from '../protocol.ts';
 
 export interface StudySettings {

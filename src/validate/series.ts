@@ -5,8 +5,8 @@
  * computed by one function from the same records. A unit is a task (probe items and ASAP
  * instances of one task are resampled together) or, for plain code, a file.
  */
-import { summarizeBehaviour, type BehaviourSummary, type RunBehaviour } from '../asap/behaviour.ts';
-import type { AsapResult } from '../asap/run.ts';
+import { summarizeBehaviour, type BehaviourSummary, type RunBehaviour } from '../swe/behaviour.ts';
+import type { AsapResult } from '../swe/run.ts';
 import type { BpbItem, BpbResult } from '../probes/bpb.ts';
 import type { McqItem, McqResult } from '../probes/mcq.ts';
 import type { PasskItem, PasskResult } from '../probes/passk.ts';

@@ -6,7 +6,7 @@
  * (Items inside a rung are in the rung's samples.jsonl, as in every run directory.)
  */
 import { join } from 'node:path';
-import type { AsapResult } from '../asap/run.ts';
+import type { AsapResult } from '../swe/run.ts';
 import type { BpbResult } from '../probes/bpb.ts';
 import type { McqResult } from '../probes/mcq.ts';
 import type { PasskResult } from '../probes/passk.ts';

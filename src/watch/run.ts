@@ -9,9 +9,9 @@
  * reported and recorded, and the watch goes on.
  */
 import { basename, join } from 'node:path';
-import { referenceFiles } from '../asap/prepare.ts';
-import type { AsapResult } from '../asap/run.ts';
-import type { ToolProfile } from '../asap/profiles.ts';
+import { referenceFiles } from '../swe/prepare.ts';
+import type { AsapResult } from '../swe/run.ts';
+import type { ToolProfile } from '../swe/profiles.ts';
 import { type Checkpoint, checkpointKey, resolveCheckpoint } from '../backends/checkpoint.ts';
 import { ENGINE_PROBES } from '../engines/engine-target.ts';
 import { EndpointFailure } from '../backends/http/transport.ts';

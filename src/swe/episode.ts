@@ -17,8 +17,8 @@ import { type Action, renderAction } from '../formats/md-xml.ts';
 import { type AsapFormat, type Extracted, transcriptText } from '../formats/asap-transcripts.ts';
 import { sourceChanges } from './patch.ts';
 import { allowsAction, type ToolProfile } from './profiles.ts';
-import { type EpisodeEnvironment, type FoundInText, type LoopSettings, runEpisodeLoop, type StepRecord } from './loop.ts';
-import { decide as recover, type Decision as RecoveryDecision, type RecoveryRules, type SharedOutcome } from './recovery.ts';
+import { type EpisodeEnvironment, type FoundInText, type LoopSettings, runEpisodeLoop, type StepRecord } from '../asap/loop.ts';
+import { decide as recover, type Decision as RecoveryDecision, type RecoveryRules, type SharedOutcome } from '../asap/recovery.ts';
 
 export const TERMINATIONS = ['submitted', 'submitted_empty', 'step_limit', 'repeated_action', 'format_error'] as const;
 export type Termination = (typeof TERMINATIONS)[number];

@@ -13,7 +13,7 @@ import { writeToolState } from '../sandbox/run-action.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { GraderLease, SandboxLease } from '../sandbox/pool.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
-import { countTerminations, type EpisodeJob, runEpisodes } from './episodes.ts';
+import { countTerminations, type EpisodeJob, runEpisodes } from '../asap/episodes.ts';
 import { notPassed, verifyState, type Verdict } from '../verify/verifier.ts';
 import { runBehaviour, summarizeBehaviour, type BehaviourSummary } from './behaviour.ts';
 import { type EpisodeSettings, type EpisodeStep, runEpisode, type Termination, TERMINATIONS } from './episode.ts';
@@ -75,7 +75,7 @@ export interface AsapResult {
   items: AsapItem[];
 }
 
-export { episodeSeed } from './episodes.ts';
+export { episodeSeed } from '../asap/episodes.ts';
 
 function relevantFiles(instance: AsapInstance): string[] {
   return instance.task.patch ? patchFiles(instance.task.patch).map((f) => f.path) : instance.prefix.solutionFiles;
