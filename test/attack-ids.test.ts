@@ -13,13 +13,13 @@ import { UnparsableAction } from '../src/formats/action-format.ts';
 import { asapFormat } from '../src/formats/asap-transcripts.ts';
 import { formatOf } from '../src/formats/registry.ts';
 import { idFileName } from '../src/util/file-name.ts';
-import { REPO_ROOT } from '../src/embedded.ts';
+import { EMBEDDED_RESEARCH_SET, REPO_ROOT } from '../src/embedded.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { CKPT, tempDir } from './helpers/paths.ts';
 
-const LICENSES = join(REPO_ROOT, 'research', 'licenses');
+const LICENSES = EMBEDDED_RESEARCH_SET;
 const shippedQueries = readFileSync(join(LICENSES, 'queries.jsonl'), 'utf8')
   .trim()
   .split('\n')

@@ -1,5 +1,5 @@
 /**
- * Builds the shipped deep-research set (research/licenses/): the license texts of
+ * Builds the shipped deep-research set (task-sets/research-licenses/): the license texts of
  * corpora/prose (Debian's common-licenses, which their own terms let anyone copy verbatim)
  * cut into passages of at most PASSAGE_CHARS, and questions whose answers those passages
  * state. Each question names an evidence phrase; its gold document is the one passage
@@ -13,7 +13,7 @@ import { REPO_ROOT } from '../../src/embedded.ts';
 
 const PASSAGE_CHARS = 1200;
 const SOURCE = join(REPO_ROOT, 'corpora', 'prose');
-const OUT = join(REPO_ROOT, 'research', 'licenses');
+const OUT = join(REPO_ROOT, 'task-sets', 'research-licenses');
 
 const LICENSES: Record<string, string> = {
   'Apache-2.0': 'Apache License, Version 2.0',
