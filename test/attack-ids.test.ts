@@ -244,7 +244,7 @@ describe.skipIf(!hasBubblewrap())('class 10: a too-deep JSON document is one bad
     expect(summary.items).toBe(1);
   }, 300_000);
 
-  it('a row of a trajectory corpus whose turns nest 100 000 levels', () => {
+  it('a row of a trajectory dataset whose turns nest 100 000 levels', () => {
     const dir = tempDir();
     const traj = JSON.parse(readFileSync(join(REPO_ROOT, 'trajectories', 'money-js__cents-12.sweagent.traj'), 'utf8')) as {
       history: Array<{ role: string; content: string }>;
