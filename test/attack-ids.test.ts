@@ -260,16 +260,16 @@ describe.skipIf(!hasBubblewrap())('class 10: a too-deep JSON document is one bad
     };
     const deepTurns = row.trajectory.map((turn, i) => (i === 3 ? { ...turn, text: '@DEEP@' } : turn));
     const deepRow = JSON.stringify({ ...row, trajectory: deepTurns }).replace('"@DEEP@"', deepValue(100_000));
-    const corpus = join(dir, 'corpus.jsonl');
-    writeFileSync(corpus, `${deepRow}\n${JSON.stringify(row)}\n`);
-    const { code, stderr, summary } = build(corpus, join(dir, 'probes.jsonl'));
+    const dataset = join(dir, 'dataset.jsonl');
+    writeFileSync(dataset, `${deepRow}\n${JSON.stringify(row)}\n`);
+    const { code, stderr, summary } = build(dataset, join(dir, 'probes.jsonl'));
     expect(stderr).not.toMatch(/Maximum call stack|bug in probe/);
     expect(code).toBe(2);
     expect(summary.counts).toEqual({ accepted: 1, rejected: 0, flaky: 0, 'bad-input': 1 });
     expect(summary.trajectories.map((t) => [t.trajectory, t.status])).toEqual([
-      ['corpus.jsonl#0', 'bad-input'],
-      ['corpus.jsonl#1', 'accepted'],
+      ['dataset.jsonl#0', 'bad-input'],
+      ['dataset.jsonl#1', 'accepted'],
     ]);
-    expect(summary.trajectories[0]!.rejected).toBe(`${corpus}:1: nests deeper than 200 levels of arrays and objects; not read`);
+    expect(summary.trajectories[0]!.rejected).toBe(`${dataset}:1: nests deeper than 200 levels of arrays and objects; not read`);
   }, 300_000);
 });
