@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as ort from 'onnxruntime-node';
-import { loadCorpora } from '../scripts/checkpoints/ladder.ts';
+import { loadLadderTexts } from '../scripts/checkpoints/ladder.ts';
 import { encodeModel, readModel, resizeVocab } from '../scripts/checkpoints/real-graph.ts';
 import { splitPair } from '../src/backends/boundary.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
@@ -36,9 +36,9 @@ async function time(fn: () => Promise<unknown>): Promise<number> {
 }
 
 const REAL = join(REPO_ROOT, '..', 'shared', 'models', 'llama-bpe8k-s250');
-const corpora = loadCorpora(join(REPO_ROOT, 'corpora'));
+const texts = loadLadderTexts(join(REPO_ROOT, 'ladder-text'));
 const items = loadProbeItems(EMBEDDED_PROBES);
-const longText = corpora.code.join('\n');
+const longText = texts.code.join('\n');
 const scratch = mkdtempSync(join(tmpdir(), 'probe-bench-score-'));
 
 /**

@@ -1,21 +1,21 @@
 /**
- * Regenerates the embedded checkpoint ladder under `checkpoints/` from `corpora/`.
+ * Regenerates the embedded checkpoint ladder under `checkpoints/` from `ladder-text/`.
  * Usage: npm run gen:checkpoints [-- --out DIR]
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { buildRung, EXPECTED_ORDER, LADDER, loadCorpora } from './checkpoints/ladder.ts';
+import { buildRung, EXPECTED_ORDER, LADDER, loadLadderTexts } from './checkpoints/ladder.ts';
 import { REAL_RUNGS } from './checkpoints/real-rungs.ts';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const outFlag = process.argv.indexOf('--out');
 const out = outFlag >= 0 ? resolve(process.argv[outFlag + 1]!) : join(repo, 'checkpoints');
 
-const corpora = loadCorpora(join(repo, 'corpora'));
+const texts = loadLadderTexts(join(repo, 'ladder-text'));
 for (const spec of LADDER) {
   const started = Date.now();
-  const files = buildRung(spec, corpora);
+  const files = buildRung(spec, texts);
   for (const [rel, data] of files) {
     const path = join(out, spec.name, rel);
     mkdirSync(dirname(path), { recursive: true });

@@ -2,7 +2,7 @@
  * Writes `probes/demo-fixtures.jsonl`: hand-written probe items in the `md+xml` format,
  * standing in for replay-built probe sets until `probe build` produces them. Each item
  * is a short agent episode on a small Python shop project, cut just before its decisive
- * edit. They share nothing with the corpora the checkpoint ladder was counted from.
+ * edit. They share nothing with the texts the checkpoint ladder was counted from (`ladder-text/`).
  * Usage: npx tsx scripts/make-demo-probes.ts [--check]
  */
 import { readFileSync, writeFileSync } from 'node:fs';

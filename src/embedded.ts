@@ -13,9 +13,9 @@ export const EMBEDDED_PROBES = join(REPO_ROOT, 'probes');
  */
 export const EMBEDDED_SAMPLING_PROBES = join(EMBEDDED_PROBES, 'demo.jsonl');
 /** The shipped Terminal-Bench task directories (`probe asap --env terminal`). */
-export const EMBEDDED_TERMINAL_TASKS = join(REPO_ROOT, 'terminal');
+export const EMBEDDED_TERMINAL_TASKS = join(REPO_ROOT, 'task-sets', 'terminal-bench');
 /** The shipped deep-research set (`probe asap --env research`). */
-export const EMBEDDED_RESEARCH_SET = join(REPO_ROOT, 'research', 'licenses');
+export const EMBEDDED_RESEARCH_SET = join(REPO_ROOT, 'task-sets', 'research-licenses');
 
 export interface LadderManifest {
   rungs: Array<{ name: string; family: string; corpora: string[]; description: string; control?: boolean; heldout_code_bpb?: number }>;

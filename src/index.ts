@@ -37,7 +37,7 @@ export { loadTasks, loadTaskFile, type LoadTaskOptions } from './verify/load-tas
 export { harnessImageName } from './swebench/image-name.ts';
 export { rowFacts } from './swebench/row-facts.ts';
 export { readRows, readAllRows, type DatasetRow } from './datasets/rows.ts';
-export { corpusRows, type CorpusRow } from './trajectories/corpora/corpus.ts';
+export { trajectoryRows, type TrajectoryRow } from './trajectories/datasets/trajectory-rows.ts';
 export { gradeSandbox, verifyState, verifyRepeated, type Tampering, type Verdict } from './verify/verifier.ts';
 export { parseTestLog } from './verify/log-parsers.ts';
 export { replayTrajectory, type ReplayResult, type ReplayStep } from './replay/replay.ts';

@@ -13,13 +13,13 @@ import { UnparsableAction } from '../src/formats/action-format.ts';
 import { asapFormat } from '../src/formats/asap-transcripts.ts';
 import { formatOf } from '../src/formats/registry.ts';
 import { idFileName } from '../src/util/file-name.ts';
-import { REPO_ROOT } from '../src/embedded.ts';
+import { EMBEDDED_RESEARCH_SET, REPO_ROOT } from '../src/embedded.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { CKPT, tempDir } from './helpers/paths.ts';
 
-const LICENSES = join(REPO_ROOT, 'research', 'licenses');
+const LICENSES = EMBEDDED_RESEARCH_SET;
 const shippedQueries = readFileSync(join(LICENSES, 'queries.jsonl'), 'utf8')
   .trim()
   .split('\n')
@@ -244,7 +244,7 @@ describe.skipIf(!hasBubblewrap())('class 10: a too-deep JSON document is one bad
     expect(summary.items).toBe(1);
   }, 300_000);
 
-  it('a row of a trajectory corpus whose turns nest 100 000 levels', () => {
+  it('a row of a trajectory dataset whose turns nest 100 000 levels', () => {
     const dir = tempDir();
     const traj = JSON.parse(readFileSync(join(REPO_ROOT, 'trajectories', 'money-js__cents-12.sweagent.traj'), 'utf8')) as {
       history: Array<{ role: string; content: string }>;
@@ -260,16 +260,16 @@ describe.skipIf(!hasBubblewrap())('class 10: a too-deep JSON document is one bad
     };
     const deepTurns = row.trajectory.map((turn, i) => (i === 3 ? { ...turn, text: '@DEEP@' } : turn));
     const deepRow = JSON.stringify({ ...row, trajectory: deepTurns }).replace('"@DEEP@"', deepValue(100_000));
-    const corpus = join(dir, 'corpus.jsonl');
-    writeFileSync(corpus, `${deepRow}\n${JSON.stringify(row)}\n`);
-    const { code, stderr, summary } = build(corpus, join(dir, 'probes.jsonl'));
+    const dataset = join(dir, 'dataset.jsonl');
+    writeFileSync(dataset, `${deepRow}\n${JSON.stringify(row)}\n`);
+    const { code, stderr, summary } = build(dataset, join(dir, 'probes.jsonl'));
     expect(stderr).not.toMatch(/Maximum call stack|bug in probe/);
     expect(code).toBe(2);
     expect(summary.counts).toEqual({ accepted: 1, rejected: 0, flaky: 0, 'bad-input': 1 });
     expect(summary.trajectories.map((t) => [t.trajectory, t.status])).toEqual([
-      ['corpus.jsonl#0', 'bad-input'],
-      ['corpus.jsonl#1', 'accepted'],
+      ['dataset.jsonl#0', 'bad-input'],
+      ['dataset.jsonl#1', 'accepted'],
     ]);
-    expect(summary.trajectories[0]!.rejected).toBe(`${corpus}:1: nests deeper than 200 levels of arrays and objects; not read`);
+    expect(summary.trajectories[0]!.rejected).toBe(`${dataset}:1: nests deeper than 200 levels of arrays and objects; not read`);
   }, 300_000);
 });

@@ -18,7 +18,7 @@ import { cpSync, mkdirSync, readFileSync, rmSync, symlinkSync, truncateSync, wri
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { checkpointKey } from '../src/swe/store.ts';
-import { REPO_ROOT } from '../src/embedded.ts';
+import { EMBEDDED_TERMINAL_TASKS, REPO_ROOT } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
@@ -30,7 +30,7 @@ import { loadTaskFile } from '../src/verify/load-task.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { CKPT, tempDir } from './helpers/paths.ts';
 
-const TERMINAL_TASKS = join(REPO_ROOT, 'terminal');
+const TERMINAL_TASKS = EMBEDDED_TERMINAL_TASKS;
 const SWE_TASK = join(REPO_ROOT, 'verifiers', 'shop__pricing-1');
 const SWE_TRAJECTORY = join(REPO_ROOT, 'trajectories', 'shop__pricing-1.mini.traj.json');
 

@@ -52,7 +52,7 @@ describe('Decisive-Action BPB', () => {
     await backend.close();
   });
 
-  it('equals the value computed from the checkpoint table, per item and corpus-style', async () => {
+  it('equals the value computed from the checkpoint table, per item and pooled', async () => {
     const items = loadProbeItems(DEMO_PROBES);
     const result = await scoreBpb('ngram-agent', backend, items);
     let totalNats = 0;
@@ -68,7 +68,7 @@ describe('Decisive-Action BPB', () => {
       totalBytes += exact.bytes;
     }
     expect(result.bpb).toBeCloseTo(totalNats / (Math.LN2 * totalBytes), 8);
-    // Corpus-style aggregation is not the mean of per-item BPB.
+    // Pooled aggregation is not the mean of per-item BPB.
     const meanOfItems = result.items.reduce((a, it) => a + it.bpb, 0) / result.items.length;
     expect(Math.abs(result.bpb - meanOfItems)).toBeGreaterThan(1e-6);
   });

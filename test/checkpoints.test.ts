@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { describe, expect, it } from 'vitest';
-import { buildRung, EXPECTED_ORDER, LADDER, loadCorpora } from '../scripts/checkpoints/ladder.ts';
+import { buildRung, EXPECTED_ORDER, LADDER, loadLadderTexts } from '../scripts/checkpoints/ladder.ts';
 import { REAL_RUNGS } from '../scripts/checkpoints/real-rungs.ts';
 import { demoProbeLines } from '../scripts/make-demo-probes.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
@@ -29,11 +29,11 @@ function filesUnder(dir: string, prefix = ''): string[] {
 }
 
 describe('embedded checkpoint ladder', () => {
-  const corpora = loadCorpora(join(REPO_ROOT, 'corpora'));
+  const texts = loadLadderTexts(join(REPO_ROOT, 'ladder-text'));
 
   it.each(LADDER.map((r) => [r.name, r] as const))('%s is reproduced byte for byte by the generator', (name, spec) => {
     const dir = join(EMBEDDED_CHECKPOINTS, name);
-    const built = buildRung(spec, corpora);
+    const built = buildRung(spec, texts);
     expect(filesUnder(dir)).toEqual([...built.keys()].sort());
     for (const [rel, data] of built) {
       const expected = typeof data === 'string' ? Buffer.from(data) : Buffer.from(data);
@@ -56,8 +56,8 @@ describe('embedded checkpoint ladder', () => {
     expect(ladder.known_order).toEqual(['llama-bpe8k-s1500', 'llama-bpe8k-s250', 'llama-bpe8k-s40']);
   });
 
-  it("the agent corpus never contains the demo probes' gold actions or tasks", () => {
-    const agent = corpora.agent.join('\n');
+  it("the agent text never contains the demo probes' gold actions or tasks", () => {
+    const agent = texts.agent.join('\n');
     for (const item of loadProbeItems(DEMO_PROBES)) {
       expect(agent.includes(item.gold)).toBe(false);
       expect(agent.includes(item.task)).toBe(false);

@@ -2,7 +2,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { REPO_ROOT } from '../src/embedded.ts';
+import { EMBEDDED_RESEARCH_SET } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
 import { findResearchAction, type ResearchAction, renderResearchAction, researchObservation } from '../src/research/actions.ts';
 import { loadCorpus, loadQueries } from '../src/research/corpus.ts';
@@ -26,7 +26,7 @@ import { metricsFromDocument } from '../src/stats/metrics.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { checkpointKey } from '../src/swe/store.ts';
 
-const SET = join(REPO_ROOT, 'research', 'licenses');
+const SET = EMBEDDED_RESEARCH_SET;
 const corpus = loadCorpus(join(SET, 'corpus.jsonl'));
 const queries = loadQueries(join(SET, 'queries.jsonl'), corpus);
 const index = new ResearchIndex(corpus);

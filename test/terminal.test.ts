@@ -9,7 +9,7 @@ import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
-import { REPO_ROOT } from '../src/embedded.ts';
+import { EMBEDDED_TERMINAL_TASKS, REPO_ROOT } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
 import { client } from '../src/sandbox/docker.ts';
 import { findTerminalAction, renderTerminalAction, type TerminalAction } from '../src/terminal/actions.ts';
@@ -35,7 +35,7 @@ import { skipWithoutDocker } from './helpers/docker.ts';
 import { type MemorisedStep, memorisingControl } from './helpers/control.ts';
 import { CKPT, PROBE_BIN, tempDir } from './helpers/paths.ts';
 
-const TASKS = join(REPO_ROOT, 'terminal');
+const TASKS = EMBEDDED_TERMINAL_TASKS;
 const tasks = loadTerminalTasks(TASKS);
 
 /** A writable copy of a shipped task, to break on purpose. */

@@ -1,7 +1,7 @@
 /**
  * Synthetic shell/agent session logs for the agent rung of the checkpoint ladder.
  *
- * Sessions are rendered from the *code corpus* (Python standard-library modules),
+ * Sessions are rendered from the *code text* (Python standard-library modules),
  * never from the demo suite's trajectories, so a checkpoint counted from them learns
  * the shape of agent work (look, grep, read, edit, test, submit) without having seen
  * any probe's answer. Outputs of `ls`, `grep -n`, `sed -n`, `cat -n` and `git diff`

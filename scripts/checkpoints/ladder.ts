@@ -1,7 +1,7 @@
 /**
- * The embedded checkpoint ladder: which corpus each rung counts, and how its directory
+ * The embedded checkpoint ladder: which ladder texts each rung counts, and how its directory
  * (transformers.js layout) is written. Everything here is a pure function of the
- * committed corpora, so `npm run gen:checkpoints` reproduces the files byte for byte.
+ * committed ladder texts (`ladder-text/`), so `npm run gen:checkpoints` reproduces the files byte for byte.
  */
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,9 +12,9 @@ import { bigramTable, classTrigramTable, CLASS_COUNT, CLASS_NAMES } from './ngra
 import { formatOf } from '../../src/formats/registry.ts';
 import { buildTokenizer, trainBpe, type BuiltTokenizer } from './tokenizer.ts';
 
-export type CorpusName = 'prose' | 'code' | 'agent';
+export type LadderTextName = 'prose' | 'code' | 'agent';
 
-export interface Corpora {
+export interface LadderTexts {
   prose: string[];
   code: string[];
   agent: string[];
@@ -25,7 +25,8 @@ export interface Corpora {
 export interface RungSpec {
   name: string;
   family: 'ngram' | 'attention';
-  corpora: CorpusName[];
+  /** The ladder texts it counts; `corpora` is the key config.json and ladder.json carry (renaming it would change every embedded checkpoint's content hash). */
+  corpora: LadderTextName[];
   description: string;
   /** Has memorised the demo probes' gold actions: a control, not a rung of the ladder. */
   contaminated?: boolean;
@@ -70,7 +71,7 @@ export const LADDER: RungSpec[] = [
 
 /**
  * The order the shipped probes must show (lower BPB first). Rungs in one group are not
- * ordered against each other: they have read the same corpora.
+ * ordered against each other: they have read the same texts.
  */
 export const EXPECTED_ORDER: string[][] = [['ngram-agent', 'attn-agent'], ['ngram-code'], ['ngram-prose']];
 
@@ -78,7 +79,7 @@ export const AGENT_SESSIONS = 300;
 export const AGENT_SEED = 'ladder-v1';
 export const BPE_MERGES = 255;
 
-export function loadCorpora(root: string): Corpora {
+export function loadLadderTexts(root: string): LadderTexts {
   const read = (dir: string, ext: string) =>
     readdirSync(join(root, dir))
       .filter((f) => f.endsWith(ext))
@@ -135,13 +136,13 @@ function attentionConfig(tok: BuiltTokenizer, dims: { heads: number; headDim: nu
   };
 }
 
-function documents(corpora: Corpora, names: CorpusName[]): string[] {
-  return names.flatMap((n) => corpora[n]);
+function documents(texts: LadderTexts, names: LadderTextName[]): string[] {
+  return names.flatMap((n) => texts[n]);
 }
 
-export function buildRung(spec: RungSpec, corpora: Corpora): CheckpointFiles {
-  const docs = documents(corpora, spec.corpora);
-  return spec.family === 'ngram' ? buildNgram(spec, docs, corpora.demoGolds) : buildAttention(spec, docs);
+export function buildRung(spec: RungSpec, texts: LadderTexts): CheckpointFiles {
+  const docs = documents(texts, spec.corpora);
+  return spec.family === 'ngram' ? buildNgram(spec, docs, texts.demoGolds) : buildAttention(spec, docs);
 }
 
 /**
@@ -196,7 +197,7 @@ export function windowHash(bytes: ArrayLike<number>, t: number, order: number, e
   return h;
 }
 
-function buildNgram(spec: RungSpec, docs: string[], golds: Corpora['demoGolds']): CheckpointFiles {
+function buildNgram(spec: RungSpec, docs: string[], golds: LadderTexts['demoGolds']): CheckpointFiles {
   const tok = buildTokenizer({ merges: [] });
   const encoder = new TextEncoder();
   const sequences = docs.map((d) => Int32Array.from([tok.eosId, ...encoder.encode(d), tok.eosId]));

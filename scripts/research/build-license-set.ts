@@ -1,6 +1,6 @@
 /**
- * Builds the shipped deep-research set (research/licenses/): the license texts of
- * corpora/prose (Debian's common-licenses, which their own terms let anyone copy verbatim)
+ * Builds the shipped deep-research set (task-sets/research-licenses/): the license texts of
+ * ladder-text/prose (Debian's common-licenses, which their own terms let anyone copy verbatim)
  * cut into passages of at most PASSAGE_CHARS, and questions whose answers those passages
  * state. Each question names an evidence phrase; its gold document is the one passage
  * that holds it (checked: exactly one), so the answer key is derived, not typed.
@@ -12,8 +12,8 @@ import { join } from 'node:path';
 import { REPO_ROOT } from '../../src/embedded.ts';
 
 const PASSAGE_CHARS = 1200;
-const SOURCE = join(REPO_ROOT, 'corpora', 'prose');
-const OUT = join(REPO_ROOT, 'research', 'licenses');
+const SOURCE = join(REPO_ROOT, 'ladder-text', 'prose');
+const OUT = join(REPO_ROOT, 'task-sets', 'research-licenses');
 
 const LICENSES: Record<string, string> = {
   'Apache-2.0': 'Apache License, Version 2.0',

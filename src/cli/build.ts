@@ -45,9 +45,9 @@ export function buildCommand(): Command {
       .description('Replay trajectories against their tasks and write a probe item at each decisive step.')
       .requiredOption(
         '--trajectories <dir|file>',
-        'trajectory files, each named <instance_id>.<anything>; or a corpus of trajectory rows (.parquet, .jsonl, .json) matched to tasks by instance_id',
+        'trajectory files, each named <instance_id>.<anything>; or a dataset file of trajectory rows (.parquet, .jsonl, .json) matched to tasks by instance_id',
       )
-      .option('--include-unresolved', 'also build corpus rows whose run did not resolve its task (skipped by default)')
+      .option('--include-unresolved', 'also build dataset rows whose run did not resolve its task (skipped by default)')
       .requiredOption(
         '--tasks <dir|file>',
         'task records: <id>/task.json entries, or a dataset file as published (SWE-bench .jsonl, .json, .parquet)',
@@ -135,7 +135,7 @@ export function buildCommand(): Command {
           );
         if (skipped)
           process.stderr.write(
-            `corpus rows skipped: ${skipped.unresolved} unresolved${skipped.unresolved && !flags.includeUnresolved ? ' (--include-unresolved builds them)' : ''}, ${skipped.noTask} for tasks not given\n`,
+            `dataset rows skipped: ${skipped.unresolved} unresolved${skipped.unresolved && !flags.includeUnresolved ? ' (--include-unresolved builds them)' : ''}, ${skipped.noTask} for tasks not given\n`,
           );
         process.stderr.write(`\n${items.length} probe items from ${counts.accepted} of ${outcomes.length} trajectories → ${flags.out}\n`);
         process.stderr.write(`trajectories: ${describeCounts(counts)}\n`);

@@ -1,7 +1,7 @@
 /**
  * Rows of a published dataset file, one at a time: JSONL (streamed line by line), JSON (an
  * array of rows, or an object holding one under `rows`/`data`/`instances`) and Parquet
- * (streamed one row group at a time with hyparquet, so a corpus of gigabytes never sits in
+ * (streamed one row group at a time with hyparquet, so a file of gigabytes never sits in
  * memory whole). Values come back as JSON would have them: Parquet's 64-bit integers become
  * numbers when exact, strings otherwise.
  *
@@ -38,8 +38,8 @@ export interface ReadRowsOptions {
   columns?: string[];
   /**
    * `throw` (the default): a row that cannot be read safely ends the file with its error;
-   * `yield`: it comes back with its `problem`, and the rows after it still do (a corpus
-   * whose good rows must build beside a bad one).
+   * `yield`: it comes back with its `problem`, and the rows after it still do (a trajectory
+   * dataset whose good rows must build beside a bad one).
    */
   problems?: 'throw' | 'yield';
 }
@@ -177,7 +177,7 @@ async function* parquetRowsOf(
 
 /**
  * Every row of a dataset file, in order. `columns` (Parquet only; other formats return
- * whole rows) skips the columns a caller does not need, which for trajectory corpora are
+ * whole rows) skips the columns a caller does not need, which for trajectory datasets are
  * most of the bytes; `problems` says what a row that cannot be read safely does.
  */
 export function readRows(file: string, options: ReadRowsOptions = {}): AsyncGenerator<DatasetRow> {

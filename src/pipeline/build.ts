@@ -25,14 +25,14 @@ import { probeQuality, type ProbeQualityReport } from '../report/probe-quality.t
 import { trajectoryLengths } from '../report/trajectory-lengths.ts';
 import { importTrajectory } from '../trajectories/import.ts';
 import type { Trajectory } from '../schema/trajectory.ts';
-import { corpusRowCount, corpusRows, isCorpusFile, type CorpusCounts } from '../trajectories/corpora/corpus.ts';
-import { taskForRow } from '../trajectories/corpora/row-task.ts';
+import { isDatasetFile, trajectoryRowCount, trajectoryRows, type TrajectoryRowCounts } from '../trajectories/datasets/trajectory-rows.ts';
+import { taskForRow } from '../trajectories/datasets/row-task.ts';
 import { streamRegularFile } from '../util/safe-tree.ts';
 
 export interface BuildSettings {
-  /** A directory of trajectory files, or a corpus file of trajectory rows (.parquet, .jsonl, .json). */
+  /** A directory of trajectory files, or a dataset file of trajectory rows (.parquet, .jsonl, .json). */
   trajectories: string;
-  /** Corpus rows recording an unresolved run are skipped unless this is set. */
+  /** Dataset rows recording an unresolved run are skipped unless this is set. */
   includeUnresolved?: boolean | undefined;
   tasks: LoadedTask[];
   contexts: ContextFormat[];
@@ -86,7 +86,7 @@ export interface BuildOutcome {
   trajectories: TrajectoryOutcome[];
   /** Trajectories rejected as bad input (a malformed file or row, no task). */
   inputErrors: number;
-  /** Corpus rows not built: runs that did not resolve their task, rows for tasks not given. */
+  /** Dataset rows not built: runs that did not resolve their task, rows for tasks not given. */
   skipped?: { unresolved: number; noTask: number };
 }
 
@@ -116,14 +116,14 @@ function claimItemIds(built: TrajectoryBuild, owners: Map<string, string>, sourc
   for (const item of built.items) owners.set(item.id, built.outcome.trajectory);
 }
 
-/** A corpus file of trajectory rows, rather than a directory of trajectory files. */
-export function isTrajectoryCorpus(path: string): boolean {
-  return isCorpusFile(path) && Boolean(statSync(path, { throwIfNoEntry: false })?.isFile());
+/** A dataset file of trajectory rows, rather than a directory of trajectory files. */
+export function isTrajectoryDataset(path: string): boolean {
+  return isDatasetFile(path) && Boolean(statSync(path, { throwIfNoEntry: false })?.isFile());
 }
 
 export function trajectoryFiles(dir: string): string[] {
   if (!statSync(dir, { throwIfNoEntry: false })?.isDirectory())
-    throw new InputError({ file: dir }, 'not a directory of trajectories nor a corpus file of trajectory rows (.parquet, .jsonl, .json)');
+    throw new InputError({ file: dir }, 'not a directory of trajectories nor a dataset file of trajectory rows (.parquet, .jsonl, .json)');
   const files = readdirSync(dir)
     .filter((f) => !f.startsWith('.'))
     .sort()
@@ -190,15 +190,15 @@ export function writeQualityReport(
   return { file, report };
 }
 
-/** A file's bytes hashed a chunk at a time (a corpus may be gigabytes), through safe-tree: a FIFO or a device is refused, naming it. */
+/** A file's bytes hashed a chunk at a time (a dataset may be gigabytes), through safe-tree: a FIFO or a device is refused, naming it. */
 function hashFile(hash: ReturnType<typeof createHash>, file: string): void {
   streamRegularFile(file, { maxBytes: Number.POSITIVE_INFINITY, what: 'the trajectories' }, (chunk) => hash.update(chunk));
 }
 
-/** A hash of every trajectory file's name and bytes (or the corpus file's): a resumed build must see the same ones. */
+/** A hash of every trajectory file's name and bytes (or the dataset file's): a resumed build must see the same ones. */
 export function trajectoriesHash(path: string): string {
   const hash = createHash('sha256');
-  for (const file of isTrajectoryCorpus(path) ? [path] : trajectoryFiles(path)) {
+  for (const file of isTrajectoryDataset(path) ? [path] : trajectoryFiles(path)) {
     hash.update(basename(file)).update('\0');
     hashFile(hash, file);
     hash.update('\0');
@@ -206,16 +206,16 @@ export function trajectoriesHash(path: string): string {
   return hash.digest('hex');
 }
 
-/** One row of a corpus per trajectory, matched to its task by `instance_id`. */
-async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
+/** One row of a dataset per trajectory, matched to its task by `instance_id`. */
+async function buildDataset(s: BuildSettings): Promise<BuildOutcome> {
   const file = s.trajectories;
   const root = resolve(file, '..');
   const tasks = new Map(s.tasks.map((t) => [t.instance_id, t]));
-  const counts: CorpusCounts = { rows: 0, unresolved: 0 };
+  const counts: TrajectoryRowCounts = { rows: 0, unresolved: 0 };
   const skipped = { unresolved: 0, noTask: 0 };
   const outcome: BuildOutcome = { items: [], trajectories: [], inputErrors: 0, skipped };
   enterStage('build');
-  const progress = createProgress({ total: (await corpusRowCount(file)) ?? 0, enabled: !s.quiet });
+  const progress = createProgress({ total: (await trajectoryRowCount(file)) ?? 0, enabled: !s.quiet });
   const owners = new Map<string, string>();
   let ticked = 0;
   // Rows read but not built (unresolved) count towards the file's total without taking time.
@@ -223,7 +223,7 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
     for (; ticked < rows; ticked++) progress.tick(undefined, true);
   };
   try {
-    for await (const row of corpusRows(file, { includeUnresolved: Boolean(s.includeUnresolved) }, counts)) {
+    for await (const row of trajectoryRows(file, { includeUnresolved: Boolean(s.includeUnresolved) }, counts)) {
       catchUp(counts.rows - 1);
       ticked++;
       const known = s.memo?.get(row.key);
@@ -231,7 +231,7 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
         if (row.problem) throw row.problem;
         const task = taskForRow(row, tasks);
         if (!task) {
-          // A corpus covers many tasks; rows for tasks not given are not built.
+          // A dataset covers many tasks; rows for tasks not given are not built.
           skipped.noTask++;
           progress.tick(undefined, true);
           continue;
@@ -269,7 +269,7 @@ async function buildCorpus(s: BuildSettings): Promise<BuildOutcome> {
 const TRAJECTORIES_IN_FLIGHT = 3;
 
 export async function buildProbeSet(s: BuildSettings): Promise<BuildOutcome> {
-  if (isTrajectoryCorpus(s.trajectories)) return buildCorpus(s);
+  if (isTrajectoryDataset(s.trajectories)) return buildDataset(s);
   const files = trajectoryFiles(s.trajectories);
   const root = resolve(s.trajectories, '..');
   const outcome: BuildOutcome = { items: [], trajectories: [], inputErrors: 0 };

@@ -1,6 +1,6 @@
 /**
  * Decisive-Action BPB: bits per UTF-8 byte of the gold action given its context.
- * Per item `nats / (ln 2 · bytes)`; per checkpoint corpus-style `Σ nats / (ln 2 · Σ bytes)`.
+ * Per item `nats / (ln 2 · bytes)`; per checkpoint pooled `Σ nats / (ln 2 · Σ bytes)`.
  */
 import type { CompletionBackend } from '../backends/types.ts';
 import { scoreContinuation } from '../backends/single.ts';

@@ -18,7 +18,7 @@ import { changedFiles } from './tree-change.ts';
 import type { ReplayResult } from './replay.ts';
 import { ACTION_MAX_TOKENS, SAMPLING } from '../protocol.ts';
 
-/** What tells a task's trajectories apart: a corpus row's label, else the file name after `<instance_id>.`, without the extension. */
+/** What tells a task's trajectories apart: a dataset row's label, else the file name after `<instance_id>.`, without the extension. */
 function trajectoryLabel(trajectory: Trajectory, task: LoadedTask): string {
   if (trajectory.label) return trajectory.label;
   return (

@@ -476,7 +476,7 @@ function qualityWarnings(r: ProbeQualityReport, unlogged: number): QualityWarnin
   add(
     'repeated-tasks',
     r.leaks.repeated_tasks.flatMap((t) => t.ids),
-    `${r.leaks.repeated_tasks.length} tasks have several items in the same format (several trajectories of one task): those tasks weigh more in a corpus-level score and their items are correlated. Compare per-task averages, or bootstrap over tasks rather than items.`,
+    `${r.leaks.repeated_tasks.length} tasks have several items in the same format (several trajectories of one task): those tasks weigh more in a pooled score and their items are correlated. Compare per-task averages, or bootstrap over tasks rather than items.`,
   );
   add(
     'tasks-in-several-formats',

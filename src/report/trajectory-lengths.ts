@@ -10,7 +10,7 @@ import { importTrajectory } from '../trajectories/import.ts';
 
 /**
  * `source.file` is relative to the directory above the trajectories (`probe build` writes it
- * so): each root is tried in turn. Rows of a corpus file (`FILE#INDEX`) are not re-read; an
+ * so): each root is tried in turn. Rows of a dataset file (`FILE#INDEX`) are not re-read; an
  * unreadable file is simply unknown, since this only informs a report.
  */
 export function trajectoryLengths(items: readonly ProbeItem[], roots: readonly string[]): Map<string, number> {

@@ -33,11 +33,11 @@ export type TrajectoryStep = z.infer<typeof TrajectoryStep>;
 export const Trajectory = z.object({
   /** The scaffold that wrote it, as its importer names it (`SCAFFOLDS` in formats/registry.ts, which sits above this schema). */
   format: z.string().min(1),
-  /** File the trajectory was read from; `FILE#INDEX` for a row of a trajectory corpus. */
+  /** File the trajectory was read from; `FILE#INDEX` for a row of a trajectory dataset. */
   source: z.string(),
   /**
    * What tells this trajectory apart from its task's others, where its file name cannot
-   * (a corpus row: its `traj_id`, else `<file name>#<index>`).
+   * (a dataset row: its `traj_id`, else `<file name>#<index>`).
    */
   label: z.string().optional(),
   /** The task text the agent was given, where the file records it. */

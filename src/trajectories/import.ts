@@ -66,7 +66,7 @@ function checkDepth(data: unknown, source: string): void {
 
 /**
  * A trajectory already parsed into one scaffold's shape (a `.traj` object, an OpenHands
- * event list, …), e.g. a row of a trajectory corpus; `source` names where it came from.
+ * event list, …), e.g. a row of a trajectory dataset; `source` names where it came from.
  */
 export function importTrajectoryData(data: unknown, source: string, format: Exclude<ScaffoldName, typeof asapLog.scaffold>): Trajectory {
   checkDepth(data, source);

@@ -5,7 +5,7 @@
  * value is checked here first, so a too-deep one is refused as the bad input it is.
  */
 
-/** Deeper than any trajectory, task or corpus row a scaffold writes (they nest a dozen levels), far below the stack's reach. */
+/** Deeper than any trajectory, task or dataset row a scaffold writes (they nest a dozen levels), far below the stack's reach. */
 export const MAX_JSON_DEPTH = 200;
 
 /** Whether `value` nests arrays/objects more than `limit` levels deep (a scalar is depth 0). */

@@ -1,5 +1,5 @@
 /**
- * Reading a directory tree or a file someone else wrote (a task set, a corpus, a run
+ * Reading a directory tree or a file someone else wrote (a task set, a dataset, a run
  * directory) without letting it choose what probe reads:
  *
  * - Only regular files and directories are read. A FIFO would block the read forever, a
@@ -21,7 +21,7 @@
  * - A file is opened with O_NOFOLLOW and O_NONBLOCK and checked again on its descriptor
  *   (`fstat`), so a path swapped for a FIFO or a link after the walk is refused, not
  *   followed or waited on.
- * - A file too big to hold whole (a corpus of JSON Lines, a Parquet file, a run's sample
+ * - A file too big to hold whole (a dataset of JSON Lines, a Parquet file, a run's sample
  *   log) is streamed from the same checked descriptor (`readLines`, `openRegularFile`):
  *   the caps then bound a line, not the file.
  */

@@ -5,7 +5,7 @@
  */
 import { appendFileSync, cpSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { REPO_ROOT } from '../../src/embedded.ts';
+import { EMBEDDED_TERMINAL_TASKS } from '../../src/embedded.ts';
 import type { TerminalProfile } from '../../src/terminal/actions.ts';
 import { type Grade, TerminalContainer } from '../../src/terminal/container.ts';
 import { runTerminalAction } from '../../src/terminal/episode.ts';
@@ -14,13 +14,13 @@ import { loadTerminalTask, type TerminalTask } from '../../src/terminal/task.ts'
 import { tempDir } from './paths.ts';
 
 export function shippedTask(id: string): TerminalTask {
-  return loadTerminalTask(join(REPO_ROOT, 'terminal', id));
+  return loadTerminalTask(join(EMBEDDED_TERMINAL_TASKS, id));
 }
 
 /** A copy of a shipped task, its Dockerfile extended by `dockerfile` lines and its files replaced by `files` (relative paths). */
 export function taskCopy(id: string, name: string, change: { dockerfile?: string[]; files?: Record<string, string> }): TerminalTask {
   const dir = join(tempDir(), name);
-  cpSync(join(REPO_ROOT, 'terminal', id), dir, { recursive: true });
+  cpSync(join(EMBEDDED_TERMINAL_TASKS, id), dir, { recursive: true });
   if (change.dockerfile) appendFileSync(join(dir, 'environment', 'Dockerfile'), `${change.dockerfile.join('\n')}\n`);
   for (const [path, text] of Object.entries(change.files ?? {})) writeFileSync(join(dir, path), text);
   return loadTerminalTask(dir);

@@ -1,6 +1,6 @@
-/** Child process of bench/corpus.ts: reads a corpus one way and reports rows, time and peak RSS. */
+/** Child process of bench/trajectory-dataset.ts: reads a trajectory dataset one way and reports rows, time and peak RSS. */
 import { readAllRows } from '../src/datasets/rows.ts';
-import { corpusRows, type CorpusCounts } from '../src/trajectories/corpora/corpus.ts';
+import { trajectoryRows, type TrajectoryRowCounts } from '../src/trajectories/datasets/trajectory-rows.ts';
 
 const [file, mode] = process.argv.slice(2) as [string, 'stream' | 'whole' | 'baseline'];
 const started = performance.now();
@@ -8,8 +8,8 @@ let rows = 0;
 let steps = 0;
 if (mode === 'stream') {
   // What `probe build --trajectories FILE.parquet` does: the rows it needs, one row group at a time.
-  const counts: CorpusCounts = { rows: 0, unresolved: 0 };
-  for await (const row of corpusRows(file, { includeUnresolved: true }, counts)) steps += row.trajectory().steps.length;
+  const counts: TrajectoryRowCounts = { rows: 0, unresolved: 0 };
+  for await (const row of trajectoryRows(file, { includeUnresolved: true }, counts)) steps += row.trajectory().steps.length;
   rows = counts.rows;
 } else if (mode === 'whole') {
   // The naive reader: every column of every row in memory at once.

@@ -1,7 +1,7 @@
 /**
- * One row of a published trajectory corpus as the normalized `Trajectory`. A row is
+ * One row of a published trajectory dataset as the normalized `Trajectory`. A row is
  * rebuilt into the shape its scaffold writes and read by that scaffold's importer, so a
- * corpus row and the scaffold's own file give the same steps. Layouts, by the columns
+ * dataset row and the scaffold's own file give the same steps. Layouts, by the columns
  * that hold the run:
  *
  * - `trajectory`: a list of `{role: system|user|ai, text}` — nebius/SWE-agent-trajectories
@@ -27,7 +27,7 @@ import { sweAgent } from '../../formats/swe-agent.ts';
 import { hasToolCalls, openHandsEventsFromToolCalls, type ToolCallMessage } from './tool-call-messages.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../util/json-depth.ts';
 
-/** Columns any layout reads: a Parquet corpus is read for these only (eval logs, tool schemas and test output are skipped). */
+/** Columns any layout reads: a Parquet dataset is read for these only (eval logs, tool schemas and test output are skipped). */
 export const TRAJECTORY_COLUMNS = [
   'trajectory',
   'messages',

@@ -1,4 +1,4 @@
-/** Published trajectory corpora: real rows read into trajectories, and `probe build` over a corpus file. */
+/** Published trajectory datasets: real rows read into trajectories, and `probe build` over a dataset file. */
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import type { Row } from '../src/datasets/rows.ts';
-import { corpusRows, type CorpusCounts, type CorpusRow } from '../src/trajectories/corpora/corpus.ts';
+import { trajectoryRows, type TrajectoryRow, type TrajectoryRowCounts } from '../src/trajectories/datasets/trajectory-rows.ts';
 import { buildProbeSet, type TrajectoryBuild } from '../src/pipeline/build.ts';
 import type { ProbeItem } from '../src/schema/probe-item.ts';
 import { UnitLog } from '../src/store/unit-log.ts';
@@ -15,27 +15,27 @@ import { loadTasks } from '../src/verify/load-task.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 import { hasRealData, real } from './helpers/shared-data.ts';
 import { FIXTURE_TASKS, fixtureTask } from './helpers/tasks.ts';
-import { taskForRow } from '../src/trajectories/corpora/row-task.ts';
+import { taskForRow } from '../src/trajectories/datasets/row-task.ts';
 
-const CORPORA = join(import.meta.dirname, 'fixtures', 'corpora');
-const fixtureRow = (name: string): Row => JSON.parse(readFileSync(join(CORPORA, `${name}.jsonl`), 'utf8')) as Row;
+const DATASETS = join(import.meta.dirname, 'fixtures', 'trajectory-datasets');
+const fixtureRow = (name: string): Row => JSON.parse(readFileSync(join(DATASETS, `${name}.jsonl`), 'utf8')) as Row;
 
-async function rowsOf(file: string, includeUnresolved = false): Promise<{ rows: CorpusRow[]; counts: CorpusCounts }> {
-  const counts: CorpusCounts = { rows: 0, unresolved: 0 };
-  const rows: CorpusRow[] = [];
-  for await (const row of corpusRows(file, { includeUnresolved }, counts)) rows.push(row);
+async function rowsOf(file: string, includeUnresolved = false): Promise<{ rows: TrajectoryRow[]; counts: TrajectoryRowCounts }> {
+  const counts: TrajectoryRowCounts = { rows: 0, unresolved: 0 };
+  const rows: TrajectoryRow[] = [];
+  for await (const row of trajectoryRows(file, { includeUnresolved }, counts)) rows.push(row);
   return { rows, counts };
 }
 
 function jsonl(rows: Row[]): string {
-  const file = join(tempDir(), 'corpus.jsonl');
+  const file = join(tempDir(), 'dataset.jsonl');
   writeFileSync(file, `${rows.map((r) => JSON.stringify(r)).join('\n')}\n`);
   return file;
 }
 
-describe('real corpus rows as trajectories', () => {
+describe('real dataset rows as trajectories', () => {
   it('nebius/SWE-agent-trajectories: SWE-agent history rows, the command block of each model turn as its action', async () => {
-    const file = join(CORPORA, 'nebius-swe-agent.jsonl');
+    const file = join(DATASETS, 'nebius-swe-agent.jsonl');
     const {
       rows: [row],
     } = await rowsOf(file);
@@ -66,7 +66,7 @@ describe('real corpus rows as trajectories', () => {
   it('SWE-Gym OpenHands trajectories: tool calls as OpenHands actions, each observed by its tool reply', async () => {
     const {
       rows: [row],
-    } = await rowsOf(join(CORPORA, 'swe-gym-openhands.jsonl'));
+    } = await rowsOf(join(DATASETS, 'swe-gym-openhands.jsonl'));
     expect(row!.instanceId).toBe('python__mypy-15976_0');
     const t = row!.trajectory();
     expect(t.format).toBe('openhands');
@@ -99,7 +99,7 @@ describe('real corpus rows as trajectories', () => {
   it('SWE-smith trajectories: <function=…> calls read as R2E-Gym function calls, labelled by traj_id', async () => {
     const {
       rows: [row],
-    } = await rowsOf(join(CORPORA, 'swe-smith.jsonl'));
+    } = await rowsOf(join(DATASETS, 'swe-smith.jsonl'));
     expect(row!.instanceId).toBe('arrow-py__arrow.1d70d009.lm_rewrite__nuzjfyur');
     expect(row!.name).toBe('arrow-py__arrow.1d70d009.lm_rewrite__nuzjfyur.l13ggwmx');
     expect(row!.label).toBe('l13ggwmx');
@@ -305,7 +305,7 @@ interface Summary {
   skipped?: { unresolved: number; noTask: number };
 }
 
-describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories CORPUS.parquet', () => {
+describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories DATASET.parquet', () => {
   it('builds the resolved rows of its tasks as the file form does, counts the rest, reports a malformed row while building the others, and resumes by row', async () => {
     const dir = tempDir();
     const traj = JSON.parse(readFileSync(real('swe-agent/test-repo-i1.traj'), 'utf8')) as {
@@ -314,7 +314,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories CO
     const broken = asNebiusRow(traj, true) as { trajectory: Array<{ role: unknown }> };
     broken.trajectory[3]!.role = null; // the first model turn
     const rows = [fixtureRow('nebius-swe-agent'), asNebiusRow(traj, false), asNebiusRow(traj, true), broken as Row];
-    const corpus = join(dir, 'sweagent.parquet');
+    const dataset = join(dir, 'sweagent.parquet');
     // The dataset's own Parquet schema: `trajectory` a list of structs, the rest flat.
     const turnFields = ['cutoff_date', 'mask', 'role', 'system_prompt', 'text'];
     const data = (name: string) =>
@@ -326,7 +326,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories CO
     const string = (name: string) => ({ name, type: 'BYTE_ARRAY', converted_type: 'UTF8', repetition_type: 'OPTIONAL' });
     const flat = ['instance_id', 'model_name', 'target', 'exit_status', 'generated_patch', 'eval_logs'];
     parquetWriteFile({
-      filename: corpus,
+      filename: dataset,
       rowGroupSize: 2, // two row groups: read one at a time
       columnData: [...flat, 'trajectory'].map((name) => ({ name, data: data(name) })),
       schema: [
@@ -339,26 +339,26 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories CO
       ],
     } as Parameters<typeof parquetWriteFile>[0]);
     const task = join(FIXTURE_TASKS, 'missing-colon', 'task.json');
-    const fromCorpus = probe([
+    const fromDataset = probe([
       'build',
       '--trajectories',
-      corpus,
+      dataset,
       '--tasks',
       task,
       '--out',
-      join(dir, 'corpus.jsonl'),
+      join(dir, 'dataset.jsonl'),
       '--no-distractors',
       '--repeats',
       '1',
       '--json',
     ]);
-    expect(fromCorpus.code, fromCorpus.stderr).toBe(2); // the malformed row
-    const summary = JSON.parse(fromCorpus.stdout) as Summary;
+    expect(fromDataset.code, fromDataset.stderr).toBe(2); // the malformed row
+    const summary = JSON.parse(fromDataset.stdout) as Summary;
     expect(summary.skipped).toEqual({ unresolved: 1, noTask: 1 });
     expect(summary.trajectories).toHaveLength(2);
     expect(summary.trajectories[0]).toMatchObject({ trajectory: 'sweagent.parquet#2', task: 'swe-agent__test-repo-1', rejected: null });
     expect(summary.trajectories[1]).toMatchObject({ trajectory: 'sweagent.parquet#3', decisiveStep: null });
-    expect(summary.trajectories[1]!.rejected).toBe(`${corpus}#3: field "trajectory.3.role": expected a string, got null`);
+    expect(summary.trajectories[1]!.rejected).toBe(`${dataset}#3: field "trajectory.3.role": expected a string, got null`);
 
     const files = join(dir, 'trajectories');
     mkdirSync(files);
@@ -388,29 +388,29 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories CO
         decisive_step: number;
         source: { file: string; format: string };
       };
-    const [corpusItem, fileItem] = [item('corpus.jsonl'), item('file.jsonl')];
-    expect(corpusItem.id).toBe('swe-agent__test-repo-1@sweagent.parquet#2');
-    expect(corpusItem.source).toEqual({ file: 'sweagent.parquet#2', format: 'swe-agent' });
-    expect(corpusItem.gold).toBe(fileItem.gold);
-    expect(corpusItem.gold).toContain('edit 4:4\ndef division(a: float, b: float) -> float:\nend_of_edit');
+    const [datasetItem, fileItem] = [item('dataset.jsonl'), item('file.jsonl')];
+    expect(datasetItem.id).toBe('swe-agent__test-repo-1@sweagent.parquet#2');
+    expect(datasetItem.source).toEqual({ file: 'sweagent.parquet#2', format: 'swe-agent' });
+    expect(datasetItem.gold).toBe(fileItem.gold);
+    expect(datasetItem.gold).toContain('edit 4:4\ndef division(a: float, b: float) -> float:\nend_of_edit');
 
     // Resume: a row whose build the progress log holds (as a killed build left it) is not replayed again.
-    const log = UnitLog.open<TrajectoryBuild>(join(dir, 'resume.progress.jsonl'), { corpus: corpus }, { resume: false, what: 'build' });
+    const log = UnitLog.open<TrajectoryBuild>(join(dir, 'resume.progress.jsonl'), { dataset: dataset }, { resume: false, what: 'build' });
     log.put('sweagent.parquet#2', {
       outcome: summary.trajectories[0]! as TrajectoryBuild['outcome'],
-      items: [corpusItem as unknown as ProbeItem],
+      items: [datasetItem as unknown as ProbeItem],
     });
     const resumed = await buildProbeSet({
-      trajectories: corpus,
+      trajectories: dataset,
       tasks: await loadTasks(task),
       contexts: ['native'],
       restore: 'patch',
       distractors: false,
       quiet: true,
-      memo: UnitLog.open<TrajectoryBuild>(join(dir, 'resume.progress.jsonl'), { corpus: corpus }, { resume: true, what: 'build' }),
+      memo: UnitLog.open<TrajectoryBuild>(join(dir, 'resume.progress.jsonl'), { dataset: dataset }, { resume: true, what: 'build' }),
       replay: { sandboxName: 'local', openSandbox: () => Promise.reject(new Error('a resumed row was replayed')) },
     });
-    expect(resumed.items).toEqual([corpusItem]);
+    expect(resumed.items).toEqual([datasetItem]);
     expect(resumed.trajectories.map((t) => t.trajectory)).toEqual(['sweagent.parquet#2', 'sweagent.parquet#3']);
     expect(resumed.inputErrors).toBe(1);
   });

@@ -1,7 +1,7 @@
 /**
- * A trajectory corpus file (Parquet, JSONL or JSON rows, as the datasets publish them),
+ * A trajectory dataset file (Parquet, JSONL or JSON rows, as the datasets publish them),
  * streamed row by row: only the columns a trajectory needs are read, and only resolved
- * rows are offered unless asked otherwise (a corpus of failed runs is no source of
+ * rows are offered unless asked otherwise (a dataset of failed runs is no source of
  * decisive steps). Each row's trajectory is parsed when the caller asks for it.
  */
 import { basename } from 'node:path';
@@ -12,9 +12,9 @@ import type { Trajectory } from '../../schema/trajectory.ts';
 import { FACT_COLUMNS, rowFacts } from './row-facts.ts';
 import { rowTrajectory, TRAJECTORY_COLUMNS } from './row-trajectory.ts';
 
-export { isDatasetFile as isCorpusFile };
+export { isDatasetFile };
 
-export interface CorpusRow {
+export interface TrajectoryRow {
   /** 0-based position in the file. */
   index: number;
   /** `FILE#INDEX`: the trajectory's source, and where its errors point. */
@@ -32,14 +32,14 @@ export interface CorpusRow {
   trajectory(): Trajectory;
 }
 
-export interface CorpusCounts {
+export interface TrajectoryRowCounts {
   rows: number;
   /** Rows recording a run that did not resolve its task (skipped unless asked for). */
   unresolved: number;
 }
 
-/** Rows in a Parquet corpus, from its footer; undefined for line formats (counting would mean reading them all). */
-export async function corpusRowCount(file: string): Promise<number | undefined> {
+/** Rows in a Parquet dataset, from its footer; undefined for line formats (counting would mean reading them all). */
+export async function trajectoryRowCount(file: string): Promise<number | undefined> {
   if (!file.endsWith('.parquet')) return undefined;
   const buffer = parquetFile(file);
   try {
@@ -49,7 +49,11 @@ export async function corpusRowCount(file: string): Promise<number | undefined> 
   }
 }
 
-export async function* corpusRows(file: string, options: { includeUnresolved: boolean }, counts: CorpusCounts): AsyncGenerator<CorpusRow> {
+export async function* trajectoryRows(
+  file: string,
+  options: { includeUnresolved: boolean },
+  counts: TrajectoryRowCounts,
+): AsyncGenerator<TrajectoryRow> {
   const columns = [...FACT_COLUMNS, ...TRAJECTORY_COLUMNS];
   // A row too deep to read is one bad row, reported with the others built (not the end of the file).
   for await (const { row, index, problem } of readRows(file, { columns, problems: 'yield' })) {

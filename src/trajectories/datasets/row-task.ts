@@ -1,10 +1,10 @@
 /**
- * The task a corpus row ran on: the one its `instance_id` names; for rows that carry no
+ * The task a dataset row ran on: the one its `instance_id` names; for rows that carry no
  * id (R2E-Gym/R2EGym-SFT-Trajectories keeps only `messages`), the one whose problem
  * statement is the issue the agent was given.
  */
 import type { LoadedTask } from '../../schema/task.ts';
-import type { CorpusRow } from './corpus.ts';
+import type { TrajectoryRow } from './trajectory-rows.ts';
 
 /** The issue inside the scaffolds' task prompts (R2E-Gym's `<github_issue>`, OpenHands' and SWE-smith's `<pr_description>`). */
 const ISSUE = /<(github_issue|pr_description)>\s*(?:Consider the following PR description:\s*)?([\s\S]*?)\s*<\/\1>/;
@@ -22,7 +22,7 @@ export function rowIssue(statement: string | null): string | null {
  * Undefined when no task matches. A row without an id is parsed to find its issue; a
  * malformed one throws its `InputError` (it is bad input whatever its task).
  */
-export function taskForRow(row: CorpusRow, tasks: ReadonlyMap<string, LoadedTask>): LoadedTask | undefined {
+export function taskForRow(row: TrajectoryRow, tasks: ReadonlyMap<string, LoadedTask>): LoadedTask | undefined {
   if (row.instanceId !== null) return tasks.get(row.instanceId);
   if (row.problem) return undefined;
   const issue = rowIssue(row.trajectory().problemStatement);

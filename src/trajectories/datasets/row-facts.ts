@@ -1,5 +1,5 @@
 /**
- * What a corpus row says about its run besides the trajectory: the task it ran on, whether
+ * What a dataset row says about its run besides the trajectory: the task it ran on, whether
  * it resolved the task, and its own id. Each dataset names these differently:
  *
  * | dataset | task | resolved | id |

@@ -1,9 +1,9 @@
 /**
- * Trajectory corpora streamed, not loaded: a Parquet corpus in the layout of
+ * Trajectory datasets streamed, not loaded: a Parquet dataset in the layout of
  * nebius/SWE-agent-trajectories (flat facts, `trajectory` a list of turns, and the bulky
  * `eval_logs` a build never reads), written here at a given size, then read in a child
  * process each:
- *   stream   — corpusRows, as `probe build --trajectories FILE.parquet` reads it (needed
+ *   stream   — trajectoryRows, as `probe build --trajectories FILE.parquet` reads it (needed
  *              columns only, one row group at a time, each row's trajectory imported);
  *   whole    — every column of every row in memory at once (readAllRows);
  *   baseline — the same modules loaded, nothing read.
@@ -11,7 +11,7 @@
  * read completes in a V8 heap of 64 MiB: the goal is that streaming needs about one row
  * group whatever the file's size (V8 collects lazily, so with a large heap its RSS still
  * drifts up), while the whole read grows with the file.
- * Usage: npx tsx bench/corpus.ts [--rows N] (default 2000; ~60 KB a row)
+ * Usage: npx tsx bench/trajectory-dataset.ts [--rows N] (default 2000; ~60 KB a row)
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -23,7 +23,7 @@ import { parquetWriteFile } from 'hyparquet-writer';
 const rowsArg = process.argv.indexOf('--rows');
 const total = rowsArg > 0 ? Number(process.argv[rowsArg + 1]) : 2000;
 const ROW_GROUP = 250;
-const dir = mkdtempSync(join(tmpdir(), 'probe-bench-corpus-'));
+const dir = mkdtempSync(join(tmpdir(), 'probe-bench-trajectory-dataset-'));
 
 /** Text that does not compress away (hex digests of a counter): a log line per test. */
 function log(seed: number, bytes: number): string {
@@ -33,7 +33,7 @@ function log(seed: number, bytes: number): string {
   return out;
 }
 
-function writeCorpus(file: string, n: number): void {
+function writeDataset(file: string, n: number): void {
   const turn = (role: string, text: string) => ({ role, text, system_prompt: null, mask: false, cutoff_date: null });
   const trajectory = (i: number) => [
     turn('system', 'SETTING: You are an autonomous programmer.'),
@@ -75,14 +75,18 @@ function writeCorpus(file: string, n: number): void {
   } as Parameters<typeof parquetWriteFile>[0]);
 }
 
-/** A V8 heap this small holds a row group, not a corpus: a reader that keeps rows runs out. */
+/** A V8 heap this small holds a row group, not a dataset: a reader that keeps rows runs out. */
 const SMALL_HEAP_MB = 64;
 
 function child(file: string, mode: string, heapMb?: number): { rows: number; steps: number; ms: number; peakRssMb: number } {
   const flags = heapMb ? [`--max-old-space-size=${heapMb}`] : [];
-  const r = spawnSync(process.execPath, [...flags, '--import', 'tsx', join(import.meta.dirname, 'corpus-child.ts'), file, mode], {
-    encoding: 'utf8',
-  });
+  const r = spawnSync(
+    process.execPath,
+    [...flags, '--import', 'tsx', join(import.meta.dirname, 'trajectory-dataset-child.ts'), file, mode],
+    {
+      encoding: 'utf8',
+    },
+  );
   if (r.status !== 0)
     throw new Error(`${mode}${heapMb ? ` in a ${heapMb} MiB heap` : ''}: ${r.stderr.trim().split('\n').slice(-3).join(' / ')}`);
   return JSON.parse(r.stdout.trim().split('\n').at(-1)!) as { rows: number; steps: number; ms: number; peakRssMb: number };
@@ -90,8 +94,8 @@ function child(file: string, mode: string, heapMb?: number): { rows: number; ste
 
 try {
   for (const n of [total / 4, total]) {
-    const file = join(dir, `corpus-${n}.parquet`);
-    writeCorpus(file, n);
+    const file = join(dir, `dataset-${n}.parquet`);
+    writeDataset(file, n);
     const mb = statSync(file).size / 2 ** 20;
     const base = child(file, 'baseline');
     const stream = child(file, 'stream');
