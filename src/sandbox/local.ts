@@ -6,8 +6,9 @@
  * host never opens a path the model could have turned into a link. `restore` rebuilds the
  * tree from a read-only copy of the base inside the jail, `.git` and /tmp included: nothing
  * a command left behind survives. No process outlives its command (pid namespace). Timeouts
- * kill the whole process group; output is capped. It installs nothing: a task's
- * `environment` must already be on the host (host-packages.ts checks, before anything runs).
+ * kill the whole process group, and so does `close` for a command still running; output is
+ * capped. It installs nothing: a task's `environment` must already be on the host
+ * (host-packages.ts checks, before anything runs).
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -156,6 +157,8 @@ export class LocalSandbox extends JailedSandbox {
   readonly provider = 'local';
   protected readonly reset = { script: RESET_TREE, timeoutMs: 120_000 };
   private closed = false;
+  /** The jails of the commands running now, which close kills: none runs on, until its timeout, in a sandbox that is gone. */
+  private readonly running = new Set<ChildProcess>();
 
   private constructor(
     readonly workdir: string,
@@ -221,6 +224,7 @@ export class LocalSandbox extends JailedSandbox {
         stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
         ...(this.identity.hostUid !== undefined ? { uid: this.identity.hostUid, gid: this.identity.hostGid } : {}),
       });
+      this.running.add(child);
       if (options.stdin !== undefined) {
         child.stdin!.on('error', () => {
           /* the command may exit without reading all of it */
@@ -238,10 +242,12 @@ export class LocalSandbox extends JailedSandbox {
       }, timeoutMs);
       child.on('error', (error) => {
         clearTimeout(timer);
+        this.running.delete(child);
         reject(new ProbeError(`cannot start bwrap: ${error.message}`, { cause: error }));
       });
       child.on('close', (code, signal) => {
         clearTimeout(timer);
+        this.running.delete(child);
         resolve({
           stdout: output.bytes(),
           stderr: options.merge ? '' : errors.bytes().toString('utf8'),
@@ -257,6 +263,16 @@ export class LocalSandbox extends JailedSandbox {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Waited for: the tree they may still be writing is removed next.
+    await Promise.all(
+      [...this.running].map(
+        (child) =>
+          new Promise((resolve) => {
+            child.once('close', resolve);
+            killJail(child);
+          }),
+      ),
+    );
     if (this.quotaMounted) unmountQuota(this.root);
     rmSync(this.root, { recursive: true, force: true });
   }
