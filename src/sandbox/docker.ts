@@ -35,29 +35,19 @@ import { onShutdown } from '../util/shutdown.ts';
 import { boundedTimeout } from '../util/timeout.ts';
 import { checkTree, UNCAPPED } from '../util/safe-tree.ts';
 import { describePackage, environmentPackages } from '../schema/environment.ts';
-import type { EnvState, LoadedTask } from '../schema/task.ts';
+import type { LoadedTask } from '../schema/task.ts';
 import { BASE_IMAGE } from './base-image.ts';
 import { DEFAULT_IMAGE_SOURCES, type ImageSources } from './image-sources.ts';
 import { acquireImage, unavailableImage } from './registry.ts';
 import { environmentImage, MissingPackagesError } from './environment-image.ts';
 import { layoutImage } from './layout-image.ts';
 import { diskQuotaBytes } from './disk-quota.ts';
-import { EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
+import { EXCLUDE_ARTIFACTS } from './git-state.ts';
 import { OutputCapture, STDERR_KEPT } from './output-capture.ts';
-import { FILE_TIMEOUT_MS, READ_FILE, readBytes, resetTreeScript, restoreFromBase, writeThroughJail } from './through-jail.ts';
+import { JailedSandbox, type RawResult, resetTreeScript, type RunOptions } from './through-jail.ts';
 import { JAIL_HOME } from './jail.ts';
 import { checkoutTemplate, TOOLS_DIR, TOOLS_MOUNT } from './local.ts';
-import {
-  DEFAULT_EXEC_TIMEOUT_MS,
-  DEFAULT_OUTPUT_CAP,
-  FILE_OUTPUT_CAP,
-  LIMITS,
-  ulimitCommand,
-  type ExecOptions,
-  type ExecResult,
-  type Sandbox,
-  type SandboxOptions,
-} from './types.ts';
+import { DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_OUTPUT_CAP, LIMITS, ulimitCommand, type SandboxOptions } from './types.ts';
 
 export { BASE_IMAGE };
 /** Every sandbox container carries it (and `probe.pid`): leftovers of a killed run are found by it. */
@@ -198,23 +188,23 @@ function rootArgv(seconds: number, command: string): string[] {
   return ['timeout', '-k', '5', String(seconds), 'bash', '-c', `set -e\nexec 2>&1\n${command}`];
 }
 
-interface RunOptions extends ExecOptions {
-  /** stdout and stderr interleaved in `stdout`; otherwise stderr is kept apart, briefly. */
-  merge: boolean;
+/**
+ * The shared reset (through-jail.ts), then shared memory and message queues, which outlive
+ * processes; only the user's own entries can go.
+ */
+const RESET_TREE = resetTreeScript(
+  '{ { find /dev/shm /dev/mqueue -mindepth 1 -user "$(id -u)" -delete; ipcrm --all; } >/dev/null 2>&1; true; }',
+);
+
+interface DockerRunOptions extends RunOptions {
+  /** `uid:gid` to run as instead of the sandbox user (set-up steps run as capability-less root). */
   user?: string;
 }
 
-interface RawResult {
-  stdout: Buffer;
-  stderr: string;
-  exitCode: number;
-  timedOut: boolean;
-  truncated: boolean;
-  durationMs: number;
-}
-
-export class DockerSandbox implements Sandbox {
+export class DockerSandbox extends JailedSandbox {
   readonly provider = 'docker';
+  // The reset command's shell has already killed every process earlier commands left.
+  protected readonly reset = { script: RESET_TREE, timeoutMs: 300_000 };
   private closed = false;
   /** Commands run one at a time: each one ends by killing the sandbox user's other processes. */
   private queue: Promise<unknown> = Promise.resolve();
@@ -227,9 +217,10 @@ export class DockerSandbox implements Sandbox {
     private readonly container: Docker.Container,
     readonly workdir: string,
     private readonly outputCap: number,
-    private readonly baseCommit: string,
+    protected readonly baseCommit: string,
     private readonly uid: number,
   ) {
+    super();
     this.user = `${uid}:${uid}`;
     this.pristine = `${PRISTINE_ROOT}${workdir}`;
   }
@@ -384,13 +375,13 @@ export class DockerSandbox implements Sandbox {
   }
 
   /** Queues a command behind the ones already running. */
-  private run(command: string, options: RunOptions): Promise<RawResult> {
+  protected run(command: string, options: DockerRunOptions): Promise<RawResult> {
     const result = this.queue.then(() => this.runNow(command, options));
     this.queue = result.catch(() => {});
     return result;
   }
 
-  private async runNow(command: string, options: RunOptions): Promise<RawResult> {
+  private async runNow(command: string, options: DockerRunOptions): Promise<RawResult> {
     if (this.closed) throw new ProbeError('sandbox is closed');
     const timeoutMs = options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
     const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
@@ -463,40 +454,6 @@ export class DockerSandbox implements Sandbox {
     });
   }
 
-  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    const r = await this.run(command, { ...options, merge: true });
-    return {
-      output: r.stdout.toString('utf8'),
-      exitCode: r.exitCode,
-      timedOut: r.timedOut,
-      truncated: r.truncated,
-      durationMs: r.durationMs,
-    };
-  }
-
-  async readFile(path: string): Promise<Buffer> {
-    const r = await this.run(READ_FILE, {
-      env: { PROBE_PATH: path },
-      merge: false,
-      outputCap: FILE_OUTPUT_CAP,
-      timeoutMs: FILE_TIMEOUT_MS,
-    });
-    return readBytes(this.provider, path, r);
-  }
-
-  writeFile(path: string, data: Buffer | string): Promise<void> {
-    return writeThroughJail(this, path, data);
-  }
-
-  diff(): Promise<string> {
-    return treeDiff(this, this.baseCommit);
-  }
-
-  restore(state: EnvState): Promise<void> {
-    // The reset command's shell has already killed every process earlier commands left.
-    return restoreFromBase(this, this.baseCommit, state, RESET_TREE, 300_000);
-  }
-
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -529,11 +486,3 @@ async function imageFor(task: LoadedTask, sources: ImageSources): Promise<string
     );
   }
 }
-
-/**
- * The shared reset (through-jail.ts), then shared memory and message queues, which outlive
- * processes; only the user's own entries can go.
- */
-const RESET_TREE = resetTreeScript(
-  '{ { find /dev/shm /dev/mqueue -mindepth 1 -user "$(id -u)" -delete; ipcrm --all; } >/dev/null 2>&1; true; }',
-);

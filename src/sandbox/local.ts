@@ -6,23 +6,24 @@
  * host never opens a path the model could have turned into a link. `restore` rebuilds the
  * tree from a read-only copy of the base inside the jail, `.git` and /tmp included: nothing
  * a command left behind survives. No process outlives its command (pid namespace). Timeouts
- * kill the whole process group; output is capped. It installs nothing: a task's
- * `environment` must already be on the host (host-packages.ts checks, before anything runs).
+ * kill the whole process group, and so does `close` for a command still running; output is
+ * capped. It installs nothing: a task's `environment` must already be on the host
+ * (host-packages.ts checks, before anything runs).
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
-import type { EnvState, LoadedTask } from '../schema/task.ts';
+import type { LoadedTask } from '../schema/task.ts';
 import { mountQuota, SANDBOX_PREFIX, sweepDeadQuotas, unmountQuota } from './disk-quota.ts';
-import { EXCLUDE_ARTIFACTS, treeDiff } from './git-state.ts';
+import { EXCLUDE_ARTIFACTS } from './git-state.ts';
 import { hostGit } from './host-git.ts';
 import { checkoutGitBase } from './repo-checkout.ts';
 import { checkNestedGit, taskGit, taskSetConfinement, type GitConfinement } from './task-git.ts';
 import { requireHostPackages } from './host-packages.ts';
 import { OutputCapture, STDERR_KEPT } from './output-capture.ts';
-import { READ_FILE, FILE_TIMEOUT_MS, readBytes, resetTreeScript, restoreFromBase, writeThroughJail } from './through-jail.ts';
+import { JailedSandbox, type RawResult, resetTreeScript, type RunOptions } from './through-jail.ts';
 import {
   BASE_MOUNT,
   jailArgs,
@@ -33,15 +34,7 @@ import {
   type JailIdentity,
   type JailMounts,
 } from './jail.ts';
-import {
-  DEFAULT_EXEC_TIMEOUT_MS,
-  DEFAULT_OUTPUT_CAP,
-  FILE_OUTPUT_CAP,
-  type ExecOptions,
-  type ExecResult,
-  type Sandbox,
-  type SandboxOptions,
-} from './types.ts';
+import { DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_OUTPUT_CAP, type SandboxOptions } from './types.ts';
 import { onExit } from '../util/shutdown.ts';
 import { boundedTimeout } from '../util/timeout.ts';
 import { copyTree } from '../util/safe-tree.ts';
@@ -151,18 +144,21 @@ export function checkoutTemplate(task: LoadedTask): string {
 /** Rebuilds the tree from the base bound read-only at BASE_MOUNT; /dev/shm, a directory of the sandbox's, is emptied too. */
 const RESET_TREE = resetTreeScript('chmod -R u+rwX /dev/shm 2>/dev/null; find /dev/shm -mindepth 1 -delete');
 
-interface RawResult {
-  stdout: Buffer;
-  stderr: string;
-  exitCode: number;
-  timedOut: boolean;
-  truncated: boolean;
-  durationMs: number;
+/** Kills a jail: its process group (bwrap's pid namespace dies with it, every process inside too). */
+function killJail(child: ChildProcess): void {
+  try {
+    process.kill(-child.pid!, 'SIGKILL');
+  } catch {
+    /* already gone */
+  }
 }
 
-export class LocalSandbox implements Sandbox {
+export class LocalSandbox extends JailedSandbox {
   readonly provider = 'local';
+  protected readonly reset = { script: RESET_TREE, timeoutMs: 120_000 };
   private closed = false;
+  /** The jails of the commands running now, which close kills: none runs on, until its timeout, in a sandbox that is gone. */
+  private readonly running = new Set<ChildProcess>();
 
   private constructor(
     readonly workdir: string,
@@ -170,9 +166,11 @@ export class LocalSandbox implements Sandbox {
     private readonly mounts: JailMounts,
     private readonly identity: JailIdentity,
     private readonly outputCap: number,
-    private readonly baseCommit: string,
+    protected readonly baseCommit: string,
     private readonly quotaMounted: boolean,
-  ) {}
+  ) {
+    super();
+  }
 
   static async create(task: LoadedTask, options: SandboxOptions = {}): Promise<LocalSandbox> {
     const problem = jailProblem();
@@ -207,7 +205,7 @@ export class LocalSandbox implements Sandbox {
   }
 
   /** Runs argv in the jail: stdout only, or stdout and stderr interleaved (`merge`). */
-  private run(command: string, options: ExecOptions & { merge: boolean }): Promise<RawResult> {
+  protected run(command: string, options: RunOptions): Promise<RawResult> {
     if (this.closed) return Promise.reject(new ProbeError('sandbox is closed'));
     const cwd = options.cwd ?? this.workdir;
     const args = jailArgs(
@@ -226,6 +224,7 @@ export class LocalSandbox implements Sandbox {
         stdio: [options.stdin === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
         ...(this.identity.hostUid !== undefined ? { uid: this.identity.hostUid, gid: this.identity.hostGid } : {}),
       });
+      this.running.add(child);
       if (options.stdin !== undefined) {
         child.stdin!.on('error', () => {
           /* the command may exit without reading all of it */
@@ -239,18 +238,16 @@ export class LocalSandbox implements Sandbox {
       let timedOut = false;
       const timer = boundedTimeout(() => {
         timedOut = true;
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          /* already gone */
-        }
+        killJail(child);
       }, timeoutMs);
       child.on('error', (error) => {
         clearTimeout(timer);
+        this.running.delete(child);
         reject(new ProbeError(`cannot start bwrap: ${error.message}`, { cause: error }));
       });
       child.on('close', (code, signal) => {
         clearTimeout(timer);
+        this.running.delete(child);
         resolve({
           stdout: output.bytes(),
           stderr: options.merge ? '' : errors.bytes().toString('utf8'),
@@ -263,42 +260,19 @@ export class LocalSandbox implements Sandbox {
     });
   }
 
-  async exec(command: string, options: ExecOptions = {}): Promise<ExecResult> {
-    const r = await this.run(command, { ...options, merge: true });
-    return {
-      output: r.stdout.toString('utf8'),
-      exitCode: r.exitCode,
-      timedOut: r.timedOut,
-      truncated: r.truncated,
-      durationMs: r.durationMs,
-    };
-  }
-
-  async readFile(path: string): Promise<Buffer> {
-    const r = await this.run(READ_FILE, {
-      env: { PROBE_PATH: path },
-      merge: false,
-      outputCap: FILE_OUTPUT_CAP,
-      timeoutMs: FILE_TIMEOUT_MS,
-    });
-    return readBytes(this.provider, path, r);
-  }
-
-  writeFile(path: string, data: Buffer | string): Promise<void> {
-    return writeThroughJail(this, path, data);
-  }
-
-  diff(): Promise<string> {
-    return treeDiff(this, this.baseCommit);
-  }
-
-  restore(state: EnvState): Promise<void> {
-    return restoreFromBase(this, this.baseCommit, state, RESET_TREE, 120_000);
-  }
-
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    // Waited for: the tree they may still be writing is removed next.
+    await Promise.all(
+      [...this.running].map(
+        (child) =>
+          new Promise((resolve) => {
+            child.once('close', resolve);
+            killJail(child);
+          }),
+      ),
+    );
     if (this.quotaMounted) unmountQuota(this.root);
     rmSync(this.root, { recursive: true, force: true });
   }
