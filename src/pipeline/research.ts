@@ -5,37 +5,19 @@
  */
 import { existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import type { BosPolicy } from '../backends/bos.ts';
-import type { ResultCache } from '../backends/cache.ts';
 import type { Checkpoint } from '../backends/checkpoint.ts';
-import type { HttpBackendOptions } from '../backends/http/backend.ts';
-import type { Dtype } from '../backends/onnx/dtype.ts';
-import type { EngineChoice } from '../engines/engine-target.ts';
-import { checkpointKey } from '../swe/store.ts';
 import { InputError } from '../errors.ts';
 import { type ResearchDoc, type ResearchQuery, loadCorpus, loadQueries } from '../research/corpus.ts';
 import { researchTranscript, researchTask } from '../research/episode.ts';
 import { type ResearchEpisodeRecord, type ResearchResult, type ResearchRunOptions, runResearch } from '../research/run.ts';
 import { ResearchIndex } from '../research/search-index.ts';
-import { readJsonl } from '../store/jsonl-log.ts';
-import { writeFileAtomic } from '../util/atomic-file.ts';
-import { checkpointRecords, probeSetRecord, RunDir, type SampleLine } from '../store/run-dir.ts';
-import { type Failure, forEachCheckpoint, itemHooks, servingConfig, settingsRunDir } from './checkpoint-loop.ts';
-import { idFileName } from '../util/file-name.ts';
+import type { Failure } from './checkpoint-loop.ts';
+import { type EpisodeRunServing, runEpisodesOverCheckpoints } from './episode-run.ts';
 
 /** The episodes' settings (research/run.ts), and where the run is and how its checkpoints are served. */
-export interface ResearchRunSettings extends ResearchRunOptions {
+export interface ResearchRunSettings extends ResearchRunOptions, EpisodeRunServing {
   /** A directory holding corpus.jsonl and queries.jsonl. */
   set: string;
-  http?: HttpBackendOptions;
-  cache?: ResultCache | undefined;
-  dtype?: Dtype | undefined;
-  /** What ran each Hugging Face directory (`--engine`): recorded in the run's settings. */
-  engine?: EngineChoice | undefined;
-  bos?: BosPolicy | undefined;
-  out?: string | undefined;
-  resume: boolean;
-  quiet: boolean;
 }
 
 export interface ResearchSet {
@@ -71,70 +53,39 @@ export async function runResearchOverCheckpoints(
   set: ResearchSet,
   s: ResearchRunSettings,
 ): Promise<ResearchRunOutcome> {
-  // What defines the episodes: a rerun must match it to resume (checkpoints may be added).
-  const config = {
-    env: 'research',
-    set: resolve(s.set),
-    runs: s.runs,
-    max_steps: s.maxSteps,
-    max_tokens: s.maxTokens,
-    temperature: s.temperature,
-    top_p: s.topP,
-    search_k: s.searchK,
-    ...servingConfig(s),
-  };
-  const out = s.out ?? settingsRunDir('research', config);
-  const dir = RunDir.open(
-    out,
-    {
-      verb: 'asap',
-      config,
-      checkpoints: checkpointRecords(checkpoints),
-      probe_set: probeSetRecord(resolve(s.set), set.queries),
-      seeds: { episodes: s.seed },
-    },
-    { resume: s.resume },
-  );
-  if (!s.quiet)
-    process.stderr.write(
-      `${dir.status === 'resumed' ? 'Resuming' : 'Writing'} the deep-research run in ${out} (${set.queries.length} questions × ${s.runs} runs, ${set.corpus.length} documents)\n`,
-    );
-  const { results, failures } = await forEachCheckpoint(
+  const byId = new Map(set.queries.map((q) => [q.query_id, q]));
+  const run = await runEpisodesOverCheckpoints<ResearchEpisodeRecord, ResearchResult>(
     checkpoints,
     {
-      units: set.queries.length * s.runs,
-      quiet: s.quiet,
-      http: s.http,
-      cache: s.cache,
-      dtype: s.dtype,
-      label: 'research',
-      bos: s.bos,
-      dir,
+      kind: 'research',
+      config: {
+        env: 'research',
+        set: resolve(s.set),
+        runs: s.runs,
+        max_steps: s.maxSteps,
+        max_tokens: s.maxTokens,
+        temperature: s.temperature,
+        top_p: s.topP,
+        search_k: s.searchK,
+      },
+      probeSet: { path: s.set, instances: set.queries },
+      episodes: set.queries.length * s.runs,
+      describe: (out) =>
+        `the deep-research run in ${out} (${set.queries.length} questions × ${s.runs} runs, ${set.corpus.length} documents)`,
+      run: (ckpt, backend, hooks) => runResearch(ckpt, backend, set.index, set.queries, s, hooks),
+      transcript: (record) => {
+        const query = byId.get(record.query_id);
+        if (!query) return undefined;
+        const text = researchTranscript(researchTask(query.query, s.searchK), record.steps).replace(/\n## Thinking\n$/, '\n');
+        return {
+          instance: record.query_id,
+          run: record.run,
+          text: `${text}\n<!-- answer: ${JSON.stringify(record.answer)} · ${record.correct ? 'correct' : 'wrong'} · ${record.termination} -->\n`,
+        };
+      },
     },
-    (ckpt, backend, tick) =>
-      runResearch(ckpt, backend, set.index, set.queries, s, itemHooks<ResearchEpisodeRecord>(dir, 'research', ckpt, tick)),
+    s,
   );
-  writeTranscripts(dir, set, checkpoints, s.searchK);
-  const resultsFile = dir.writeResults({ env: 'research', settings: config, results });
-  return { out, resultsFile, results, failures };
-}
-
-/** Every finished episode as the model saw it, one Markdown file each (episodes/<checkpoint>/<query>/run-<n>.md). */
-function writeTranscripts(dir: RunDir, set: ResearchSet, checkpoints: readonly Checkpoint[], searchK: number): void {
-  const byId = new Map(set.queries.map((q) => [q.query_id, q]));
-  const nameOf = new Map(checkpoints.map((c) => [c.key, c.name]));
-  for (const { checkpoint, result } of readJsonl<SampleLine<ResearchEpisodeRecord>>(dir.samplesFile('research'), dir.dir)) {
-    const query = byId.get(result.query_id);
-    if (!query) continue;
-    const text = researchTranscript(researchTask(query.query, searchK), result.steps).replace(/\n## Thinking\n$/, '\n');
-    const name = nameOf.get(checkpoint);
-    if (name === undefined) continue; // a checkpoint of an earlier invocation of the run: its transcripts are written already
-    // Laid out as SWE episodes are (swe/store.ts): the checkpoint as given, the question, the run.
-    const file = join(dir.dir, 'episodes', checkpointKey(name), idFileName(result.query_id), `run-${result.run}.md`);
-    // Written by a rename: a link planted at a transcript's name in a resumed run is replaced, never written through.
-    writeFileAtomic(
-      file,
-      `${text}\n<!-- answer: ${JSON.stringify(result.answer)} · ${result.correct ? 'correct' : 'wrong'} · ${result.termination} -->\n`,
-    );
-  }
+  const resultsFile = run.dir.writeResults({ env: 'research', settings: run.config, results: run.results });
+  return { out: run.out, resultsFile, results: run.results, failures: run.failures };
 }
