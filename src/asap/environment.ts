@@ -6,8 +6,6 @@
  * the other half of its contract: how its results are shown. The registered environments
  * are in src/environments/registry.ts, one line each.
  */
-import type { AsapEnvironment } from '../protocol.ts';
-
 /** What every environment's result for one checkpoint carries. */
 export interface EnvironmentResult {
   checkpoint: string;
@@ -26,9 +24,10 @@ export interface Column<R> {
 }
 
 export interface EnvironmentDeclaration<R extends EnvironmentResult> {
-  name: AsapEnvironment;
-  /** Where its results sit in the report's data (report/collect.ts). */
-  reportKey: 'asap' | 'terminal' | 'research';
+  /** `probe asap --env NAME` (protocol.ts's ASAP_ENVIRONMENTS). */
+  name: string;
+  /** Where its results sit in the report's data (report/collect.ts's ReportData). */
+  reportKey: string;
   /** Its HTML report section, and its table's title in `probe report`'s rankings. */
   section: { id: string; title: string; ranking: string; whenEmpty?: string };
   /** How its episodes can end: results count every one (0 where none did). */

@@ -1,7 +1,7 @@
 /** `probe report`: rankings from finished run directories, and one self-contained HTML file to share. */
 import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { collectRuns, type ReportData } from '../report/collect.ts';
+import { collectRuns, environmentResults, type ReportData } from '../report/collect.ts';
 import { renderReport } from '../report/html.ts';
 import { rankingAccuracy } from '../probes/mcq.ts';
 import { formatPercent, formatTable, TABLE_VALUES } from '../report/table.ts';
@@ -131,7 +131,7 @@ function printRankings(data: ReportData): void {
     );
   // Every registered environment's ranking, in its declared columns.
   for (const env of ENVIRONMENTS) {
-    const results = data[env.reportKey] as readonly EnvironmentResult[];
+    const results = environmentResults(data, env.reportKey);
     if (!results.length) continue;
     const { leading, ranking } = env.columns;
     const show = <R>(c: Column<R>, r: R) => showValue(c.value(r), c.as, TABLE_VALUES);

@@ -5,6 +5,7 @@
 import { existsSync } from 'node:fs';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import type { AsapResult } from '../swe/run.ts';
+import type { EnvironmentResult } from '../asap/environment.ts';
 import type { ResearchResult } from '../research/run.ts';
 import type { TerminalResult } from '../terminal/run.ts';
 import { AsapStore, checkpointKey } from '../swe/store.ts';
@@ -253,4 +254,10 @@ export function collectRuns(dirs: string[]): ReportData {
     data.runs.push({ dir, verb, manifest });
   }
   return data;
+}
+
+/** An environment's results in the report's data, by the key its declaration names (none where the runs hold none). */
+export function environmentResults(data: ReportData, reportKey: string): readonly EnvironmentResult[] {
+  const results = (data as unknown as Record<string, unknown>)[reportKey];
+  return Array.isArray(results) ? (results as EnvironmentResult[]) : [];
 }

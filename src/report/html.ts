@@ -14,7 +14,7 @@ import type { BpbResult } from '../probes/bpb.ts';
 import { RANKING_ACCURACY_LABEL, rankingAccuracy } from '../probes/mcq.ts';
 import { spearman } from '../stats/correlation.ts';
 import { rankedWithTies, tiedChain, tiedGroups } from '../stats/ties.ts';
-import { ladderMcqAccuracy, type ReportData } from './collect.ts';
+import { environmentResults, ladderMcqAccuracy, type ReportData } from './collect.ts';
 import { downstreamScore, formatPercent, shortCheckpointName } from './table.ts';
 import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
 import { MCQ_MIN_DISTRACTORS } from '../schema/probe-item.ts';
@@ -326,9 +326,7 @@ function endingBars(env: EnvironmentDeclaration<EnvironmentResult>, results: rea
 }
 
 /** What one environment's section adds below its table and endings: SWE's kinds of turn, Terminal-Bench's transcripts. */
-const SECTION_EXTRAS: Partial<
-  Record<EnvironmentDeclaration<EnvironmentResult>['reportKey'], (data: ReportData, maxChars: number) => string>
-> = {
+const SECTION_EXTRAS: Record<string, (data: ReportData, maxChars: number) => string> = {
   asap: (data) => turnKinds(data.asap),
   terminal: (data, maxChars) => `<h3>Transcripts</h3>${terminalTranscripts(data, maxChars)}`,
 };
@@ -336,7 +334,7 @@ const SECTION_EXTRAS: Partial<
 /** One section per registered environment, in the registry's order; one with no results is left out unless it says what to show. */
 function environmentSections(data: ReportData, maxChars: number): string[] {
   return ENVIRONMENTS.map((env) => {
-    const results = data[env.reportKey] as readonly EnvironmentResult[];
+    const results = environmentResults(data, env.reportKey);
     const { id, title, whenEmpty } = env.section;
     if (!results.length) return whenEmpty ? section(id, title, empty(whenEmpty)) : '';
     return section(
