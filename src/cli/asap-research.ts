@@ -1,6 +1,7 @@
 /** `probe asap --env research`: the deep-research environment of the ASAP verb (flags and its table). */
 import { RESEARCH_ENVIRONMENT } from '../research/environment.ts';
 import { printEpisodesTable } from './episodes-table.ts';
+import { episodeServing } from './episode-serving.ts';
 import { join } from 'node:path';
 import { type Command, Option } from 'commander';
 import { EMBEDDED_RESEARCH_SET } from '../embedded.ts';
@@ -11,7 +12,7 @@ import { positiveInteger } from './args.ts';
 import type { BosFlags } from './bos-option.ts';
 import type { CheckpointFlags } from './checkpoint-options.ts';
 import { type HttpFlags, httpOptions } from './http-options.ts';
-import { resultCache, type RunFlags } from './run-options.ts';
+import type { RunFlags } from './run-options.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
 
 export interface ResearchFlags extends HttpFlags, RunFlags, BosFlags, CheckpointFlags {
@@ -55,17 +56,9 @@ export async function runResearchVerb(flags: ResearchFlags): Promise<void> {
     maxTokens: flags.maxTokens,
     temperature: flags.temperature,
     topP: flags.topP,
-    seed: flags.seed,
     searchK: flags.searchK,
     concurrency: flags.concurrency,
-    http,
-    cache: resultCache(flags),
-    dtype: flags.dtype,
-    engine: flags.engine,
-    bos: flags.bos,
-    out: flags.out,
-    resume: Boolean(flags.resume),
-    quiet: Boolean(flags.json),
+    ...episodeServing(flags, http),
   });
   const errors = reportFailures(run.failures);
   if (flags.json) {

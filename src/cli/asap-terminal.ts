@@ -1,6 +1,7 @@
 /** `probe asap --env terminal`: Terminal-Bench tasks in the ASAP verb (flags, checks and its table). */
 import { TERMINAL_ENVIRONMENT } from '../terminal/environment.ts';
 import { printEpisodesTable } from './episodes-table.ts';
+import { episodeServing } from './episode-serving.ts';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { EMBEDDED_TERMINAL_TASKS } from '../embedded.ts';
@@ -13,7 +14,7 @@ import type { BosFlags } from './bos-option.ts';
 import type { CheckpointFlags } from './checkpoint-options.ts';
 import { type HttpFlags, httpOptions } from './http-options.ts';
 import { type ImageSourceFlags, imageSources } from './image-source-options.ts';
-import { resultCache, type RunFlags } from './run-options.ts';
+import type { RunFlags } from './run-options.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
 
 export interface TerminalFlags extends HttpFlags, RunFlags, BosFlags, CheckpointFlags, ImageSourceFlags {
@@ -74,17 +75,9 @@ export async function runTerminalVerb(flags: TerminalFlags, profileGiven: boolea
     maxTokens: flags.maxTokens,
     temperature: flags.temperature,
     topP: flags.topP,
-    seed: flags.seed,
     actionTimeoutMs: flags.actionTimeout * 1000,
     sources: imageSources(flags),
-    http,
-    cache: resultCache(flags),
-    dtype: flags.dtype,
-    engine: flags.engine,
-    bos: flags.bos,
-    out: flags.out,
-    resume: Boolean(flags.resume),
-    quiet: Boolean(flags.json),
+    ...episodeServing(flags, http),
   });
   const errors = reportFailures(run.failures);
   if (flags.json) {

@@ -5,7 +5,7 @@ import { collectRuns, environmentResults, type ReportData } from '../report/coll
 import { renderReport } from '../report/html.ts';
 import { rankingAccuracy } from '../probes/mcq.ts';
 import { formatPercent, formatTable, TABLE_VALUES } from '../report/table.ts';
-import { type Column, type EnvironmentResult, showValue } from '../asap/environment.ts';
+import { type Column, showValue } from '../asap/environment.ts';
 import { ENVIRONMENTS } from '../environments/registry.ts';
 import { checkOutputFile } from '../store/output-path.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
