@@ -18,6 +18,14 @@ export function episodeSeed(seed: number, instance: string, run: number): number
   return deriveSeed(seed, instance, run);
 }
 
+/** How many episodes per instance, how many at once, and the seed they derive theirs from. */
+export interface EpisodeRunOptions {
+  runs: number;
+  /** Episodes at once (the backend's concurrency, or the containers the machine holds, is the useful bound). */
+  concurrency: number;
+  seed: number;
+}
+
 export interface EpisodeJob<I> {
   instance: I;
   /** The instance's id. */
@@ -33,7 +41,7 @@ export interface EpisodeJob<I> {
  */
 export async function runEpisodes<I, R>(
   instances: readonly I[],
-  options: { runs: number; concurrency: number; seed: number; idOf: (instance: I) => string },
+  options: EpisodeRunOptions & { idOf: (instance: I) => string },
   runOne: (job: EpisodeJob<I>) => Promise<R>,
   hooks: ItemHooks<R> = {},
 ): Promise<R[]> {

@@ -28,7 +28,6 @@ type FinalOutcome = 'answered' | 'answer_rejected' | 'answered_unsearched';
 export type ResearchOutcome = FinalOutcome | SharedOutcome;
 
 export interface ResearchStep extends StepRecord<ResearchAction, FinalOutcome> {
-  outcome: ResearchOutcome;
   /** Documents the observation showed: a search's hits, the page opened (absent where nothing ran). */
   shown?: string[];
 }

@@ -7,7 +7,7 @@
 import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import type { ItemHooks } from '../probes/memo.ts';
-import { countTerminations, meanOver, passSummary, runEpisodes } from '../asap/episodes.ts';
+import { countTerminations, type EpisodeRunOptions, meanOver, passSummary, runEpisodes } from '../asap/episodes.ts';
 import type { ResearchQuery } from './corpus.ts';
 import {
   RESEARCH_TERMINATIONS,
@@ -55,12 +55,7 @@ export interface ResearchResult {
   items: Array<{ query_id: string; n: number; c: number; answers: Array<string | null> }>;
 }
 
-export interface ResearchRunOptions extends Omit<ResearchEpisodeSettings, 'seed'> {
-  runs: number;
-  seed: number;
-  /** Episodes at once (the backend's concurrency is the useful bound). */
-  concurrency: number;
-}
+export interface ResearchRunOptions extends Omit<ResearchEpisodeSettings, 'seed'>, EpisodeRunOptions {}
 
 export async function runResearch(
   checkpoint: string,

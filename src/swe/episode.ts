@@ -30,7 +30,6 @@ type SweOutcome = 'submitted' | 'submit_rejected' | 'submitted_empty';
 export type StepOutcome = SweOutcome | SharedOutcome;
 
 export interface EpisodeStep extends StepRecord<Action, SweOutcome> {
-  outcome: StepOutcome;
   /** Exit status of an executed action (the editor exits 1 when it rejects a call). */
   exitCode: number | null;
   timedOut: boolean;

@@ -48,7 +48,6 @@ type FinalOutcome = 'submitted' | 'submit_rejected' | 'submitted_unacted';
 export type TerminalOutcome = FinalOutcome | SharedOutcome;
 
 export interface TerminalStep extends StepRecord<TerminalAction, FinalOutcome> {
-  outcome: TerminalOutcome;
   /** A `bash` command's exit status, and whether it ran past the action timeout. */
   exitCode: number | null;
   timedOut: boolean;

@@ -8,7 +8,7 @@
 import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import type { ItemHooks } from '../probes/memo.ts';
-import { countTerminations, type EpisodeJob, meanOver, passSummary, runEpisodes } from '../asap/episodes.ts';
+import { countTerminations, type EpisodeJob, type EpisodeRunOptions, meanOver, passSummary, runEpisodes } from '../asap/episodes.ts';
 import type { Tampering } from '../verify/harness-paths.ts';
 import { TerminalContainer } from './container.ts';
 import {
@@ -70,12 +70,7 @@ export interface TerminalResult {
   items: Array<{ task_id: string; n: number; c: number; rewards: Array<number | null> }>;
 }
 
-export interface TerminalRunOptions extends Omit<TerminalEpisodeSettings, 'seed' | 'agentTimeoutMs'> {
-  runs: number;
-  seed: number;
-  /** Episodes (containers) at once. */
-  concurrency: number;
-}
+export interface TerminalRunOptions extends Omit<TerminalEpisodeSettings, 'seed' | 'agentTimeoutMs'>, EpisodeRunOptions {}
 
 async function runOneEpisode(
   backend: CompletionBackend,
