@@ -58,7 +58,22 @@ describe('ASAP episode files', () => {
   it('are the same crash-safe logs: a step appended after a kill mid-line does not fuse with the cut line', () => {
     const dir = tempDir();
     const start = { type: 'start' as const, checkpoint: 'ckpt', instance: 'task-1', run: 0, seed: 7 };
-    const step = (n: number) => ({ index: n, completion: `step ${n}` }) as unknown as EpisodeStep;
+    const step = (n: number): EpisodeStep => ({
+      index: n,
+      completion: `step ${n}`,
+      finish: 'action',
+      tokens: 3,
+      action: { kind: 'bash', command: 'ls' },
+      error: null,
+      outcome: 'executed',
+      observation: '',
+      exitCode: 0,
+      timedOut: false,
+      patch: '',
+      toolState: null,
+      modelMs: 1,
+      sandboxMs: 1,
+    });
     new AsapStore(dir).startEpisode(start);
     new AsapStore(dir).appendStep(start, step(0));
     appendFileSync(new AsapStore(dir).episodeFile('ckpt', 'task-1', 0, 'jsonl'), '{"type":"step","index":1,"compl');
@@ -93,7 +108,7 @@ describe('RunDir', () => {
     expect(manifest.probe_set!.sha256).toMatch(/^[0-9a-f]{64}$/);
     expect(manifest.seeds).toEqual({ sampling: 0 });
 
-    run.memo<number>('bpb', CKPT.agent).put('a', 1.5);
+    run.memo<number>('numbers', CKPT.agent).put('a', 1.5);
     expect(() => RunDir.open(dir, input({ n: 4 }), { resume: false })).toThrow(
       /run\.json: this directory already holds a run: pass --resume/,
     );
@@ -106,7 +121,7 @@ describe('RunDir', () => {
     cpSync(CKPT.agent, changed, { recursive: true });
     const first = RunDir.open(join(tempDir(), 'run2'), input({}, changed), { resume: false });
     expect(first.status).toBe('new');
-    first.memo<number>('bpb', changed).put('a', 2);
+    first.memo<number>('numbers', changed).put('a', 2);
     appendFileSync(join(changed, 'config.json'), ' ');
     expect(() => RunDir.open(first.dir, input({}, changed), { resume: true })).toThrow(/field "checkpoints\..*\.content_hash"/);
 
@@ -120,12 +135,12 @@ describe('RunDir', () => {
     expect(resumed.status).toBe('resumed');
     // The old conclusion is gone until this run writes its own.
     expect(existsSync(join(dir, 'results.json'))).toBe(false);
-    expect(resumed.memo<number>('bpb', CKPT.agent).get('a')).toBe(1.5);
+    expect(resumed.memo<number>('numbers', CKPT.agent).get('a')).toBe(1.5);
     // One checkpoint however it is spelled: relative to another working directory, or with ./
-    expect(resumed.memo<number>('bpb', relative(process.cwd(), CKPT.agent)).get('a')).toBe(1.5);
-    expect(resumed.memo<number>('bpb', `${CKPT.agent}/`).get('a')).toBe(1.5);
-    expect(resumed.memo<number>('bpb', CKPT.agent).get('b')).toBeUndefined();
-    expect(resumed.memo<number>('bpb', CKPT.prose).get('a')).toBeUndefined();
+    expect(resumed.memo<number>('numbers', relative(process.cwd(), CKPT.agent)).get('a')).toBe(1.5);
+    expect(resumed.memo<number>('numbers', `${CKPT.agent}/`).get('a')).toBe(1.5);
+    expect(resumed.memo<number>('numbers', CKPT.agent).get('b')).toBeUndefined();
+    expect(resumed.memo<number>('numbers', CKPT.prose).get('a')).toBeUndefined();
     expect(resumed.manifest.resumed).toHaveLength(1);
   });
 

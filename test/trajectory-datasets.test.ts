@@ -10,6 +10,7 @@ import type { Row } from '../src/datasets/rows.ts';
 import { trajectoryRows, type TrajectoryRow, type TrajectoryRowCounts } from '../src/trajectories/datasets/trajectory-rows.ts';
 import { buildProbeSet, type TrajectoryBuild } from '../src/pipeline/build.ts';
 import type { ProbeItem } from '../src/schema/probe-item.ts';
+import { TrajectoryBuildSchema } from '../src/schema/build-progress.ts';
 import { UnitLog } from '../src/store/unit-log.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
@@ -395,7 +396,11 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories DA
     expect(datasetItem.gold).toContain('edit 4:4\ndef division(a: float, b: float) -> float:\nend_of_edit');
 
     // Resume: a row whose build the progress log holds (as a killed build left it) is not replayed again.
-    const log = UnitLog.open<TrajectoryBuild>(join(dir, 'resume.progress.jsonl'), { dataset: dataset }, { resume: false, what: 'build' });
+    const log = UnitLog.open<TrajectoryBuild>(
+      join(dir, 'resume.progress.jsonl'),
+      { dataset: dataset },
+      { resume: false, what: 'build', units: TrajectoryBuildSchema },
+    );
     log.put('sweagent.parquet#2', {
       outcome: summary.trajectories[0]! as TrajectoryBuild['outcome'],
       items: [datasetItem as unknown as ProbeItem],
@@ -407,7 +412,11 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories DA
       restore: 'patch',
       distractors: false,
       quiet: true,
-      memo: UnitLog.open<TrajectoryBuild>(join(dir, 'resume.progress.jsonl'), { dataset: dataset }, { resume: true, what: 'build' }),
+      memo: UnitLog.open<TrajectoryBuild>(
+        join(dir, 'resume.progress.jsonl'),
+        { dataset: dataset },
+        { resume: true, what: 'build', units: TrajectoryBuildSchema },
+      ),
       replay: { sandboxName: 'local', openSandbox: () => Promise.reject(new Error('a resumed row was replayed')) },
     });
     expect(resumed.items).toEqual([datasetItem]);

@@ -20,6 +20,7 @@ import {
   type TrajectoryBuild,
 } from '../pipeline/build.ts';
 import { summarizeProbeQuality } from '../report/probe-quality-text.ts';
+import { TrajectoryBuildSchema } from '../schema/build-progress.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
 
@@ -105,7 +106,7 @@ export function buildCommand(): Command {
           repeats: flags.repeats,
           include_unresolved: Boolean(flags.includeUnresolved),
         },
-        { resume: Boolean(flags.resume), what: 'build' },
+        { resume: Boolean(flags.resume), what: 'build', units: TrajectoryBuildSchema },
       );
       const outcome = await buildProbeSet({
         trajectories: flags.trajectories,

@@ -3,7 +3,9 @@ import { Command } from 'commander';
 import { describeCause, InputError } from '../errors.ts';
 import { downstreamScore, formatTable } from '../report/table.ts';
 import { bootstrap, kendallTauB, pearson, spearman, type Interval } from '../stats/correlation.ts';
+import { MetricDocumentSchema } from '../schema/metric-documents.ts';
 import { metricsFromDocument, type MetricSeries } from '../stats/metrics.ts';
+import { checkRecord } from '../store/read-record.ts';
 import { createRng } from '../util/rng.ts';
 import { integer, positiveInteger } from './args.ts';
 import { checkpointFacts } from '../backends/checkpoint.ts';
@@ -119,7 +121,7 @@ export function correlateCommand(): Command {
         } catch (error) {
           throw new InputError({ file }, `not a probe --json document: ${describeCause(error)}`, { cause: error });
         }
-        const found = metricsFromDocument(doc);
+        const found = metricsFromDocument(checkRecord(MetricDocumentSchema, doc, { file }, 'a probe --json document'));
         if (found.length === 0) throw new InputError({ file, field: 'results' }, 'no bpb, mcq or passk results in this document');
         return found;
       });

@@ -19,6 +19,7 @@ import { buildProbeSet, trajectoriesHash, writeProbeItems, type TrajectoryBuild 
 import { existingRunError } from '../store/run-dir.ts';
 import { lockRunDir } from '../store/run-lock.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
+import { TrajectoryBuildSchema } from '../schema/build-progress.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { INCLUDE_CONTROLS_HELP, prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './scoring-options.ts';
 import { LADDER_DEFAULTS, ladderConfig, passkItemsOf, runLadder, SCREEN_STAGES, type LadderSettings } from '../pipeline/ladder.ts';
@@ -147,7 +148,7 @@ async function runDemo(flags: DemoFlags): Promise<void> {
     const progressLog = UnitLog.open<TrajectoryBuild>(
       join(out, 'build.progress.jsonl'),
       { trajectories: trajectoriesHash(TRAJECTORIES) },
-      { resume: Boolean(flags.resume), what: 'probe build' },
+      { resume: Boolean(flags.resume), what: 'probe build', units: TrajectoryBuildSchema },
     );
     const built = await buildProbeSet({
       trajectories: TRAJECTORIES,

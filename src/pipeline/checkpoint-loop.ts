@@ -19,6 +19,7 @@ import type { ItemHooks } from '../probes/memo.ts';
 import { createProgress } from '../report/progress.ts';
 import { enterStage } from '../report/run-stages.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
+import type { SampleProbe } from '../schema/sample-results.ts';
 import type { RunDir } from '../store/run-dir.ts';
 import { interruptedBy } from '../util/interrupt.ts';
 
@@ -74,8 +75,13 @@ export function settingsRunDir(kind: string, config: Record<string, unknown>): s
   return join('runs', `${kind}-${createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 12)}`);
 }
 
-/** Progress and the run directory's memo for one probe × checkpoint. */
-export function itemHooks<T>(dir: RunDir | undefined, probe: string, checkpoint: string, tick: (reused: boolean) => void): ItemHooks<T> {
+/** Progress and the run directory's memo for one probe × checkpoint (its finished items checked against the probe's schema as they are read back). */
+export function itemHooks<T>(
+  dir: RunDir | undefined,
+  probe: SampleProbe,
+  checkpoint: string,
+  tick: (reused: boolean) => void,
+): ItemHooks<T> {
   const memo = dir?.memo<T>(probe, checkpoint);
   // Items run concurrently (a server takes several): which were read back is kept per item, not in one flag.
   const readBack = new Set<string>();
@@ -160,7 +166,7 @@ export async function forEachCheckpoint<R>(
 /** One probe over every checkpoint of a prepared run. */
 export function scoreCheckpoints<R, T>(
   run: ScoringRun,
-  probe: string,
+  probe: SampleProbe,
   score: (checkpoint: string, backend: CompletionBackend, hooks: ItemHooks<T>) => Promise<R>,
 ): Promise<{ results: R[]; failures: Failure[] }> {
   return forEachCheckpoint(

@@ -15,8 +15,7 @@ import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import type { Dtype } from '../backends/onnx/dtype.ts';
 import type { EngineChoice } from '../engines/engine-target.ts';
 import type { ItemHooks } from '../probes/memo.ts';
-import { readJsonl } from '../store/jsonl-log.ts';
-import { checkpointRecords, probeSetRecord, RunDir, type SampleLine } from '../store/run-dir.ts';
+import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { checkpointKey } from '../swe/store.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { idFileName } from '../util/file-name.ts';
@@ -100,7 +99,7 @@ export async function runEpisodesOverCheckpoints<Rec, Res>(
 /** Every finished episode as the model saw it, one Markdown file each (episodes/<checkpoint>/<instance>/run-<n>.md). */
 function writeTranscripts<Rec>(dir: RunDir, plan: EpisodeRunPlan<Rec, unknown>, checkpoints: readonly Checkpoint[]): void {
   const nameOf = new Map(checkpoints.map((c) => [c.key, c.name]));
-  for (const { checkpoint, result } of readJsonl<SampleLine<Rec>>(dir.samplesFile(plan.kind), dir.dir)) {
+  for (const { checkpoint, result } of dir.samples<Rec>(plan.kind)) {
     const name = nameOf.get(checkpoint);
     const shown = plan.transcript(result);
     if (!shown || name === undefined) continue; // a checkpoint of an earlier invocation of the run: its transcripts are written already

@@ -11,13 +11,12 @@ import type { Checkpoint } from '../backends/checkpoint.ts';
 import { EnvironmentError } from '../errors.ts';
 import { client, dockerAvailable } from '../sandbox/docker.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
-import { readJsonFile } from '../util/safe-tree.ts';
 import type { RunDir } from '../store/run-dir.ts';
 import { terminalTranscript } from '../terminal/episode.ts';
 import { type TerminalImage, terminalImage, treeHash } from '../terminal/image.ts';
 import { describeImageSources, type ImageSources } from '../sandbox/image-sources.ts';
 import type { BaseImage } from '../sandbox/registry.ts';
-import { buildTerminalPrefix, type TerminalPrefix } from '../terminal/prefix.ts';
+import { buildTerminalPrefix, readTerminalPrefix, type TerminalPrefix } from '../terminal/prefix.ts';
 import {
   runTerminal,
   type TerminalEpisodeRecord,
@@ -58,7 +57,7 @@ export interface TerminalRunOutcome {
 /** The prefix kept in the run directory, or built now and kept. */
 async function prefixFor(dir: RunDir, task: TerminalTask, image: TerminalImage, s: TerminalRunSettings): Promise<TerminalPrefix> {
   const file = join(dir.dir, 'prefixes', `${idFileName(task.id)}.${s.profile}.json`);
-  if (existsSync(file)) return readJsonFile(file, { root: dir.dir, what: 'the run directory' }) as TerminalPrefix;
+  if (existsSync(file)) return readTerminalPrefix(file, dir.dir);
   const prefix = await buildTerminalPrefix(task, image, s.profile, s.prefixSteps, s.actionTimeoutMs);
   writeFileAtomic(file, `${JSON.stringify(prefix, null, 2)}\n`);
   return prefix;

@@ -3,6 +3,7 @@
  * ladder's shortlist, the probe items behind them and where ASAP transcripts are.
  */
 import { existsSync } from 'node:fs';
+import type { z } from 'zod';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import type { AsapResult } from '../swe/run.ts';
 import type { EnvironmentResult } from '../asap/environment.ts';
@@ -16,7 +17,9 @@ import { loadProbeItems } from '../probes/load.ts';
 import { rankingAccuracy, type McqResult } from '../probes/mcq.ts';
 import type { PasskResult } from '../probes/passk.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
-import { probeSetRecord, type RunManifest } from '../store/run-dir.ts';
+import { ReportedManifestSchema } from '../schema/run-manifest.ts';
+import { readRecordFile } from '../store/read-record.ts';
+import { probeSetRecord } from '../store/run-dir.ts';
 import { readResults } from './results-schema.ts';
 import type { LadderRow } from '../schema/ladder-row.ts';
 import type { TrendPoint } from './trend.ts';
@@ -31,8 +34,11 @@ export function ladderMcqAccuracy(r: Pick<LadderRow, 'mcq_acc' | 'mcq_acc_norm'>
 export interface ReportRun {
   dir: string;
   verb: string;
-  manifest: RunManifest | null;
+  manifest: ReportedManifest | null;
 }
+
+/** run.json as a report has it: the verb, and what else the run recorded (runs.json of hand or older runs may lack fields). */
+export type ReportedManifest = z.infer<typeof ReportedManifestSchema>;
 
 export interface ReportData {
   runs: ReportRun[];
@@ -97,7 +103,7 @@ function readJsonIf<T>(file: string, root: string): T | undefined {
  * directory first, then where run.json says it was), accepted only if its first items
  * hash to the run's probe-set hash — another file of the same name is not shown.
  */
-function probeItemsOf(dir: string, manifest: RunManifest | null): ProbeItem[] {
+function probeItemsOf(dir: string, manifest: ReportedManifest | null): ProbeItem[] {
   const set = manifest?.probe_set;
   if (!set?.source || manifest?.verb === 'asap' || manifest?.verb === 'aptbench') return [];
   const source = set.source;
@@ -173,7 +179,9 @@ export function collectRuns(dirs: string[]): ReportData {
   const leftOut = data.leftOut!;
   for (const dir of dirs) {
     const manifestFile = join(dir, 'run.json');
-    const manifest = existsSync(manifestFile) ? readJson<RunManifest>(manifestFile, 'run manifest', dir) : null;
+    const manifest = existsSync(manifestFile)
+      ? readRecordFile(manifestFile, ReportedManifestSchema, { root: dir, what: 'a run manifest (run.json)' })
+      : null;
     // An ASAP directory from before run.json existed still says what it is.
     const verb = manifest?.verb ?? (existsSync(join(dir, 'asap.json')) ? 'asap' : undefined);
     if (!verb) throw new InputError({ file: manifestFile }, 'not a run directory (no run.json): give directories written with --out');
@@ -248,7 +256,7 @@ export function collectRuns(dirs: string[]): ReportData {
     for (const c of manifest?.checkpoints ?? [])
       if (c.control) {
         data.controls.add(c.name);
-        data.controls.add(c.path);
+        if (c.path !== undefined) data.controls.add(c.path); // runs from before checkpoints had a path
       }
     for (const r of data.ladder?.rows ?? []) if (r.control) data.controls.add(r.checkpoint);
     data.runs.push({ dir, verb, manifest });

@@ -67,7 +67,7 @@ function runsSection(data: ReportData): string {
     const m = r.manifest;
     const code = (text: string) => `<code>${esc(text)}</code>`;
     // How --bos resolved for each checkpoint (run.json, once it was opened): the BOS id put first, or none.
-    const bos = (c: NonNullable<typeof m>['checkpoints'][number]) =>
+    const bos = (c: NonNullable<NonNullable<typeof m>['checkpoints']>[number]) =>
       c.bos
         ? ` BOS ${code(c.bos.used ? String(c.bos.bos_id) : 'none')} <span title="${esc(c.bos.source)}">(${esc(c.bos.policy)})</span>`
         : '';

@@ -32,6 +32,7 @@ import { createRequire } from 'node:module';
 import type Docker from 'dockerode';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { onShutdown } from '../util/shutdown.ts';
+import { processAlive } from '../util/process-alive.ts';
 import { boundedTimeout } from '../util/timeout.ts';
 import { checkTree, UNCAPPED } from '../util/safe-tree.ts';
 import { describePackage, environmentPackages } from '../schema/environment.ts';
@@ -122,13 +123,8 @@ export async function sweepLeftovers(force = false): Promise<void> {
     containers
       .filter((c) => {
         const pid = Number(c.Labels['probe.pid']);
-        if (pid === process.pid) return false;
-        try {
-          process.kill(pid, 0);
-          return false;
-        } catch {
-          return true;
-        }
+        // An owner this process may not signal (EPERM: another user's run) is alive: its containers stay.
+        return pid !== process.pid && !processAlive(pid);
       })
       .map((c) =>
         client()

@@ -8,20 +8,31 @@
  * A log lives in a run directory someone may hand over to be resumed or reported: it is
  * read through safe-tree (a regular file really inside `root`, at most TREE_LIMITS.fileBytes),
  * and appended to only as a regular file in a directory inside `root`, never through a link.
+ * Given the schema of its records, a log checks every line it reads back against it
+ * (store/read-record.ts): a line of another shape is bad input naming the file, the line and
+ * the field, and the log is left as it is.
  */
 import { closeSync, mkdirSync, realpathSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import type { z } from 'zod';
 import { ProbeError, InputError } from '../errors.ts';
 import { interruptedBy } from '../util/interrupt.ts';
 import { isInside, openAppend, readRegularFileIfPresent, TREE_LIMITS } from '../util/safe-tree.ts';
 import { decode, encode } from '../util/tagged-numbers.ts';
+import { checkRecord } from './read-record.ts';
+
+/** What a log's lines are: their schema, and how a message names one ("an ASAP episode line"). */
+export interface LogRecords<T> {
+  schema: z.ZodType<T>;
+  what: string;
+}
 
 export function toJsonLine(record: unknown): string {
   return `${JSON.stringify(record, encode)}\n`;
 }
 
 /** The records of a log's text, and the byte length of its intact part (everything after it is a damaged tail). */
-function parse<T>(file: string, text: Buffer): { records: T[]; intact: number } {
+function parse<T>(file: string, text: Buffer, shape?: LogRecords<T>): { records: T[]; intact: number } {
   const records: T[] = [];
   let start = 0;
   let line = 0;
@@ -31,13 +42,16 @@ function parse<T>(file: string, text: Buffer): { records: T[]; intact: number } 
     if (end < 0) break; // no newline: cut short
     const body = text.subarray(start, end).toString('utf8');
     if (body.trim()) {
+      let record: unknown;
       try {
-        records.push(JSON.parse(body, decode) as T);
+        record = JSON.parse(body, decode);
       } catch (error) {
         // Only the last line can be a crash's leftover; a bad line with records after it was not written by us.
         if (end + 1 >= text.length) break;
         throw new InputError({ file, line }, 'not a JSON record (the run log is damaged)', { cause: error });
       }
+      // A crash cuts a line short, which never leaves JSON: a whole record of the wrong shape was written so.
+      records.push(shape ? checkRecord(shape.schema, record, { file, line }, shape.what) : (record as T));
     }
     start = end + 1;
   }
@@ -49,10 +63,13 @@ function readLog(file: string, root: string): Buffer | undefined {
   return readRegularFileIfPresent(file, { root, maxBytes: TREE_LIMITS.fileBytes, what: 'the run directory' });
 }
 
-/** The complete records of a log (none if it does not exist yet); `root`: the run directory it must be inside. */
-export function readJsonl<T>(file: string, root = dirname(file)): T[] {
+/**
+ * The complete records of a log (none if it does not exist yet); `root`: the run directory
+ * it must be inside; `shape`: their schema, which every line read must fit.
+ */
+export function readJsonl<T>(file: string, root = dirname(file), shape?: LogRecords<T>): T[] {
   const text = readLog(file, root);
-  return text ? parse<T>(file, text).records : [];
+  return text ? parse<T>(file, text, shape).records : [];
 }
 
 export class JsonlLog<T> {
@@ -60,16 +77,17 @@ export class JsonlLog<T> {
   /** What the last read found: the intact length and the file's length, so the first append need not read again. */
   private lastRead: { intact: number; length: number } | undefined;
 
-  /** `root`: the run directory the log must stay inside (its own directory where not given). */
+  /** `root`: the run directory the log must stay inside (its own directory where not given); `shape`: the schema its lines must fit. */
   constructor(
     readonly file: string,
     private readonly root = dirname(file),
+    private readonly shape?: LogRecords<T>,
   ) {}
 
   read(): T[] {
     const text = readLog(this.file, this.root);
     if (!text) return [];
-    const { records, intact } = parse<T>(this.file, text);
+    const { records, intact } = parse<T>(this.file, text, this.shape);
     this.lastRead = { intact, length: text.length };
     return records;
   }

@@ -15,14 +15,17 @@ import { createHash } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { z } from 'zod';
 import { bosRecord, type BosRecord, type BosUse } from '../backends/bos.ts';
 import { type Checkpoint, checkpointKey } from '../backends/checkpoint.ts';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import type { ItemMemo } from '../probes/memo.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
-import { readTextFile } from '../util/safe-tree.ts';
-import { JsonlLog } from './jsonl-log.ts';
+import { RunManifestSchema } from '../schema/run-manifest.ts';
+import { SAMPLE_RESULTS, type SampleProbe, sampleLineSchema } from '../schema/sample-results.ts';
+import { JsonlLog, type LogRecords, readJsonl } from './jsonl-log.ts';
+import { readRecordFile } from './read-record.ts';
 import { lockRunDir } from './run-lock.ts';
 import { ensureOutputDir } from './output-path.ts';
 import { checkResume, flattenSettings } from './resume.ts';
@@ -64,6 +67,26 @@ export interface SampleLine<T> {
   checkpoint: string;
   item: string;
   result: T;
+}
+
+/**
+ * run.json as a run left it, checked against its schema: bad input naming the file and
+ * field where it is not one (nothing of the run is touched). Fields the schema does not
+ * know are kept, so the manifest written back on resume holds all it held.
+ */
+function readManifest(file: string, root: string): RunManifest {
+  // Runs from before checkpoints had a `path` lack it; every reader falls back to the name.
+  return readRecordFile(file, RunManifestSchema, { root, what: 'a run manifest (run.json)' }) as RunManifest;
+}
+
+/**
+ * The schema of a probe's sample lines: its result's, found by its name. The stages score
+ * only probes that have one (`itemHooks` takes a `SampleProbe`); of any other name only
+ * the line around the result is checked.
+ */
+function sampleRecords(probe: string): LogRecords<SampleLine<unknown>> {
+  const result = Object.hasOwn(SAMPLE_RESULTS, probe) ? SAMPLE_RESULTS[probe as SampleProbe] : z.unknown();
+  return { schema: sampleLineSchema(result), what: `a ${probe} sample line` };
 }
 
 export function probeVersion(): string {
@@ -146,12 +169,7 @@ export class RunDir {
     let previous: RunManifest | undefined;
     if (existsSync(file) && holdsWork(dir)) {
       if (!options.resume) throw existingRunError(file);
-      const text = readTextFile(file, { root: dir, what: 'the run directory' });
-      try {
-        previous = JSON.parse(text) as RunManifest;
-      } catch (error) {
-        throw new InputError({ file }, 'not a run manifest (JSON)', { cause: error });
-      }
+      previous = readManifest(file, dir);
     }
     // Checkpoints may be added to a run; one that is in it must be byte-for-byte the same.
     const known = (c: CheckpointRecord) => previous?.checkpoints.find((p) => (p.path ?? resolve(p.name)) === c.path);
@@ -233,13 +251,18 @@ export class RunDir {
   private logOf(probe: string) {
     let entry = this.logs.get(probe);
     if (!entry) {
-      const log = new JsonlLog<SampleLine<unknown>>(this.samplesFile(probe), this.dir);
+      const log = new JsonlLog<SampleLine<unknown>>(this.samplesFile(probe), this.dir, sampleRecords(probe));
       const done = new Map<string, unknown>();
       for (const line of log.read()) done.set(JSON.stringify([checkpointKey(line.checkpoint), line.item]), line.result);
       entry = { log, done };
       this.logs.set(probe, entry);
     }
     return entry;
+  }
+
+  /** Every finished item of one probe (a line per item × checkpoint), each checked against the probe's schema. */
+  samples<T>(probe: string): SampleLine<T>[] {
+    return readJsonl(this.samplesFile(probe), this.dir, sampleRecords(probe)) as SampleLine<T>[];
   }
 
   /** The finished items of one probe × checkpoint, and where new ones are saved. */

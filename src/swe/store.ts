@@ -14,11 +14,12 @@
  */
 import { existsSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { JsonlLog, readJsonl } from '../store/jsonl-log.ts';
+import { AsapPrefixSchema, AsapSettingsSchema, EpisodeLineSchema } from '../schema/episode-records.ts';
+import { JsonlLog, type LogRecords, readJsonl } from '../store/jsonl-log.ts';
+import { readRecordFile } from '../store/read-record.ts';
 import { changedSettings, checkResume } from '../store/resume.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { idFileName } from '../util/file-name.ts';
-import { readJsonFile } from '../util/safe-tree.ts';
 import type { RunBehaviour } from './behaviour.ts';
 import type { EpisodeStep, Termination } from './episode.ts';
 import type { AsapPrefix } from './prefix.ts';
@@ -74,6 +75,9 @@ export function checkpointKey(checkpoint: string): string {
 
 type EpisodeLine = EpisodeStart | ({ type: 'step' } & EpisodeStep) | EpisodeEnd;
 
+/** An episode file's lines, checked as they are read back (a resumed episode continues from them). */
+const EPISODE_LINES: LogRecords<EpisodeLine> = { schema: EpisodeLineSchema, what: 'an ASAP episode line' };
+
 export class AsapStore {
   /** One log per episode file, so a resumed episode's damaged tail is cut once, before its first append. */
   private readonly logs = new Map<string, JsonlLog<EpisodeLine>>();
@@ -83,7 +87,7 @@ export class AsapStore {
   private episodeLog(start: EpisodeStart): JsonlLog<EpisodeLine> {
     const file = this.episodeFile(start.checkpoint, start.instance, start.run, 'jsonl');
     let log = this.logs.get(file);
-    if (!log) this.logs.set(file, (log = new JsonlLog<EpisodeLine>(file, this.dir)));
+    if (!log) this.logs.set(file, (log = new JsonlLog<EpisodeLine>(file, this.dir, EPISODE_LINES)));
     return log;
   }
 
@@ -98,7 +102,7 @@ export class AsapStore {
     if (existsSync(file) && !started) rmSync(join(this.dir, 'prefixes'), { recursive: true, force: true });
     const stored =
       existsSync(file) && started
-        ? (readJsonFile(file, { root: this.dir, what: 'the run directory' }) as Record<string, unknown>)
+        ? readRecordFile(file, AsapSettingsSchema, { root: this.dir, what: 'ASAP settings (asap.json)' })
         : undefined;
     const status = checkResume({
       file,
@@ -121,7 +125,7 @@ export class AsapStore {
 
   readPrefix(instance: string): AsapPrefix | undefined {
     const file = this.prefixFile(instance);
-    return existsSync(file) ? (readJsonFile(file, { root: this.dir, what: 'the run directory' }) as AsapPrefix) : undefined;
+    return existsSync(file) ? readRecordFile(file, AsapPrefixSchema, { root: this.dir, what: 'an ASAP reference prefix' }) : undefined;
   }
 
   writePrefix(prefix: AsapPrefix): void {
@@ -135,10 +139,10 @@ export class AsapStore {
   readEpisode(checkpoint: string, instance: string, run: number): SavedEpisode {
     const file = this.episodeFile(checkpoint, instance, run, 'jsonl');
     const saved: SavedEpisode = { start: null, steps: [], end: null };
-    for (const record of readJsonl<{ type: string }>(file, this.dir)) {
-      if (record.type === 'start') saved.start = record as EpisodeStart;
-      else if (record.type === 'step') saved.steps.push(stripType(record) as unknown as EpisodeStep);
-      else if (record.type === 'end') saved.end = record as EpisodeEnd;
+    for (const record of readJsonl(file, this.dir, EPISODE_LINES)) {
+      if (record.type === 'start') saved.start = record;
+      else if (record.type === 'step') saved.steps.push(stripType(record));
+      else saved.end = record;
     }
     return saved;
   }
@@ -169,7 +173,6 @@ export class AsapStore {
   }
 }
 
-function stripType(record: { type: string }): Record<string, unknown> {
-  const { type: _type, ...rest } = record;
-  return rest;
+function stripType({ type: _type, ...step }: { type: 'step' } & EpisodeStep): EpisodeStep {
+  return step;
 }

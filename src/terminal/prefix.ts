@@ -14,6 +14,8 @@ import type { TerminalImage } from './image.ts';
 import { readSolution, type SolutionStep } from './solution.ts';
 import type { TerminalTask } from './task.ts';
 import { transcriptText } from '../formats/asap-transcripts.ts';
+import { TerminalPrefixSchema } from '../schema/episode-records.ts';
+import { readRecordFile } from '../store/read-record.ts';
 
 export interface TerminalPrefixStep extends SolutionStep {
   observation: string;
@@ -29,6 +31,11 @@ export interface TerminalPrefix {
   shortened: string | null;
   /** Task block and the steps, as the model sees them. */
   text: string;
+}
+
+/** A prefix a run directory `root` kept (prefixes/<task>.<profile>.json), checked against its schema as it is read back. */
+export function readTerminalPrefix(file: string, root: string): TerminalPrefix {
+  return readRecordFile(file, TerminalPrefixSchema, { root, what: 'a Terminal-Bench reference prefix' });
 }
 
 /** Replays solution steps in a container; what each showed. */

@@ -10,6 +10,7 @@ import type { ContextFormat } from '../replay/render-context.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { existingRunError, RunDir } from '../store/run-dir.ts';
+import { TrajectoryBuildSchema } from '../schema/build-progress.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import {
   buildProbeSet,
@@ -38,7 +39,7 @@ export async function studyProbeSet(out: string, b: StudyBuild): Promise<string>
   const progress = UnitLog.open<TrajectoryBuild>(
     join(out, 'build.progress.jsonl'),
     { trajectories: trajectoriesHash(b.trajectories), tasks: b.tasksPath, context: b.contexts },
-    { resume: b.resume, what: 'probe build' },
+    { resume: b.resume, what: 'probe build', units: TrajectoryBuildSchema },
   );
   const built = await buildProbeSet({
     trajectories: b.trajectories,

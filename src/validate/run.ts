@@ -18,6 +18,7 @@ import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts
 import { restoreProbeState, taskForItem } from '../probes/restore.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
+import type { SampleProbe } from '../schema/sample-results.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { RunDir } from '../store/run-dir.ts';
 import { asapProtocolSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
@@ -145,7 +146,7 @@ function keptCost(run: StudyRun, fresh: RungCost, computed: number): RungCost {
 
 /** Runs one rung on one checkpoint with its tokens counted and its time taken. */
 async function measured<R, T>(
-  rung: string,
+  rung: SampleProbe,
   ckpt: string,
   backend: CompletionBackend,
   run: StudyRun,
