@@ -59,6 +59,19 @@ export async function runEpisodes<I, R>(
   });
 }
 
+/** What every environment's result for one checkpoint holds, whatever it adds (its instances' count, behaviour, items). */
+export interface EpisodesResult<T extends string> {
+  checkpoint: string;
+  backend: string;
+  /** The distribution the episodes' steps were drawn from, as the backend ran it (absent in older runs). */
+  sampler?: Record<string, unknown>;
+  runs: number;
+  pass_at: Record<string, number>;
+  /** Share of instances solved in all n runs (Intersection@n). */
+  intersection: number;
+  terminations: Record<T, number>;
+}
+
 /** Solved counts of one instance: n episodes, c of them solved. */
 export interface SolvedCount {
   n: number;

@@ -4,6 +4,7 @@
  * at a time) and `<answer>text</answer>`, which ends the episode. Each step is free
  * thinking, then exactly one of these; the harness answers in `<observation>`.
  */
+import { fromXmlText, toXmlText } from '../formats/xml-text.ts';
 import { type ResearchIndex, SEARCH_K } from './search-index.ts';
 
 export type ResearchAction =
@@ -21,13 +22,6 @@ export type FoundResearchAction =
 
 const OPEN = /<(search|answer)>|<open\b/;
 
-const fromXml = (text: string) =>
-  text
-    .replace(/&quot;/g, '"')
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&amp;/g, '&');
-
 export function findResearchAction(completion: string): FoundResearchAction {
   const opened = OPEN.exec(completion);
   if (!opened) return { ok: false, complete: false, error: 'no action element (<search>, <open doc="…"/>, <answer>)' };
@@ -36,7 +30,7 @@ export function findResearchAction(completion: string): FoundResearchAction {
     const close = `</${opened[1]}>`;
     const at = completion.indexOf(close, opened.index);
     if (at < 0) return { ok: false, complete: false, error: `<${opened[1]}> is not closed` };
-    const body = fromXml(completion.slice(opened.index + opened[0].length, at)).trim();
+    const body = fromXmlText(completion.slice(opened.index + opened[0].length, at)).trim();
     if (!body) return { ok: false, complete: true, error: `<${opened[1]}> is empty` };
     const action: ResearchAction = opened[1] === 'search' ? { kind: 'search', query: body } : { kind: 'answer', text: body };
     return { ok: true, action, thought, end: at + close.length };
@@ -44,7 +38,7 @@ export function findResearchAction(completion: string): FoundResearchAction {
   const tagEnd = completion.indexOf('>', opened.index);
   if (tagEnd < 0) return { ok: false, complete: false, error: 'the <open …/> element is not closed' };
   const tag = completion.slice(opened.index, tagEnd + 1);
-  const attrs = Object.fromEntries([...tag.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, fromXml(m[2]!)]));
+  const attrs = Object.fromEntries([...tag.matchAll(/(\w+)="([^"]*)"/g)].map((m) => [m[1]!, fromXmlText(m[2]!)]));
   if (!tag.endsWith('/>')) return { ok: false, complete: true, error: 'open is an empty element: <open doc="ID"/>' };
   if (!attrs.doc) return { ok: false, complete: true, error: 'open needs doc="ID"' };
   const page = attrs.page === undefined ? 1 : Number(attrs.page);
@@ -54,12 +48,11 @@ export function findResearchAction(completion: string): FoundResearchAction {
 }
 
 export function renderResearchAction(action: ResearchAction): string {
-  const toXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
   switch (action.kind) {
     case 'search':
-      return `<search>${toXml(action.query)}</search>`;
+      return `<search>${toXmlText(action.query)}</search>`;
     case 'answer':
-      return `<answer>${toXml(action.text)}</answer>`;
+      return `<answer>${toXmlText(action.text)}</answer>`;
     case 'open':
       return `<open doc="${action.docid.replace(/&/g, '&amp;').replace(/"/g, '&quot;')}"${action.page === 1 ? '' : ` page="${action.page}"`}/>`;
   }

@@ -7,7 +7,7 @@
 import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import type { ItemHooks } from '../probes/memo.ts';
-import { countTerminations, type EpisodeRunOptions, meanOver, passSummary, runEpisodes } from '../asap/episodes.ts';
+import { countTerminations, type EpisodeRunOptions, type EpisodesResult, meanOver, passSummary, runEpisodes } from '../asap/episodes.ts';
 import type { ResearchQuery } from './corpus.ts';
 import {
   RESEARCH_TERMINATIONS,
@@ -31,17 +31,9 @@ export interface ResearchEpisodeRecord {
   steps: ResearchStep[];
 }
 
-export interface ResearchResult {
-  checkpoint: string;
-  backend: string;
-  /** The distribution the episodes' steps were drawn from, as the backend ran it (absent in older runs). */
-  sampler?: Record<string, unknown>;
+export interface ResearchResult extends EpisodesResult<ResearchTermination> {
   env: 'research';
-  runs: number;
   queries: number;
-  pass_at: Record<string, number>;
-  /** Queries answered correctly in every run. */
-  intersection: number;
   behaviour: {
     searches: number;
     documents_opened: number;
@@ -51,7 +43,6 @@ export interface ResearchResult {
     parsable_turns: number;
     mean_turns: number;
   };
-  terminations: Record<ResearchTermination, number>;
   items: Array<{ query_id: string; n: number; c: number; answers: Array<string | null> }>;
 }
 

@@ -13,7 +13,7 @@ import { writeToolState } from '../sandbox/run-action.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { GraderLease, SandboxLease } from '../sandbox/pool.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
-import { countTerminations, type EpisodeJob, runEpisodes } from '../asap/episodes.ts';
+import { countTerminations, type EpisodeJob, type EpisodesResult, runEpisodes } from '../asap/episodes.ts';
 import { notPassed, verifyState, type Verdict } from '../verify/verifier.ts';
 import { runBehaviour, summarizeBehaviour, type BehaviourSummary } from './behaviour.ts';
 import { type EpisodeSettings, type EpisodeStep, runEpisode, type Termination, TERMINATIONS } from './episode.ts';
@@ -57,18 +57,10 @@ export interface AsapItem {
   runs: AsapRunSummary[];
 }
 
-export interface AsapResult {
-  checkpoint: string;
-  backend: string;
-  /** The distribution the episodes' steps were drawn from, as the backend ran it (absent in older runs). */
-  sampler?: Record<string, unknown>;
-  runs: number;
+export interface AsapResult extends EpisodesResult<Termination> {
   instances: number;
-  pass_at: Record<string, number>;
-  /** Share of instances solved in all n runs (Intersection@n), and their number. */
-  intersection: number;
+  /** Instances solved in all n runs (`intersection` is their share). */
   intersection_count: number;
-  terminations: Record<Termination, number>;
   behaviour: BehaviourSummary;
   /** Wall time of the run, and the episodes' own time in the model, in actions, restoring and grading (summed). */
   timing: { wall_ms: number; model_ms: number; sandbox_ms: number; setup_ms: number; verify_ms: number };

@@ -9,6 +9,8 @@
  *   <submit/>              the task is done: the tests decide
  */
 
+import { fromXmlText, toXmlText } from '../formats/xml-text.ts';
+
 export const TERMINAL_PROFILES = ['terminus', 'bash'] as const;
 export type TerminalProfile = (typeof TERMINAL_PROFILES)[number];
 
@@ -28,14 +30,6 @@ export type FoundTerminalAction =
   | { ok: true; action: TerminalAction; thought: string; end: number }
   | { ok: false; complete: boolean; error: string };
 
-const fromXml = (text: string) =>
-  text
-    .replace(/&quot;/g, '"')
-    .replace(/&lt;/g, '<')
-    .replace(/&gt;/g, '>')
-    .replace(/&amp;/g, '&');
-const toXml = (text: string) => text.replace(/&/g, '&amp;').replace(/</g, '&lt;');
-
 const OPEN = /<keystrokes\b([^>]*)>|<bash>|<submit\s*\/>/;
 
 /** The first action of a completion, or why there is none (`complete: false`: sampling may go on). */
@@ -49,7 +43,7 @@ export function findTerminalAction(completion: string): FoundTerminalAction {
   const at = completion.indexOf(close, opened.index);
   if (at < 0) return { ok: false, complete: false, error: `<${tag}> is not closed` };
   const end = at + close.length;
-  const raw = fromXml(completion.slice(opened.index + opened[0].length, at));
+  const raw = fromXmlText(completion.slice(opened.index + opened[0].length, at));
   if (tag === 'bash') {
     const command = raw.trim();
     if (!command) return { ok: false, complete: true, error: '<bash> is empty' };
@@ -70,9 +64,9 @@ export function renderTerminalAction(action: TerminalAction): string {
     case 'submit':
       return '<submit/>';
     case 'bash':
-      return `<bash>\n${toXml(action.command.replace(/\n+$/, ''))}\n</bash>`;
+      return `<bash>\n${toXmlText(action.command.replace(/\n+$/, ''))}\n</bash>`;
     case 'keystrokes':
-      return `<keystrokes duration="${action.duration}">\n${toXml(action.keys)}</keystrokes>`;
+      return `<keystrokes duration="${action.duration}">\n${toXmlText(action.keys)}</keystrokes>`;
   }
 }
 

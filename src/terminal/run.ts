@@ -8,7 +8,15 @@
 import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import type { ItemHooks } from '../probes/memo.ts';
-import { countTerminations, type EpisodeJob, type EpisodeRunOptions, meanOver, passSummary, runEpisodes } from '../asap/episodes.ts';
+import {
+  countTerminations,
+  type EpisodeJob,
+  type EpisodeRunOptions,
+  type EpisodesResult,
+  meanOver,
+  passSummary,
+  runEpisodes,
+} from '../asap/episodes.ts';
 import type { Tampering } from '../verify/harness-paths.ts';
 import { TerminalContainer } from './container.ts';
 import {
@@ -46,18 +54,10 @@ export interface TerminalEpisodeRecord {
   tampering?: Tampering[];
 }
 
-export interface TerminalResult {
-  checkpoint: string;
-  backend: string;
-  /** The distribution the episodes' steps were drawn from, as the backend ran it (absent in older runs). */
-  sampler?: Record<string, unknown>;
+export interface TerminalResult extends EpisodesResult<TerminalTermination> {
   env: 'terminal';
   profile: TerminalEpisodeSettings['profile'];
-  runs: number;
   tasks: number;
-  pass_at: Record<string, number>;
-  /** Tasks solved in every run. */
-  intersection: number;
   behaviour: {
     actions: number;
     parsable_turns: number;
@@ -66,7 +66,6 @@ export interface TerminalResult {
     key_presses: number;
     mean_turns: number;
   };
-  terminations: Record<TerminalTermination, number>;
   items: Array<{ task_id: string; n: number; c: number; rewards: Array<number | null> }>;
 }
 
