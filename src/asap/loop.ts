@@ -27,6 +27,13 @@ export interface StepRecord<A, O extends string> {
   modelMs: number;
 }
 
+/** What a step that ran a command in a sandbox adds (SWE's tools, Terminal-Bench's bash): its exit status, and whether it ran past the action timeout. */
+export interface CommandRun {
+  /** Exit status of the command (SWE's editor exits 1 when it rejects a call; null where nothing exited). */
+  exitCode: number | null;
+  timedOut: boolean;
+}
+
 /** An action found in a completion, as both the completion's stop rule and recovery read it. */
 export type FoundInText<A> = FoundAction & FoundStep<A>;
 

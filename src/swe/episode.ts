@@ -17,7 +17,14 @@ import { type Action, renderAction } from '../formats/md-xml.ts';
 import { type AsapFormat, type Extracted, transcriptText } from '../formats/asap-transcripts.ts';
 import { sourceChanges } from './patch.ts';
 import { allowsAction, type ToolProfile } from './profiles.ts';
-import { type EpisodeEnvironment, type FoundInText, type LoopSettings, runEpisodeLoop, type StepRecord } from '../asap/loop.ts';
+import {
+  type CommandRun,
+  type EpisodeEnvironment,
+  type FoundInText,
+  type LoopSettings,
+  runEpisodeLoop,
+  type StepRecord,
+} from '../asap/loop.ts';
 import { decide as recover, type Decision as RecoveryDecision, type RecoveryRules, type SharedOutcome } from '../asap/recovery.ts';
 
 export const TERMINATIONS = ['submitted', 'submitted_empty', 'step_limit', 'repeated_action', 'format_error'] as const;
@@ -29,10 +36,7 @@ type SweOutcome = 'submitted' | 'submit_rejected' | 'submitted_empty';
 /** What the harness did with one model step. */
 export type StepOutcome = SweOutcome | SharedOutcome;
 
-export interface EpisodeStep extends StepRecord<Action, SweOutcome> {
-  /** Exit status of an executed action (the editor exits 1 when it rejects a call). */
-  exitCode: number | null;
-  timedOut: boolean;
+export interface EpisodeStep extends StepRecord<Action, SweOutcome>, CommandRun {
   /** Cumulative working-tree patch after the step. */
   patch: string;
   /** Editor state after the step (for resuming). */

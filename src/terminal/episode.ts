@@ -18,7 +18,7 @@
  * probe must not rank checkpoints by it.
  */
 import type { CompletionBackend } from '../backends/types.ts';
-import { type EpisodeEnvironment, type LoopSettings, runEpisodeLoop, type StepRecord } from '../asap/loop.ts';
+import { type CommandRun, type EpisodeEnvironment, type LoopSettings, runEpisodeLoop, type StepRecord } from '../asap/loop.ts';
 import { decide, type Decision, type RecoveryRules, type SharedOutcome } from '../asap/recovery.ts';
 import { asapFormat, transcriptText } from '../formats/asap-transcripts.ts';
 import { renderTask } from '../formats/md-xml.ts';
@@ -47,10 +47,7 @@ export type TerminalTermination = (typeof TERMINAL_TERMINATIONS)[number];
 type FinalOutcome = 'submitted' | 'submit_rejected' | 'submitted_unacted';
 export type TerminalOutcome = FinalOutcome | SharedOutcome;
 
-export interface TerminalStep extends StepRecord<TerminalAction, FinalOutcome> {
-  /** A `bash` command's exit status, and whether it ran past the action timeout. */
-  exitCode: number | null;
-  timedOut: boolean;
+export interface TerminalStep extends StepRecord<TerminalAction, FinalOutcome>, CommandRun {
   envMs: number;
 }
 
