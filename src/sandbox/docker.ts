@@ -33,7 +33,7 @@ import type Docker from 'dockerode';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { onShutdown } from '../util/shutdown.ts';
 import { processAlive } from '../util/process-alive.ts';
-import { boundedTimeout } from '../util/timeout.ts';
+import { boundedTimeout, keptDelay } from '../util/timeout.ts';
 import { checkTree, UNCAPPED } from '../util/safe-tree.ts';
 import { describePackage, environmentPackages } from '../schema/environment.ts';
 import type { LoadedTask } from '../schema/task.ts';
@@ -63,6 +63,8 @@ export const PRISTINE_ROOT = '/opt/probe-pristine';
 function sandboxUid(): number {
   return 200_000 + Math.floor(Math.random() * 60_000);
 }
+/** How long past its own timeout the host waits for a container command before cutting its stream. */
+const BACKSTOP_MS = 15_000;
 /** Root, but with no capability (the container has none): it can only touch what root owns. */
 const ROOT_USER = '0:0';
 /**
@@ -380,6 +382,7 @@ export class DockerSandbox extends JailedSandbox {
   private async runNow(command: string, options: DockerRunOptions): Promise<RawResult> {
     if (this.closed) throw new ProbeError('sandbox is closed');
     const timeoutMs = options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
+    keptDelay(timeoutMs + BACKSTOP_MS); // refused before the command starts, not after
     const seconds = Math.max(1, Math.ceil(timeoutMs / 1000));
     const user = options.user ?? this.user;
     const started = performance.now();
@@ -435,7 +438,7 @@ export class DockerSandbox extends JailedSandbox {
       const backstop = boundedTimeout(() => {
         stream.destroy();
         resolve(true);
-      }, timeoutMs + 15_000);
+      }, timeoutMs + BACKSTOP_MS);
       const done = () => {
         clearTimeout(backstop);
         resolve(false);

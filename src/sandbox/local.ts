@@ -36,7 +36,7 @@ import {
 } from './jail.ts';
 import { DEFAULT_EXEC_TIMEOUT_MS, DEFAULT_OUTPUT_CAP, type SandboxOptions } from './types.ts';
 import { onExit } from '../util/shutdown.ts';
-import { boundedTimeout } from '../util/timeout.ts';
+import { boundedTimeout, keptDelay } from '../util/timeout.ts';
 import { copyTree } from '../util/safe-tree.ts';
 
 /** The editors' sources (the Docker sandbox copies them in). */
@@ -214,7 +214,12 @@ export class LocalSandbox extends JailedSandbox {
       { PROBE_WORKDIR: this.workdir, PROBE_BASE_TREE: BASE_MOUNT, ...options.env },
       jailedShell(command, options.merge),
     );
-    const timeoutMs = options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS;
+    let timeoutMs: number;
+    try {
+      timeoutMs = keptDelay(options.timeoutMs ?? DEFAULT_EXEC_TIMEOUT_MS);
+    } catch (error) {
+      return Promise.reject(error);
+    }
     const started = performance.now();
     return new Promise((resolve, reject) => {
       const child = spawn('bwrap', args, {
@@ -268,6 +273,8 @@ export class LocalSandbox extends JailedSandbox {
       [...this.running].map(
         (child) =>
           new Promise((resolve) => {
+            // One that has already ended is not waited for: its 'close' has been or will be emitted once.
+            if (child.exitCode !== null || child.signalCode !== null) return resolve(undefined);
             child.once('close', resolve);
             killJail(child);
           }),

@@ -40,7 +40,7 @@ import { client, dockerAvailable, LABEL, rootOwnedTarOf, sweepLeftovers } from '
 import { OutputCapture } from '../sandbox/output-capture.ts';
 import { LIMITS } from '../sandbox/types.ts';
 import { onShutdown } from '../util/shutdown.ts';
-import { boundedTimeout, sleep } from '../util/timeout.ts';
+import { boundedTimeout, keptDelay, sleep } from '../util/timeout.ts';
 import type { Tampering } from '../verify/harness-paths.ts';
 import {
   EPISODE_MARKER,
@@ -58,6 +58,8 @@ import type { TerminalTask } from './task.ts';
 import { fullPlaces, PLACES_FREE, type WritableLayout, writableLayout } from './writable.ts';
 
 /** The tmux session, and the size of its screen (what the model sees each step). */
+/** How long past its own timeout the host waits for a command before cutting its stream. */
+const BACKSTOP_MS = 15_000;
 const SESSION = 'agent';
 export const SCREEN = { columns: 160, rows: 40 } as const;
 const OUTPUT_CAP = 1024 * 1024;
@@ -199,6 +201,7 @@ export class TerminalContainer {
     },
   ): Promise<CommandResult> {
     if (this.closed) throw new ProbeError('the terminal sandbox is closed');
+    keptDelay(options.timeoutMs + BACKSTOP_MS); // refused before the command starts, not after
     const seconds = Math.max(1, Math.ceil(options.timeoutMs / 1000));
     const script = `exec 2>&1\n${command}`;
     const limit = options.bare ? [] : ['timeout', '-k', '5', String(seconds)];
@@ -221,7 +224,7 @@ export class TerminalContainer {
       const backstop = boundedTimeout(() => {
         stream.destroy();
         resolve(true);
-      }, options.timeoutMs + 15_000);
+      }, options.timeoutMs + BACKSTOP_MS);
       const done = () => {
         clearTimeout(backstop);
         resolve(false);

@@ -26,9 +26,17 @@ export function timeoutProblem(seconds: unknown): string | undefined {
  * (the inputs' timeouts are checked at load), so it throws rather than fire early.
  */
 export function boundedTimeout(callback: () => void, ms: number): NodeJS.Timeout {
+  return setTimeout(callback, keptDelay(ms));
+}
+
+/**
+ * `ms`, when Node's timers keep it; a RangeError otherwise. Called before a command starts,
+ * so a delay that would be refused never leaves a started process nobody waits for.
+ */
+export function keptDelay(ms: number): number {
   if (!(ms >= 0 && ms <= MAX_TIMER_MS))
     throw new RangeError(`a timer of ${ms} ms is beyond what Node keeps (0 to ${MAX_TIMER_MS} ms): it would fire at once`);
-  return setTimeout(callback, ms);
+  return ms;
 }
 
 /** Waits `ms` (bounded as `boundedTimeout`). */
