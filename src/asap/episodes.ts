@@ -6,6 +6,8 @@
  * memo and never run again. Pass@k is unbiased; Intersection@n counts instances solved in
  * all n runs.
  */
+import { samplerRecord } from '../backends/sampler-record.ts';
+import type { CompletionBackend, SampleRequest } from '../backends/types.ts';
 import type { ItemHooks } from '../probes/memo.ts';
 import { memoized } from '../probes/memo.ts';
 import { passAtKs } from '../protocol.ts';
@@ -57,6 +59,29 @@ export async function runEpisodes<I, R>(
     hooks.onItem?.(memoId);
     return record;
   });
+}
+
+/** What an environment gives the one run of a checkpoint over its instances. */
+export interface CheckpointEpisodes<I, R, S> {
+  idOf(instance: I): string;
+  runOne(job: EpisodeJob<I>): Promise<R>;
+  /** The result of the checkpoint from its records, in job order. */
+  summarize(records: readonly R[]): S;
+}
+
+/**
+ * Runs (or reads back) a checkpoint's episodes over the instances and summarizes them, the
+ * distribution the backend drew the steps from after the summary.
+ */
+export async function runCheckpointEpisodes<I, R, S>(
+  backend: CompletionBackend,
+  instances: readonly I[],
+  options: EpisodeRunOptions & Pick<SampleRequest, 'temperature' | 'topP'>,
+  environment: CheckpointEpisodes<I, R, S>,
+  hooks: ItemHooks<R> = {},
+): Promise<S & { sampler?: Record<string, unknown> }> {
+  const records = await runEpisodes(instances, { ...options, idOf: environment.idOf }, environment.runOne, hooks);
+  return { ...environment.summarize(records), ...(await samplerRecord(backend, options)) };
 }
 
 /** What every environment's result for one checkpoint holds, whatever it adds (its instances' count, behaviour, items). */

@@ -4,10 +4,16 @@
  * graded by the answer; pass@k and Intersection@n over queries, as for SWE episodes, and
  * the behaviour of this kind of environment. Finished episodes are read back from the memo.
  */
-import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import type { ItemHooks } from '../probes/memo.ts';
-import { countTerminations, type EpisodeRunOptions, type EpisodesResult, meanOver, passSummary, runEpisodes } from '../asap/episodes.ts';
+import {
+  countTerminations,
+  type EpisodeRunOptions,
+  type EpisodesResult,
+  meanOver,
+  passSummary,
+  runCheckpointEpisodes,
+} from '../asap/episodes.ts';
 import type { ResearchQuery } from './corpus.ts';
 import {
   RESEARCH_TERMINATIONS,
@@ -48,7 +54,7 @@ export interface ResearchResult extends EpisodesResult<ResearchTermination> {
 
 export interface ResearchRunOptions extends Omit<ResearchEpisodeSettings, 'seed'>, EpisodeRunOptions {}
 
-export async function runResearch(
+export function runResearch(
   checkpoint: string,
   backend: CompletionBackend,
   index: ResearchIndex,
@@ -56,25 +62,29 @@ export async function runResearch(
   options: ResearchRunOptions,
   hooks: ItemHooks<ResearchEpisodeRecord> = {},
 ): Promise<ResearchResult> {
-  const records = await runEpisodes(
+  return runCheckpointEpisodes(
+    backend,
     queries,
-    { ...options, idOf: (query) => query.query_id },
-    async ({ instance: query, id, run, seed }): Promise<ResearchEpisodeRecord> => {
-      const episode = await runResearchEpisode(backend, index, query, { ...options, seed, label: `the episode of query ${id}#${run}` });
-      return {
-        query_id: query.query_id,
-        run,
-        seed,
-        answer: episode.answer,
-        correct: episode.correct,
-        termination: episode.termination,
-        behaviour: researchBehaviour(episode.steps, query),
-        steps: episode.steps,
-      };
+    options,
+    {
+      idOf: (query) => query.query_id,
+      runOne: async ({ instance: query, id, run, seed }) => {
+        const episode = await runResearchEpisode(backend, index, query, { ...options, seed, label: `the episode of query ${id}#${run}` });
+        return {
+          query_id: query.query_id,
+          run,
+          seed,
+          answer: episode.answer,
+          correct: episode.correct,
+          termination: episode.termination,
+          behaviour: researchBehaviour(episode.steps, query),
+          steps: episode.steps,
+        };
+      },
+      summarize: (records) => summarize(checkpoint, backend.id, queries, records, options.runs),
     },
     hooks,
   );
-  return { ...summarize(checkpoint, backend.id, queries, records, options.runs), ...(await samplerRecord(backend, options)) };
 }
 
 function summarize(

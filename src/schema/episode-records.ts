@@ -12,6 +12,37 @@
 import { z } from 'zod';
 import { anyNumber, StepFinishSchema, TamperingSchema } from './record-fields.ts';
 
+// --- What every environment's step records ----------------------------------------------
+
+/** asap/recovery.ts `SharedOutcome`: the outcomes the one recovery policy gives in every environment. */
+const SHARED_OUTCOMES = ['executed', 'format_error', 'repeat_suppressed', 'repeated_action', 'format_ended'] as const;
+
+/**
+ * asap/loop.ts `StepRecord<A, O>` for an environment's action and its own outcomes, with the
+ * fields its step adds (`own`) in the place the environment writes them, before `modelMs`.
+ */
+function stepRecordSchema<Action extends z.ZodType, const Outcomes extends readonly string[], Own extends z.ZodRawShape>(
+  action: Action,
+  outcomes: Outcomes,
+  own: Own,
+) {
+  return z.object({
+    index: anyNumber,
+    completion: z.string(),
+    finish: StepFinishSchema,
+    tokens: anyNumber,
+    action: action.nullable(),
+    error: z.string().nullable(),
+    outcome: z.enum([...SHARED_OUTCOMES, ...outcomes] as const),
+    observation: z.string().nullable(),
+    ...own,
+    modelMs: anyNumber,
+  });
+}
+
+/** asap/loop.ts `CommandRun`: what a step that ran a command adds. */
+const commandRun = { exitCode: anyNumber.nullable(), timedOut: z.boolean() };
+
 // --- ASAP (SWE) episodes -----------------------------------------------------------------
 
 /** formats/md-xml.ts `Action`. */
@@ -33,31 +64,11 @@ export const MdXmlActionSchema = z.discriminatedUnion('kind', [
 export const TerminationSchema = z.enum(['submitted', 'submitted_empty', 'step_limit', 'repeated_action', 'format_error']);
 
 /** swe/episode.ts `EpisodeStep`. */
-export const EpisodeStepSchema = z.object({
-  index: anyNumber,
-  completion: z.string(),
-  finish: StepFinishSchema,
-  tokens: anyNumber,
-  action: MdXmlActionSchema.nullable(),
-  error: z.string().nullable(),
-  outcome: z.enum([
-    'executed',
-    'format_error',
-    'repeat_suppressed',
-    'submit_rejected',
-    'submitted',
-    'submitted_empty',
-    'repeated_action',
-    'format_ended',
-  ]),
-  observation: z.string().nullable(),
-  exitCode: anyNumber.nullable(),
-  timedOut: z.boolean(),
+export const EpisodeStepSchema = stepRecordSchema(MdXmlActionSchema, ['submit_rejected', 'submitted', 'submitted_empty'], {
+  ...commandRun,
   patch: z.string(),
   toolState: z.string().nullable(),
-  modelMs: anyNumber,
-  sandboxMs: anyNumber,
-});
+}).extend({ sandboxMs: anyNumber });
 
 /** swe/store.ts `EpisodeStart`. */
 export const EpisodeStartSchema = z.object({
@@ -156,29 +167,11 @@ export const TerminalActionSchema = z.discriminatedUnion('kind', [
 ]);
 
 /** terminal/episode.ts `TerminalStep`. */
-export const TerminalStepSchema = z.object({
-  index: anyNumber,
-  completion: z.string(),
-  finish: StepFinishSchema,
-  tokens: anyNumber,
-  action: TerminalActionSchema.nullable(),
-  error: z.string().nullable(),
-  outcome: z.enum([
-    'executed',
-    'format_error',
-    'repeat_suppressed',
-    'submit_rejected',
-    'submitted',
-    'submitted_unacted',
-    'repeated_action',
-    'format_ended',
-  ]),
-  observation: z.string().nullable(),
-  exitCode: anyNumber.nullable(),
-  timedOut: z.boolean(),
-  modelMs: anyNumber,
-  envMs: anyNumber,
-});
+export const TerminalStepSchema = stepRecordSchema(
+  TerminalActionSchema,
+  ['submit_rejected', 'submitted', 'submitted_unacted'],
+  commandRun,
+).extend({ envMs: anyNumber });
 
 /** terminal/episode.ts `TerminalBehaviour`. */
 export const TerminalBehaviourSchema = z.object({
@@ -227,26 +220,8 @@ export const ResearchActionSchema = z.discriminatedUnion('kind', [
 ]);
 
 /** research/episode.ts `ResearchStep`. */
-export const ResearchStepSchema = z.object({
-  index: anyNumber,
-  completion: z.string(),
-  finish: StepFinishSchema,
-  tokens: anyNumber,
-  action: ResearchActionSchema.nullable(),
-  error: z.string().nullable(),
-  outcome: z.enum([
-    'executed',
-    'format_error',
-    'repeat_suppressed',
-    'answer_rejected',
-    'answered',
-    'answered_unsearched',
-    'repeated_action',
-    'format_ended',
-  ]),
-  observation: z.string().nullable(),
+export const ResearchStepSchema = stepRecordSchema(ResearchActionSchema, ['answer_rejected', 'answered', 'answered_unsearched'], {
   shown: z.array(z.string()).optional(),
-  modelMs: anyNumber,
 });
 
 /** research/episode.ts `ResearchBehaviour`. */

@@ -5,7 +5,6 @@
  * pass@k and Intersection@n over tasks, as for SWE episodes. Finished episodes are read back
  * from the memo (a killed run resumes episode by episode).
  */
-import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import type { ItemHooks } from '../probes/memo.ts';
 import {
@@ -15,7 +14,7 @@ import {
   type EpisodesResult,
   meanOver,
   passSummary,
-  runEpisodes,
+  runCheckpointEpisodes,
 } from '../asap/episodes.ts';
 import type { Tampering } from '../verify/harness-paths.ts';
 import { TerminalContainer } from './container.ts';
@@ -106,20 +105,24 @@ async function runOneEpisode(
   }
 }
 
-export async function runTerminal(
+export function runTerminal(
   checkpoint: string,
   backend: CompletionBackend,
   instances: readonly TerminalInstance[],
   options: TerminalRunOptions,
   hooks: ItemHooks<TerminalEpisodeRecord> = {},
 ): Promise<TerminalResult> {
-  const records = await runEpisodes(
+  return runCheckpointEpisodes(
+    backend,
     instances,
-    { ...options, idOf: (instance) => instance.task.id },
-    (job) => runOneEpisode(backend, job, options),
+    options,
+    {
+      idOf: (instance) => instance.task.id,
+      runOne: (job) => runOneEpisode(backend, job, options),
+      summarize: (records) => summarize(checkpoint, backend.id, options, instances, records),
+    },
     hooks,
   );
-  return { ...summarize(checkpoint, backend.id, options, instances, records), ...(await samplerRecord(backend, options)) };
 }
 
 function summarize(
