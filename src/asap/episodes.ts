@@ -9,6 +9,7 @@
 import { samplerRecord } from '../backends/sampler-record.ts';
 import type { CompletionBackend, SampleRequest } from '../backends/types.ts';
 import type { ItemHooks } from '../probes/memo.ts';
+import type { LoopSettings } from './loop.ts';
 import { memoized } from '../probes/memo.ts';
 import { passAtKs } from '../protocol.ts';
 import { meanPassAtK } from '../stats/pass-at-k.ts';
@@ -27,6 +28,9 @@ export interface EpisodeRunOptions {
   concurrency: number;
   seed: number;
 }
+
+/** The settings of every environment's episodes: how many, how many at once, the seed, and how each step is drawn. */
+export interface EpisodeProtocol extends EpisodeRunOptions, Omit<LoopSettings, 'label' | 'seed'> {}
 
 export interface EpisodeJob<I> {
   instance: I;

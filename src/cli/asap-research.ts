@@ -1,4 +1,5 @@
 /** `probe asap --env research`: the deep-research environment of the ASAP verb (flags and its table). */
+import type { EpisodeProtocol } from '../asap/episodes.ts';
 import { RESEARCH_ENVIRONMENT } from '../research/environment.ts';
 import { printEpisodesTable } from './episodes-table.ts';
 import { episodeServing } from './episode-serving.ts';
@@ -15,18 +16,11 @@ import { type HttpFlags, httpOptions } from './http-options.ts';
 import type { RunFlags } from './run-options.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
 
-export interface ResearchFlags extends HttpFlags, RunFlags, BosFlags, CheckpointFlags {
+export interface ResearchFlags extends HttpFlags, RunFlags, BosFlags, CheckpointFlags, EpisodeProtocol {
   ckpt?: string[];
   researchSet: string;
   searchK: number;
   limit?: number;
-  runs: number;
-  concurrency: number;
-  maxSteps: number;
-  maxTokens: number;
-  temperature: number;
-  topP: number;
-  seed: number;
   json?: boolean;
 }
 

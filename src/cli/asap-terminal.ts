@@ -1,4 +1,5 @@
 /** `probe asap --env terminal`: Terminal-Bench tasks in the ASAP verb (flags, checks and its table). */
+import type { EpisodeProtocol } from '../asap/episodes.ts';
 import { TERMINAL_ENVIRONMENT } from '../terminal/environment.ts';
 import { printEpisodesTable } from './episodes-table.ts';
 import { episodeServing } from './episode-serving.ts';
@@ -17,20 +18,13 @@ import { type ImageSourceFlags, imageSources } from './image-source-options.ts';
 import type { RunFlags } from './run-options.ts';
 import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
 
-export interface TerminalFlags extends HttpFlags, RunFlags, BosFlags, CheckpointFlags, ImageSourceFlags {
+export interface TerminalFlags extends HttpFlags, RunFlags, BosFlags, CheckpointFlags, ImageSourceFlags, EpisodeProtocol {
   ckpt?: string[];
   terminalTasks: string;
   instances?: string[];
   limit?: number;
   profile: string;
-  runs: number;
-  concurrency: number;
   prefixSteps: number;
-  maxSteps: number;
-  maxTokens: number;
-  temperature: number;
-  topP: number;
-  seed: number;
   actionTimeout: number;
   json?: boolean;
 }

@@ -26,8 +26,9 @@ import { TaskPools } from '../sandbox/pool.ts';
 import { forEachCheckpoint, servingConfig, settingsRunDir } from './checkpoint-loop.ts';
 import type { BosPolicy } from '../backends/bos.ts';
 import { ASAP_PROTOCOL, passAtKs } from '../protocol.ts';
+import type { EpisodeProtocol } from '../asap/episodes.ts';
 
-export interface AsapRunSettings {
+export interface AsapRunSettings extends EpisodeProtocol {
   /** For checkpoints behind servers. */
   http?: HttpBackendOptions;
   /** `--bos`: whether a BOS token goes before every prompt. */
@@ -40,16 +41,9 @@ export interface AsapRunSettings {
   engine?: EngineChoice | undefined;
   tasksPath: string;
   reference: string;
-  runs: number;
-  concurrency: number;
   profile: ToolProfile;
   format: AsapFormatName;
   prefixSteps: number;
-  maxSteps: number;
-  maxTokens: number;
-  temperature: number;
-  topP: number;
-  seed: number;
   actionTimeoutS: number;
   sandbox: SandboxKind;
   /** Where a task's image comes from when the engine lacks it (docker sandbox; default: pull what is missing). */
