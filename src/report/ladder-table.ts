@@ -1,5 +1,6 @@
 /** The screen's ladder as a reader takes it in: one table with every rung, each probe against the known order, the recommendation. */
 import { join } from 'node:path';
+import { environmentOf } from '../environments/registry.ts';
 import { RANKING_ACCURACY_LABEL } from '../probes/mcq.ts';
 import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
 import type { LadderRow } from '../schema/ladder-row.ts';
@@ -72,7 +73,5 @@ export function printLadder(outcome: LadderSummary, items: number, n: number): v
   process.stderr.write(`Recommendation: post-train ${outcome.shortlist.join(', ') || 'none'}\n`);
   if (outcome.asapOut) process.stderr.write(`ASAP transcripts of the shortlist: ${join(outcome.asapOut, 'episodes')}\n`);
   for (const env of envs)
-    process.stderr.write(
-      `${env === 'terminal' ? 'Terminal-Bench' : 'Deep-research'} episodes of the shortlist: asap-${env}/episodes in the run directory\n`,
-    );
+    process.stderr.write(`${environmentOf(env).section.title} of the shortlist: asap-${env}/episodes in the run directory\n`);
 }

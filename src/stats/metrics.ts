@@ -68,9 +68,9 @@ export function metricsFromDocument(doc: unknown): MetricSeries[] {
   }
   if ('pass_at' in first) {
     const items = byCheckpoint((r) => (r as unknown as PasskDoc['results'][number]).items);
-    // ASAP episodes of the other environments (`probe asap --env research|terminal`) are pass@k over
-    // questions or tasks, named apart from prefix pass@K.
-    const family = first.env === 'research' || first.env === 'terminal' ? String(first.env) : 'passk';
+    // ASAP episodes of an environment that names itself in its results (`probe asap --env research|terminal`)
+    // are pass@k over its questions or tasks, named apart from prefix pass@K by that name.
+    const family = typeof first.env === 'string' ? first.env : 'passk';
     return Object.keys(first.pass_at as object).map((k) => ({
       name: `${family}.pass@${k}`,
       higherIsBetter: true,
