@@ -23,7 +23,7 @@ import type { LoadedTask } from '../schema/task.ts';
 import type { RunDir } from '../store/run-dir.ts';
 import { asapProtocolSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
 import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from '../pipeline/checkpoint-loop.ts';
-import { codePieces } from './code-text.ts';
+import { codePieces } from '../probes/code-text.ts';
 import { correlatePair, ranking, type Correlation } from './correlate.ts';
 import { countingBackend } from './counting-backend.ts';
 import { asapRecords, probeSeries, truthSeries, seriesValue, type AsapInstanceRecord, type StudySeries } from './series.ts';

@@ -31,7 +31,7 @@ import type { LoadedTask } from '../schema/task.ts';
 import { checkpointRecords, type RunDir } from '../store/run-dir.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { interruptedBy } from '../util/interrupt.ts';
-import { codePieces, type CodePiece } from '../validate/code-text.ts';
+import { codePieces, type CodePiece } from '../probes/code-text.ts';
 import { checkEntryTree, checkpointSpec, completeness, fingerprintOf, listEntries, type WatchedEntry } from './discover.ts';
 import { type CheapEvent, type FailedEvent, WatchLog } from './log.ts';
 import { decideHeavy, type HeavyRule } from './plan.ts';
