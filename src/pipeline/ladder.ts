@@ -65,18 +65,10 @@ export interface LadderOutcome {
 /** What decides a ladder's results, for run.json (a resumed run must match it). */
 export function ladderConfig(s: LadderSettings): Record<string, unknown> {
   const envs = envsOf(s);
-  const r = rungRecord(s);
   return {
     shortlist: s.shortlist,
     passk_top: s.passkTop ?? 2 * s.shortlist,
-    n: r.n,
-    tasks: r.tasks,
-    reference: r.reference,
-    asap_runs: r.asap_runs,
-    asap_max_steps: r.asap_max_steps,
-    passk_max_tokens: r.passk_max_tokens,
-    asap_max_tokens: r.asap_max_tokens,
-    asap_instances: r.asap_instances,
+    ...rungRecord(s, ['n', 'tasks', 'reference', 'asap_runs', 'asap_max_steps', 'passk_max_tokens', 'asap_max_tokens', 'asap_instances']),
     include_controls: Boolean(s.includeControls),
     // Only when set: ladders from before resume with the settings they recorded.
     ...(s.passkOnePerTrajectory ? { passk_items: 'one per trajectory' } : {}),

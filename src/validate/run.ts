@@ -23,7 +23,7 @@ import { asapTasksOf, checkReferences, runAsapRung } from '../pipeline/rungs/asa
 import { scoreBpbAndMcq, scoreCodeBpb } from '../pipeline/rungs/cheap.ts';
 import { passkRunItems, passkSandboxes, scorePasskRung } from '../pipeline/rungs/passk.ts';
 import type { RungScorer } from '../pipeline/rungs/scorer.ts';
-import { type CodeBpbSettings, RUNG_DEFAULTS, type RungSettings, rungRecord } from '../pipeline/rungs/settings.ts';
+import { asapProfileOf, type CodeBpbSettings, RUNG_DEFAULTS, type RungSettings, rungRecord } from '../pipeline/rungs/settings.ts';
 import { correlatePair, ranking, type Correlation } from './correlate.ts';
 import { countingBackend } from './counting-backend.ts';
 import { asapRecords, probeSeries, truthSeries, seriesValue, type AsapInstanceRecord, type StudySeries } from './series.ts';
@@ -40,19 +40,20 @@ export const STUDY_DEFAULTS = { ...RUNG_DEFAULTS, asapRuns: 4, resamples: 1000 }
 
 /** What decides a study's results, for run.json (a resumed study must match it). */
 export function studyConfig(s: StudySettings): Record<string, unknown> {
-  const r = rungRecord(s);
   return {
-    tasks: r.tasks,
-    reference: r.reference,
-    code: r.code,
-    n: r.n,
-    passk_max_tokens: r.passk_max_tokens,
-    asap_runs: r.asap_runs,
-    asap_max_steps: r.asap_max_steps,
-    asap_max_tokens: r.asap_max_tokens,
-    asap_instances: r.asap_instances,
+    ...rungRecord(s, [
+      'tasks',
+      'reference',
+      'code',
+      'n',
+      'passk_max_tokens',
+      'asap_runs',
+      'asap_max_steps',
+      'asap_max_tokens',
+      'asap_instances',
+    ]),
     // Recorded only when not the default, so studies run before the option resume unchanged.
-    ...(r.asap_profile !== 'bash' ? { asap_profile: r.asap_profile } : {}),
+    ...(asapProfileOf(s) !== 'bash' ? { asap_profile: asapProfileOf(s) } : {}),
   };
 }
 

@@ -57,20 +57,11 @@ export const WATCH_DEFAULTS = {
 
 /** What decides a watch's numbers, for run.json (a restarted watch must match it). */
 export function watchConfig(s: WatchSettings): Record<string, unknown> {
-  const r = rungRecord(s);
   return {
-    code: r.code,
-    tasks: r.tasks,
-    reference: r.reference,
+    ...rungRecord(s, ['code', 'tasks', 'reference']),
     every: s.rule.every,
     move: Number.isFinite(s.rule.move) ? s.rule.move : 'off',
-    n: r.n,
-    passk_max_tokens: r.passk_max_tokens,
-    asap_runs: r.asap_runs,
-    asap_max_steps: r.asap_max_steps,
-    asap_max_tokens: r.asap_max_tokens,
-    asap_instances: r.asap_instances,
-    asap_profile: r.asap_profile,
+    ...rungRecord(s, ['n', 'passk_max_tokens', 'asap_runs', 'asap_max_steps', 'asap_max_tokens', 'asap_instances', 'asap_profile']),
   };
 }
 

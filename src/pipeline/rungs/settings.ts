@@ -88,11 +88,8 @@ export function resolvedPaths<S extends Partial<TaskSettings & AsapSettings & Co
   };
 }
 
-/**
- * Each rung setting as run.json records it: paths resolved, defaults filled. A verb's config
- * picks the ones its results depend on, in the order its run.json has always had them.
- */
-export function rungRecord(s: RungSettings & Partial<CodeBpbSettings>) {
+/** Each rung setting as run.json records it: paths resolved, defaults filled. */
+function recordOf(s: RungSettings & Partial<CodeBpbSettings>) {
   const r = resolvedPaths(s);
   return {
     code: r.code,
@@ -106,4 +103,15 @@ export function rungRecord(s: RungSettings & Partial<CodeBpbSettings>) {
     asap_instances: s.asapInstances ?? null,
     asap_profile: asapProfileOf(s),
   };
+}
+
+export type RungRecordKey = keyof ReturnType<typeof recordOf>;
+
+/**
+ * The rung settings `keys` as run.json records them, in that order: a verb records the ones
+ * its results depend on, in the order its run.json has always had them.
+ */
+export function rungRecord(s: RungSettings & Partial<CodeBpbSettings>, keys: readonly RungRecordKey[]): Record<string, unknown> {
+  const all = recordOf(s);
+  return Object.fromEntries(keys.map((k) => [k, all[k]]));
 }
