@@ -1,6 +1,6 @@
 /** pass@K's token limit per checkpoint, in the checkpoint's own tokens (`probe demo --passk-gold-margin`). */
 import { describe, expect, it } from 'vitest';
-import { passkTokenLimit } from '../src/pipeline/ladder.ts';
+import { passkTokenLimit } from '../src/pipeline/rungs/passk.ts';
 
 const items = [{ gold: 'ls -la' }, { gold: 'sed -i s/a/b/ f.py' }];
 const bytes = { encode: (t: string) => [...Buffer.from(t)] };

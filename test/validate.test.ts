@@ -8,7 +8,7 @@ import { collectRuns } from '../src/report/collect.ts';
 import { hasBubblewrap } from '../src/sandbox/local.ts';
 import { kendallTauB, spearman } from '../src/stats/correlation.ts';
 import type { StudyOutcome } from '../src/validate/run.ts';
-import { CODE_EXTENSIONS, splitAtLines } from '../src/validate/code-text.ts';
+import { CODE_EXTENSIONS, splitAtLines } from '../src/probes/code-text.ts';
 import { formatValue, heading } from '../src/validate/table.ts';
 import { BEHAVIOUR_TRUTHS } from '../src/validate/series.ts';
 import { CKPT, PROBE_BIN, tempDir } from './helpers/paths.ts';

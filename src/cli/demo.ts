@@ -15,6 +15,7 @@ import { openSandbox } from '../sandbox/open.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { ensureRequirements } from '../setup/requirements.ts';
 import { positiveInteger, positiveNumber } from './args.ts';
+import { addRungOptions, type RungFlags, rungSettings } from './rung-options.ts';
 import { buildProbeSet, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from '../pipeline/build.ts';
 import { existingRunError } from '../store/run-dir.ts';
 import { lockRunDir } from '../store/run-lock.ts';
@@ -22,27 +23,22 @@ import { ensureOutputDir } from '../store/output-path.ts';
 import { TrajectoryBuildSchema } from '../schema/build-progress.ts';
 import { UnitLog } from '../store/unit-log.ts';
 import { INCLUDE_CONTROLS_HELP, prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './scoring-options.ts';
-import { LADDER_DEFAULTS, ladderConfig, passkItemsOf, runLadder, SCREEN_STAGES, type LadderSettings } from '../pipeline/ladder.ts';
+import { LADDER_DEFAULTS, ladderConfig, runLadder, SCREEN_STAGES, type LadderSettings } from '../pipeline/ladder.ts';
+import { passkItemsOf } from '../pipeline/rungs/passk.ts';
 import { printLadder } from '../report/ladder-table.ts';
 import { currentRun, enterStage, withRunStages } from '../report/run-stages.ts';
 import { formatDuration } from '../report/progress.ts';
-import { ASAP_ENVIRONMENTS, type AsapEnvironment } from '../protocol.ts';
+import type { AsapEnvironment } from '../protocol.ts';
 import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
 import { buildCacheKey, readCachedBuild, writeCachedBuild } from '../pipeline/build-cache.ts';
 import type { ContextFormat } from '../replay/render-context.ts';
 
-interface DemoFlags extends RunFlags {
+interface DemoFlags extends RunFlags, Omit<RungFlags, 'tasks' | 'reference' | 'seed'> {
   json?: boolean;
   install: boolean;
-  n: number;
-  asapRuns: number;
-  asapMaxSteps: number;
-  passkMaxTokens: number;
   passkGoldMargin: number;
-  asapMaxTokens: number;
   asapInstances: number;
   shortlist: number;
-  concurrency: number;
   includeControls?: boolean;
   asapEnv: AsapEnvironment[];
   passkRenderings: 'one' | 'all';
@@ -69,34 +65,35 @@ function budgetsLine(flags: DemoFlags, items: number, passkItems: number): strin
 
 export function demoCommand(): Command {
   return addRunOptions(
-    new Command('demo')
-      .description(
-        'The whole ladder on the embedded checkpoints and demo suite: build probes, BPB, MCQ, pass@K, ASAP for the shortlist; ends with the ranking and an HTML report.',
+    addRungOptions(
+      addRungOptions(
+        new Command('demo')
+          .description(
+            'The whole ladder on the embedded checkpoints and demo suite: build probes, BPB, MCQ, pass@K, ASAP for the shortlist; ends with the ranking and an HTML report.',
+          )
+          .option('--shortlist <n>', 'checkpoints that get ASAP episodes', positiveInteger, LADDER_DEFAULTS.shortlist),
+        [
+          'n',
+          ['asapRuns', { parse: positiveInteger }],
+          'asapMaxSteps',
+          // The demo's longest gold action is 592 tokens to a byte-level checkpoint: 640 leaves every gold room, and keeps rambling samples from costing minutes.
+          ['passkMaxTokens', { help: 'tokens per sampled action in pass@K, at most', default: 640 }],
+        ],
       )
-      .option('--shortlist <n>', 'checkpoints that get ASAP episodes', positiveInteger, LADDER_DEFAULTS.shortlist)
-      .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, LADDER_DEFAULTS.n)
-      .option('--asap-runs <n>', 'ASAP episodes per instance', positiveInteger, LADDER_DEFAULTS.asapRuns)
-      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, LADDER_DEFAULTS.asapMaxSteps)
-      // The demo's longest gold action is 592 tokens to a byte-level checkpoint: 640 leaves every gold room, and keeps rambling samples from costing minutes.
-      .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K, at most', positiveInteger, 640)
-      // The same gold text is 592 tokens to a byte-level checkpoint and 232 to a BPE rung: a limit per checkpoint, in its own tokens.
-      .option(
-        '--passk-gold-margin <x>',
-        "pass@K's token limit on each checkpoint: this multiple of the longest gold action in its own tokens",
-        positiveNumber,
-        1.25,
-      )
-      .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, 1024)
-      .option('--asap-instances <n>', 'instances that get ASAP episodes', positiveInteger, 6)
-      .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, LADDER_DEFAULTS.concurrency)
-      .addOption(
-        new Option(
-          '--asap-env <kind...>',
-          "environment kinds of the shortlist's ASAP episodes, side by side: swe, terminal (Docker), research",
-        )
-          .choices([...ASAP_ENVIRONMENTS])
-          .default(['swe']),
-      )
+        // The same gold text is 592 tokens to a byte-level checkpoint and 232 to a BPE rung: a limit per checkpoint, in its own tokens.
+        .option(
+          '--passk-gold-margin <x>',
+          "pass@K's token limit on each checkpoint: this multiple of the longest gold action in its own tokens",
+          positiveNumber,
+          1.25,
+        ),
+      [
+        ['asapMaxTokens', { default: 1024 }],
+        ['asapInstances', { help: 'instances that get ASAP episodes', default: 6 }],
+        'concurrency',
+        'asapEnv',
+      ],
+    )
       .addOption(
         new Option(
           '--passk-renderings <which>',
@@ -179,19 +176,9 @@ async function runDemo(flags: DemoFlags): Promise<void> {
 
   // 2. The ladder, into the same run directory.
   const settings: LadderSettings = {
+    ...rungSettings({ ...flags, tasks: TASKS, reference: TRAJECTORIES, seed: 0 }, tasks),
     shortlist: flags.shortlist,
-    n: flags.n,
-    seed: 0,
-    tasks,
-    tasksPath: TASKS,
-    reference: TRAJECTORIES,
-    asapRuns: flags.asapRuns,
-    asapMaxSteps: flags.asapMaxSteps,
-    passkMaxTokens: flags.passkMaxTokens,
     passkGoldMargin: flags.passkGoldMargin,
-    asapMaxTokens: flags.asapMaxTokens,
-    asapInstances: flags.asapInstances,
-    concurrency: flags.concurrency,
     includeControls: flags.includeControls,
     asapEnvs: flags.asapEnv,
     passkOnePerTrajectory: flags.passkRenderings === 'one',

@@ -15,7 +15,8 @@ import { loadTasks } from '../verify/load-task.ts';
 import { printStudy } from '../validate/table.ts';
 import { runStudy, STUDY_DEFAULTS, studyConfig, type StudySettings } from '../validate/run.ts';
 import { studyProbeSet } from '../validate/probe-set.ts';
-import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
+import { positiveInteger } from './args.ts';
+import { addRungOptions, type RungFlags, rungSettings } from './rung-options.ts';
 import {
   addScoringOptions,
   emitResults,
@@ -24,64 +25,51 @@ import {
   timestampedRunDir,
   type ScoringFlags,
 } from './scoring-options.ts';
-import { TOOL_PROFILES, type ToolProfile } from '../swe/profiles.ts';
 import { checkResume } from './run-options.ts';
 
-interface ValidateFlags extends ScoringFlags {
+interface ValidateFlags extends ScoringFlags, Omit<RungFlags, 'reference'> {
   trajectories?: string;
   context: ContextFormat[];
-  tasks: string;
   reference?: string;
   code: string;
-  n: number;
-  seed: number;
-  passkMaxTokens: number;
-  asapRuns: number;
-  asapMaxSteps: number;
-  asapMaxTokens: number;
-  asapInstances?: number;
-  asapProfile: ToolProfile;
-  concurrency: number;
   resamples: number;
   includeControls?: boolean;
 }
 
-/** Plain code none of the embedded checkpoints was counted from: the demo tasks' repositories. */
-const EMBEDDED_CODE = join(REPO_ROOT, 'verifiers');
-
 export function validateCommand(): Command {
   return addScoringOptions(
-    new Command('validate')
-      .description(
-        'The validation study: every rung and ASAP on every checkpoint; each probe against ASAP pass@k and behaviour (Spearman, Kendall, bootstrap intervals), rankings and costs.',
-      )
-      .option('--trajectories <dir|file>', 'build the probe set from these trajectories into the run directory (instead of --probes)')
-      .addOption(
-        new Option('--context <formats...>', 'with --trajectories: how probe contexts are rendered')
-          .choices([...CONTEXT_FORMATS])
-          .default(['asap']),
-      )
-      .option('--tasks <dir|file>', "task records of the probes' tasks (and of the ASAP episodes)", join(REPO_ROOT, 'verifiers'))
-      .option('--reference <dir>', 'reference trajectories for the ASAP prefixes (default: --trajectories, else the demo trajectories)')
-      .option('--code <file|dir>', 'plain held-out code for general code BPB (source files under a directory)', EMBEDDED_CODE)
-      .option('-n, --n <n>', 'pass@K samples per item', positiveInteger, STUDY_DEFAULTS.n)
-      .option('--seed <n>', 'sampling and bootstrap seed (a whole number)', integer, STUDY_DEFAULTS.seed)
-      .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, STUDY_DEFAULTS.passkMaxTokens)
-      .option(
-        '--asap-runs <n>',
-        'ASAP episodes per instance for every checkpoint (0: no ground truth)',
-        nonNegativeInteger,
-        STUDY_DEFAULTS.asapRuns,
-      )
-      .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, STUDY_DEFAULTS.asapMaxSteps)
-      .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, STUDY_DEFAULTS.asapMaxTokens)
-      .option('--asap-instances <n>', "only the first N of the probes' tasks get ASAP episodes", positiveInteger)
-      .addOption(
-        new Option('--asap-profile <profile>', 'tools the ASAP episodes may use (editor adds str_replace_editor)')
-          .choices([...TOOL_PROFILES])
-          .default('bash'),
-      )
-      .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, STUDY_DEFAULTS.concurrency)
+    addRungOptions(
+      new Command('validate')
+        .description(
+          'The validation study: every rung and ASAP on every checkpoint; each probe against ASAP pass@k and behaviour (Spearman, Kendall, bootstrap intervals), rankings and costs.',
+        )
+        .option('--trajectories <dir|file>', 'build the probe set from these trajectories into the run directory (instead of --probes)')
+        .addOption(
+          new Option('--context <formats...>', 'with --trajectories: how probe contexts are rendered')
+            .choices([...CONTEXT_FORMATS])
+            .default(['asap']),
+        ),
+      [
+        'tasks',
+        [
+          'reference',
+          {
+            help: 'reference trajectories for the ASAP prefixes (default: --trajectories, else the demo trajectories)',
+            default: undefined,
+          },
+        ],
+        'code',
+        'n',
+        ['seed', { help: 'sampling and bootstrap seed (a whole number)' }],
+        'passkMaxTokens',
+        ['asapRuns', { help: 'ASAP episodes per instance for every checkpoint (0: no ground truth)', default: STUDY_DEFAULTS.asapRuns }],
+        'asapMaxSteps',
+        'asapMaxTokens',
+        'asapInstances',
+        'asapProfile',
+        'concurrency',
+      ],
+    )
       .option('--resamples <n>', 'bootstrap resamples', positiveInteger, STUDY_DEFAULTS.resamples)
       .option(
         '--include-controls',
@@ -98,20 +86,10 @@ export function validateCommand(): Command {
         throw new InputError({ file: '--probes' }, 'give --probes (a built probe set) or --trajectories (build one), not both');
       const out = flags.out ?? timestampedRunDir('validate');
       const tasks = await loadTasks(flags.tasks);
+      const reference = flags.reference ?? flags.trajectories ?? join(REPO_ROOT, 'trajectories');
       const settings: StudySettings = {
-        tasks,
-        tasksPath: flags.tasks,
-        reference: flags.reference ?? flags.trajectories ?? join(REPO_ROOT, 'trajectories'),
+        ...rungSettings({ ...flags, reference }, tasks),
         code: flags.code,
-        n: flags.n,
-        seed: flags.seed,
-        passkMaxTokens: flags.passkMaxTokens,
-        asapRuns: flags.asapRuns,
-        asapMaxSteps: flags.asapMaxSteps,
-        asapMaxTokens: flags.asapMaxTokens,
-        asapInstances: flags.asapInstances,
-        asapProfile: flags.asapProfile,
-        concurrency: flags.concurrency,
         resamples: flags.resamples,
         includeControls: flags.includeControls,
       };

@@ -5,15 +5,15 @@
  * report` draws it). Runs until stopped; `--once` scores what is complete and exits.
  */
 import { basename, join, resolve } from 'node:path';
-import { Command, Option } from 'commander';
-import { TOOL_PROFILES, type ToolProfile } from '../swe/profiles.ts';
-import { EMBEDDED_SAMPLING_PROBES, REPO_ROOT } from '../embedded.ts';
+import { Command } from 'commander';
+import { EMBEDDED_SAMPLING_PROBES } from '../embedded.ts';
 import { loadProbeItems } from '../probes/load.ts';
 import { probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { checkWatched } from '../watch/discover.ts';
 import { runWatch, WATCH_DEFAULTS, watchConfig, type WatchSettings } from '../watch/run.ts';
-import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger } from './args.ts';
+import { nonNegativeInteger, nonNegativeNumber, positiveInteger } from './args.ts';
+import { addRungOptions, type RungFlags, rungSettings } from './rung-options.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
 import { addCheckpointOptions, checkpointConfig, type CheckpointFlags } from './checkpoint-options.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
@@ -22,7 +22,7 @@ import { bosConfig } from '../backends/bos.ts';
 import { servedAs } from '../pipeline/checkpoint-loop.ts';
 import { InputError } from '../errors.ts';
 
-interface WatchFlags extends HttpFlags, BosFlags, CheckpointFlags {
+interface WatchFlags extends HttpFlags, BosFlags, CheckpointFlags, RungFlags {
   out?: string;
   cache?: string | boolean;
   probes?: string;
@@ -35,17 +35,6 @@ interface WatchFlags extends HttpFlags, BosFlags, CheckpointFlags {
   every: number;
   move: string;
   code: string;
-  tasks: string;
-  reference: string;
-  n: number;
-  seed: number;
-  passkMaxTokens: number;
-  asapRuns: number;
-  asapMaxSteps: number;
-  asapMaxTokens: number;
-  asapInstances?: number;
-  asapProfile: ToolProfile;
-  concurrency: number;
 }
 
 /** `--move`: bits per byte, or `off`. */
@@ -68,60 +57,60 @@ export function watchCommand(): Command {
   return addBosOption(
     addHttpOptions(
       addCheckpointOptions(
-        new Command('watch')
-          .description(
-            'Score each checkpoint a training run writes under DIR as it lands (cheap rungs on all, pass@K and ASAP on some) into one resumable run directory, and draw each probe against training step.',
-          )
-          .argument(
-            '<dir...>',
-            'directories a trainer writes checkpoints into: checkpoint directories, .gguf files, or .url files holding a server address',
-          )
-          .option('--out <dir>', 'the run directory (a rerun with the same settings resumes it); default: runs/watch-<first DIR>')
-          .option('--once', 'score what is complete now and exit (for a cron job or the CI of a training run)')
-          .option(
-            '--marker <file>',
-            'a checkpoint is complete once this file exists in it (beside a file checkpoint: <file>.<marker>)',
-            markerName,
-          )
-          .option(
-            '--settle <s>',
-            'without --marker: complete once nothing in it changed for this long',
-            nonNegativeNumber,
-            WATCH_DEFAULTS.settleS,
-          )
-          .option('--poll <s>', 'seconds between looks at the directories', nonNegativeNumber, WATCH_DEFAULTS.pollS)
-          .option(
-            '--every <k>',
-            'pass@K and ASAP on the first checkpoint of a training run and every k-th after it (0: by --move only)',
-            nonNegativeInteger,
-            WATCH_DEFAULTS.every,
-          )
-          .option(
-            '--move <bits>',
-            'and on any whose Decisive-Action BPB moved this far since the last that got them (off: by --every only)',
-            String(WATCH_DEFAULTS.move),
-          )
-          .option(
-            '--probes <file|dir>',
-            'probe items (.jsonl file or a directory of them); default: the shipped demo probes (probes/demo.jsonl)',
-          )
-          .option('--limit <n>', 'use only the first N probe items', positiveInteger)
-          .option('--code <file|dir>', 'plain held-out code for general code BPB, the baseline', join(REPO_ROOT, 'verifiers'))
-          .option('--tasks <dir|file>', "task records of the probes' tasks (and of the ASAP episodes)", join(REPO_ROOT, 'verifiers'))
-          .option('--reference <dir>', 'reference trajectories for the ASAP prefixes', join(REPO_ROOT, 'trajectories'))
-          .option('-n, --n <n>', 'pass@K samples per item (0: no pass@K)', nonNegativeInteger, WATCH_DEFAULTS.n)
-          .option('--seed <n>', 'sampling seed (a whole number)', integer, WATCH_DEFAULTS.seed)
-          .option('--passk-max-tokens <n>', 'tokens per sampled action in pass@K', positiveInteger, WATCH_DEFAULTS.passkMaxTokens)
-          .option('--asap-runs <n>', 'ASAP episodes per instance (0: no ASAP)', nonNegativeInteger, WATCH_DEFAULTS.asapRuns)
-          .option('--asap-max-steps <n>', 'model steps per ASAP episode', positiveInteger, WATCH_DEFAULTS.asapMaxSteps)
-          .option('--asap-max-tokens <n>', 'new tokens per ASAP step', positiveInteger, WATCH_DEFAULTS.asapMaxTokens)
-          .option('--asap-instances <n>', "only the first N of the probes' tasks get ASAP episodes", positiveInteger)
-          .addOption(
-            new Option('--asap-profile <profile>', 'tools the ASAP episodes may use (editor adds str_replace_editor)')
-              .choices([...TOOL_PROFILES])
-              .default('bash'),
-          )
-          .option('--concurrency <n>', 'ASAP episodes at once', positiveInteger, WATCH_DEFAULTS.concurrency)
+        addRungOptions(
+          new Command('watch')
+            .description(
+              'Score each checkpoint a training run writes under DIR as it lands (cheap rungs on all, pass@K and ASAP on some) into one resumable run directory, and draw each probe against training step.',
+            )
+            .argument(
+              '<dir...>',
+              'directories a trainer writes checkpoints into: checkpoint directories, .gguf files, or .url files holding a server address',
+            )
+            .option('--out <dir>', 'the run directory (a rerun with the same settings resumes it); default: runs/watch-<first DIR>')
+            .option('--once', 'score what is complete now and exit (for a cron job or the CI of a training run)')
+            .option(
+              '--marker <file>',
+              'a checkpoint is complete once this file exists in it (beside a file checkpoint: <file>.<marker>)',
+              markerName,
+            )
+            .option(
+              '--settle <s>',
+              'without --marker: complete once nothing in it changed for this long',
+              nonNegativeNumber,
+              WATCH_DEFAULTS.settleS,
+            )
+            .option('--poll <s>', 'seconds between looks at the directories', nonNegativeNumber, WATCH_DEFAULTS.pollS)
+            .option(
+              '--every <k>',
+              'pass@K and ASAP on the first checkpoint of a training run and every k-th after it (0: by --move only)',
+              nonNegativeInteger,
+              WATCH_DEFAULTS.every,
+            )
+            .option(
+              '--move <bits>',
+              'and on any whose Decisive-Action BPB moved this far since the last that got them (off: by --every only)',
+              String(WATCH_DEFAULTS.move),
+            )
+            .option(
+              '--probes <file|dir>',
+              'probe items (.jsonl file or a directory of them); default: the shipped demo probes (probes/demo.jsonl)',
+            )
+            .option('--limit <n>', 'use only the first N probe items', positiveInteger),
+          [
+            ['code', { help: 'plain held-out code for general code BPB, the baseline' }],
+            'tasks',
+            'reference',
+            ['n', { help: 'pass@K samples per item (0: no pass@K)', parse: nonNegativeInteger }],
+            'seed',
+            'passkMaxTokens',
+            ['asapRuns', { help: 'ASAP episodes per instance (0: no ASAP)' }],
+            'asapMaxSteps',
+            'asapMaxTokens',
+            'asapInstances',
+            'asapProfile',
+            'concurrency',
+          ],
+        )
           .option('--cache <dir>', 'cache of deterministic backend calls; default: $PROBE_CACHE_DIR or ~/.cache/probe')
           .option('--no-cache', 'compute every backend call afresh')
           .option('--json', 'print one JSON document on stdout when the watch ends'),
@@ -136,25 +125,14 @@ export function watchCommand(): Command {
       checkWatched(dirs); // before a run directory is made for a typo
       const tasks = await loadTasks(flags.tasks);
       const settings: WatchSettings = {
+        ...rungSettings(flags, tasks),
         watched: dirs,
         marker: flags.marker,
         settleMs: flags.settle * 1000,
         pollMs: flags.poll * 1000,
         once: Boolean(flags.once),
         rule: { every: flags.every, move: moveThreshold(flags.move) },
-        code: resolve(flags.code),
-        tasks,
-        tasksPath: resolve(flags.tasks),
-        reference: resolve(flags.reference),
-        n: flags.n,
-        seed: flags.seed,
-        passkMaxTokens: flags.passkMaxTokens,
-        asapRuns: flags.asapRuns,
-        asapMaxSteps: flags.asapMaxSteps,
-        asapMaxTokens: flags.asapMaxTokens,
-        asapInstances: flags.asapInstances,
-        asapProfile: flags.asapProfile,
-        concurrency: flags.concurrency,
+        code: flags.code,
       };
       const source = flags.probes ?? EMBEDDED_SAMPLING_PROBES;
       let items = loadProbeItems(source);

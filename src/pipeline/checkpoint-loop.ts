@@ -118,6 +118,15 @@ export interface CheckpointLoopOptions {
   dir?: RunDir | undefined;
 }
 
+/** The loop options of a stage of `run`: its serving, cache and run directory, `units` per checkpoint shown as `label`. */
+export function runLoopOptions(
+  run: Pick<ScoringRun, 'quiet' | 'http' | 'cache' | 'dtype' | 'bos' | 'dir'>,
+  label: string,
+  units: number,
+): CheckpointLoopOptions {
+  return { units, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, label, bos: run.bos, dir: run.dir };
+}
+
 /** Runs `run` with each checkpoint's backend in turn, one open at a time, under one progress display. */
 export async function forEachCheckpoint<R>(
   checkpoints: readonly Checkpoint[],
@@ -169,18 +178,7 @@ export function scoreCheckpoints<R, T>(
   probe: SampleProbe,
   score: (checkpoint: string, backend: CompletionBackend, hooks: ItemHooks<T>) => Promise<R>,
 ): Promise<{ results: R[]; failures: Failure[] }> {
-  return forEachCheckpoint(
-    run.checkpoints,
-    {
-      units: run.items.length,
-      quiet: run.quiet,
-      http: run.http,
-      cache: run.cache,
-      dtype: run.dtype,
-      label: probe,
-      bos: run.bos,
-      dir: run.dir,
-    },
-    (ckpt, backend, tick) => score(ckpt, backend, itemHooks<T>(run.dir, probe, ckpt, tick)),
+  return forEachCheckpoint(run.checkpoints, runLoopOptions(run, probe, run.items.length), (ckpt, backend, tick) =>
+    score(ckpt, backend, itemHooks<T>(run.dir, probe, ckpt, tick)),
   );
 }

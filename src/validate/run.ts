@@ -6,78 +6,54 @@
  * each rung × checkpoint its cost when it ends: a killed study resumes where it stopped.
  */
 import { join, resolve } from 'node:path';
-import { referenceFiles } from '../swe/prepare.ts';
 import type { AsapResult } from '../swe/run.ts';
 import { AsapStore } from '../swe/store.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import { ProbeError } from '../errors.ts';
-import { scoreBpb, type BpbItem, type BpbResult } from '../probes/bpb.ts';
+import type { BpbResult } from '../probes/bpb.ts';
+import { codePieces } from '../probes/code-text.ts';
 import type { ItemHooks } from '../probes/memo.ts';
-import { scoreMcq, type McqItem, type McqResult } from '../probes/mcq.ts';
-import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
-import { restoreProbeState, taskForItem } from '../probes/restore.ts';
-import { openSandbox } from '../sandbox/open.ts';
-import { TaskPools } from '../sandbox/pool.ts';
+import type { McqResult } from '../probes/mcq.ts';
+import type { PasskResult } from '../probes/passk.ts';
 import type { SampleProbe } from '../schema/sample-results.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import type { RunDir } from '../store/run-dir.ts';
-import { asapProtocolSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
-import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from '../pipeline/checkpoint-loop.ts';
-import { codePieces } from './code-text.ts';
+import { forEachCheckpoint, itemHooks, runLoopOptions, type Failure, type ScoringRun } from '../pipeline/checkpoint-loop.ts';
+import { asapTasksOf, checkReferences, runAsapRung } from '../pipeline/rungs/asap.ts';
+import { scoreBpbAndMcq, scoreCodeBpb } from '../pipeline/rungs/cheap.ts';
+import { passkRunItems, passkSandboxes, scorePasskRung } from '../pipeline/rungs/passk.ts';
+import type { RungScorer } from '../pipeline/rungs/scorer.ts';
+import { asapProfileOf, type CodeBpbSettings, RUNG_DEFAULTS, type RungSettings, rungRecord } from '../pipeline/rungs/settings.ts';
 import { correlatePair, ranking, type Correlation } from './correlate.ts';
 import { countingBackend } from './counting-backend.ts';
 import { asapRecords, probeSeries, truthSeries, seriesValue, type AsapInstanceRecord, type StudySeries } from './series.ts';
-import type { ToolProfile } from '../swe/profiles.ts';
-import { ACTION_MAX_TOKENS, ASAP_PROTOCOL, passAtKs, SAMPLING } from '../protocol.ts';
+import { passAtKs } from '../protocol.ts';
 
-export interface StudySettings {
-  tasks: LoadedTask[];
-  tasksPath: string;
-  reference: string;
-  /** A file or directory of plain held-out code for general code BPB. */
-  code: string;
-  n: number;
-  seed: number;
-  passkMaxTokens?: number | undefined;
-  asapRuns: number;
-  asapMaxSteps: number;
-  asapMaxTokens?: number | undefined;
-  /** Only the first N instances get ASAP episodes (default: all the probes' tasks). */
-  asapInstances?: number | undefined;
-  /** Tools the ASAP episodes may use (default bash, the protocol's; editor where the checkpoints' transcripts used str_replace_editor). */
-  asapProfile?: ToolProfile | undefined;
-  concurrency: number;
+export interface StudySettings extends RungSettings, CodeBpbSettings {
   resamples: number;
   /** Correlate controls (checkpoints that have seen the probes) too. */
   includeControls?: boolean | undefined;
 }
 
-/** `probe validate`'s defaults: the screen's pass@K, 4 ASAP runs per instance for every checkpoint (the ground truth), 1000 bootstrap resamples. */
-export const STUDY_DEFAULTS = {
-  n: 8,
-  seed: 0,
-  passkMaxTokens: ACTION_MAX_TOKENS,
-  asapRuns: 4,
-  asapMaxSteps: ASAP_PROTOCOL.maxSteps,
-  asapMaxTokens: ASAP_PROTOCOL.maxTokens,
-  concurrency: 2,
-  resamples: 1000,
-} as const satisfies Partial<StudySettings>;
+/** `probe validate`'s defaults: the rungs', but 4 ASAP runs per instance for every checkpoint (the ground truth), and 1000 bootstrap resamples. */
+export const STUDY_DEFAULTS = { ...RUNG_DEFAULTS, asapRuns: 4, resamples: 1000 } as const satisfies Partial<StudySettings>;
 
 /** What decides a study's results, for run.json (a resumed study must match it). */
 export function studyConfig(s: StudySettings): Record<string, unknown> {
   return {
-    tasks: resolve(s.tasksPath),
-    reference: resolve(s.reference),
-    code: resolve(s.code),
-    n: s.n,
-    passk_max_tokens: s.passkMaxTokens ?? STUDY_DEFAULTS.passkMaxTokens,
-    asap_runs: s.asapRuns,
-    asap_max_steps: s.asapMaxSteps,
-    asap_max_tokens: s.asapMaxTokens ?? STUDY_DEFAULTS.asapMaxTokens,
-    asap_instances: s.asapInstances ?? null,
+    ...rungRecord(s, [
+      'tasks',
+      'reference',
+      'code',
+      'n',
+      'passk_max_tokens',
+      'asap_runs',
+      'asap_max_steps',
+      'asap_max_tokens',
+      'asap_instances',
+    ]),
     // Recorded only when not the default, so studies run before the option resume unchanged.
-    ...(s.asapProfile && s.asapProfile !== 'bash' ? { asap_profile: s.asapProfile } : {}),
+    ...(asapProfileOf(s) !== 'bash' ? { asap_profile: asapProfileOf(s) } : {}),
   };
 }
 
@@ -125,13 +101,6 @@ export interface StudyOutcome {
 /** A study always has a run directory: its item logs and costs are what a rerun resumes from. */
 export type StudyRun = ScoringRun & { dir: RunDir };
 
-/** The instances that get ASAP episodes: the probes' tasks (the first N with asapInstances). */
-function asapTasksOf(run: ScoringRun, s: StudySettings): LoadedTask[] {
-  const probeTasks = new Set(run.items.map((i) => i.task));
-  const tasks = s.tasks.filter((t) => probeTasks.has(t.instance_id));
-  return s.asapInstances === undefined ? tasks : tasks.slice(0, s.asapInstances);
-}
-
 /**
  * The cost to report for a rung × checkpoint: the one recorded when it ran, where this
  * invocation computed nothing new (a resumed study), else this invocation's, recorded.
@@ -144,46 +113,48 @@ function keptCost(run: StudyRun, fresh: RungCost, computed: number): RungCost {
   return fresh;
 }
 
-/** Runs one rung on one checkpoint with its tokens counted and its time taken. */
-async function measured<R, T>(
-  rung: SampleProbe,
+/** The study's scorer: each rung on the checkpoint with its tokens counted and its time taken, its cost added to `costs`. */
+function measuringScorer(
+  run: StudyRun,
   ckpt: string,
   backend: CompletionBackend,
-  run: StudyRun,
   tick: (reused?: boolean) => void,
-  score: (backend: CompletionBackend, hooks: ItemHooks<T>) => Promise<R>,
-): Promise<{ result: R; cost: RungCost }> {
-  let computed = 0,
-    reused = 0;
-  const base = itemHooks<T>(run.dir, rung, ckpt, (wasReused) => {
-    if (wasReused) reused++;
-    tick(wasReused);
-  });
-  // New work is what gets saved (an item a rung skips, like an MCQ item without distractors, is neither).
-  const memo = base.memo!;
-  const hooks: ItemHooks<T> = {
-    ...base,
-    memo: {
-      get: memo.get,
-      put: (id, value) => {
-        computed++;
-        memo.put(id, value);
+  costs: RungCost[],
+): RungScorer {
+  return async <R, T>(rung: SampleProbe, score: (backend: CompletionBackend, hooks: ItemHooks<T>) => Promise<R>) => {
+    let computed = 0,
+      reused = 0;
+    const base = itemHooks<T>(run.dir, rung, ckpt, (wasReused) => {
+      if (wasReused) reused++;
+      tick(wasReused);
+    });
+    // New work is what gets saved (an item a rung skips, like an MCQ item without distractors, is neither).
+    const memo = base.memo!;
+    const hooks: ItemHooks<T> = {
+      ...base,
+      memo: {
+        get: memo.get,
+        put: (id, value) => {
+          computed++;
+          memo.put(id, value);
+        },
       },
-    },
+    };
+    const counting = countingBackend(backend);
+    const started = performance.now();
+    const result = await score(counting.backend, hooks);
+    const fresh: RungCost = {
+      rung,
+      checkpoint: ckpt,
+      wall_ms: performance.now() - started,
+      tokens_scored: counting.count.scored,
+      tokens_sampled: counting.count.sampled,
+      items: computed + reused,
+      items_reused: reused,
+    };
+    costs.push(keptCost(run, fresh, computed));
+    return result;
   };
-  const counting = countingBackend(backend);
-  const started = performance.now();
-  const result = await score(counting.backend, hooks);
-  const fresh: RungCost = {
-    rung,
-    checkpoint: ckpt,
-    wall_ms: performance.now() - started,
-    tokens_scored: counting.count.scored,
-    tokens_sampled: counting.count.sampled,
-    items: computed + reused,
-    items_reused: reused,
-  };
-  return { result, cost: keptCost(run, fresh, computed) };
 }
 
 /**
@@ -200,27 +171,7 @@ async function groundTruth(run: StudyRun, s: StudySettings, asapTasks: LoadedTas
       0,
     );
   const reusedOf = new Map(run.checkpoints.map(({ name }) => [name, finishedBefore(name)]));
-  const asap = await runAsapOverCheckpoints(
-    run.checkpoints,
-    asapTasks,
-    asapProtocolSettings({
-      tasksPath: s.tasksPath,
-      reference: s.reference,
-      runs: s.asapRuns,
-      concurrency: s.concurrency,
-      profile: s.asapProfile ?? 'bash',
-      maxSteps: s.asapMaxSteps,
-      maxTokens: s.asapMaxTokens ?? STUDY_DEFAULTS.asapMaxTokens,
-      seed: s.seed,
-      out,
-      quiet: run.quiet,
-      http: run.http,
-      cache: run.cache,
-      dtype: run.dtype,
-      engine: run.engine,
-      bos: run.bos,
-    }),
-  );
+  const asap = await runAsapRung(run.checkpoints, asapTasks, s, run, out);
   const records = new Map<string, AsapInstanceRecord[]>();
   const costs: RungCost[] = [];
   for (const r of asap.results) {
@@ -258,66 +209,33 @@ export async function runStudy(run: StudyRun, s: StudySettings): Promise<StudyOu
   const { items, checkpoints } = run;
   // Inputs of the later rungs are checked before the first rung's work.
   const code = codePieces(s.code);
-  const asapTasks = asapTasksOf(run, s);
-  if (s.asapRuns > 0) referenceFiles(s.reference, asapTasks);
+  const asapTasks = asapTasksOf(items, s);
+  checkReferences(s, asapTasks);
   const tasks = new Map(s.tasks.map((t) => [t.instance_id, t]));
-  const passkItems = items.filter((i) => tasks.has(i.task));
+  const passkRun = { items: passkRunItems(items, s, tasks), tasks, pools: passkSandboxes() };
   const ks = passAtKs(s.n);
   const costs: RungCost[] = [];
   // Two passes, as `probe screen` makes them: a checkpoint whose sampling fails keeps its scores.
-  const loop = (label: string, units: number) => ({
-    units,
-    quiet: run.quiet,
-    http: run.http,
-    cache: run.cache,
-    dtype: run.dtype,
-    label,
-    bos: run.bos,
-    dir: run.dir,
-  });
   const scored = await forEachCheckpoint(
     checkpoints,
-    loop('code bpb, bpb, mcq', code.length + 2 * items.length),
+    runLoopOptions(run, 'code bpb, bpb, mcq', code.length + 2 * items.length),
     async (ckpt, backend, tick) => {
-      const codeBpb = await measured<BpbResult, BpbItem>('code-bpb', ckpt, backend, run, tick, (b, hooks) =>
-        scoreBpb(ckpt, b, code, hooks),
-      );
-      const bpb = await measured<BpbResult, BpbItem>('bpb', ckpt, backend, run, tick, (b, hooks) => scoreBpb(ckpt, b, items, hooks));
-      const mcq = await measured<McqResult, McqItem>('mcq', ckpt, backend, run, tick, (b, hooks) =>
-        scoreMcq(ckpt, b, items, 'likelihood', s.seed, hooks),
-      );
-      costs.push(codeBpb.cost, bpb.cost, mcq.cost);
-      return { code_bpb: codeBpb.result, bpb: bpb.result, mcq: mcq.result };
+      // A checkpoint's costs are kept once all three rungs are scored: one that fails part-way has none.
+      const its: RungCost[] = [];
+      const scorer = measuringScorer(run, ckpt, backend, tick, its);
+      const code_bpb = await scoreCodeBpb(ckpt, code, scorer);
+      const { bpb, mcq } = await scoreBpbAndMcq(ckpt, items, s.seed, scorer);
+      costs.push(...its);
+      return { code_bpb, bpb, mcq };
     },
   );
-  const pools = new TaskPools((t) => openSandbox('local', t), 2);
   let sampled;
   try {
-    sampled = await forEachCheckpoint(checkpoints, loop('pass@k', passkItems.length), async (ckpt, backend, tick) => {
-      const passk = await measured<PasskResult, PasskItem>('passk', ckpt, backend, run, tick, (b, hooks) =>
-        scorePassk(
-          ckpt,
-          b,
-          passkItems,
-          {
-            n: s.n,
-            ks,
-            ...SAMPLING,
-            maxTokens: s.passkMaxTokens ?? STUDY_DEFAULTS.passkMaxTokens,
-            seed: s.seed,
-            taskOf: (item) => taskForItem(tasks.get(item.task)!, item),
-            leaseFor: pools.leaseFor,
-            gradersFor: pools.gradersFor,
-            restore: restoreProbeState,
-          },
-          hooks,
-        ),
-      );
-      costs.push(passk.cost);
-      return passk.result;
-    });
+    sampled = await forEachCheckpoint(checkpoints, runLoopOptions(run, 'pass@k', passkRun.items.length), (ckpt, backend, tick) =>
+      scorePasskRung(ckpt, passkRun, s, measuringScorer(run, ckpt, backend, tick, costs)),
+    );
   } finally {
-    await pools.close();
+    await passkRun.pools.close();
   }
   const failures: Failure[] = [...scored.failures, ...sampled.failures];
   const rungs = {

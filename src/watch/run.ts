@@ -9,35 +9,33 @@
  * reported and recorded, and the watch goes on.
  */
 import { basename, join } from 'node:path';
-import { referenceFiles } from '../swe/prepare.ts';
 import type { AsapResult } from '../swe/run.ts';
-import type { ToolProfile } from '../swe/profiles.ts';
 import { type Checkpoint, checkpointKey, resolveCheckpoint } from '../backends/checkpoint.ts';
 import { ENGINE_PROBES } from '../engines/engine-target.ts';
 import { EndpointFailure } from '../backends/http/transport.ts';
 import { ProbeError } from '../errors.ts';
-import { asapProtocolSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
-import { forEachCheckpoint, itemHooks, type Failure, type ScoringRun } from '../pipeline/checkpoint-loop.ts';
-import { scoreBpb, type BpbItem, type BpbResult } from '../probes/bpb.ts';
-import { scoreMcq, type McqItem, type McqResult } from '../probes/mcq.ts';
-import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
-import { restoreProbeState, taskForItem } from '../probes/restore.ts';
-import { ACTION_MAX_TOKENS, ASAP_PROTOCOL, passAtKs, SAMPLING } from '../protocol.ts';
+import { forEachCheckpoint, runLoopOptions, type Failure, type ScoringRun } from '../pipeline/checkpoint-loop.ts';
+import { asapTasksOf, checkReferences, runAsapRung } from '../pipeline/rungs/asap.ts';
+import { scoreBpbAndMcq, scoreCodeBpb } from '../pipeline/rungs/cheap.ts';
+import { type PasskRun, passkRunItems, passkSandboxes, scorePasskRung } from '../pipeline/rungs/passk.ts';
+import { loggedScorer } from '../pipeline/rungs/scorer.ts';
+import { type CodeBpbSettings, RUNG_DEFAULTS, type RungSettings, resolvedPaths, rungRecord } from '../pipeline/rungs/settings.ts';
+import type { BpbResult } from '../probes/bpb.ts';
+import { codePieces, type CodePiece } from '../probes/code-text.ts';
+import type { McqResult } from '../probes/mcq.ts';
+import type { PasskResult } from '../probes/passk.ts';
 import { formatTrendValue, trendPoints, type TrendPoint } from '../report/trend.ts';
 import { trendChart } from '../report/trend-svg.ts';
-import { openSandbox } from '../sandbox/open.ts';
-import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { checkpointRecords, type RunDir } from '../store/run-dir.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { interruptedBy } from '../util/interrupt.ts';
-import { codePieces, type CodePiece } from '../validate/code-text.ts';
 import { checkEntryTree, checkpointSpec, completeness, fingerprintOf, listEntries, type WatchedEntry } from './discover.ts';
 import { type CheapEvent, type FailedEvent, WatchLog } from './log.ts';
 import { decideHeavy, type HeavyRule } from './plan.ts';
 import { trainingPosition } from './step.ts';
 
-export interface WatchSettings {
+export interface WatchSettings extends RungSettings, CodeBpbSettings {
   watched: string[];
   /** A file whose presence says a checkpoint is complete (else: the settle time). */
   marker?: string | undefined;
@@ -46,52 +44,24 @@ export interface WatchSettings {
   /** Score what is complete now and return. */
   once: boolean;
   rule: HeavyRule;
-  /** Plain code for general code BPB (a file or directory of sources). */
-  code: string;
-  tasks: LoadedTask[];
-  tasksPath: string;
-  reference: string;
-  n: number;
-  seed: number;
-  passkMaxTokens?: number | undefined;
-  asapRuns: number;
-  asapMaxSteps: number;
-  asapMaxTokens?: number | undefined;
-  asapInstances?: number | undefined;
-  asapProfile?: ToolProfile | undefined;
-  concurrency: number;
 }
 
-/** `probe watch`'s defaults: pass@K and ASAP on the first checkpoint of a run, every 4th after it and any whose BPB moved by 0.25 bits/byte. */
+/** `probe watch`'s defaults: the rungs', pass@K and ASAP on the first checkpoint of a run, every 4th after it and any whose BPB moved by 0.25 bits/byte. */
 export const WATCH_DEFAULTS = {
   settleS: 60,
   pollS: 30,
   every: 4,
   move: 0.25,
-  n: 8,
-  seed: 0,
-  passkMaxTokens: ACTION_MAX_TOKENS,
-  asapRuns: 2,
-  asapMaxSteps: ASAP_PROTOCOL.maxSteps,
-  asapMaxTokens: ASAP_PROTOCOL.maxTokens,
-  concurrency: 2,
+  ...RUNG_DEFAULTS,
 } as const;
 
 /** What decides a watch's numbers, for run.json (a restarted watch must match it). */
 export function watchConfig(s: WatchSettings): Record<string, unknown> {
   return {
-    code: s.code,
-    tasks: s.tasksPath,
-    reference: s.reference,
+    ...rungRecord(s, ['code', 'tasks', 'reference']),
     every: s.rule.every,
     move: Number.isFinite(s.rule.move) ? s.rule.move : 'off',
-    n: s.n,
-    passk_max_tokens: s.passkMaxTokens ?? WATCH_DEFAULTS.passkMaxTokens,
-    asap_runs: s.asapRuns,
-    asap_max_steps: s.asapMaxSteps,
-    asap_max_tokens: s.asapMaxTokens ?? WATCH_DEFAULTS.asapMaxTokens,
-    asap_instances: s.asapInstances ?? null,
-    asap_profile: s.asapProfile ?? 'bash',
+    ...rungRecord(s, ['n', 'passk_max_tokens', 'asap_runs', 'asap_max_steps', 'asap_max_tokens', 'asap_instances', 'asap_profile']),
   };
 }
 
@@ -130,9 +100,9 @@ interface Found {
 
 export class Watch {
   private readonly log: WatchLog;
+  private readonly s: WatchSettings;
   private readonly code: CodePiece[];
-  private readonly pools = new TaskPools((t) => openSandbox('local', t), 2);
-  private readonly tasks: Map<string, LoadedTask>;
+  private readonly passkRun: PasskRun;
   private readonly asapTasks: LoadedTask[];
   /** Entries already said to be incomplete or unplaceable, so a poll every 30 s does not repeat itself. */
   private readonly told = new Map<string, string>();
@@ -140,16 +110,18 @@ export class Watch {
 
   constructor(
     private readonly run: WatchRun,
-    private readonly s: WatchSettings,
+    settings: WatchSettings,
   ) {
+    // The paths its record names (watchConfig): a watch reads its code, tasks and references by them.
+    this.s = resolvedPaths(settings);
+    const { s } = this;
     this.log = new WatchLog(run.dir.dir);
     // Inputs of the later rungs are checked before any checkpoint is: a missing reference must not cost a night.
     this.code = codePieces(s.code);
-    this.tasks = new Map(s.tasks.map((t) => [t.instance_id, t]));
-    const probeTasks = new Set(run.items.map((i) => i.task));
-    const asapTasks = s.tasks.filter((t) => probeTasks.has(t.instance_id));
-    this.asapTasks = s.asapInstances === undefined ? asapTasks : asapTasks.slice(0, s.asapInstances);
-    if (s.asapRuns > 0) referenceFiles(s.reference, this.asapTasks);
+    const tasks = new Map(s.tasks.map((t) => [t.instance_id, t]));
+    this.passkRun = { items: passkRunItems(run.items, s, tasks), tasks, pools: passkSandboxes() };
+    this.asapTasks = asapTasksOf(run.items, s);
+    checkReferences(s, this.asapTasks);
   }
 
   async start(): Promise<WatchOutcome> {
@@ -172,7 +144,7 @@ export class Watch {
         await sleep(this.s.pollMs);
       }
     } finally {
-      await this.pools.close();
+      await this.passkRun.pools.close();
     }
     return { scored: this.scoredNow, trend: trendPoints(this.log.scores()), failures: this.log.failures() };
   }
@@ -311,11 +283,6 @@ export class Watch {
     );
   }
 
-  private loopOptions(label: string, units: number) {
-    const { run } = this;
-    return { units, quiet: run.quiet, http: run.http, cache: run.cache, dtype: run.dtype, label, bos: run.bos, dir: run.dir };
-  }
-
   private async cheapRungs(found: Found, ckpt: Checkpoint): Promise<CheapEvent | undefined> {
     const { items, dir } = this.run;
     const scores = ckpt.kind !== 'engine' || ENGINE_PROBES[ckpt.engine].scores;
@@ -323,12 +290,11 @@ export class Watch {
     if (scores) {
       const cheap = await forEachCheckpoint(
         [ckpt],
-        this.loopOptions(`cheap rungs, step ${found.step}`, this.code.length + 2 * items.length),
-        async (name, backend, tick) => ({
-          code_bpb: await scoreBpb(name, backend, this.code, itemHooks<BpbItem>(dir, 'code-bpb', name, tick)),
-          bpb: await scoreBpb(name, backend, items, itemHooks<BpbItem>(dir, 'bpb', name, tick)),
-          mcq: await scoreMcq(name, backend, items, 'likelihood', this.s.seed, itemHooks<McqItem>(dir, 'mcq', name, tick)),
-        }),
+        runLoopOptions(this.run, `cheap rungs, step ${found.step}`, this.code.length + 2 * items.length),
+        async (name, backend, tick) => {
+          const scorer = loggedScorer(dir, name, backend, tick);
+          return { code_bpb: await scoreCodeBpb(name, this.code, scorer), ...(await scoreBpbAndMcq(name, items, this.s.seed, scorer)) };
+        },
       );
       if (cheap.failures.length) {
         this.fail(found, ckpt.name, 'cheap', cheap.failures[0]!);
@@ -367,26 +333,11 @@ export class Watch {
   /** pass@K on the checkpoint: its result, or undefined where it failed (recorded). */
   private async passk(found: Found, ckpt: Checkpoint): Promise<PasskResult | null | undefined> {
     const { dir } = this.run;
-    const items = this.run.items.filter((i) => this.tasks.has(i.task));
-    if (items.length === 0) return null;
-    const sampled = await forEachCheckpoint([ckpt], this.loopOptions(`pass@k, step ${found.step}`, items.length), (name, backend, tick) =>
-      scorePassk(
-        name,
-        backend,
-        items,
-        {
-          n: this.s.n,
-          ks: passAtKs(this.s.n),
-          ...SAMPLING,
-          maxTokens: this.s.passkMaxTokens ?? WATCH_DEFAULTS.passkMaxTokens,
-          seed: this.s.seed,
-          taskOf: (item) => taskForItem(this.tasks.get(item.task)!, item),
-          leaseFor: this.pools.leaseFor,
-          gradersFor: this.pools.gradersFor,
-          restore: restoreProbeState,
-        },
-        itemHooks<PasskItem>(dir, 'passk', name, tick),
-      ),
+    if (this.passkRun.items.length === 0) return null;
+    const sampled = await forEachCheckpoint(
+      [ckpt],
+      runLoopOptions(this.run, `pass@k, step ${found.step}`, this.passkRun.items.length),
+      (name, backend, tick) => scorePasskRung(name, this.passkRun, this.s, loggedScorer(dir, name, backend, tick)),
     );
     if (sampled.failures.length) {
       this.fail(found, ckpt.name, 'pass@k', sampled.failures[0]!);
@@ -398,26 +349,8 @@ export class Watch {
   /** ASAP episodes of the checkpoint, in the run directory's asap/ (resumed episode by episode). */
   private async asap(found: Found, ckpt: Checkpoint) {
     const { run, s } = this;
-    const outcome = await runAsapOverCheckpoints(
-      [ckpt],
-      this.asapTasks,
-      asapProtocolSettings({
-        tasksPath: s.tasksPath,
-        reference: s.reference,
-        runs: s.asapRuns,
-        concurrency: s.concurrency,
-        profile: s.asapProfile ?? 'bash',
-        maxSteps: s.asapMaxSteps,
-        maxTokens: s.asapMaxTokens ?? WATCH_DEFAULTS.asapMaxTokens,
-        seed: s.seed,
-        out: join(run.dir.dir, 'asap'),
-        quiet: run.quiet,
-        http: run.http,
-        cache: run.cache,
-        dtype: run.dtype,
-        bos: run.bos,
-      }),
-    );
+    // Without the engine: a watch's ASAP run has never recorded it, and a restarted watch must find its episodes' settings unchanged.
+    const outcome = await runAsapRung([ckpt], this.asapTasks, s, { ...run, engine: undefined }, join(run.dir.dir, 'asap'));
     if (outcome.failures.length) {
       this.fail(found, ckpt.name, 'asap', outcome.failures[0]!);
       return undefined;
