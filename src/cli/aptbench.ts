@@ -3,7 +3,7 @@ import { Command } from 'commander';
 import { describeCause, InputError } from '../errors.ts';
 import { fillTemplate, loadAptItems, scoreAptbench, type AptResult } from '../probes/aptbench.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
-import { tableName } from '../store/checkpoint-facts.ts';
+import { tableName } from '../report/checkpoint-name.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { forEachCheckpoint, itemHooks } from '../pipeline/checkpoint-loop.ts';
 import { emitResults, reportFailures, resolveCheckpoints } from './scoring-options.ts';

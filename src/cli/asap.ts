@@ -9,7 +9,7 @@ import type { AsapResult } from '../swe/run.ts';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
-import { tableName } from '../store/checkpoint-facts.ts';
+import { tableName } from '../report/checkpoint-name.ts';
 import { SANDBOX_KINDS } from '../sandbox/open.ts';
 import { addImageSourceOptions, type ImageSourceFlags, imageSources } from './image-source-options.ts';
 import { loadTasks } from '../verify/load-task.ts';

@@ -5,7 +5,7 @@ import { formatPercent, formatTable } from '../report/table.ts';
 import { MCQ_MIN_DISTRACTORS } from '../schema/probe-item.ts';
 import { InputError } from '../errors.ts';
 import { EMBEDDED_PROBES } from '../embedded.ts';
-import { tableName } from '../store/checkpoint-facts.ts';
+import { tableName } from '../report/checkpoint-name.ts';
 import { rankedWithTies } from '../stats/ties.ts';
 import { integer } from './args.ts';
 import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';

@@ -6,7 +6,7 @@ import { InputError } from '../errors.ts';
 import { PASSK_DEFAULTS, scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
 import { restoreProbeState, taskForItem } from '../probes/restore.ts';
 import { formatTable } from '../report/table.ts';
-import { tableName } from '../store/checkpoint-facts.ts';
+import { tableName } from '../report/checkpoint-name.ts';
 import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import { loadTasks } from '../verify/load-task.ts';

@@ -11,7 +11,7 @@ import { checkOutputFile } from '../store/output-path.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { nonNegativeInteger } from './args.ts';
 import { readScores } from './correlate.ts';
-import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
+import { CONTROL_LABEL } from '../report/checkpoint-name.ts';
 import { rankedWithTies } from '../stats/ties.ts';
 
 interface ReportFlags {

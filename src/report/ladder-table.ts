@@ -1,7 +1,7 @@
 /** The screen's ladder as a reader takes it in: one table with every rung, each probe against the known order, the recommendation. */
 import { join } from 'node:path';
 import { RANKING_ACCURACY_LABEL } from '../probes/mcq.ts';
-import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
+import { CONTROL_LABEL } from './checkpoint-name.ts';
 import type { LadderRow } from '../schema/ladder-row.ts';
 import { ladderMcqAccuracy } from './collect.ts';
 import { knownOrder } from './known-order.ts';
