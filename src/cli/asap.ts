@@ -10,7 +10,7 @@ import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
 import { tableName } from '../report/checkpoint-name.ts';
-import { SANDBOX_KINDS } from '../sandbox/open.ts';
+import { SANDBOX_KINDS } from '../settings/sandbox-kinds.ts';
 import { addImageSourceOptions, type ImageSourceFlags, imageSources } from './image-source-options.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger, probability, timeoutSeconds } from './args.ts';

@@ -7,7 +7,8 @@ import { PASSK_DEFAULTS, scorePassk, type PasskItem, type PasskResult } from '..
 import { restoreProbeState, taskForItem } from '../probes/restore.ts';
 import { formatTable } from '../report/table.ts';
 import { tableName } from '../report/checkpoint-name.ts';
-import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
+import { openSandbox } from '../sandbox/open.ts';
+import { SANDBOX_KINDS, type SandboxKind } from '../settings/sandbox-kinds.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';

@@ -2,7 +2,8 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { positiveInteger } from './args.ts';
 import { addImageSourceOptions, type ImageSourceFlags, imageSources } from './image-source-options.ts';
-import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
+import { openSandbox } from '../sandbox/open.ts';
+import { SANDBOX_KINDS, type SandboxKind } from '../settings/sandbox-kinds.ts';
 import type { ReplayOptions } from '../replay/replay.ts';
 import { isUsableWorkdir } from '../replay/workdir.ts';
 

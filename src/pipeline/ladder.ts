@@ -11,7 +11,7 @@ import { scoreBpb } from '../probes/bpb.ts';
 import { rankingAccuracy, scoreMcq, type McqItem, type McqResult } from '../probes/mcq.ts';
 import { scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
 import { restoreProbeState, taskForItem } from '../probes/restore.ts';
-import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../sandbox/image-sources.ts';
+import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../settings/image-sources.ts';
 import { openSandbox } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
