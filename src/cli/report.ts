@@ -10,7 +10,7 @@ import { ENVIRONMENTS } from '../environments/registry.ts';
 import { checkOutputFile } from '../store/output-path.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { nonNegativeInteger } from './args.ts';
-import { readScores } from './correlate.ts';
+import { readScores } from '../report/downstream-scores.ts';
 import { CONTROL_LABEL } from '../report/checkpoint-name.ts';
 import { rankedWithTies } from '../stats/ties.ts';
 
