@@ -16,16 +16,10 @@ import { printStudy } from '../validate/table.ts';
 import { runStudy, STUDY_DEFAULTS, studyConfig, type StudySettings } from '../validate/run.ts';
 import { studyProbeSet } from '../validate/probe-set.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
-import {
-  addScoringOptions,
-  emitResults,
-  prepareScoringRun,
-  reportFailures,
-  timestampedRunDir,
-  type ScoringFlags,
-} from './scoring-options.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
 import { TOOL_PROFILES, type ToolProfile } from '../swe/profiles.ts';
 import { checkResume } from './run-options.ts';
+import { timestampedRunDir } from '../pipeline/open-run.ts';
 
 interface ValidateFlags extends ScoringFlags {
   trajectories?: string;
