@@ -15,7 +15,7 @@ import { addImageSourceOptions, type ImageSourceFlags, imageSources } from './im
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger, probability, timeoutSeconds } from './args.ts';
 import { ASAP_RUN_DEFAULTS, type AsapRunSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
-import { reportFailures } from './scoring-options.ts';
+import { reportFailures } from '../pipeline/failures.ts';
 import { resolveCheckpoints } from '../pipeline/checkpoints.ts';
 import { addCheckpointOptions, type CheckpointFlags } from './checkpoint-options.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';

@@ -5,7 +5,8 @@ import { formatTable } from '../report/table.ts';
 import { tableName } from '../report/checkpoint-name.ts';
 import { rankedWithTies } from '../stats/ties.ts';
 import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
-import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
+import { reportFailures } from '../pipeline/failures.ts';
 
 export function bpbCommand(): Command {
   return addScoringOptions(

@@ -9,7 +9,8 @@ import { tableName } from '../report/checkpoint-name.ts';
 import { SANDBOX_KINDS, type SandboxKind } from '../settings/sandbox-kinds.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { runPasskOverCheckpoints } from '../pipeline/passk.ts';
-import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
+import { reportFailures } from '../pipeline/failures.ts';
 import { integer, nonNegativeNumber, positiveInteger, probability } from './args.ts';
 import { passAtKs } from '../protocol.ts';
 

@@ -1,13 +1,12 @@
 /**
  * What every scoring verb shares on the command line: the flags naming checkpoints, probe
- * items, run directory and cache; and how a verb reports failed checkpoints and prints its
- * results. Opening the run is pipeline/scoring-run.ts, the loop over checkpoints
- * pipeline/checkpoint-loop.ts.
+ * items, run directory and cache; and how a verb prints its results. Opening the run is
+ * pipeline/scoring-run.ts, the loop over checkpoints pipeline/checkpoint-loop.ts, failed
+ * checkpoints reported by pipeline/failures.ts.
  */
 import type { Command } from 'commander';
 import { EMBEDDED_PROBES } from '../embedded.ts';
-import { InputError } from '../errors.ts';
-import type { Failure, ScoringRun } from '../pipeline/checkpoint-loop.ts';
+import type { ScoringRun } from '../pipeline/checkpoint-loop.ts';
 import { openScoringRun } from '../pipeline/scoring-run.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
 import { positiveInteger } from './args.ts';
@@ -77,21 +76,6 @@ export function prepareScoringRun(
     config: settings.config,
     seeds: settings.seeds,
   });
-}
-
-/** The `errors` field of a verb's JSON, and the exit code they imply: 2 for bad input or environment, else 1 (a server or graph that failed). */
-export function reportFailures(failures: Failure[]): Record<string, unknown> {
-  if (failures.length === 0) return {};
-  for (const f of failures) process.stderr.write(`probe: ${f.message}\n`);
-  // 2 when any checkpoint was bad input or environment (a mismatched tokenizer), else 1.
-  process.exitCode = Math.max(...failures.map((f) => f.exitCode));
-  return {
-    errors: failures.map((f) =>
-      f instanceof InputError
-        ? { file: f.location.file, field: f.location.field ?? null, message: f.message }
-        : { file: null, field: null, message: f.message },
-    ),
-  };
 }
 
 /** Prints the verb's JSON document (with --json) and keeps it as the run's results.json (with --out). */

@@ -8,14 +8,8 @@ import { EMBEDDED_RESEARCH_SET, EMBEDDED_SAMPLING_PROBES, EMBEDDED_TERMINAL_TASK
 import { ensureOutputDir } from '../store/output-path.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
-import {
-  addScoringOptions,
-  emitResults,
-  INCLUDE_CONTROLS_HELP,
-  prepareScoringRun,
-  reportFailures,
-  type ScoringFlags,
-} from './scoring-options.ts';
+import { addScoringOptions, emitResults, INCLUDE_CONTROLS_HELP, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
+import { reportFailures } from '../pipeline/failures.ts';
 import { LADDER_DEFAULTS, ladderConfig, runLadder, SCREEN_STAGES, type LadderSettings } from '../pipeline/ladder.ts';
 import { withRunStages } from '../report/run-stages.ts';
 import { printLadder } from '../report/ladder-table.ts';
