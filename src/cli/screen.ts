@@ -5,7 +5,6 @@
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
 import { EMBEDDED_RESEARCH_SET, EMBEDDED_SAMPLING_PROBES, EMBEDDED_TERMINAL_TASKS, REPO_ROOT } from '../embedded.ts';
-import { ensureOutputDir } from '../store/output-path.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
 import { addScoringOptions, emitResults, INCLUDE_CONTROLS_HELP, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
@@ -101,8 +100,6 @@ export function screenCommand(): Command {
         scores: true,
         defaultProbes: EMBEDDED_SAMPLING_PROBES,
       });
-      // The ASAP stage writes last, after the cheap stages: its directory is checked now.
-      if (flags.asapOut && !flags.out && flags.asapRuns > 0) ensureOutputDir(flags.asapOut, '--asap-out');
       // One progress display for the rungs, with the ETA of the whole screen (shares as the demo's, without its build).
       const outcome = await withRunStages(SCREEN_STAGES, () => runLadder(run, settings));
       const errors = reportFailures(outcome.failures);

@@ -15,6 +15,7 @@ import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../settings/image-sour
 import { openSandbox } from '../sandbox/open.ts';
 import { TaskPools } from '../sandbox/pool.ts';
 import type { LoadedTask } from '../schema/task.ts';
+import { ensureOutputDir } from '../store/output-path.ts';
 import type { CompletionBackend } from '../backends/types.ts';
 import type { EnvironmentSummary, LadderRow } from '../schema/ladder-row.ts';
 import { EMBEDDED_RESEARCH_SET, EMBEDDED_TERMINAL_TASKS } from '../embedded.ts';
@@ -159,6 +160,8 @@ export function passkTokenLimit(
 
 export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<LadderOutcome> {
   const { items, dir } = run;
+  // The ASAP stage writes last, after the cheap stages: a directory of its own (--asap-out, without a run directory) is checked now.
+  if (s.asapOut && !dir && s.asapRuns > 0) ensureOutputDir(s.asapOut, '--asap-out');
   // The last rung's input is checked before the first rung's work: a missing reference must not cost hours.
   const envs = envsOf(s);
   if (s.asapRuns > 0 && envs.includes('swe')) referenceFiles(s.reference, asapTasksOf(run, s));
