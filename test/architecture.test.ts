@@ -53,6 +53,10 @@ describe('src/ imports', () => {
     expect(local.filter((i) => folder(i.from) !== 'cli' && folder(i.to) === 'cli').map((i) => `${i.from} → ${i.to}`)).toEqual([]);
   });
 
+  it('verbs only parse: cli/ opens no sandbox and no run directory (it calls the stage that does)', () => {
+    expect([...arrows('cli', 'sandbox'), ...arrows('cli', 'store')]).toEqual([]);
+  });
+
   it('backends (and the engines they start) and sandboxes know nothing of each other', () => {
     expect([
       ...arrows('backends', 'sandbox'),
