@@ -41,7 +41,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Readable } from 'node:stream';
 import { BASE_IMAGE, client } from '../src/sandbox/docker.ts';
-import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../src/sandbox/image-sources.ts';
+import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../src/settings/image-sources.ts';
 import { terminalImage } from '../src/terminal/image.ts';
 import { loadTerminalTask } from '../src/terminal/task.ts';
 import { serveIndex } from '../test/helpers/package-index.ts';

@@ -23,14 +23,15 @@ export {
 export { renderTranscript, renderAction, renderObservation, type Action, type TranscriptStep } from './formats/md-xml.ts';
 export { LIMITS, type Sandbox, type ExecResult, type ExecOptions } from './sandbox/types.ts';
 export { checkRequirements, ensureRequirements, MissingRequirements } from './setup/requirements.ts';
-export { openSandbox, SANDBOX_KINDS, type SandboxKind } from './sandbox/open.ts';
+export { openSandbox } from './sandbox/open.ts';
+export { SANDBOX_KINDS, type SandboxKind } from './settings/sandbox-kinds.ts';
 export {
   DEFAULT_IMAGE_SOURCES,
   OFFLINE_IMAGE_SOURCES,
   type BuildEgress,
   type ImageSources,
   type RegistrySettings,
-} from './sandbox/image-sources.ts';
+} from './settings/image-sources.ts';
 export { acquireImage, parseReference, type BaseImage } from './sandbox/registry.ts';
 export { SandboxPool, TaskPools, freshSandboxes, type GraderLease, type SandboxLease } from './sandbox/pool.ts';
 export { loadTasks, loadTaskFile, type LoadTaskOptions } from './verify/load-task.ts';

@@ -53,6 +53,10 @@ describe('src/ imports', () => {
     expect(local.filter((i) => folder(i.from) !== 'cli' && folder(i.to) === 'cli').map((i) => `${i.from} → ${i.to}`)).toEqual([]);
   });
 
+  it('verbs only parse: cli/ opens no sandbox and no run directory (it calls the stage that does)', () => {
+    expect([...arrows('cli', 'sandbox'), ...arrows('cli', 'store')]).toEqual([]);
+  });
+
   it('backends (and the engines they start) and sandboxes know nothing of each other', () => {
     expect([
       ...arrows('backends', 'sandbox'),
@@ -67,7 +71,7 @@ describe('src/ imports', () => {
     expect(outside.map((i) => `${i.from} → ${i.specifier}`)).toEqual([]);
   });
 
-  it('the layers below the pipeline (backends, engines, sandbox, formats, stats, util, schema) import none above it', () => {
+  it('the layers below the pipeline (backends, engines, sandbox, settings, formats, stats, util, schema) import none above it', () => {
     const above = new Set([
       'cli',
       'pipeline',
@@ -84,7 +88,7 @@ describe('src/ imports', () => {
       'trajectories',
       'watch',
     ]);
-    const low = new Set(['backends', 'engines', 'sandbox', 'formats', 'stats', 'util', 'schema']);
+    const low = new Set(['backends', 'engines', 'sandbox', 'settings', 'formats', 'stats', 'util', 'schema']);
     expect(local.filter((i) => low.has(folder(i.from)) && above.has(folder(i.to))).map((i) => `${i.from} → ${i.to}`)).toEqual([]);
   });
 

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { admit, archiveRoots, egressPolicy, forbiddenAddress, judge, type Resolve } from '../src/sandbox/build-egress.ts';
 import { startProxy } from '../src/sandbox/build-network.ts';
 import { BASE_IMAGE, client } from '../src/sandbox/docker.ts';
-import { type BuildEgress, DEFAULT_IMAGE_SOURCES, type ImageSources } from '../src/sandbox/image-sources.ts';
+import { type BuildEgress, DEFAULT_IMAGE_SOURCES, type ImageSources } from '../src/settings/image-sources.ts';
 import { acquireImage, parseReference } from '../src/sandbox/registry.ts';
 import { namedImages } from '../src/terminal/confine-dockerfile.ts';
 import { baseImagesOf, rebaseDockerfile, terminalImage } from '../src/terminal/image.ts';

@@ -29,7 +29,7 @@ import {
   type Resolve,
 } from '../src/sandbox/build-egress.ts';
 import { BASE_IMAGE } from '../src/sandbox/base-image.ts';
-import { type BuildEgress, DEFAULT_IMAGE_SOURCES } from '../src/sandbox/image-sources.ts';
+import { type BuildEgress, DEFAULT_IMAGE_SOURCES } from '../src/settings/image-sources.ts';
 import { confineDockerfile, STEP_WRAPPER_PATH } from '../src/terminal/confine-dockerfile.ts';
 import { buildConfined, failedStep } from '../src/terminal/confined-build.ts';
 import { startProxy } from '../src/sandbox/build-network.ts';

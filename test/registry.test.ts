@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { cpSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../src/sandbox/image-sources.ts';
+import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../src/settings/image-sources.ts';
 import { BASE_IMAGE, client, DockerSandbox } from '../src/sandbox/docker.ts';
 import { parseReference } from '../src/sandbox/registry.ts';
 import { harnessImageName } from '../src/swebench/image-name.ts';

@@ -3,12 +3,14 @@ import { Command } from 'commander';
 import { describeCause, InputError } from '../errors.ts';
 import { fillTemplate, loadAptItems, scoreAptbench, type AptResult } from '../probes/aptbench.ts';
 import { formatPercent, formatTable } from '../report/table.ts';
-import { tableName } from '../store/checkpoint-facts.ts';
-import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
-import { forEachCheckpoint, itemHooks } from '../pipeline/checkpoint-loop.ts';
-import { emitResults, reportFailures, resolveCheckpoints } from './scoring-options.ts';
+import { tableName } from '../report/checkpoint-name.ts';
+import { checkpointConfig, forEachCheckpoint, itemHooks } from '../pipeline/checkpoint-loop.ts';
+import { resolveCheckpoints } from '../pipeline/checkpoints.ts';
+import { openRunDir } from '../pipeline/open-run.ts';
+import { emitResults } from './scoring-options.ts';
+import { reportFailures } from '../pipeline/failures.ts';
 import { positiveInteger } from './args.ts';
-import { addCheckpointOptions, checkpointConfig, type CheckpointFlags } from './checkpoint-options.ts';
+import { addCheckpointOptions, type CheckpointFlags } from './checkpoint-options.ts';
 import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
 import { bosConfig } from '../backends/bos.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
@@ -54,16 +56,16 @@ export function aptbenchCommand(): Command {
       checkResume(flags);
       const checkpoints = resolveCheckpoints(flags.ckpt, {}, flags, true);
       const dir = flags.out
-        ? RunDir.open(
+        ? openRunDir(
             flags.out,
             {
               verb: 'aptbench',
               config: { prompt: template, ...bosConfig(flags.bos), ...checkpointConfig(flags) },
-              checkpoints: checkpointRecords(checkpoints),
-              probe_set: probeSetRecord(flags.items, items),
+              checkpoints,
+              probeSet: { source: flags.items, items },
               seeds: {},
             },
-            { resume: Boolean(flags.resume) },
+            Boolean(flags.resume),
           )
         : undefined;
       const run = { dir, quiet: Boolean(flags.json) };

@@ -14,7 +14,8 @@ import type { BosFlags } from './bos-option.ts';
 import type { CheckpointFlags } from './checkpoint-options.ts';
 import { type HttpFlags, httpOptions } from './http-options.ts';
 import type { RunFlags } from './run-options.ts';
-import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
+import { reportFailures } from '../pipeline/failures.ts';
+import { resolveCheckpoints } from '../pipeline/checkpoints.ts';
 
 export interface ResearchFlags extends HttpFlags, RunFlags, BosFlags, CheckpointFlags, EpisodeProtocol {
   ckpt?: string[];

@@ -16,7 +16,8 @@ import type { CheckpointFlags } from './checkpoint-options.ts';
 import { type HttpFlags, httpOptions } from './http-options.ts';
 import { type ImageSourceFlags, imageSources } from './image-source-options.ts';
 import type { RunFlags } from './run-options.ts';
-import { reportFailures, resolveCheckpoints } from './scoring-options.ts';
+import { reportFailures } from '../pipeline/failures.ts';
+import { resolveCheckpoints } from '../pipeline/checkpoints.ts';
 
 export interface TerminalFlags extends HttpFlags, RunFlags, BosFlags, CheckpointFlags, ImageSourceFlags, EpisodeProtocol {
   ckpt?: string[];

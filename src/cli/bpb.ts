@@ -2,10 +2,11 @@
 import { Command } from 'commander';
 import { rankByBpb, scoreBpb, type BpbItem } from '../probes/bpb.ts';
 import { formatTable } from '../report/table.ts';
-import { tableName } from '../store/checkpoint-facts.ts';
+import { tableName } from '../report/checkpoint-name.ts';
 import { rankedWithTies } from '../stats/ties.ts';
 import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
-import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
+import { reportFailures } from '../pipeline/failures.ts';
 
 export function bpbCommand(): Command {
   return addScoringOptions(

@@ -1,28 +1,13 @@
 /** `probe build`: replay every trajectory against its task and write probe items at T*. */
-import { resolve } from 'node:path';
 import { Command, Option } from 'commander';
-import { resolveCheckpoint } from '../backends/checkpoint.ts';
-import { openBackend } from '../backends/open.ts';
-import { InputError } from '../errors.ts';
-import { checkOutputFile } from '../store/output-path.ts';
 import type { RestoreMode } from '../replay/build.ts';
 import { CONTEXT_FORMATS, type ContextFormat } from '../replay/render-context.ts';
-import { loadTasks } from '../verify/load-task.ts';
 import { IMAGE_NAMESPACE_HELP, parseImageNamespace } from '../swebench/image-name.ts';
 import { positiveInteger } from './args.ts';
-import {
-  buildProbeSet,
-  countOutcomes,
-  describeCounts,
-  trajectoriesHash,
-  writeProbeItems,
-  writeQualityReport,
-  type TrajectoryBuild,
-} from '../pipeline/build.ts';
+import { describeCounts } from '../pipeline/build.ts';
+import { buildProbeFile } from '../pipeline/build-file.ts';
 import { summarizeProbeQuality } from '../report/probe-quality-text.ts';
-import { TrajectoryBuildSchema } from '../schema/build-progress.ts';
-import { UnitLog } from '../store/unit-log.ts';
-import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
+import { addSandboxOptions, replaySettings, type SandboxFlags } from './sandbox-options.ts';
 
 interface BuildFlags extends SandboxFlags {
   resume?: boolean;
@@ -76,55 +61,22 @@ export function buildCommand(): Command {
       '\nExample:\n  probe build --trajectories trajectories --tasks verifiers --out probes/demo.jsonl --context native asap',
     )
     .action(async (flags: BuildFlags) => {
-      const tasks = await loadTasks(flags.tasks, { imageNamespace: flags.imageNamespace });
-      const distractorCkpt = flags.distractorCkpt ? resolveCheckpoint(flags.distractorCkpt) : undefined;
-      if (distractorCkpt && distractorCkpt.kind !== 'directory') {
-        // A resumed build must sample from the same weights: it records the directory's content hash, which a server has not.
-        throw new InputError(
-          { file: distractorCkpt.name },
-          `--distractor-ckpt takes a checkpoint directory run in process (Hugging Face or ONNX), not ${distractorCkpt.kind === 'server' ? 'a server URL' : 'a checkpoint an engine serves'} (its samples are recorded by the checkpoint's content hash)`,
-        );
-      }
-      // The probe set is written once, after every replay: a path that cannot take it must fail now.
-      checkOutputFile(flags.out, '--out');
-      const samplerBackend = distractorCkpt && flags.distractors ? await openBackend(distractorCkpt) : undefined;
-      const sampler = samplerBackend
-        ? { name: flags.distractorCkpt!, backend: samplerBackend, n: flags.distractorSamples, seed: 0 }
-        : undefined;
-      // Each replayed trajectory is logged as it finishes, so a killed build resumes; the log goes once the output is written.
-      const progressLog = UnitLog.open<TrajectoryBuild>(
-        `${flags.out}.progress.jsonl`,
-        {
-          trajectories: trajectoriesHash(flags.trajectories),
-          tasks: resolve(flags.tasks),
-          context: flags.context,
-          restore: flags.restore,
-          distractors: flags.distractors,
-          distractor_ckpt: distractorCkpt && flags.distractors ? distractorCkpt.contentHash() : null,
-          distractor_samples: flags.distractorSamples,
-          sandbox: flags.sandbox,
-          repeats: flags.repeats,
-          include_unresolved: Boolean(flags.includeUnresolved),
-        },
-        { resume: Boolean(flags.resume), what: 'build', units: TrajectoryBuildSchema },
-      );
-      const outcome = await buildProbeSet({
+      const built = await buildProbeFile({
+        out: flags.out,
         trajectories: flags.trajectories,
         includeUnresolved: flags.includeUnresolved,
-        tasks,
+        tasks: flags.tasks,
+        imageNamespace: flags.imageNamespace,
         contexts: flags.context,
         restore: flags.restore,
         distractors: flags.distractors,
-        sampler,
-        replay: replayOptions(flags),
+        distractorCkpt: flags.distractorCkpt,
+        distractorSamples: flags.distractorSamples,
+        replay: replaySettings(flags),
+        resume: Boolean(flags.resume),
         quiet: Boolean(flags.json),
-        memo: progressLog,
-      }).finally(() => samplerBackend?.close());
-      const { items, trajectories: outcomes, inputErrors, skipped } = outcome;
-      writeProbeItems(flags.out, items);
-      const quality = writeQualityReport(flags.out, items, flags.trajectories);
-      progressLog.remove();
-      const counts = countOutcomes(outcomes);
+      });
+      const { items, trajectories: outcomes, inputErrors, skipped, counts, quality } = built;
       if (flags.json)
         process.stdout.write(
           `${JSON.stringify({ out: flags.out, items: items.length, quality: { file: quality.file, warnings: quality.report.warnings.map((w) => w.code) }, counts, trajectories: outcomes, ...(skipped ? { skipped } : {}) }, null, 2)}\n`,

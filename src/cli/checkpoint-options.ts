@@ -31,12 +31,3 @@ export function addCheckpointOptions(command: Command): Command {
         .default(DEFAULT_ENGINE),
     );
 }
-
-/**
- * What run.json records (and a resumed run must match): the dtype every directory
- * checkpoint ran at, and an engine other than auto (left out at auto, so runs of the
- * defaults keep the settings they had).
- */
-export function checkpointConfig(flags: CheckpointFlags): { dtype: Dtype; engine?: EngineChoice } {
-  return { dtype: flags.dtype ?? DEFAULT_DTYPE, ...(flags.engine && flags.engine !== DEFAULT_ENGINE ? { engine: flags.engine } : {}) };
-}

@@ -3,35 +3,17 @@
  * the demo trajectories, BPB and MCQ for every embedded checkpoint, pass@K for the best,
  * ASAP episodes for the shortlist — then the ranking table and an HTML report.
  */
-import { existsSync } from 'node:fs';
-import { join, relative } from 'node:path';
 import { Command, Option } from 'commander';
-import { REPO_ROOT } from '../embedded.ts';
-import { InputError } from '../errors.ts';
-import { collectRuns } from '../report/collect.ts';
-import { renderReport } from '../report/html.ts';
-import { writeFileAtomic } from '../util/atomic-file.ts';
-import { openSandbox } from '../sandbox/open.ts';
-import { loadTasks } from '../verify/load-task.ts';
-import { ensureRequirements } from '../setup/requirements.ts';
 import { positiveInteger, positiveNumber } from './args.ts';
-import { addRungOptions, type RungFlags, rungSettings } from './rung-options.ts';
-import { buildProbeSet, trajectoriesHash, writeProbeItems, type TrajectoryBuild } from '../pipeline/build.ts';
-import { existingRunError } from '../store/run-dir.ts';
-import { lockRunDir } from '../store/run-lock.ts';
-import { ensureOutputDir } from '../store/output-path.ts';
-import { TrajectoryBuildSchema } from '../schema/build-progress.ts';
-import { UnitLog } from '../store/unit-log.ts';
-import { INCLUDE_CONTROLS_HELP, prepareScoringRun, reportFailures, timestampedRunDir, type ScoringFlags } from './scoring-options.ts';
-import { LADDER_DEFAULTS, ladderConfig, runLadder, SCREEN_STAGES, type LadderSettings } from '../pipeline/ladder.ts';
-import { passkItemsOf } from '../pipeline/rungs/passk.ts';
+import { addRungOptions, type RungFlags } from './rung-options.ts';
+import { INCLUDE_CONTROLS_HELP } from './scoring-options.ts';
+import { LADDER_DEFAULTS } from '../pipeline/ladder.ts';
+import { type DemoOutcome, runDemo } from '../pipeline/demo.ts';
 import { printLadder } from '../report/ladder-table.ts';
-import { currentRun, enterStage, withRunStages } from '../report/run-stages.ts';
 import { formatDuration } from '../report/progress.ts';
 import type { AsapEnvironment } from '../protocol.ts';
 import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
-import { buildCacheKey, readCachedBuild, writeCachedBuild } from '../pipeline/build-cache.ts';
-import type { ContextFormat } from '../replay/render-context.ts';
+import { httpOptions } from './http-options.ts';
 
 interface DemoFlags extends RunFlags, Omit<RungFlags, 'tasks' | 'reference' | 'seed'> {
   json?: boolean;
@@ -43,9 +25,6 @@ interface DemoFlags extends RunFlags, Omit<RungFlags, 'tasks' | 'reference' | 's
   asapEnv: AsapEnvironment[];
   passkRenderings: 'one' | 'all';
 }
-
-const TRAJECTORIES = join(REPO_ROOT, 'trajectories');
-const TASKS = join(REPO_ROOT, 'verifiers');
 
 /**
  * The demo's budgets, said beside its table: each is smaller than a screen's default, and the
@@ -111,99 +90,44 @@ export function demoCommand(): Command {
       'after',
       '\nExample:\n  probe demo            # under 5 minutes on 2 CPU cores, under 1 with a warm cache (installs bubblewrap and pytest first on a bare machine, as root)\n  probe demo --out runs/demo --resume',
     )
-    .action((flags: DemoFlags) => withRunStages(DEMO_STAGES, () => runDemo(flags)));
+    .action(async (flags: DemoFlags) => {
+      checkResume(flags);
+      const demo = await runDemo({
+        out: flags.out,
+        resume: Boolean(flags.resume),
+        install: flags.install,
+        quiet: Boolean(flags.json),
+        cache: resultCache(flags),
+        http: httpOptions({}), // the embedded checkpoints run in process: the default request settings
+        shortlist: flags.shortlist,
+        n: flags.n,
+        asapRuns: flags.asapRuns,
+        asapMaxSteps: flags.asapMaxSteps,
+        passkMaxTokens: flags.passkMaxTokens,
+        passkGoldMargin: flags.passkGoldMargin,
+        asapMaxTokens: flags.asapMaxTokens,
+        asapInstances: flags.asapInstances,
+        concurrency: flags.concurrency,
+        includeControls: flags.includeControls,
+        asapEnvs: flags.asapEnv,
+        passkRenderings: flags.passkRenderings,
+      });
+      printDemo(demo, flags);
+    });
 }
 
-/**
- * The demo's stages and their shares of its time on a cold cache (measured: docs/benchmarks.md),
- * for the one progress display and its ETA over the whole run.
- */
-const DEMO_STAGES = [{ name: 'build', share: 0.2 }, ...SCREEN_STAGES];
-
-async function runDemo(flags: DemoFlags): Promise<void> {
-  const started = Date.now();
-  checkResume(flags);
-  const out = flags.out ?? timestampedRunDir('demo');
-  const quiet = Boolean(flags.json);
-  const say = (text: string) => {
-    if (!quiet) process.stderr.write(text);
-  };
-  // A bare machine has no bubblewrap or pytest yet: as root, install them (saying so) before any work.
-  ensureRequirements({ install: flags.install, log: (line) => process.stderr.write(line) });
-  const tasks = await loadTasks(TASKS);
-  const probesFile = join(out, 'probes.jsonl');
-  ensureOutputDir(out, '--out');
-  lockRunDir(out); // from the build on: one demo writes this directory at a time
-
-  // 1. The probe set, built once per run directory (a resumed demo keeps the one it built).
-  // With the cache on, a set built before from the same trajectories, tasks, settings and probe code is read back (build-cache.ts).
-  const cache = resultCache(flags);
-  const build = { contexts: ['native', 'asap'] as ContextFormat[], restore: 'patch' as const, distractors: true, repeats: 3 };
-  /** Replays the demo trajectories into `probesFile` (resuming from its progress log), and keeps the set in the cache under `buildKey`. */
-  const buildDemoProbes = async (buildKey: string | undefined) => {
-    say(`Building probes from ${relative(process.cwd(), TRAJECTORIES) || TRAJECTORIES} (replaying each trajectory in a jailed sandbox)\n`);
-    const progressLog = UnitLog.open<TrajectoryBuild>(
-      join(out, 'build.progress.jsonl'),
-      { trajectories: trajectoriesHash(TRAJECTORIES) },
-      { resume: Boolean(flags.resume), what: 'probe build', units: TrajectoryBuildSchema },
-    );
-    const built = await buildProbeSet({
-      trajectories: TRAJECTORIES,
-      tasks,
-      contexts: build.contexts,
-      restore: build.restore,
-      distractors: build.distractors,
-      replay: { openSandbox: (t) => openSandbox('local', t), sandboxName: 'local', concurrency: 4, repeats: build.repeats },
-      quiet,
-      memo: progressLog,
-    });
-    if (built.inputErrors) throw new InputError({ file: TRAJECTORIES }, `${built.inputErrors} demo trajectories could not be read`);
-    writeProbeItems(probesFile, built.items);
-    if (cache && buildKey) writeCachedBuild(cache.dir, buildKey, probesFile);
-    progressLog.remove();
-    say(`${built.items.length} probe items from ${built.trajectories.filter((t) => !t.rejected).length} trajectories → ${probesFile}\n`);
-  };
-  if (!existsSync(probesFile)) {
-    if (existsSync(join(out, 'run.json')) && !flags.resume) throw existingRunError(join(out, 'run.json'));
-    enterStage('build');
-    const buildKey = cache ? buildCacheKey({ trajectories: TRAJECTORIES, tasksDir: TASKS, settings: build }) : undefined;
-    if (cache && buildKey && readCachedBuild(cache.dir, buildKey, probesFile))
-      say(
-        `Probes: the set built before from these trajectories, tasks and probe source, read from the cache in ${cache.dir} (--no-cache builds it again)\n`,
-      );
-    else await buildDemoProbes(buildKey);
-  }
-
-  // 2. The ladder, into the same run directory.
-  const settings: LadderSettings = {
-    ...rungSettings({ ...flags, tasks: TASKS, reference: TRAJECTORIES, seed: 0 }, tasks),
-    shortlist: flags.shortlist,
-    passkGoldMargin: flags.passkGoldMargin,
-    includeControls: flags.includeControls,
-    asapEnvs: flags.asapEnv,
-    passkOnePerTrajectory: flags.passkRenderings === 'one',
-  };
-  const scoring: ScoringFlags = { ...flags, out, probes: probesFile };
-  const run = prepareScoringRun(scoring, 'demo', { config: ladderConfig(settings), seeds: { sampling: 0 } });
-  const outcome = await runLadder(run, settings);
-  const errors = reportFailures(outcome.failures);
-  run.dir!.writeResults({ results: outcome.rows, shortlist: outcome.shortlist, asap_out: outcome.asapOut, ...errors });
-
-  // 3. The report.
-  const html = join(out, 'report.html');
-  enterStage('report');
-  writeFileAtomic(html, renderReport(collectRuns([out]), { title: 'probe demo: the embedded checkpoint ladder' }));
-  const stages = currentRun()?.timings() ?? [];
-  const minutes = ((Date.now() - started) / 60_000).toFixed(1);
-  if (quiet) {
+/** What the demo found: one JSON document with --json, else the ranking, the budgets it ran under and where the report is. */
+function printDemo(demo: DemoOutcome, flags: DemoFlags): void {
+  const { out, report, minutes, stages, ladder, errors } = demo;
+  if (flags.json) {
     process.stdout.write(
-      `${JSON.stringify({ out, report: html, minutes: Number(minutes), stages, results: outcome.rows, shortlist: outcome.shortlist, ...errors }, null, 2)}\n`,
+      `${JSON.stringify({ out, report, minutes: Number(minutes), stages, results: ladder.rows, shortlist: ladder.shortlist, ...errors }, null, 2)}\n`,
     );
     return;
   }
-  printLadder(outcome, run.items.length, flags.n);
-  say(`${budgetsLine(flags, run.items.length, passkItemsOf(run.items, settings).length)}\n`);
-  say(
-    `\nHTML report: ${html}\nRun directory: ${out} (${minutes} min: ${stages.map((t) => `${t.stage} ${formatDuration(t.seconds * 1000)}`).join(', ')})\n`,
+  printLadder(ladder, demo.items, flags.n);
+  process.stderr.write(`${budgetsLine(flags, demo.items, demo.passkItems)}\n`);
+  process.stderr.write(
+    `\nHTML report: ${report}\nRun directory: ${out} (${minutes} min: ${stages.map((t) => `${t.stage} ${formatDuration(t.seconds * 1000)}`).join(', ')})\n`,
   );
 }

@@ -1,7 +1,7 @@
 /** The table `probe asap` prints for any environment: checkpoint, pass@k and ∩@n, then the environment's declared columns. */
 import { type EnvironmentDeclaration, type EnvironmentResult, showValue } from '../asap/environment.ts';
 import { formatTable, passColumns, TABLE_VALUES } from '../report/table.ts';
-import { tableName } from '../store/checkpoint-facts.ts';
+import { tableName } from '../report/checkpoint-name.ts';
 
 export function printEpisodesTable<R extends EnvironmentResult>(
   env: EnvironmentDeclaration<R>,

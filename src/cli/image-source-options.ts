@@ -1,10 +1,10 @@
 /**
  * The flags that say where task images and their builds' packages come from
- * (sandbox/image-sources.ts): registries and their mirrors, and the package indexes a
+ * (settings/image-sources.ts): registries and their mirrors, and the package indexes a
  * confined build may reach. Shared by every verb that builds or pulls a task's image.
  */
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { DEFAULT_IMAGE_SOURCES, type ImageSources, PULL_POLICIES, type PullPolicy } from '../sandbox/image-sources.ts';
+import { DEFAULT_IMAGE_SOURCES, type ImageSources, PULL_POLICIES, type PullPolicy } from '../settings/image-sources.ts';
 
 /** A registry host as image references name them: a DNS name or IPv4 address, an optional port; `docker.io` for Docker Hub. */
 const REGISTRY_HOST = /^(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)(?:\.(?:[a-z0-9](?:[a-z0-9-]*[a-z0-9])?))*(?::\d{1,5})?$/;

@@ -5,11 +5,12 @@ import { formatPercent, formatTable } from '../report/table.ts';
 import { MCQ_MIN_DISTRACTORS } from '../schema/probe-item.ts';
 import { InputError } from '../errors.ts';
 import { EMBEDDED_PROBES } from '../embedded.ts';
-import { tableName } from '../store/checkpoint-facts.ts';
+import { tableName } from '../report/checkpoint-name.ts';
 import { rankedWithTies } from '../stats/ties.ts';
 import { integer } from './args.ts';
 import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
-import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
+import { reportFailures } from '../pipeline/failures.ts';
 
 /** What to do about items with too few distractors: a real trajectory's own near misses are often fewer than three. */
 const FEWER_DISTRACTORS_HINT =

@@ -3,15 +3,14 @@ import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { EMBEDDED_SAMPLING_PROBES, REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
-import { PASSK_DEFAULTS, scorePassk, type PasskItem, type PasskResult } from '../probes/passk.ts';
-import { restoreProbeState, taskForItem } from '../probes/restore.ts';
+import { PASSK_DEFAULTS } from '../probes/passk.ts';
 import { formatTable } from '../report/table.ts';
-import { tableName } from '../store/checkpoint-facts.ts';
-import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
-import { TaskPools } from '../sandbox/pool.ts';
+import { tableName } from '../report/checkpoint-name.ts';
+import { SANDBOX_KINDS, type SandboxKind } from '../settings/sandbox-kinds.ts';
 import { loadTasks } from '../verify/load-task.ts';
-import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
-import { addScoringOptions, emitResults, prepareScoringRun, reportFailures, type ScoringFlags } from './scoring-options.ts';
+import { runPasskOverCheckpoints } from '../pipeline/passk.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
+import { reportFailures } from '../pipeline/failures.ts';
 import { integer, nonNegativeNumber, positiveInteger, probability } from './args.ts';
 import { passAtKs } from '../protocol.ts';
 
@@ -68,50 +67,34 @@ export function passkCommand(): Command {
           return all;
         },
       });
-      const pools = new TaskPools((t) => openSandbox(flags.sandbox, t), flags.concurrency);
-      try {
-        const { results, failures } = await scoreCheckpoints<PasskResult, PasskItem>(run, 'passk', (ckpt, backend, hooks) =>
-          scorePassk(
-            ckpt,
-            backend,
-            run.items,
-            {
-              n: flags.n,
-              ks: passAtKs(flags.n),
-              steps: flags.steps,
-              temperature: flags.temperature,
-              topP: flags.topP,
-              maxTokens: flags.maxTokens,
-              seed: flags.seed,
-              taskOf: (item) => taskForItem(tasks.get(item.task)!, item),
-              leaseFor: pools.leaseFor,
-              gradersFor: pools.gradersFor,
-              restore: restoreProbeState,
-            },
-            hooks,
-          ),
+      const { results, failures } = await runPasskOverCheckpoints(run, tasks, {
+        n: flags.n,
+        steps: flags.steps,
+        temperature: flags.temperature,
+        topP: flags.topP,
+        maxTokens: flags.maxTokens,
+        seed: flags.seed,
+        sandbox: flags.sandbox,
+        concurrency: flags.concurrency,
+      });
+      const errors = reportFailures(failures);
+      if (!run.quiet) {
+        const ks = passAtKs(flags.n);
+        const rows = results.map((r) => [
+          tableName(r.checkpoint),
+          ...ks.map((k) => `${(100 * r.pass_at[String(k)]!).toFixed(1)}%`),
+          `${(100 * r.parse_failure_rate).toFixed(1)}%`,
+          `${(100 * (r.not_returned_rate ?? 0)).toFixed(1)}%`,
+        ]);
+        process.stderr.write(`\nPrefix-conditioned pass@k on ${run.items.length} probe items, n = ${flags.n}\n\n`);
+        process.stderr.write(
+          `${formatTable(['checkpoint', ...ks.map((k) => `pass@${k}`), 'unparsable', 'not returned'], rows, ks.map((_, i) => i + 1).concat(ks.length + 1, ks.length + 2))}\n`,
         );
-        const errors = reportFailures(failures);
-        if (!run.quiet) {
-          const ks = passAtKs(flags.n);
-          const rows = results.map((r) => [
-            tableName(r.checkpoint),
-            ...ks.map((k) => `${(100 * r.pass_at[String(k)]!).toFixed(1)}%`),
-            `${(100 * r.parse_failure_rate).toFixed(1)}%`,
-            `${(100 * (r.not_returned_rate ?? 0)).toFixed(1)}%`,
-          ]);
-          process.stderr.write(`\nPrefix-conditioned pass@k on ${run.items.length} probe items, n = ${flags.n}\n\n`);
+        for (const r of results.filter((r) => (r.not_returned_rate ?? 0) > 0))
           process.stderr.write(
-            `${formatTable(['checkpoint', ...ks.map((k) => `pass@${k}`), 'unparsable', 'not returned'], rows, ks.map((_, i) => i + 1).concat(ks.length + 1, ks.length + 2))}\n`,
+            `${tableName(r.checkpoint)}: ${(100 * r.not_returned_rate!).toFixed(1)}% of samples were generated but not returned by the server (counted as failures; each sample's reason is in the results)\n`,
           );
-          for (const r of results.filter((r) => (r.not_returned_rate ?? 0) > 0))
-            process.stderr.write(
-              `${tableName(r.checkpoint)}: ${(100 * r.not_returned_rate!).toFixed(1)}% of samples were generated but not returned by the server (counted as failures; each sample's reason is in the results)\n`,
-            );
-        }
-        emitResults(run, { results, ...errors });
-      } finally {
-        await pools.close();
       }
+      emitResults(run, { results, ...errors });
     });
 }

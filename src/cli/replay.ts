@@ -9,7 +9,8 @@ import { importTrajectory } from '../trajectories/import.ts';
 import { loadTaskFile } from '../verify/load-task.ts';
 import type { StableVerdict, Verdict } from '../verify/verifier.ts';
 import { IMAGE_NAMESPACE_HELP, parseImageNamespace } from '../swebench/image-name.ts';
-import { addSandboxOptions, replayOptions, type SandboxFlags } from './sandbox-options.ts';
+import { addSandboxOptions, replaySettings, type SandboxFlags } from './sandbox-options.ts';
+import { sandboxReplayOptions } from '../replay/sandbox-replay.ts';
 
 /** Each path the verifier dropped as tampering, with the first step whose state had it. */
 function tamperingLines(steps: ReplayStep[]): string {
@@ -63,7 +64,7 @@ export function replayCommand(): Command {
       const tasks = await loadTaskFile(flags.task, { imageNamespace: flags.imageNamespace });
       if (tasks.length !== 1) throw new InputError({ file: flags.task }, `holds ${tasks.length} tasks; replay needs exactly one`);
       const trajectory = importTrajectory(file, flags.format);
-      const result = await replayTrajectory(trajectory, tasks[0]!, replayOptions(flags));
+      const result = await replayTrajectory(trajectory, tasks[0]!, sandboxReplayOptions(replaySettings(flags)));
       if (flags.json) {
         process.stdout.write(
           `${JSON.stringify(

@@ -1,17 +1,13 @@
 /** `probe report`: rankings from finished run directories, and one self-contained HTML file to share. */
-import { resolve } from 'node:path';
 import { Command } from 'commander';
-import { collectRuns, environmentResults, type ReportData } from '../report/collect.ts';
-import { renderReport } from '../report/html.ts';
+import { environmentResults, type ReportData } from '../report/collect.ts';
+import { reportRuns } from '../report/report-runs.ts';
 import { rankingAccuracy } from '../probes/mcq.ts';
 import { formatPercent, formatTable, TABLE_VALUES } from '../report/table.ts';
 import { type Column, showValue } from '../asap/environment.ts';
 import { ENVIRONMENTS } from '../environments/registry.ts';
-import { checkOutputFile } from '../store/output-path.ts';
-import { writeFileAtomic } from '../util/atomic-file.ts';
 import { nonNegativeInteger } from './args.ts';
-import { readScores } from './correlate.ts';
-import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
+import { CONTROL_LABEL } from '../report/checkpoint-name.ts';
 import { rankedWithTies } from '../stats/ties.ts';
 
 interface ReportFlags {
@@ -37,22 +33,13 @@ export function reportCommand(): Command {
     .option('--json', 'print the collected results as one JSON document on stdout')
     .addHelpText('after', '\nExample:\n  probe report runs/demo --html runs/demo/report.html --downstream swebench.csv')
     .action((runs: string[], flags: ReportFlags) => {
-      if (flags.html) checkOutputFile(flags.html, '--html');
-      const data = collectRuns(runs);
-      const downstream = flags.downstream ? readScores(flags.downstream) : undefined;
-      let html: string | null = null;
-      if (flags.html) {
-        html = resolve(flags.html);
-        writeFileAtomic(
-          html,
-          renderReport(data, {
-            title: flags.title,
-            maxTranscripts: flags.maxTranscripts,
-            includeControls: Boolean(flags.includeControls),
-            ...(downstream ? { downstream } : {}),
-          }),
-        );
-      }
+      const { data, html } = reportRuns(runs, {
+        html: flags.html,
+        downstream: flags.downstream,
+        title: flags.title,
+        maxTranscripts: flags.maxTranscripts,
+        includeControls: Boolean(flags.includeControls),
+      });
       if (flags.json) {
         process.stdout.write(`${JSON.stringify(summary(data, html), null, 2)}\n`);
         return;

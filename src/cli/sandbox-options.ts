@@ -2,8 +2,8 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
 import { positiveInteger } from './args.ts';
 import { addImageSourceOptions, type ImageSourceFlags, imageSources } from './image-source-options.ts';
-import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
-import type { ReplayOptions } from '../replay/replay.ts';
+import { SANDBOX_KINDS, type SandboxKind } from '../settings/sandbox-kinds.ts';
+import type { SandboxReplaySettings } from '../replay/sandbox-replay.ts';
 import { isUsableWorkdir } from '../replay/workdir.ts';
 
 /** A directory inside the sandbox where a repository may go: absolute, not `/` nor a system directory. */
@@ -32,12 +32,13 @@ export interface SandboxFlags extends ImageSourceFlags {
   workdir?: string;
 }
 
-export function replayOptions(flags: SandboxFlags): ReplayOptions {
+/** Where a replay runs, as the flags say (replay/sandbox-replay.ts opens the sandboxes). */
+export function replaySettings(flags: SandboxFlags): SandboxReplaySettings {
   return {
-    openSandbox: (task) => openSandbox(flags.sandbox, task, { imageSources: imageSources(flags) }),
-    sandboxName: flags.sandbox,
+    sandbox: flags.sandbox,
+    imageSources: imageSources(flags),
     concurrency: flags.concurrency,
     repeats: flags.repeats,
-    ...(flags.workdir ? { workdir: flags.workdir } : {}),
+    workdir: flags.workdir,
   };
 }

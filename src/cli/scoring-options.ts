@@ -1,23 +1,17 @@
 /**
  * What every scoring verb shares on the command line: the flags naming checkpoints, probe
- * items, run directory and cache, checked before any work; and how a verb reports failed
- * checkpoints and prints its results. The loop over checkpoints is pipeline/checkpoint-loop.ts.
+ * items, run directory and cache; and how a verb prints its results. Opening the run is
+ * pipeline/scoring-run.ts, the loop over checkpoints pipeline/checkpoint-loop.ts, failed
+ * checkpoints reported by pipeline/failures.ts.
  */
-import { join, relative } from 'node:path';
 import type { Command } from 'commander';
-import type { HttpBackendOptions } from '../backends/http/backend.ts';
-import { type Checkpoint, resolveCheckpoint } from '../backends/checkpoint.ts';
-import { embeddedCheckpointDirs, EMBEDDED_PROBES } from '../embedded.ts';
-import { InputError } from '../errors.ts';
-import { servedAs, type Failure, type ScoringRun } from '../pipeline/checkpoint-loop.ts';
-import { loadProbeItems } from '../probes/load.ts';
+import { EMBEDDED_PROBES } from '../embedded.ts';
+import type { ScoringRun } from '../pipeline/checkpoint-loop.ts';
+import { openScoringRun } from '../pipeline/scoring-run.ts';
 import type { ProbeItem } from '../schema/probe-item.ts';
-import { checkpointKey as episodesDirName } from '../swe/store.ts';
-import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { positiveInteger } from './args.ts';
-import { bosConfig } from '../backends/bos.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
-import { addCheckpointOptions, checkpointConfig, type CheckpointFlags } from './checkpoint-options.ts';
+import { addCheckpointOptions, type CheckpointFlags } from './checkpoint-options.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
 
@@ -46,42 +40,9 @@ export function addScoringOptions(command: Command): Command {
   );
 }
 
-/** The checkpoints named by `--ckpt`, or the embedded ladder; each checked before any work. */
-/** `scores`: the verb scores prompts, which a checkpoint served by llama.cpp cannot (refused here, before any work). */
-export function resolveCheckpoints(
-  ckpt: string[] | undefined,
-  http: HttpBackendOptions = {},
-  how: CheckpointFlags = {},
-  scores = false,
-): Checkpoint[] {
-  const specs = ckpt ?? embeddedCheckpointDirs().map((dir) => relative(process.cwd(), dir) || '.');
-  const checkpoints = specs.map((spec) => resolveCheckpoint(spec, { http, dtype: how.dtype, engine: how.engine, scores }));
-  refuseSharedFileNames(checkpoints);
-  return checkpoints;
-}
-
 /**
- * Two different checkpoints whose names flatten to one file name (`a/b` and `a_b`) would
- * write one episodes directory: refused, rather than one's transcripts read as the other's.
- * (The flattening is kept as it is so existing run directories resume.)
- */
-function refuseSharedFileNames(checkpoints: readonly Checkpoint[]): void {
-  const byName = new Map<string, Checkpoint>();
-  for (const c of checkpoints) {
-    const name = episodesDirName(c.name);
-    const other = byName.get(name);
-    if (other && other.key !== c.key)
-      throw new InputError(
-        { file: c.name, field: '--ckpt' },
-        `this checkpoint and ${other.name} would share the run directory's files (episodes/${name}); give one of them another path`,
-      );
-    byName.set(name, c);
-  }
-}
-
-/**
- * Checks every input before any work (so a typo never costs a finished result) and opens
- * the run directory: a new one, or with --resume the same run continued.
+ * The scoring run the flags ask for (pipeline/scoring-run.ts checks every input and opens
+ * the run directory); `--resume` without `--out` is refused first.
  */
 export function prepareScoringRun(
   flags: ScoringFlags,
@@ -97,57 +58,24 @@ export function prepareScoringRun(
   },
 ): ScoringRun {
   checkResume(flags);
-  const source = flags.probes ?? settings.defaultProbes ?? EMBEDDED_PROBES;
-  let items = loadProbeItems(source);
-  if (settings.select) items = settings.select(items);
-  if (flags.limit !== undefined) items = items.slice(0, flags.limit);
-  const http = httpOptions(flags, flags.ckpt);
-  const checkpoints = resolveCheckpoints(flags.ckpt, http, flags, settings.scores);
-  const dir = flags.out
-    ? RunDir.open(
-        flags.out,
-        {
-          verb,
-          config: { ...settings.config, ...servedAs(http), ...bosConfig(flags.bos), ...checkpointConfig(flags) },
-          checkpoints: checkpointRecords(checkpoints),
-          probe_set: probeSetRecord(source, items),
-          seeds: settings.seeds ?? {},
-        },
-        { resume: Boolean(flags.resume) },
-      )
-    : undefined;
-  if (dir?.status === 'resumed' && !flags.json) process.stderr.write(`Resuming the run in ${dir.dir}\n`);
-  return {
-    items,
-    checkpoints,
-    http,
+  return openScoringRun({
+    verb,
+    out: flags.out,
+    resume: Boolean(flags.resume),
+    probes: flags.probes ?? settings.defaultProbes ?? EMBEDDED_PROBES,
+    select: settings.select,
+    limit: flags.limit,
+    ckpt: flags.ckpt,
+    scores: settings.scores,
+    http: httpOptions(flags, flags.ckpt),
     dtype: flags.dtype,
     engine: flags.engine,
+    bos: flags.bos,
     cache: resultCache(flags),
-    dir,
     quiet: Boolean(flags.json),
-    ...(flags.bos ? { bos: flags.bos } : {}),
-  };
-}
-
-/** The run directory of a verb run without --out: runs/<verb>-<UTC time>. */
-export function timestampedRunDir(verb: string): string {
-  return join('runs', `${verb}-${new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15)}`);
-}
-
-/** The `errors` field of a verb's JSON, and the exit code they imply: 2 for bad input or environment, else 1 (a server or graph that failed). */
-export function reportFailures(failures: Failure[]): Record<string, unknown> {
-  if (failures.length === 0) return {};
-  for (const f of failures) process.stderr.write(`probe: ${f.message}\n`);
-  // 2 when any checkpoint was bad input or environment (a mismatched tokenizer), else 1.
-  process.exitCode = Math.max(...failures.map((f) => f.exitCode));
-  return {
-    errors: failures.map((f) =>
-      f instanceof InputError
-        ? { file: f.location.file, field: f.location.field ?? null, message: f.message }
-        : { file: null, field: null, message: f.message },
-    ),
-  };
+    config: settings.config,
+    seeds: settings.seeds,
+  });
 }
 
 /** Prints the verb's JSON document (with --json) and keeps it as the run's results.json (with --out). */

@@ -4,18 +4,11 @@
  */
 import { Command } from 'commander';
 import { EMBEDDED_RESEARCH_SET, EMBEDDED_SAMPLING_PROBES, EMBEDDED_TERMINAL_TASKS } from '../embedded.ts';
-import { ensureOutputDir } from '../store/output-path.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { positiveInteger } from './args.ts';
 import { addRungOptions, type RungFlags, rungSettings } from './rung-options.ts';
-import {
-  addScoringOptions,
-  emitResults,
-  INCLUDE_CONTROLS_HELP,
-  prepareScoringRun,
-  reportFailures,
-  type ScoringFlags,
-} from './scoring-options.ts';
+import { addScoringOptions, emitResults, INCLUDE_CONTROLS_HELP, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
+import { reportFailures } from '../pipeline/failures.ts';
 import { LADDER_DEFAULTS, ladderConfig, runLadder, SCREEN_STAGES, type LadderSettings } from '../pipeline/ladder.ts';
 import { withRunStages } from '../report/run-stages.ts';
 import { printLadder } from '../report/ladder-table.ts';
@@ -81,8 +74,6 @@ export function screenCommand(): Command {
         scores: true,
         defaultProbes: EMBEDDED_SAMPLING_PROBES,
       });
-      // The ASAP stage writes last, after the cheap stages: its directory is checked now.
-      if (flags.asapOut && !flags.out && flags.asapRuns > 0) ensureOutputDir(flags.asapOut, '--asap-out');
       // One progress display for the rungs, with the ETA of the whole screen (shares as the demo's, without its build).
       const outcome = await withRunStages(SCREEN_STAGES, () => runLadder(run, settings));
       const errors = reportFailures(outcome.failures);

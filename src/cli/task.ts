@@ -15,11 +15,10 @@ import { basename, join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { InputError } from '../errors.ts';
 import { LOG_PARSERS } from '../schema/task.ts';
-import { openSandbox, SANDBOX_KINDS, type SandboxKind } from '../sandbox/open.ts';
-import { freshSandboxes } from '../sandbox/pool.ts';
+import { SANDBOX_KINDS, type SandboxKind } from '../settings/sandbox-kinds.ts';
 import { loadTaskFile } from '../verify/load-task.ts';
 import { readMeta, writeTaskRecord } from '../verify/task-files.ts';
-import { listNames, notPassed, verifyState } from '../verify/verifier.ts';
+import { checkAtBase } from '../verify/base-state.ts';
 import { timeoutSeconds } from './args.ts';
 import { taskCheckCommand } from './task-check.ts';
 import { readTextFile } from '../util/safe-tree.ts';
@@ -72,36 +71,6 @@ const REQUIRED: Record<string, string> = {
   test_cmd: '--test-cmd',
   FAIL_TO_PASS: '--fail',
 };
-
-/** What the base state's run says about the record; a problem that makes it useless is an InputError naming the field. */
-async function checkAtBase(file: string, sandbox: SandboxKind): Promise<string> {
-  const [task] = await loadTaskFile(file);
-  const base = await verifyState(
-    freshSandboxes((t) => openSandbox(sandbox, t), task!),
-    task!,
-    { base_commit: task!.base_commit, patch: '' },
-  );
-  if (base.status !== 'ok') throw new InputError({ file, field: 'test_cmd' }, `the tests could not run at the base state: ${base.reason}`);
-  if (base.resolved)
-    throw new InputError({ file, field: 'FAIL_TO_PASS' }, 'the tests already pass at the base state: nothing for a trajectory to fix');
-  if (base.failToPass.passed.length > 0)
-    throw new InputError(
-      { file, field: 'FAIL_TO_PASS' },
-      `${listNames(base.failToPass.passed)} already pass at the base state (FAIL_TO_PASS lists tests the fix makes pass)`,
-    );
-  const lines = [`at the base state (${sandbox} sandbox, ${(base.durationMs / 1000).toFixed(1)} s):`];
-  lines.push(
-    `  FAIL_TO_PASS  ${base.failToPass.failed.length} failing as they should${base.failToPass.missing.length ? `, ${base.failToPass.missing.length} not in the log: ${listNames(base.failToPass.missing)} (check the test ids and test_cmd)` : ''}`,
-  );
-  const p2p = task!.PASS_TO_PASS.length;
-  if (p2p > 0) {
-    const bad = notPassed(base.passToPass);
-    lines.push(
-      `  PASS_TO_PASS  ${base.passToPass.passed.length} of ${p2p} passing${bad.length ? `; not passing: ${listNames(bad)} (a fix cannot make them pass: drop them)` : ''}`,
-    );
-  }
-  return lines.join('\n');
-}
 
 export function taskCommand(): Command {
   return new Command('task')

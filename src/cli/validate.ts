@@ -9,22 +9,15 @@ import { Command, Option } from 'commander';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { CONTEXT_FORMATS, type ContextFormat } from '../replay/render-context.ts';
-import { ensureOutputDir } from '../store/output-path.ts';
-import { lockRunDir } from '../store/run-lock.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { printStudy } from '../validate/table.ts';
 import { runStudy, STUDY_DEFAULTS, studyConfig, type StudySettings } from '../validate/run.ts';
 import { studyProbeSet } from '../validate/probe-set.ts';
 import { positiveInteger } from './args.ts';
 import { addRungOptions, type RungFlags, rungSettings } from './rung-options.ts';
-import {
-  addScoringOptions,
-  emitResults,
-  prepareScoringRun,
-  reportFailures,
-  timestampedRunDir,
-  type ScoringFlags,
-} from './scoring-options.ts';
+import { addScoringOptions, emitResults, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
+import { reportFailures } from '../pipeline/failures.ts';
+import { timestampedRunDir } from '../pipeline/open-run.ts';
 import { checkResume } from './run-options.ts';
 
 interface ValidateFlags extends ScoringFlags, Omit<RungFlags, 'reference'> {
@@ -95,8 +88,6 @@ export function validateCommand(): Command {
       };
       let probes = flags.probes;
       if (flags.trajectories) {
-        ensureOutputDir(out, '--out');
-        lockRunDir(out); // from the build on: one study writes this directory at a time
         probes = await studyProbeSet(out, {
           trajectories: flags.trajectories,
           tasks,

@@ -8,18 +8,18 @@ import { basename, join, resolve } from 'node:path';
 import { Command } from 'commander';
 import { EMBEDDED_SAMPLING_PROBES } from '../embedded.ts';
 import { loadProbeItems } from '../probes/load.ts';
-import { probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { checkWatched } from '../watch/discover.ts';
 import { runWatch, WATCH_DEFAULTS, watchConfig, type WatchSettings } from '../watch/run.ts';
 import { nonNegativeInteger, nonNegativeNumber, positiveInteger } from './args.ts';
 import { addRungOptions, type RungFlags, rungSettings } from './rung-options.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
-import { addCheckpointOptions, checkpointConfig, type CheckpointFlags } from './checkpoint-options.ts';
+import { addCheckpointOptions, type CheckpointFlags } from './checkpoint-options.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { resultCache } from './run-options.ts';
 import { bosConfig } from '../backends/bos.ts';
-import { servedAs } from '../pipeline/checkpoint-loop.ts';
+import { checkpointConfig, servedAs } from '../pipeline/checkpoint-loop.ts';
+import { openRunDir } from '../pipeline/open-run.ts';
 import { InputError } from '../errors.ts';
 
 interface WatchFlags extends HttpFlags, BosFlags, CheckpointFlags, RungFlags {
@@ -140,16 +140,16 @@ export function watchCommand(): Command {
       const http = httpOptions(flags, [], true); // its checkpoints are not known yet: any may be a server
       const out = flags.out ?? join('runs', `watch-${basename(resolve(dirs[0]!))}`);
       // A watch is continued by running it again: checkpoints are added to run.json as they land.
-      const dir = RunDir.open(
+      const dir = openRunDir(
         out,
         {
           verb: 'watch',
           config: { ...watchConfig(settings), ...servedAs(http), ...bosConfig(flags.bos), ...checkpointConfig(flags) },
           checkpoints: [],
-          probe_set: probeSetRecord(source, items),
+          probeSet: { source, items },
           seeds: { sampling: flags.seed },
         },
-        { resume: true },
+        true,
       );
       const quiet = Boolean(flags.json);
       const outcome = await runWatch(

@@ -70,6 +70,18 @@ export function servingConfig(s: {
   };
 }
 
+/**
+ * What run.json records (and a resumed run must match): the dtype every directory
+ * checkpoint ran at, and an engine other than auto (left out at auto, so runs of the
+ * defaults keep the settings they had).
+ */
+export function checkpointConfig(how: { dtype?: Dtype | undefined; engine?: EngineChoice | undefined }): {
+  dtype: Dtype;
+  engine?: EngineChoice;
+} {
+  return { dtype: how.dtype ?? DEFAULT_DTYPE, ...(how.engine && how.engine !== DEFAULT_ENGINE ? { engine: how.engine } : {}) };
+}
+
 /** The default run directory of an episode run: `runs/<kind>-<hash of its settings>` (a rerun with them resumes there). */
 export function settingsRunDir(kind: string, config: Record<string, unknown>): string {
   return join('runs', `${kind}-${createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 12)}`);

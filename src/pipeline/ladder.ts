@@ -8,7 +8,8 @@ import { join, resolve } from 'node:path';
 import type { BpbResult } from '../probes/bpb.ts';
 import { rankingAccuracy, type McqResult } from '../probes/mcq.ts';
 import type { PasskResult } from '../probes/passk.ts';
-import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../sandbox/image-sources.ts';
+import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../settings/image-sources.ts';
+import { ensureOutputDir } from '../store/output-path.ts';
 import type { EnvironmentSummary, LadderRow } from '../schema/ladder-row.ts';
 import { EMBEDDED_RESEARCH_SET, EMBEDDED_TERMINAL_TASKS } from '../embedded.ts';
 import { SEARCH_K } from '../research/search-index.ts';
@@ -86,6 +87,8 @@ export function ladderConfig(s: LadderSettings): Record<string, unknown> {
 
 export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<LadderOutcome> {
   const { items, dir } = run;
+  // The ASAP stage writes last, after the cheap stages: a directory of its own (--asap-out, without a run directory) is checked now.
+  if (s.asapOut && !dir && s.asapRuns > 0) ensureOutputDir(s.asapOut, '--asap-out');
   // The last rung's input is checked before the first rung's work: a missing reference must not cost hours.
   const envs = envsOf(s);
   const asapTasks = asapTasksOf(items, s);

@@ -14,7 +14,7 @@ import { writeFileAtomic } from '../util/atomic-file.ts';
 import type { RunDir } from '../store/run-dir.ts';
 import { terminalTranscript } from '../terminal/episode.ts';
 import { type TerminalImage, terminalImage, treeHash } from '../terminal/image.ts';
-import { describeImageSources, type ImageSources } from '../sandbox/image-sources.ts';
+import { describeImageSources, type ImageSources } from '../settings/image-sources.ts';
 import type { BaseImage } from '../sandbox/registry.ts';
 import { buildTerminalPrefix, readTerminalPrefix, type TerminalPrefix } from '../terminal/prefix.ts';
 import {

@@ -16,7 +16,7 @@ import { spearman } from '../stats/correlation.ts';
 import { rankedWithTies, tiedChain, tiedGroups } from '../stats/ties.ts';
 import { environmentResults, ladderMcqAccuracy, type ReportData } from './collect.ts';
 import { downstreamScore, formatPercent, shortCheckpointName } from './table.ts';
-import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
+import { CONTROL_LABEL } from './checkpoint-name.ts';
 import { MCQ_MIN_DISTRACTORS } from '../schema/probe-item.ts';
 import { knownOrder } from './known-order.ts';
 import { barChart, escapeXml as esc, lineChart, scatter, stackedBars } from './svg.ts';

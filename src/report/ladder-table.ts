@@ -2,7 +2,7 @@
 import { join } from 'node:path';
 import { environmentOf } from '../environments/registry.ts';
 import { RANKING_ACCURACY_LABEL } from '../probes/mcq.ts';
-import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
+import { CONTROL_LABEL } from './checkpoint-name.ts';
 import type { LadderRow } from '../schema/ladder-row.ts';
 import { ladderMcqAccuracy } from './collect.ts';
 import { knownOrder } from './known-order.ts';

@@ -4,7 +4,7 @@
  *
  * - Always the `http://` archives the base image's apt sources name (probe's own image,
  *   built by our script: its layers install from them), reached as they resolve.
- * - What the user names (sandbox/image-sources.ts): pip's index and extra indexes, npm's
+ * - What the user names (settings/image-sources.ts): pip's index and extra indexes, npm's
  *   registry, apt mirrors. An `http://` index is allowed GET and HEAD over its whole origin
  *   (a PEP 503 index links its files by relative paths, `../../files/x.whl`); an `https://`
  *   one, CONNECT to its host:port. An apt mirror `ARCHIVE=MIRROR` serves what a build asks of
@@ -20,7 +20,7 @@
  */
 import { lookup } from 'node:dns/promises';
 import { isIPv4, isIPv6 } from 'node:net';
-import { type BuildEgress, NPM_REGISTRY_URL, PYPI_INDEX_URL } from './image-sources.ts';
+import { type BuildEgress, NPM_REGISTRY_URL, PYPI_INDEX_URL } from '../settings/image-sources.ts';
 
 /** The public package hosts a build reaches when `publicIndexes` is on. */
 export const PUBLIC_INDEXES = {

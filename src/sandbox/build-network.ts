@@ -53,7 +53,7 @@ import {
   requestName,
   systemResolve,
 } from './build-egress.ts';
-import type { BuildEgress } from './image-sources.ts';
+import type { BuildEgress } from '../settings/image-sources.ts';
 import { Semaphore } from '../util/semaphore.ts';
 
 /** Where the relay listens inside the build's namespace (any port is free there). */

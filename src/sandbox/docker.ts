@@ -38,7 +38,7 @@ import { checkTree, UNCAPPED } from '../util/safe-tree.ts';
 import { describePackage, environmentPackages } from '../schema/environment.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { BASE_IMAGE } from './base-image.ts';
-import { DEFAULT_IMAGE_SOURCES, type ImageSources } from './image-sources.ts';
+import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../settings/image-sources.ts';
 import { acquireImage, unavailableImage } from './registry.ts';
 import { environmentImage, MissingPackagesError } from './environment-image.ts';
 import { layoutImage } from './layout-image.ts';

@@ -22,7 +22,7 @@ import type { Duplex } from 'node:stream';
 import type Docker from 'dockerode';
 import { EnvironmentError, ProbeError } from '../errors.ts';
 import { BUILD_TIMEOUT_CAP_S, type BuildNetwork, describeEgress, withBuildNetwork } from './build-network.ts';
-import { type BuildEgress, DEFAULT_IMAGE_SOURCES } from './image-sources.ts';
+import { type BuildEgress, DEFAULT_IMAGE_SOURCES } from '../settings/image-sources.ts';
 import { processAlive } from '../util/process-alive.ts';
 import { OutputCapture } from './output-capture.ts';
 

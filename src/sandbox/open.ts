@@ -1,11 +1,9 @@
 /** Sandbox providers by name. */
 import { InputError } from '../errors.ts';
 import type { LoadedTask } from '../schema/task.ts';
+import { SANDBOX_KINDS, type SandboxKind } from '../settings/sandbox-kinds.ts';
 import { LocalSandbox } from './local.ts';
 import type { Sandbox, SandboxOptions } from './types.ts';
-
-export const SANDBOX_KINDS = ['local', 'docker'] as const;
-export type SandboxKind = (typeof SANDBOX_KINDS)[number];
 
 export async function openSandbox(kind: SandboxKind, task: LoadedTask, options: SandboxOptions = {}): Promise<Sandbox> {
   switch (kind) {

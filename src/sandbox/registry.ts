@@ -24,7 +24,7 @@ import type { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { describeCause } from '../errors.ts';
 import { forbiddenAddress, type Resolve, systemResolve } from './build-egress.ts';
-import type { RegistrySettings } from './image-sources.ts';
+import type { RegistrySettings } from '../settings/image-sources.ts';
 
 /** No progress event for this long and the pull is given up (a registry that stopped answering mid-layer). */
 const PULL_IDLE_MS = 120_000;

@@ -5,7 +5,7 @@
  * a path the sandbox controls. Files go in and out through the jail itself (`stdin` to a
  * command running as the sandbox user), so a planted symlink resolves inside the jail.
  */
-import type { ImageSources } from './image-sources.ts';
+import type { ImageSources } from '../settings/image-sources.ts';
 import type { EnvState } from '../schema/task.ts';
 
 export interface ExecOptions {

@@ -17,7 +17,7 @@ export interface LadderRow {
    * (`--asap-env terminal research`): Pass@1, Intersection@n, parsable turns. Absent otherwise.
    */
   asap_envs?: Partial<Record<'terminal' | 'research', EnvironmentSummary>>;
-  /** Has seen the probes: a ceiling shown beside the ladder, never shortlisted (checkpoint-facts.ts). Absent in runs from before. */
+  /** Has seen the probes: a ceiling shown beside the ladder, never shortlisted (checkpointFacts, backends/checkpoint.ts). Absent in runs from before. */
   control?: boolean;
   /** Held-out code BPB measured when the checkpoint was trained, where known: the order the probes are checked against. */
   heldout_code_bpb?: number | null;

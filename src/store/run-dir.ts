@@ -37,7 +37,7 @@ export interface CheckpointRecord {
   path: string;
   /** Every file's path and bytes, hashed; null for a checkpoint behind a server. */
   content_hash: string | null;
-  /** A control (has seen the probes) and its known held-out quality, as its config.json says (checkpoint-facts.ts); absent in runs from before. */
+  /** A control (has seen the probes) and its known held-out quality, as its config.json says (checkpointFacts, backends/checkpoint.ts); absent in runs from before. */
   control?: boolean;
   heldout_code_bpb?: number | null;
   /** The `--bos` policy as resolved for this checkpoint's tokenizer, once it was opened: whether a BOS was put first, which, and why. */

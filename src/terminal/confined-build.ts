@@ -19,7 +19,7 @@ import type Docker from 'dockerode';
 import { EnvironmentError, InputError } from '../errors.ts';
 import { packageBuildArgs } from '../sandbox/build-egress.ts';
 import { BUILD_TIMEOUT_CAP_S, type BuildNetwork, describeEgress, withBuildNetwork } from '../sandbox/build-network.ts';
-import type { BuildEgress } from '../sandbox/image-sources.ts';
+import type { BuildEgress } from '../settings/image-sources.ts';
 import { DROP_NET_CAPS_ARCHITECTURES, DROP_NET_CAPS_X86_64 } from './build-step/drop-net-caps.ts';
 import { confineDockerfile, type LocalImage, namedImages, STEP_WRAPPER_CONTEXT_NAME, STEP_WRAPPER_PATH } from './confine-dockerfile.ts';
 
@@ -34,7 +34,7 @@ export interface ConfinedBuild {
   what: string;
   /** The Dockerfile the context's was made from, named by a refusal (InputError). */
   dockerfile: string;
-  /** What the build may fetch through the proxy (sandbox/image-sources.ts). */
+  /** What the build may fetch through the proxy (settings/image-sources.ts). */
   egress: BuildEgress;
 }
 

@@ -34,7 +34,7 @@ import { BASE_IMAGE } from '../sandbox/docker.ts';
 import { imageExists } from '../sandbox/environment-image.ts';
 import { buildConfined, type ConfinedBuild } from './confined-build.ts';
 import { fromParts, type Instruction, type ParsedDockerfile, parseDockerfile } from './confine-dockerfile.ts';
-import { DEFAULT_IMAGE_SOURCES, describeImageSources, type ImageSources } from '../sandbox/image-sources.ts';
+import { DEFAULT_IMAGE_SOURCES, describeImageSources, type ImageSources } from '../settings/image-sources.ts';
 import { acquireImage, type BaseImage, type PullProgress, unavailableImage } from '../sandbox/registry.ts';
 import { copyTree, hashTree, readTextFile } from '../util/safe-tree.ts';
 import type { TerminalTask } from './task.ts';

@@ -14,7 +14,7 @@ import { basename, dirname, relative } from 'node:path';
 import { EnvironmentError, InputError, ProbeError } from '../errors.ts';
 import { BASE_IMAGE, client, dockerAvailable, rootOwnedTarOf } from '../sandbox/docker.ts';
 import { imageExists } from '../sandbox/environment-image.ts';
-import type { ImageSources } from '../sandbox/image-sources.ts';
+import type { ImageSources } from '../settings/image-sources.ts';
 import { mapLimit } from '../util/pool.ts';
 import { readTextFile } from '../util/safe-tree.ts';
 import { type CommandResult, TerminalContainer } from './container.ts';

@@ -63,6 +63,24 @@ function unitsOf(series: StudySeries, checkpoints: readonly string[]): string[] 
   return [...new Set(checkpoints.flatMap((c) => (series.items.get(c) ?? []).map((r) => series.unitOf(r))))].sort();
 }
 
+/**
+ * Spearman's ρ of x against y, with its percentile-bootstrap interval over checkpoints: the
+ * pairs are drawn together. One draw for the study and for `probe correlate`
+ * (metric-correlations.ts), so their intervals over checkpoints are the same statistic.
+ */
+export function spearmanOverCheckpoints(x: readonly number[], y: readonly number[], rng: Rng, resamples: number): Interval {
+  return bootstrap(
+    x.map((_, i) => i),
+    (idx) =>
+      spearman(
+        idx.map((i) => x[i]!),
+        idx.map((i) => y[i]!),
+      ),
+    rng,
+    resamples,
+  );
+}
+
 export function correlatePair(
   probe: StudySeries,
   truth: StudySeries,
@@ -74,16 +92,7 @@ export function correlatePair(
   if (checkpoints.length < 2) return undefined;
   const x = checkpoints.map((c) => oriented(probe, c));
   const y = checkpoints.map((c) => oriented(truth, c));
-  const overCheckpoints = bootstrap(
-    checkpoints.map((_, i) => i),
-    (idx) =>
-      spearman(
-        idx.map((i) => x[i]!),
-        idx.map((i) => y[i]!),
-      ),
-    createRng('validate', seed, probe.name, truth.name, 'ckpt'),
-    resamples,
-  );
+  const overCheckpoints = spearmanOverCheckpoints(x, y, createRng('validate', seed, probe.name, truth.name, 'ckpt'), resamples);
   // One draw of tasks serves both series (and, where the probe's units are files, a draw of files serves the probe).
   const tasks = [...new Set([...(probe.unitKind === 'task' ? unitsOf(probe, checkpoints) : []), ...unitsOf(truth, checkpoints)])].sort();
   const files = probe.unitKind === 'file' ? unitsOf(probe, checkpoints) : [];

@@ -12,6 +12,8 @@ import type { LoadedTask } from '../schema/task.ts';
 import { existingRunError, RunDir } from '../store/run-dir.ts';
 import { TrajectoryBuildSchema } from '../schema/build-progress.ts';
 import { UnitLog } from '../store/unit-log.ts';
+import { ensureOutputDir } from '../store/output-path.ts';
+import { lockRunDir } from '../store/run-lock.ts';
 import {
   buildProbeSet,
   countOutcomes,
@@ -30,8 +32,10 @@ export interface StudyBuild {
   quiet: boolean;
 }
 
-/** The probe set of the run directory `out`: built from the trajectories unless it is there already. */
+/** The probe set of the run directory `out` (made, and locked for this process): built from the trajectories unless it is there already. */
 export async function studyProbeSet(out: string, b: StudyBuild): Promise<string> {
+  ensureOutputDir(out, '--out');
+  lockRunDir(out); // from the build on: one study writes this directory at a time
   const file = join(out, 'probes.jsonl');
   if (existsSync(file)) return file;
   if (existsSync(RunDir.manifestFile(out)) && !b.resume) throw existingRunError(RunDir.manifestFile(out));

@@ -6,7 +6,7 @@
  */
 import { formatPercent, formatTable, shortCheckpointName } from '../report/table.ts';
 import type { Interval } from '../stats/correlation.ts';
-import { CONTROL_LABEL } from '../store/checkpoint-facts.ts';
+import { CONTROL_LABEL } from '../report/checkpoint-name.ts';
 import type { StudyOutcome } from './run.ts';
 
 /** BPB is bits per byte; every other series is a rate. */
