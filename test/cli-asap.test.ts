@@ -8,7 +8,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { CKPT, PROBE_BIN, tempDir } from './helpers/paths.ts';
 
 const CONTAMINATED = join(REPO_ROOT, 'checkpoints', 'contaminated-agent');
@@ -82,7 +82,7 @@ function episodeSteps(dir: string): Record<string, unknown[]> {
   return steps;
 }
 
-describe.skipIf(!hasBubblewrap())('probe asap', () => {
+describe.skipIf(skipWithoutBwrap)('probe asap', () => {
   it('runs episodes of the embedded checkpoints, writes transcripts and the documented JSON; a SIGKILLed run resumes to the same results', async () => {
     const whole = join(tempDir(), 'whole');
     const run = probe([...ARGS, '--out', whole, '--json']);

@@ -4,7 +4,7 @@ import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFi
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 import { hasRealData, real } from './helpers/shared-data.ts';
 import { FIXTURE_TASKS } from './helpers/tasks.ts';
@@ -15,7 +15,7 @@ function probe(args: string[]) {
 }
 const missingColon = join(FIXTURE_TASKS, 'missing-colon', 'task.json');
 
-describe.skipIf(!hasBubblewrap() || !hasRealData)('probe replay', () => {
+describe.skipIf(skipWithoutBwrap || !hasRealData)('probe replay', () => {
   it('prints the documented JSON for a real trajectory', () => {
     const run = probe(['replay', real('mini-swe-agent/github_issue.v2.traj.json'), '--task', missingColon, '--json']);
     expect(run.code, run.stderr).toBe(0);
@@ -100,7 +100,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe replay', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap())('probe build', () => {
+describe.skipIf(skipWithoutBwrap)('probe build', () => {
   it('builds probe items and records bad trajectories as rejections without losing the others', () => {
     const dir = tempDir();
     const trajectories = join(dir, 'trajectories');
@@ -164,7 +164,7 @@ describe.skipIf(!hasBubblewrap())('probe build', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build summary and --strict', () => {
+describe.skipIf(skipWithoutBwrap || !hasRealData)('probe build summary and --strict', () => {
   // Real trajectories linked (not copied) under the names build matches to the fixture task.
   const trajectoriesDir = (files: Record<string, string>) => {
     const dir = join(tempDir(), 'trajectories');
@@ -227,7 +227,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build summary and --str
   });
 });
 
-describe.skipIf(!hasBubblewrap())('probe build, killed and resumed', () => {
+describe.skipIf(skipWithoutBwrap)('probe build, killed and resumed', () => {
   it('keeps each replayed trajectory as it finishes; --resume replays only the rest and writes the same probes', async () => {
     const dir = tempDir();
     const trajectories = join(dir, 'trajectories');
@@ -305,7 +305,7 @@ describe.skipIf(!hasBubblewrap())('probe build, killed and resumed', () => {
   }, 600_000);
 });
 
-describe.skipIf(!hasBubblewrap())('probe build --restore replay', () => {
+describe.skipIf(skipWithoutBwrap)('probe build --restore replay', () => {
   it('records the state as a replay of the actions before T*', () => {
     const dir = tempDir();
     const trajectories = join(dir, 'trajectories');
@@ -336,7 +336,7 @@ describe.skipIf(!hasBubblewrap())('probe build --restore replay', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap())('probe build --distractor-ckpt', () => {
+describe.skipIf(skipWithoutBwrap)('probe build --distractor-ckpt', () => {
   it("offers a checkpoint's samples at T* as candidates and logs their fate", () => {
     const dir = tempDir();
     const trajectories = join(dir, 'trajectories');

@@ -6,7 +6,7 @@ import { REPO_ROOT } from '../src/embedded.ts';
 import { probeItemFrom } from '../src/replay/build.ts';
 import { taskForTrajectory } from '../src/verify/load-task.ts';
 import { replayTrajectory } from '../src/replay/replay.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { openSandbox, type SandboxKind } from '../src/sandbox/open.ts';
 import { importTrajectory } from '../src/trajectories/import.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
@@ -145,7 +145,7 @@ function reverifyDistractors(kind: SandboxKind) {
   });
 }
 
-describe.skipIf(!hasBubblewrap())('demo suite replays in the local sandbox', () => replaySuite('local'));
+describe.skipIf(skipWithoutBwrap)('demo suite replays in the local sandbox', () => replaySuite('local'));
 describe.skipIf(skipWithoutDocker)('demo suite replays in the docker sandbox', () => replaySuite('docker'));
-describe.skipIf(!hasBubblewrap())('stored distractors are rejected (local sandbox)', () => reverifyDistractors('local'));
+describe.skipIf(skipWithoutBwrap)('stored distractors are rejected (local sandbox)', () => reverifyDistractors('local'));
 describe.skipIf(skipWithoutDocker)('stored distractors are rejected (docker sandbox)', () => reverifyDistractors('docker'));

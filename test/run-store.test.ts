@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { checkpointContentHash } from '../src/backends/cache.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { AsapStore } from '../src/swe/store.ts';
 import type { EpisodeStep } from '../src/swe/episode.ts';
 import { JsonlLog, readJsonl } from '../src/store/jsonl-log.ts';
@@ -176,7 +176,7 @@ function probe(args: string[]) {
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-describe.skipIf(!hasBubblewrap())('a scoring run killed with SIGKILL', () => {
+describe.skipIf(skipWithoutBwrap)('a scoring run killed with SIGKILL', () => {
   // Sampling, sandboxes and the verifier: the most stateful of the scoring verbs. No cache,
   // so only the run directory can carry work across the kill.
   const ARGS = [

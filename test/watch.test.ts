@@ -10,7 +10,7 @@ import { cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { decideHeavy } from '../src/watch/plan.ts';
 import { stepInName, trainingPosition } from '../src/watch/step.ts';
 import { completeness, listEntries } from '../src/watch/discover.ts';
@@ -137,7 +137,7 @@ function linesPerItem(run: string, rung: string): number[] {
   return [...counts.values()];
 }
 
-describe.skipIf(!hasBubblewrap())('probe watch on the agentic ladder, written one checkpoint at a time', () => {
+describe.skipIf(skipWithoutBwrap)('probe watch on the agentic ladder, written one checkpoint at a time', () => {
   it('scores each checkpoint once as it lands, resumes after SIGKILL without rescoring, and the report draws the trend', async () => {
     const root = tempDir();
     const watched = join(root, 'ckpts');
@@ -295,7 +295,7 @@ describe.skipIf(!hasBubblewrap())('probe watch on the agentic ladder, written on
   }, 900_000);
 });
 
-describe.skipIf(!hasBubblewrap())('probe watch on every kind of checkpoint --ckpt takes', () => {
+describe.skipIf(skipWithoutBwrap)('probe watch on every kind of checkpoint --ckpt takes', () => {
   it('a server named by a .url file, a directory, a GGUF served by llama-server; a broken one is reported and the others scored', async () => {
     const root = tempDir();
     const watched = join(root, 'ckpts');
