@@ -28,7 +28,7 @@ const EXPECTED_T_STAR: Record<string, number> = {
   'stats__median-7': 3,
   'cart-js__total-8': 4,
   'strings-js__title-case-9': 3,
-  'dates-js__add-days-10': 2,
+  'dates-js__add-days-10': 4,
   'csv-js__quoted-11': 5,
   'money-js__cents-12': 3,
 };

@@ -54,15 +54,16 @@ const TASKS = join(REPO_ROOT, 'verifiers');
 /**
  * The demo's budgets, said beside its table: each is smaller than a screen's default, and the
  * reader should know which and why (docs/benchmarks.md measures the larger ones).
+ * `asapInstances`: those ASAP ran on (the leak check may exclude some of the first --asap-instances).
  */
-function budgetsLine(flags: DemoFlags, items: number, passkItems: number): string {
+function budgetsLine(flags: DemoFlags, items: number, passkItems: number, asapInstances: number): string {
   const renderings =
     passkItems < items
       ? `on one rendering of each trajectory (${passkItems} of ${items} items; its renderings share one decisive action)`
       : `on all ${items} items`;
   return (
     `Budgets: pass@${flags.n} ${renderings}, sampled actions ≤ ${flags.passkGoldMargin} × the longest gold action in each checkpoint's own tokens, at most ${flags.passkMaxTokens}; ` +
-    `ASAP ${flags.asapRuns} runs × ${flags.asapInstances} instances, ≤ ${flags.asapMaxSteps} steps of ≤ ${flags.asapMaxTokens} tokens. ` +
+    `ASAP ${flags.asapRuns} runs × ${asapInstances} instances, ≤ ${flags.asapMaxSteps} steps of ≤ ${flags.asapMaxTokens} tokens. ` +
     'With every rendering the ranking and the recommendation are the same (docs/benchmarks.md).'
   );
 }
@@ -215,7 +216,7 @@ async function runDemo(flags: DemoFlags): Promise<void> {
     return;
   }
   printLadder(outcome, run.items.length, flags.n);
-  say(`${budgetsLine(flags, run.items.length, passkItemsOf(run.items, settings).length)}\n`);
+  say(`${budgetsLine(flags, run.items.length, passkItemsOf(run.items, settings).length, outcome.asapInstances ?? 0)}\n`);
   say(
     `\nHTML report: ${html}\nRun directory: ${out} (${minutes} min: ${stages.map((t) => `${t.stage} ${formatDuration(t.seconds * 1000)}`).join(', ')})\n`,
   );

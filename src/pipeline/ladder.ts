@@ -94,6 +94,8 @@ export interface LadderOutcome {
   rows: LadderRow[];
   shortlist: string[];
   asapOut: string | null;
+  /** The instances ASAP episodes ran on (less any the leak check excluded); null where none ran. */
+  asapInstances: number | null;
   /** The run directories of the other environment kinds, where the ladder ran them. */
   envOuts: Partial<Record<'terminal' | 'research', string>>;
   failures: Failure[];
@@ -259,6 +261,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
 
   // The last rung: whole episodes for the shortlist only, on the tasks the probes come from.
   let asapOut: string | null = null;
+  let asapInstances: number | null = null;
   const shortlisted = shortlist.map((name) => checkpointNamed.get(name)!);
   const envOuts: LadderOutcome['envOuts'] = {};
   const rowOf = (checkpoint: string) => rows.find((x) => x.checkpoint === checkpoint)!;
@@ -300,6 +303,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
       }),
     );
     asapOut = asap.out;
+    asapInstances = asap.instances;
     failures.push(...asap.failures);
     for (const r of asap.results) {
       rowOf(r.checkpoint).asap = {
@@ -337,7 +341,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
     envOuts.research = research.out;
     for (const r of research.results) rowOf(r.checkpoint).asap_envs = { ...rowOf(r.checkpoint).asap_envs, research: headline(r) };
   }
-  return { rows, shortlist, asapOut, envOuts, failures };
+  return { rows, shortlist, asapOut, asapInstances, envOuts, failures };
 }
 
 function headline(r: { pass_at: Record<string, number>; intersection: number; behaviour: { parsable_turns: number } }): EnvironmentSummary {
