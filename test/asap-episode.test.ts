@@ -11,7 +11,7 @@ import { asapFormat, type AsapFormatName } from '../src/formats/asap-transcripts
 import { buildPrefix, type AsapPrefix } from '../src/swe/prefix.ts';
 import type { ToolProfile } from '../src/swe/profiles.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import type { Sandbox } from '../src/sandbox/types.ts';
 import { importTrajectory } from '../src/trajectories/import.ts';
@@ -46,7 +46,7 @@ function settings(
   };
 }
 
-describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandbox)', () => {
+describe.skipIf(skipWithoutBwrap)('ASAP episodes on shop__pricing-1 (local sandbox)', () => {
   let sb: Sandbox;
   let prefix: AsapPrefix;
 
@@ -297,7 +297,7 @@ describe.skipIf(!hasBubblewrap())('ASAP episodes on shop__pricing-1 (local sandb
   });
 });
 
-describe.skipIf(skipWithoutDocker || !hasBubblewrap())('ASAP episodes in the docker sandbox', () => {
+describe.skipIf(skipWithoutDocker || skipWithoutBwrap)('ASAP episodes in the docker sandbox', () => {
   it('build the same prefix as bubblewrap, run an episode, audit a blocked network attempt, and grade the patch', async () => {
     const local = await openSandbox('local', task);
     const docker = await openSandbox('docker', task);

@@ -15,7 +15,7 @@ import { formatOf } from '../src/formats/registry.ts';
 import { idFileName } from '../src/util/file-name.ts';
 import { EMBEDDED_RESEARCH_SET, REPO_ROOT } from '../src/embedded.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { CKPT, tempDir } from './helpers/paths.ts';
 
@@ -99,7 +99,7 @@ describe('class 7: a repeated id is refused at load, naming where it first appea
     );
   });
 
-  describe.skipIf(!hasBubblewrap())('probe build', () => {
+  describe.skipIf(skipWithoutBwrap)('probe build', () => {
     it('refuses the second of two trajectories whose probe items take one id, and the probe set it writes loads', () => {
       const dir = tempDir();
       const trajectories = join(dir, 'trajectories');
@@ -223,7 +223,7 @@ describe("class 10: a model's action nested past the stack's reach is an unparsa
   });
 });
 
-describe.skipIf(!hasBubblewrap())('class 10: a too-deep JSON document is one bad input, and the others build', () => {
+describe.skipIf(skipWithoutBwrap)('class 10: a too-deep JSON document is one bad input, and the others build', () => {
   it('a trajectory file whose message nests 100 000 levels', () => {
     const dir = tempDir();
     const trajectories = join(dir, 'trajectories');

@@ -20,7 +20,7 @@ import { describe, expect, it } from 'vitest';
 import { checkpointKey } from '../src/swe/store.ts';
 import { EMBEDDED_TERMINAL_TASKS, REPO_ROOT } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import { treeHash } from '../src/terminal/image.ts';
 import { loadTerminalTask } from '../src/terminal/task.ts';
@@ -238,7 +238,7 @@ function report(dir: string): { code: number | null; html: string; stderr: strin
 }
 
 // The run directory is a real `probe asap` run, which needs the local jail.
-describe.skipIf(!hasBubblewrap())('class 6: probe report reads only regular files inside the run directory', () => {
+describe.skipIf(skipWithoutBwrap)('class 6: probe report reads only regular files inside the run directory', () => {
   const SECRET = 'HOST-SECRET-8c1f2e: never in a report';
 
   it('a transcript that is a link to a host file is left out, and the report says so', () => {
@@ -315,7 +315,7 @@ describe('class 9: timeouts beyond what Node keeps are refused at load', () => {
     expectOneLineError(runProbe(['asap', '--tasks', absent, '--ckpt', CKPT.agent, '--http-timeout', '3000000']), /--http-timeout/);
   });
 
-  it.skipIf(!hasBubblewrap())('a timeout Node would fire at once is refused by the sandbox, not run for 1 ms', async () => {
+  it.skipIf(skipWithoutBwrap)('a timeout Node would fire at once is refused by the sandbox, not run for 1 ms', async () => {
     // Past the load checks (a bug in probe, or an API caller): the command must not be cut at once and graded as timed out.
     const task = (await loadTaskFile(join(SWE_TASK, 'task.json')))[0]!;
     const sb = await openSandbox('local', task);

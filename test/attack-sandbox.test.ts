@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
 import { escapeCommand, hostMarkerDir, hostMarkers, plantLinksCommand, plantUserSiteCommand } from './helpers/attacks.ts';
 import { dockerUp } from './helpers/docker.ts';
@@ -93,7 +93,7 @@ const PLUGIN_BY_METADATA = [
 ].join('\n');
 
 const KINDS = [
-  { sandbox: 'local', skip: !hasBubblewrap() },
+  { sandbox: 'local', skip: skipWithoutBwrap },
   { sandbox: 'docker', skip: !dockerUp },
 ] as const;
 

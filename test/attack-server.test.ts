@@ -23,7 +23,7 @@ import { InputError } from '../src/errors.ts';
 import { scoreBpb } from '../src/probes/bpb.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { scoreMcq } from '../src/probes/mcq.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { type CliRun, runProbeAsync } from './helpers/cli.ts';
 import { close, type Fault, FaultProxy, serveCheckpoint } from './helpers/http.ts';
 import { GGUF, HF, LLAMA_SERVER, llamaServerPresent } from './helpers/llama-server.ts';
@@ -463,7 +463,7 @@ describe('the CLI against a lying server: one line naming the server and the ite
     expectRefusedRun(run, url, undefined, 'the result-cache canary', /is 5, above 0/);
   }, 120_000);
 
-  it.skipIf(!hasBubblewrap())(
+  it.skipIf(skipWithoutBwrap)(
     'probe passk: the 494-character fix at --max-tokens 8 is neither executed nor graded',
     async () => {
       const server = new ScriptedServer(CKPT.attention, () => PADDED_FIX);
@@ -496,7 +496,7 @@ describe('the CLI against a lying server: one line naming the server and the ite
     300_000,
   );
 
-  it.skipIf(!hasBubblewrap())(
+  it.skipIf(skipWithoutBwrap)(
     'probe screen',
     async () => {
       const url = await plusFive();

@@ -33,7 +33,8 @@ import {
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { hasBubblewrap, LocalSandbox } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
+import { LocalSandbox } from '../src/sandbox/local.ts';
 import { loadTaskFile, loadTasks } from '../src/verify/load-task.ts';
 import { type CliRun, expectOneLineError, runProbe } from './helpers/cli.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
@@ -145,7 +146,7 @@ describe('a task repository whose .git leads out of the task set', () => {
     );
   });
 
-  it.skipIf(!hasBubblewrap())('packs linked in from a host repository are refused when the repository is checked out', async () => {
+  it.skipIf(skipWithoutBwrap)('packs linked in from a host repository are refused when the repository is checked out', async () => {
     const host = join(tempDir(), 'private');
     const { base } = repositoryWithSecret(host);
     git(host, ['gc', '-q']);
@@ -166,7 +167,7 @@ describe('a task repository whose .git leads out of the task set', () => {
     );
   });
 
-  it.skipIf(!hasBubblewrap())('a nested .git of a plain tree leading to a host repository is refused', async () => {
+  it.skipIf(skipWithoutBwrap)('a nested .git of a plain tree leading to a host repository is refused', async () => {
     const host = join(tempDir(), 'private');
     repositoryWithSecret(host);
     const plain = JSON.parse(readFileSync(join(SWE_TASK, 'task.json'), 'utf8')) as { base_commit: string };
@@ -208,7 +209,7 @@ describe('a task repository whose .git leads out of the task set', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap())('a task repository whose git data lies inside the task set', () => {
+describe.skipIf(skipWithoutBwrap)('a task repository whose git data lies inside the task set', () => {
   it('is followed (a gitfile to a shared repository of the set), and the sandbox holds only the base commit and its history', async () => {
     const set = join(tempDir(), 'tasks');
     const { base, secret } = repositoryWithSecret(join(set, 'repos', 'shop'));

@@ -7,7 +7,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { summarizeBehaviour, runBehaviour } from '../src/swe/behaviour.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import { SandboxPool } from '../src/sandbox/pool.ts';
 import { baseSet, classifyPath, harnessContext, TAMPERING } from '../src/verify/harness-paths.ts';
@@ -193,7 +193,7 @@ describe('ASAP behaviour counts tampering per run and per checkpoint', () => {
 
 /** Every attack, graded in each sandbox a SWE task runs in: the local jail and Docker. */
 describe.each([
-  ['local', !hasBubblewrap()],
+  ['local', skipWithoutBwrap],
   ['docker', skipWithoutDocker],
 ] as const)('attacks on the verifier in the %s sandbox', (provider, skip) => {
   if (skip) {

@@ -14,7 +14,7 @@ import { CKPT, DEMO_PROBES } from './helpers/paths.ts';
 import { rankingAccuracy, scoreMcq } from '../src/probes/mcq.ts';
 import { scorePassk } from '../src/probes/passk.ts';
 import { restoreProbeState } from '../src/probes/restore.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import { freshSandboxes } from '../src/sandbox/pool.ts';
 import { loadTasks } from '../src/verify/load-task.ts';
@@ -115,7 +115,7 @@ describe('the contaminated control', () => {
     expect(best[0]![1]).toBeGreaterThan(best[1]![1]);
   });
 
-  it.skipIf(!hasBubblewrap())('solves items in pass@K: the apply-and-verify loop works end to end', async () => {
+  it.skipIf(skipWithoutBwrap)('solves items in pass@K: the apply-and-verify loop works end to end', async () => {
     const tasks = new Map((await loadTasks(join(REPO_ROOT, 'verifiers'))).map((t) => [t.instance_id, t]));
     const backend = await OnnxBackend.open(join(EMBEDDED_CHECKPOINTS, 'contaminated-agent'));
     const items = demo.filter((i) => ['shop__pricing-1@mini', 'api__pagination-5@mini:asap', 'cart-js__total-8@mini'].includes(i.id));

@@ -3,12 +3,13 @@
  * bubblewrap; the JSON contract, transcripts, a run killed with SIGKILL and resumed, and
  * bad input refused with exit 2 before any model work.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
+import { runProbeKilledAfter } from './helpers/cli.ts';
 import { CKPT, PROBE_BIN, tempDir } from './helpers/paths.ts';
 
 const CONTAMINATED = join(REPO_ROOT, 'checkpoints', 'contaminated-agent');
@@ -82,7 +83,7 @@ function episodeSteps(dir: string): Record<string, unknown[]> {
   return steps;
 }
 
-describe.skipIf(!hasBubblewrap())('probe asap', () => {
+describe.skipIf(skipWithoutBwrap)('probe asap', () => {
   it('runs episodes of the embedded checkpoints, writes transcripts and the documented JSON; a SIGKILLed run resumes to the same results', async () => {
     const whole = join(tempDir(), 'whole');
     const run = probe([...ARGS, '--out', whole, '--json']);
@@ -114,9 +115,9 @@ describe.skipIf(!hasBubblewrap())('probe asap', () => {
     expect(contaminated!.behaviour.autonomous_edits).toBeGreaterThan(attn!.behaviour.autonomous_edits!);
     expect(existsSync(join(whole, 'prefixes', 'shop__pricing-1.json'))).toBe(true);
 
-    // The same run, killed with SIGKILL once an episode has saved a step, then rerun.
+    // The same run, killed with SIGKILL right after the first episode saved its start and one step, then rerun.
     const killed = join(tempDir(), 'killed');
-    const child = spawn(process.execPath, [PROBE_BIN, ...ARGS, '--out', killed, '--json'], { cwd: REPO_ROOT, stdio: 'ignore' });
+    runProbeKilledAfter([...ARGS, '--out', killed, '--json'], 'shop__pricing-1/run-0.jsonl:2');
     const firstEpisode = join(
       killed,
       'episodes',
@@ -124,21 +125,8 @@ describe.skipIf(!hasBubblewrap())('probe asap', () => {
       'shop__pricing-1',
       'run-0.jsonl',
     );
-    await new Promise<void>((resolve, reject) => {
-      const started = Date.now();
-      const poll = setInterval(() => {
-        const lines = existsSync(firstEpisode) ? readFileSync(firstEpisode, 'utf8').split('\n').length : 0;
-        if (lines >= 3) {
-          clearInterval(poll);
-          child.kill('SIGKILL');
-          resolve();
-        } else if (Date.now() - started > 120_000 || child.exitCode !== null) {
-          clearInterval(poll);
-          reject(new Error('the run finished or stalled before it could be killed'));
-        }
-      }, 20);
-    });
-    await new Promise((resolve) => child.once('exit', resolve));
+    const saved = readFileSync(firstEpisode, 'utf8').trim().split('\n');
+    expect(saved.map((l) => (JSON.parse(l) as { type: string }).type)).toEqual(['start', 'step']);
     expect(existsSync(join(killed, 'results.json'))).toBe(false);
     const refused = probe([...ARGS, '--out', killed, '--json']);
     expect(refused.code).toBe(2);

@@ -1,10 +1,11 @@
 /** `probe replay` and `probe build` as a user runs them. */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
+import { runProbeKilledAfter } from './helpers/cli.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 import { hasRealData, real } from './helpers/shared-data.ts';
 import { FIXTURE_TASKS } from './helpers/tasks.ts';
@@ -15,7 +16,7 @@ function probe(args: string[]) {
 }
 const missingColon = join(FIXTURE_TASKS, 'missing-colon', 'task.json');
 
-describe.skipIf(!hasBubblewrap() || !hasRealData)('probe replay', () => {
+describe.skipIf(skipWithoutBwrap || !hasRealData)('probe replay', () => {
   it('prints the documented JSON for a real trajectory', () => {
     const run = probe(['replay', real('mini-swe-agent/github_issue.v2.traj.json'), '--task', missingColon, '--json']);
     expect(run.code, run.stderr).toBe(0);
@@ -100,7 +101,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe replay', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap())('probe build', () => {
+describe.skipIf(skipWithoutBwrap)('probe build', () => {
   it('builds probe items and records bad trajectories as rejections without losing the others', () => {
     const dir = tempDir();
     const trajectories = join(dir, 'trajectories');
@@ -164,7 +165,7 @@ describe.skipIf(!hasBubblewrap())('probe build', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build summary and --strict', () => {
+describe.skipIf(skipWithoutBwrap || !hasRealData)('probe build summary and --strict', () => {
   // Real trajectories linked (not copied) under the names build matches to the fixture task.
   const trajectoriesDir = (files: Record<string, string>) => {
     const dir = join(tempDir(), 'trajectories');
@@ -227,7 +228,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build summary and --str
   });
 });
 
-describe.skipIf(!hasBubblewrap())('probe build, killed and resumed', () => {
+describe.skipIf(skipWithoutBwrap)('probe build, killed and resumed', () => {
   it('keeps each replayed trajectory as it finishes; --resume replays only the rest and writes the same probes', async () => {
     const dir = tempDir();
     const trajectories = join(dir, 'trajectories');
@@ -271,24 +272,10 @@ describe.skipIf(!hasBubblewrap())('probe build, killed and resumed', () => {
 
     const out = join(dir, 'killed.jsonl');
     const log = `${out}.progress.jsonl`;
-    const child = spawn(process.execPath, [PROBE_BIN, ...args(out)], { cwd: REPO_ROOT, stdio: 'ignore' });
-    await new Promise<void>((resolve, reject) => {
-      const poll = setInterval(() => {
-        // The header and one finished trajectory.
-        if (existsSync(log) && readFileSync(log, 'utf8').split('\n').length - 1 >= 2) {
-          clearInterval(poll);
-          child.kill('SIGKILL');
-          resolve();
-        }
-      }, 10);
-      child.once('exit', () => {
-        clearInterval(poll);
-        reject(new Error('the build finished before it could be killed'));
-      });
-    });
-    await new Promise((resolve) => child.once('exit', resolve));
+    // Killed right after the header and the first finished trajectory were saved.
+    runProbeKilledAfter(args(out), 'killed.jsonl.progress.jsonl:2');
     expect(existsSync(out)).toBe(false);
-    const kept = readFileSync(log, 'utf8').split('\n').length - 1;
+    expect(readFileSync(log, 'utf8').split('\n').length - 1).toBe(2);
 
     const refused = probe(args(out));
     expect(refused.code).toBe(2);
@@ -301,11 +288,10 @@ describe.skipIf(!hasBubblewrap())('probe build, killed and resumed', () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(comparable(out)).toEqual(comparable(whole));
     expect(existsSync(log)).toBe(false);
-    expect(kept).toBeGreaterThanOrEqual(2);
   }, 600_000);
 });
 
-describe.skipIf(!hasBubblewrap())('probe build --restore replay', () => {
+describe.skipIf(skipWithoutBwrap)('probe build --restore replay', () => {
   it('records the state as a replay of the actions before T*', () => {
     const dir = tempDir();
     const trajectories = join(dir, 'trajectories');
@@ -336,7 +322,7 @@ describe.skipIf(!hasBubblewrap())('probe build --restore replay', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap())('probe build --distractor-ckpt', () => {
+describe.skipIf(skipWithoutBwrap)('probe build --distractor-ckpt', () => {
   it("offers a checkpoint's samples at T* as candidates and logs their fate", () => {
     const dir = tempDir();
     const trajectories = join(dir, 'trajectories');

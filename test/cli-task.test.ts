@@ -4,7 +4,7 @@ import { cpSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { tempDir } from './helpers/paths.ts';
 
@@ -58,7 +58,7 @@ describe('probe task', () => {
     expect(record(dir).base_commit).toBe(head);
   });
 
-  describe.skipIf(!hasBubblewrap())('the check at the base state (local jail)', () => {
+  describe.skipIf(skipWithoutBwrap)('the check at the base state (local jail)', () => {
     it('reports FAIL_TO_PASS failing and PASS_TO_PASS passing, and says which listed tests the log never names', () => {
       const dir = sourceDir();
       const run = runProbe([

@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import type { RunManifest } from '../src/store/run-dir.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 
@@ -24,7 +24,7 @@ function probe(args: string[]) {
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-describe.skipIf(!hasBubblewrap())('probe demo', () => {
+describe.skipIf(skipWithoutBwrap)('probe demo', () => {
   it('builds the probes, runs the ladder on the embedded checkpoints and writes the report', () => {
     const out = join(tempDir(), 'demo');
     // Smaller than the default demo (the full one is measured in docs/benchmarks.md), the same path through the code.

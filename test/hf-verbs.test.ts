@@ -27,7 +27,7 @@ import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { bwrapUp } from './helpers/bwrap.ts';
 import { type CliRun, runProbeAsync } from './helpers/cli.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 
@@ -39,7 +39,7 @@ const hasModels =
   [...HF_DIRS, ...ONNX_DIRS].every((dir) => existsSync(join(dir, 'config.json'))) &&
   existsSync(join(MODELS, 'reference-items.json')) &&
   existsSync(join(MODELS, 'reference-logprobs.json'));
-const jail = hasBubblewrap();
+const jail = bwrapUp;
 
 const HF_ENGINE = 'probe in process (onnxruntime): Llama graph built from model.safetensors';
 const DECODE = 'shared-prefix decode graph';

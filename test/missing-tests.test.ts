@@ -7,7 +7,7 @@ import { cpSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { describeMissingAtBase, replayTrajectory } from '../src/replay/replay.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import { freshSandboxes } from '../src/sandbox/pool.ts';
 import type { LoadedTask } from '../src/schema/task.ts';
@@ -93,7 +93,7 @@ describe('why a state is not resolved, by cause', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap())('missing tests in real runs (local sandbox)', () => {
+describe.skipIf(skipWithoutBwrap)('missing tests in real runs (local sandbox)', () => {
   it('a listed test the suite never produces is missing, not failed', async () => {
     const ghost = 'tests/test_tribonaccy.py::test_not_written';
     const t = { ...task, PASS_TO_PASS: [...task.PASS_TO_PASS, ghost] };

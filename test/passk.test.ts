@@ -6,7 +6,7 @@ import { REPO_ROOT } from '../src/embedded.ts';
 import { judgeSample, scorePassk } from '../src/probes/passk.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { restoreProbeState } from '../src/probes/restore.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import { freshSandboxes } from '../src/sandbox/pool.ts';
 import type { LoadedTask } from '../src/schema/task.ts';
@@ -42,7 +42,7 @@ describe('stop strings per format', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap())('apply and verify a sampled action', () => {
+describe.skipIf(skipWithoutBwrap)('apply and verify a sampled action', () => {
   const formats = [...new Set(items.map((i) => i.format))];
   it.each(formats)('%s: the gold text passes, a distractor does not, garbage is a parse failure', async (format) => {
     const item = items.find((i) => i.format === format)!;
@@ -57,7 +57,7 @@ describe.skipIf(!hasBubblewrap())('apply and verify a sampled action', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap())('a sample that leaves the T* state as it was', () => {
+describe.skipIf(skipWithoutBwrap)('a sample that leaves the T* state as it was', () => {
   it('fails without a test run (that state fails by the definition of T*); one that edits is graded', async () => {
     const item = items.find((i) => i.format === 'native:mini-swe-agent-1')!;
     const task = tasks.get(item.task)!;
@@ -69,7 +69,7 @@ describe.skipIf(!hasBubblewrap())('a sample that leaves the T* state as it was',
   });
 });
 
-describe.skipIf(!hasBubblewrap())('scorePassk with a real checkpoint', () => {
+describe.skipIf(skipWithoutBwrap)('scorePassk with a real checkpoint', () => {
   it('counts c, parse failures and unbiased pass@k per item, reproducibly', async () => {
     const backend = await OnnxBackend.open(CKPT.attention);
     const subset = items.filter((i) => i.task === 'cart-js__total-8');
@@ -98,7 +98,7 @@ describe.skipIf(!hasBubblewrap())('scorePassk with a real checkpoint', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap())('pass@K with --steps rollouts', () => {
+describe.skipIf(skipWithoutBwrap)('pass@K with --steps rollouts', () => {
   it('runs S actions, showing each output to the model, then verifies', async () => {
     const backend = await OnnxBackend.open(join(REPO_ROOT, 'checkpoints', 'contaminated-agent'));
     const item = items.find((i) => i.id === 'cart-js__total-8@mini')!;

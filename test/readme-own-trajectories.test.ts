@@ -11,7 +11,7 @@ import { REPO_ROOT } from '../src/embedded.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 import { hasRealData, REAL_DATA } from './helpers/shared-data.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 
 /** The first ```sh block under a README heading. */
 function readmeBlock(heading: string): string {
@@ -23,7 +23,7 @@ function readmeBlock(heading: string): string {
   return block![1]!;
 }
 
-describe.skipIf(!hasBubblewrap() || !hasRealData)("the README's own-trajectories path", () => {
+describe.skipIf(skipWithoutBwrap || !hasRealData)("the README's own-trajectories path", () => {
   it('runs as written on the real mini-swe-agent trajectory: a task record, T* = step 4, one probe item, BPB on it', () => {
     // A working directory as a user has it: `test/` of the checkout beside them, `../shared` one level up.
     const root = tempDir('probe-readme-');

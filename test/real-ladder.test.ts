@@ -15,7 +15,7 @@ import { scoreBpb } from '../src/probes/bpb.ts';
 import { rankingAccuracy, scoreMcq } from '../src/probes/mcq.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { checkpointFacts } from '../src/backends/checkpoint.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { tempDir } from './helpers/paths.ts';
 
 const MODELS = join(REPO_ROOT, '..', 'shared', 'models');
@@ -54,7 +54,7 @@ describe('the real rungs of the shipped ladder', () => {
     expect(new Set(scores.map((r) => r.mcq)).size).toBe(scores.length);
   }, 180_000);
 
-  it.skipIf(!hasBubblewrap())(
+  it.skipIf(skipWithoutBwrap)(
     'run through every probe verb: mcq, passk and asap (bpb above and in cli-bpb)',
     () => {
       const ckpts = REAL_RUNGS.map((r) => join(EMBEDDED_CHECKPOINTS, r.name));

@@ -6,7 +6,7 @@ import { restoreProbeState, taskForItem } from '../src/probes/restore.ts';
 import { probeItemFrom } from '../src/replay/build.ts';
 import { replayTrajectory } from '../src/replay/replay.ts';
 import { inferWorkdir, pathsOutside } from '../src/replay/workdir.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import { freshSandboxes } from '../src/sandbox/pool.ts';
 import type { LoadedTask } from '../src/schema/task.ts';
@@ -62,7 +62,7 @@ describe('workdir inference', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap() || !hasRealData)('a probe item remembers where its trajectory ran', () => {
+describe.skipIf(skipWithoutBwrap || !hasRealData)('a probe item remembers where its trajectory ran', () => {
   it('SWE-agent tool-call run at /SWE-agent__test-repo: the item records it, and its gold (an edit of the file open there) passes only there', async () => {
     const task = await fixtureTask('missing-colon');
     const trajectory = importTrajectory(real('swe-agent/test-repo-1c2844.traj'));

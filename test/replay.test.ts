@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { InputError } from '../src/errors.ts';
 import { replayTrajectory, type ReplayResult } from '../src/replay/replay.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import type { LoadedTask } from '../src/schema/task.ts';
 import { importTrajectory } from '../src/trajectories/import.ts';
@@ -17,7 +17,7 @@ import { FIXTURE_TASKS, fixtureTask } from './helpers/tasks.ts';
 const local = { openSandbox: (t: LoadedTask) => openSandbox('local', t), sandboxName: 'local' };
 const task = await fixtureTask('missing-colon');
 
-describe.skipIf(!hasBubblewrap() || !hasRealData)('replaying real trajectories (local sandbox)', () => {
+describe.skipIf(skipWithoutBwrap || !hasRealData)('replaying real trajectories (local sandbox)', () => {
   /** Steps whose replayed output differs from the recorded one. */
   const drifting = (r: ReplayResult) => r.steps.filter((s) => s.drift !== null && s.drift > 0).map((s) => s.index);
 
@@ -72,7 +72,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('replaying real trajectories (
   });
 });
 
-describe.skipIf(!hasBubblewrap())('replay rejections', () => {
+describe.skipIf(skipWithoutBwrap)('replay rejections', () => {
   const episode = (steps: Parameters<typeof renderTranscript>[1]) => {
     const file = join(tempDir(), 'episode.md');
     writeFileSync(file, renderTranscript('Fix the missing colon.', steps));

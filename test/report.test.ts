@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
 import type { ReportData } from '../src/report/collect.ts';
 import { renderReport, REPORT_SECTIONS } from '../src/report/html.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { chromiumUnavailable, renderedDom, screenshot } from './helpers/chromium.ts';
 import { CKPT, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
 
@@ -96,7 +96,7 @@ describe('renderReport', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap() || chromiumUnavailable())('probe report in headless Chromium', () => {
+describe.skipIf(skipWithoutBwrap || chromiumUnavailable())('probe report in headless Chromium', () => {
   it('renders every section of a screen run and a BPB run, with charts, drill-down and transcripts', () => {
     const screenDir = join(tempDir(), 'screen');
     const ckpts = ['ngram-prose', 'attn-agent', 'contaminated-agent'].map((n) => join(EMBEDDED_CHECKPOINTS, n));

@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 import { checkpointContentHash } from '../src/backends/cache.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
+import { runProbeKilledAfter } from './helpers/cli.ts';
 import { AsapStore } from '../src/swe/store.ts';
 import type { EpisodeStep } from '../src/swe/episode.ts';
 import { JsonlLog, readJsonl } from '../src/store/jsonl-log.ts';
@@ -176,7 +177,7 @@ function probe(args: string[]) {
   return { code: run.status, stdout: run.stdout, stderr: run.stderr };
 }
 
-describe.skipIf(!hasBubblewrap())('a scoring run killed with SIGKILL', () => {
+describe.skipIf(skipWithoutBwrap)('a scoring run killed with SIGKILL', () => {
   // Sampling, sandboxes and the verifier: the most stateful of the scoring verbs. No cache,
   // so only the run directory can carry work across the kill.
   const ARGS = [
@@ -233,9 +234,10 @@ describe.skipIf(!hasBubblewrap())('a scoring run killed with SIGKILL', () => {
 
     const killed = join(tempDir(), 'killed');
     const samples = join(killed, 'passk', 'samples.jsonl');
-    const stopped = await interrupt(killed, 'SIGKILL', 3);
-    expect(stopped.signal).toBe('SIGKILL');
-    expect(stopped.lines).toBeLessThan(10);
+    // Killed right after its third item was saved: exactly those three are read back.
+    runProbeKilledAfter([...ARGS, '--out', killed, '--json'], 'passk/samples.jsonl:3');
+    const saved = readJsonl<{ checkpoint: string; item: string }>(samples);
+    expect(saved).toHaveLength(3);
     expect(existsSync(join(killed, 'results.json'))).toBe(false);
 
     const resumed = probe([...ARGS, '--out', killed, '--json', '--resume']);
@@ -247,6 +249,7 @@ describe.skipIf(!hasBubblewrap())('a scoring run killed with SIGKILL', () => {
     // Finished items were read back, not computed again: one line per item × checkpoint.
     const lines = readJsonl<{ checkpoint: string; item: string }>(samples);
     expect(lines).toHaveLength(10);
+    expect(lines.slice(0, 3)).toEqual(saved);
     expect(new Set(lines.map((l) => `${l.checkpoint}\t${l.item}`)).size).toBe(10);
     const manifest = JSON.parse(readFileSync(join(killed, 'run.json'), 'utf8')) as RunManifest;
     expect(manifest.verb).toBe('passk');

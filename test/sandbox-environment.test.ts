@@ -11,7 +11,8 @@ import { REPO_ROOT } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
 import { BASE_IMAGE, DockerSandbox } from '../src/sandbox/docker.ts';
 import { environmentImage, environmentTag } from '../src/sandbox/environment-image.ts';
-import { commitTree, hasBubblewrap, LocalSandbox } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
+import { commitTree, LocalSandbox } from '../src/sandbox/local.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import { environmentPackages } from '../src/schema/environment.ts';
 import type { LoadedTask } from '../src/schema/task.ts';
@@ -92,7 +93,7 @@ describe('the environment field', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap())('local sandbox: the host must already have the environment', () => {
+describe.skipIf(skipWithoutBwrap)('local sandbox: the host must already have the environment', () => {
   it('runs a task whose packages the host has (its tools usable in the jail)', async () => {
     const [task] = await loadTaskFile(demoTaskWith({ debian: ['git'], pip: ['pytest'] }));
     const sb = await openSandbox('local', task!);

@@ -3,7 +3,8 @@ import { existsSync, mkdtempSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hasBubblewrap, LocalSandbox } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
+import { LocalSandbox } from '../src/sandbox/local.ts';
 import { LIMITS } from '../src/sandbox/types.ts';
 import { fixtureTask } from './helpers/tasks.ts';
 import { loadTaskFile } from '../src/verify/load-task.ts';
@@ -11,7 +12,7 @@ import { loadTaskFile } from '../src/verify/load-task.ts';
 /** Loaded once: loading is async; each describe takes its own copy. */
 const MISSING_COLON = await fixtureTask('missing-colon');
 
-describe.skipIf(!hasBubblewrap())('local sandbox (bubblewrap)', () => {
+describe.skipIf(skipWithoutBwrap)('local sandbox (bubblewrap)', () => {
   let sb: LocalSandbox;
   const task = { ...MISSING_COLON };
   beforeAll(async () => {
@@ -77,7 +78,7 @@ describe.skipIf(!hasBubblewrap())('local sandbox (bubblewrap)', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap())('local sandbox: the jail and its limits', () => {
+describe.skipIf(skipWithoutBwrap)('local sandbox: the jail and its limits', () => {
   const task = { ...MISSING_COLON };
   let sb: LocalSandbox;
   beforeAll(async () => {
@@ -206,7 +207,7 @@ except OSError as e:
 /** A held-out synthetic task of ../shared: a plain directory (no .git) on a read-only mount, as shared data often is. */
 const HELDOUT_TASK = join(import.meta.dirname, '..', '..', 'shared', 'synth', 'heldout-a', 'tasks', 'gym__sessions-1-0', 'task.json');
 
-describe.skipIf(!hasBubblewrap() || !existsSync(HELDOUT_TASK))('local sandbox: a repository from a read-only directory', () => {
+describe.skipIf(skipWithoutBwrap || !existsSync(HELDOUT_TASK))('local sandbox: a repository from a read-only directory', () => {
   it('is writable inside the jail: sed -i (a temporary file beside the target) edits it', async () => {
     const [task] = await loadTaskFile(HELDOUT_TASK);
     expect(statSync(join(task!.repoDir!, 'gym')).mode & 0o222).toBe(0); // the source really is read-only

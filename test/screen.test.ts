@@ -3,11 +3,11 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
 
-describe.skipIf(!hasBubblewrap())('probe screen', () => {
+describe.skipIf(skipWithoutBwrap)('probe screen', () => {
   it('escalates the best by BPB and MCQ to pass@K, shortlists by pass@1, and runs ASAP episodes for the shortlist; a control is a ceiling, never shortlisted', () => {
     const ckpts = ['ngram-prose', 'attn-agent', 'contaminated-agent'].map((n) => join(EMBEDDED_CHECKPOINTS, n));
     const run = spawnSync(
@@ -65,7 +65,7 @@ describe.skipIf(!hasBubblewrap())('probe screen', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap() || skipWithoutDocker)('probe screen --asap-env', () => {
+describe.skipIf(skipWithoutBwrap || skipWithoutDocker)('probe screen --asap-env', () => {
   it('runs the shortlist in all three environment kinds, side by side in its rows, and the report reads each', () => {
     const out = join(tempDir(), 'screen-envs');
     const ckpts = ['ngram-prose', 'attn-agent'].map((n) => join(EMBEDDED_CHECKPOINTS, n));

@@ -8,7 +8,7 @@ import { nativeFormat } from '../src/formats/registry.ts';
 import { drift } from '../src/replay/drift.ts';
 import { runAction } from '../src/sandbox/run-action.ts';
 import { inferWorkdir } from '../src/replay/workdir.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import type { Sandbox } from '../src/sandbox/types.ts';
 import { sweAgentAction } from '../src/formats/swe-agent.ts';
@@ -19,7 +19,7 @@ import { fixtureTask } from './helpers/tasks.ts';
 /** The line the editor adds when the sandbox has no flake8 (its edits are then checked for syntax only). */
 const LINT_ABSENT = /\n\(probe: flake8 is not installed in this sandbox[^\n]*\)/;
 
-describe.skipIf(!hasBubblewrap() || !hasRealData)('SWE-agent windowed editor, as SWE-agent printed it', () => {
+describe.skipIf(skipWithoutBwrap || !hasRealData)('SWE-agent windowed editor, as SWE-agent printed it', () => {
   const pydicom = hasRealData ? importTrajectory(real('swe-agent/pydicom__pydicom-1458.traj')) : null;
   let sb: Sandbox;
   let hasFlake8 = false;
@@ -66,7 +66,7 @@ describe.skipIf(!hasBubblewrap() || !hasRealData)('SWE-agent windowed editor, as
   });
 });
 
-describe.skipIf(!hasBubblewrap())('SWE-agent edit lint', () => {
+describe.skipIf(skipWithoutBwrap)('SWE-agent edit lint', () => {
   let sb: Sandbox;
   beforeAll(async () => {
     sb = await openSandbox('local', await fixtureTask('missing-colon'));

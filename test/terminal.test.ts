@@ -4,12 +4,11 @@
  * jailed container, solve.sh as the reference prefix, the task's tests as the verifier,
  * and `probe asap --env terminal` end to end on real checkpoints.
  */
-import { spawn } from 'node:child_process';
 import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
-import { EMBEDDED_TERMINAL_TASKS, REPO_ROOT } from '../src/embedded.ts';
+import { EMBEDDED_TERMINAL_TASKS } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
 import { client } from '../src/sandbox/docker.ts';
 import { findTerminalAction, renderTerminalAction, type TerminalAction } from '../src/terminal/actions.ts';
@@ -30,10 +29,10 @@ import { readSolution, solutionSteps } from '../src/terminal/solution.ts';
 import { loadTerminalTask, loadTerminalTasks, type TerminalTask } from '../src/terminal/task.ts';
 import { checkpointKey } from '../src/swe/store.ts';
 import { metricsFromDocument } from '../src/stats/metrics.ts';
-import { expectOneLineError, runProbe } from './helpers/cli.ts';
+import { expectOneLineError, runProbe, runProbeKilledAfter } from './helpers/cli.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
 import { type MemorisedStep, memorisingControl } from './helpers/control.ts';
-import { CKPT, PROBE_BIN, tempDir } from './helpers/paths.ts';
+import { CKPT, tempDir } from './helpers/paths.ts';
 
 const TASKS = EMBEDDED_TERMINAL_TASKS;
 const tasks = loadTerminalTasks(TASKS);
@@ -410,25 +409,12 @@ describe.skipIf(skipWithoutDocker)('a terminal run killed with SIGKILL', () => {
     const out = join(tempDir(), 'killed');
     const args = ['asap', '--env', 'terminal', '--instances', 'log-error-report', '--ckpt', CKPT.attention, '--runs', '4'];
     const all = [...args, '--max-steps', '2', '--max-tokens', '32', '--no-cache', '--json', '--out', out];
-    const child = spawn(process.execPath, [PROBE_BIN, ...all], { cwd: REPO_ROOT, stdio: 'ignore' });
     const samples = join(out, 'terminal', 'samples.jsonl');
     const lines = () => (existsSync(samples) ? readFileSync(samples, 'utf8').split('\n').filter(Boolean) : []);
-    await new Promise<void>((resolve, reject) => {
-      const started = Date.now();
-      const poll = setInterval(() => {
-        if (lines().length >= 1) {
-          clearInterval(poll);
-          child.kill('SIGKILL');
-          resolve();
-        } else if (Date.now() - started > 300_000 || child.exitCode !== null) {
-          clearInterval(poll);
-          reject(new Error('the run finished or stalled before it could be killed'));
-        }
-      }, 50);
-    });
-    await new Promise((resolve) => child.once('exit', resolve));
+    // Killed right after its first finished episode was saved.
+    const child = runProbeKilledAfter(all, 'terminal/samples.jsonl:1', 500_000);
     const before = lines();
-    expect(before.length).toBeLessThan(4);
+    expect(before).toHaveLength(1);
     const resumed = runProbe([...all, '--resume'], {}, 500_000);
     expect(resumed.code, resumed.stderr).toBe(0);
     const after = lines();

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { parquetWriteFile } from 'hyparquet-writer';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import type { Row } from '../src/datasets/rows.ts';
 import { trajectoryRows, type TrajectoryRow, type TrajectoryRowCounts } from '../src/trajectories/datasets/trajectory-rows.ts';
 import { buildProbeSet, type TrajectoryBuild } from '../src/pipeline/build.ts';
@@ -306,7 +306,7 @@ interface Summary {
   skipped?: { unresolved: number; noTask: number };
 }
 
-describe.skipIf(!hasBubblewrap() || !hasRealData)('probe build --trajectories DATASET.parquet', () => {
+describe.skipIf(skipWithoutBwrap || !hasRealData)('probe build --trajectories DATASET.parquet', () => {
   it('builds the resolved rows of its tasks as the file form does, counts the rest, reports a malformed row while building the others, and resumes by row', async () => {
     const dir = tempDir();
     const traj = JSON.parse(readFileSync(real('swe-agent/test-repo-i1.traj'), 'utf8')) as {

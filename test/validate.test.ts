@@ -5,7 +5,7 @@ import { extname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { collectRuns } from '../src/report/collect.ts';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { kendallTauB, spearman } from '../src/stats/correlation.ts';
 import type { StudyOutcome } from '../src/validate/run.ts';
 import { CODE_EXTENSIONS, splitAtLines } from '../src/probes/code-text.ts';
@@ -34,7 +34,7 @@ function codeBytes(dir: string): number {
   }, 0);
 }
 
-describe.skipIf(!hasBubblewrap())('probe validate', () => {
+describe.skipIf(skipWithoutBwrap)('probe validate', () => {
   it('reports each rung and ASAP on every checkpoint as the rungs computed them, correlations recomputable from the table, and resumes without recomputing', () => {
     const out = join(tempDir(), 'study');
     // Three items: the first two (api__pagination-5) have two near-miss distractors, too few for MCQ; the third is asked.

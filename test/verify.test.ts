@@ -1,6 +1,6 @@
 /** Log parsers and grading, on real runs in the sandbox and on hand-made logs. */
 import { describe, expect, it } from 'vitest';
-import { hasBubblewrap } from '../src/sandbox/local.ts';
+import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { openSandbox } from '../src/sandbox/open.ts';
 import { freshSandboxes } from '../src/sandbox/pool.ts';
 import { parseTestLog } from '../src/verify/log-parsers.ts';
@@ -76,7 +76,7 @@ describe('log parsers', () => {
   });
 });
 
-describe.skipIf(!hasBubblewrap())('verifier in the local sandbox', () => {
+describe.skipIf(skipWithoutBwrap)('verifier in the local sandbox', () => {
   const task = { ...MISSING_COLON };
   const fresh = (t: typeof task) => freshSandboxes((x) => openSandbox('local', x), t);
   const fixed =

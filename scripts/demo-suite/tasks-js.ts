@@ -121,7 +121,9 @@ export const JS_TASKS: DemoTask[] = [
       format: 'mini-swe-agent-1.1',
       label: 'mini2',
       steps: [
+        { thought: 'Look at the project layout.', bash: 'ls -R src test && cat package.json' },
         { thought: 'Read the date helpers.', bash: 'cat src/dates.js' },
+        { thought: 'Run the existing tests.', bash: 'node --test test/' },
         { thought: 'Reproduce.', bash: "node -e \"import('./src/dates.js').then(m => console.log(m.addDays('2024-12-30', 5)))\"" },
         {
           thought: 'The loop increments the month past 12 without moving to the next year. Wrap the month inside the loop.',

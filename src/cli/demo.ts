@@ -29,15 +29,16 @@ interface DemoFlags extends RunFlags, Omit<RungFlags, 'tasks' | 'reference' | 's
 /**
  * The demo's budgets, said beside its table: each is smaller than a screen's default, and the
  * reader should know which and why (docs/benchmarks.md measures the larger ones).
+ * `asapInstances`: those ASAP ran on (the leak check may exclude some of the first --asap-instances).
  */
-function budgetsLine(flags: DemoFlags, items: number, passkItems: number): string {
+function budgetsLine(flags: DemoFlags, items: number, passkItems: number, asapInstances: number): string {
   const renderings =
     passkItems < items
       ? `on one rendering of each trajectory (${passkItems} of ${items} items; its renderings share one decisive action)`
       : `on all ${items} items`;
   return (
     `Budgets: pass@${flags.n} ${renderings}, sampled actions ≤ ${flags.passkGoldMargin} × the longest gold action in each checkpoint's own tokens, at most ${flags.passkMaxTokens}; ` +
-    `ASAP ${flags.asapRuns} runs × ${flags.asapInstances} instances, ≤ ${flags.asapMaxSteps} steps of ≤ ${flags.asapMaxTokens} tokens. ` +
+    `ASAP ${flags.asapRuns} runs × ${asapInstances} instances, ≤ ${flags.asapMaxSteps} steps of ≤ ${flags.asapMaxTokens} tokens. ` +
     'With every rendering the ranking and the recommendation are the same (docs/benchmarks.md).'
   );
 }
@@ -126,7 +127,7 @@ function printDemo(demo: DemoOutcome, flags: DemoFlags): void {
     return;
   }
   printLadder(ladder, demo.items, flags.n);
-  process.stderr.write(`${budgetsLine(flags, demo.items, demo.passkItems)}\n`);
+  process.stderr.write(`${budgetsLine(flags, demo.items, demo.passkItems, ladder.asapInstances ?? 0)}\n`);
   process.stderr.write(
     `\nHTML report: ${report}\nRun directory: ${out} (${minutes} min: ${stages.map((t) => `${t.stage} ${formatDuration(t.seconds * 1000)}`).join(', ')})\n`,
   );

@@ -58,6 +58,8 @@ export interface LadderOutcome {
   rows: LadderRow[];
   shortlist: string[];
   asapOut: string | null;
+  /** The instances ASAP episodes ran on (less any the leak check excluded); null where none ran. */
+  asapInstances: number | null;
   /** The run directories of the other environment kinds, where the ladder ran them. */
   envOuts: Partial<Record<'terminal' | 'research', string>>;
   failures: Failure[];
@@ -148,6 +150,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
 
   // The last rung: whole episodes for the shortlist only, on the tasks the probes come from.
   let asapOut: string | null = null;
+  let asapInstances: number | null = null;
   const shortlisted = shortlist.map((name) => checkpointNamed.get(name)!);
   const envOuts: LadderOutcome['envOuts'] = {};
   const rowOf = (checkpoint: string) => rows.find((x) => x.checkpoint === checkpoint)!;
@@ -169,6 +172,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   if (s.asapRuns > 0 && shortlist.length > 0 && envs.includes('swe')) {
     const asap = await runAsapRung(shortlisted, asapTasks, s, run, dir ? join(dir.dir, 'asap') : s.asapOut);
     asapOut = asap.out;
+    asapInstances = asap.instances;
     failures.push(...asap.failures);
     for (const r of asap.results) {
       rowOf(r.checkpoint).asap = {
@@ -206,7 +210,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
     envOuts.research = research.out;
     for (const r of research.results) rowOf(r.checkpoint).asap_envs = { ...rowOf(r.checkpoint).asap_envs, research: headline(r) };
   }
-  return { rows, shortlist, asapOut, envOuts, failures };
+  return { rows, shortlist, asapOut, asapInstances, envOuts, failures };
 }
 
 function headline(r: { pass_at: Record<string, number>; intersection: number; behaviour: { parsable_turns: number } }): EnvironmentSummary {

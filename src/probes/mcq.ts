@@ -69,8 +69,8 @@ export interface McqResult {
  * 0.5–2× the gold's length, and total log-likelihood charges every extra byte, so `acc`
  * rewards whichever option is shorter and orders models by how fast their cost per byte
  * adds up, not by which action they prefer. On `../shared/models`' real Llama rungs (true
- * order s1500 › s250 › s40) `acc` is 15 / 20 / 35% on the demo probes — backwards — and
- * `acc_norm` 35 / 25 / 20%; docs/validation.md gives the agentic ladder.
+ * order s1500 › s250 › s40) `acc` is 20 / 20 / 35% on the demo probes — backwards — and
+ * `acc_norm` 30 / 25 / 20%; docs/validation.md gives the agentic ladder.
  */
 export function rankingAccuracy(r: { acc: number; acc_norm?: number | null }): number {
   return typeof r.acc_norm === 'number' ? r.acc_norm : r.acc;

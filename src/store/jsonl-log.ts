@@ -13,7 +13,7 @@
  * the field, and the log is left as it is.
  */
 import { closeSync, mkdirSync, realpathSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, resolve, sep } from 'node:path';
 import type { z } from 'zod';
 import { ProbeError, InputError } from '../errors.ts';
 import { interruptedBy } from '../util/interrupt.ts';
@@ -72,6 +72,20 @@ export function readJsonl<T>(file: string, root = dirname(file), shape?: LogReco
   return text ? parse<T>(file, text, shape).records : [];
 }
 
+/**
+ * Test-only (tests that kill a run and resume it; never set in real use):
+ * PROBE_TEST_KILL_AFTER_APPENDS=N, or PATH:N to count only logs whose path ends in /PATH,
+ * makes the process SIGKILL itself right after its Nth append, so the test knows exactly
+ * what was saved instead of racing a kill against a poll.
+ */
+const killAfter = /^(?:(.+):)?([1-9]\d*)$/.exec(process.env.PROBE_TEST_KILL_AFTER_APPENDS ?? '');
+let appends = 0;
+
+function afterAppend(file: string): void {
+  if (!killAfter || (killAfter[1] && !`${sep}${file}`.endsWith(`${sep}${killAfter[1]}`))) return;
+  if (++appends === Number(killAfter[2])) process.kill(process.pid, 'SIGKILL');
+}
+
 export class JsonlLog<T> {
   private opened = false;
   /** What the last read found: the intact length and the file's length, so the first append need not read again. */
@@ -109,6 +123,7 @@ export class JsonlLog<T> {
     } finally {
       closeSync(fd);
     }
+    afterAppend(this.file);
   }
 
   /** Cuts a damaged tail (a kill mid-write) before the first append; a log's directory must really be inside the root. */

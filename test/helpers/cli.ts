@@ -21,6 +21,22 @@ export function runProbe(args: string[], env: Record<string, string> = {}, timeo
 }
 
 /**
+ * `runProbe` with PROBE_TEST_KILL_AFTER_APPENDS set (src/store/jsonl-log.ts): the run SIGKILLs
+ * itself right after that append (`N`, or `PATH:N` counting only logs whose path ends in
+ * PATH), so a kill test knows exactly what was saved. Fails unless the kill ended it.
+ */
+export function runProbeKilledAfter(args: string[], appends: string, timeoutMs = 600_000): { pid: number } {
+  const run = spawnSync(process.execPath, [PROBE_BIN, ...args], {
+    cwd: REPO_ROOT,
+    encoding: 'utf8',
+    timeout: timeoutMs,
+    env: { ...process.env, PROBE_TEST_KILL_AFTER_APPENDS: appends },
+  });
+  expect(run.signal, `the run was to kill itself after append ${appends}:\n${run.stderr}`).toBe('SIGKILL');
+  return { pid: run.pid };
+}
+
+/**
  * `runProbe` without blocking this process: for a CLI run against a server this test process
  * serves. `onSpawn` is handed a kill (SIGKILL) for a test that interrupts the run.
  */

@@ -8,7 +8,8 @@
 import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { client, DockerSandbox, LABEL } from '../../src/sandbox/docker.ts';
-import { hasBubblewrap, LocalSandbox } from '../../src/sandbox/local.ts';
+import { LocalSandbox } from '../../src/sandbox/local.ts';
+import { bwrapUp } from './bwrap.ts';
 import { DEFAULT_OUTPUT_CAP, type ExecResult, type Sandbox } from '../../src/sandbox/types.ts';
 import type { LoadedTask } from '../../src/schema/task.ts';
 import { TerminalContainer } from '../../src/terminal/container.ts';
@@ -16,9 +17,6 @@ import { terminalImage } from '../../src/terminal/image.ts';
 import { skipWithoutDocker } from './docker.ts';
 import { fixtureTask } from './tasks.ts';
 import { shippedTask } from './terminal-attack.ts';
-
-export const bwrapUp = hasBubblewrap();
-if (!bwrapUp && process.env.PROBE_REQUIRE_BWRAP) throw new Error('PROBE_REQUIRE_BWRAP is set but bubblewrap cannot make a jail here');
 
 /** A command's result; `output` without the truncation notice a provider appends. */
 export type SubjectResult = Pick<ExecResult, 'output' | 'exitCode' | 'timedOut' | 'truncated'>;
