@@ -6,24 +6,16 @@ import { InputError } from '../errors.ts';
 import { PASSK_DEFAULTS } from '../probes/passk.ts';
 import { formatTable } from '../report/table.ts';
 import { tableName } from '../report/checkpoint-name.ts';
-import { SANDBOX_KINDS, type SandboxKind } from '../settings/sandbox-kinds.ts';
+import { SANDBOX_KINDS } from '../settings/sandbox-kinds.ts';
 import { loadTasks } from '../verify/load-task.ts';
-import { runPasskOverCheckpoints } from '../pipeline/passk.ts';
+import { type PasskRunSettings, runPasskOverCheckpoints } from '../pipeline/passk.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
 import { reportFailures } from '../pipeline/failures.ts';
 import { integer, nonNegativeNumber, positiveInteger, probability } from './args.ts';
 import { passAtKs } from '../protocol.ts';
 
-interface PasskFlags extends ScoringFlags {
+interface PasskFlags extends ScoringFlags, PasskRunSettings {
   tasks: string;
-  steps: number;
-  n: number;
-  temperature: number;
-  topP: number;
-  maxTokens: number;
-  seed: number;
-  sandbox: SandboxKind;
-  concurrency: number;
 }
 
 export function passkCommand(): Command {
