@@ -48,6 +48,16 @@ const SAMPLING_PROBES = join(REPO_ROOT, 'probes', 'demo.jsonl');
 const TWIN_NATS = 2e-4;
 const REFERENCE_NATS = 1e-4;
 
+/**
+ * How close an item's nats must be to transformers': 1e-4, or one fp32 unit in the last place
+ * of the reference's total where that is more. An item of 234 tokens sums to ~1,500 nats, whose
+ * fp32 ulp is 1.2e-4: on some CPUs onnxruntime's kernels land 1.05e-4 away, a difference fp32
+ * cannot resolve, not an error in probe.
+ */
+function referenceTolerance(nats: number): number {
+  return Math.max(REFERENCE_NATS, 2 ** (Math.floor(Math.log2(Math.abs(nats))) - 23));
+}
+
 interface BpbItem {
   id: string;
   nats: number;
@@ -156,14 +166,16 @@ describe.skipIf(!hasModels)('every verb on a Hugging Face directory, in process'
           return;
         expect([item.tokens, item.bytes], item.id).toEqual([ref.tokens, ref.bytes]);
         expect(Math.abs(item.nats - ref.nats_nobos), `${basename(h.checkpoint)} ${item.id}: |Δ nats| against transformers`).toBeLessThan(
-          REFERENCE_NATS,
+          referenceTolerance(ref.nats_nobos),
         );
         compared++;
       });
       expect(Math.abs(h.bpb - o.bpb)).toBeLessThan(1e-6);
     });
     expect(hf.manifest.checkpoints.every((c) => c.bos.used === false)).toBe(true);
-    expect(compared).toBe(90);
+    // 28 of the 30 shipped items per rung are the reference's: dates-js__add-days-10's two were
+    // re-recorded (its fix later, so ASAP's prefix does not leak it) after transformers scored them.
+    expect(compared).toBe(84);
     // Both rank the rungs in their known order (held-out code BPB).
     expect(hf.json.ranking.map((c) => basename(c))).toEqual(['llama-bpe8k-s1500', 'llama-bpe8k-s250', 'llama-bpe8k-s40']);
     expect(onnx.json.ranking.map((c) => basename(c))).toEqual(hf.json.ranking.map((c) => basename(c)));
