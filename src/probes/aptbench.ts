@@ -10,7 +10,7 @@ import type { CompletionBackend } from '../backends/types.ts';
 import { describeCause, InputError } from '../errors.ts';
 import { LETTER_REGEX } from './mcq.ts';
 import { memoized, type ItemHooks } from './memo.ts';
-import { MAX_STRING_BYTES, readTextFile } from '../util/safe-tree.ts';
+import { readInputText } from '../util/safe-tree.ts';
 
 export type AptItem = Record<string, unknown> & { uuid?: string };
 export type AptKind = 'choice' | 'completion' | 'free-text';
@@ -19,13 +19,7 @@ export type AptKind = 'choice' | 'completion' | 'free-text';
 const FIELD_OF: Record<string, string> = { ISSUE: 'issue_statement', EXE_PLAN: 'execution_plan', EXE_CMDS: 'executed_cmds' };
 
 export function loadAptItems(file: string): AptItem[] {
-  let text: string;
-  try {
-    text = readTextFile(file, { maxBytes: MAX_STRING_BYTES, what: 'the APTBench items' });
-  } catch (error) {
-    if (error instanceof InputError) throw error;
-    throw new InputError({ file }, `cannot read items: ${describeCause(error)}`, { cause: error });
-  }
+  const text = readInputText(file, 'the APTBench items', 'items');
   const items = text.split('\n').flatMap((line, i) => {
     if (!line.trim()) return [];
     let value: unknown;

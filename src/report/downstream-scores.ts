@@ -4,18 +4,12 @@
  * refuse the same bad rows with the same words; a checkpoint's score is looked up by
  * `downstreamScore` (table.ts).
  */
-import { describeCause, InputError } from '../errors.ts';
-import { MAX_STRING_BYTES, readTextFile } from '../util/safe-tree.ts';
+import { InputError } from '../errors.ts';
+import { readInputText } from '../util/safe-tree.ts';
 
 /** `checkpoint,score` rows (a header row is skipped when its score is not a number). */
 export function readScores(file: string): Map<string, number> {
-  let text: string;
-  try {
-    text = readTextFile(file, { maxBytes: MAX_STRING_BYTES, what: '--scores' });
-  } catch (error) {
-    if (error instanceof InputError) throw error;
-    throw new InputError({ file }, `cannot read scores: ${describeCause(error)}`, { cause: error });
-  }
+  const text = readInputText(file, '--scores', 'scores');
   const scores = new Map<string, number>();
   text.split('\n').forEach((row, i) => {
     if (!row.trim()) return;

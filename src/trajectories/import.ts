@@ -7,7 +7,7 @@ import { SCAFFOLDS, type ScaffoldName } from '../formats/registry.ts';
 import { sweAgent } from '../formats/swe-agent.ts';
 import { Trajectory } from '../schema/trajectory.ts';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../util/json-depth.ts';
-import { MAX_STRING_BYTES, readTextFile } from '../util/safe-tree.ts';
+import { readInputText } from '../util/safe-tree.ts';
 import { importAsap, looksLikeAsap } from './formats/asap.ts';
 import { importMiniSweAgent, looksLikeMiniSweAgent, miniSweAgentFormat } from './formats/mini-swe-agent.ts';
 import { importOpenHands, looksLikeOpenHands } from './formats/openhands.ts';
@@ -26,14 +26,8 @@ export function detectFormat(data: unknown, text: string): ScaffoldName | undefi
 }
 
 export function importTrajectory(file: string, format?: ScaffoldName): Trajectory {
-  let text: string;
-  try {
-    // Through safe-tree: a trajectory is a third party's file, and a FIFO or a device in its place must not block or fill memory.
-    text = readTextFile(file, { maxBytes: MAX_STRING_BYTES, what: 'a trajectory' });
-  } catch (error) {
-    if (error instanceof InputError) throw error;
-    throw new InputError({ file }, `cannot read trajectory: ${describeCause(error)}`, { cause: error });
-  }
+  // Through safe-tree: a trajectory is a third party's file, and a FIFO or a device in its place must not block or fill memory.
+  const text = readInputText(file, 'a trajectory', 'trajectory');
   let data: unknown;
   let jsonError: unknown;
   if (!looksLikeAsap(text)) {

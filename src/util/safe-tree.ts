@@ -387,6 +387,19 @@ export function readRegularFileIfPresent(path: string, options: FileOptions = {}
   }
 }
 
+/**
+ * A user's or a third party's text file (`what` names it in a refusal), at most
+ * MAX_STRING_BYTES; any failure to read it is one InputError naming the file ("cannot read NOUN").
+ */
+export function readInputText(file: string, what: string, noun: string): string {
+  try {
+    return readTextFile(file, { maxBytes: MAX_STRING_BYTES, what });
+  } catch (error) {
+    if (error instanceof InputError) throw error;
+    throw new InputError({ file }, `cannot read ${noun}: ${describeCause(error)}`, { cause: error });
+  }
+}
+
 /** `readRegularFile` as UTF-8 text. */
 export function readTextFile(path: string, options: FileOptions = {}): string {
   return readRegularFile(path, { maxBytes: TEXT_FILE_BYTES, ...options }).toString('utf8');
