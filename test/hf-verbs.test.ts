@@ -30,6 +30,7 @@ import { loadProbeItems } from '../src/probes/load.ts';
 import { bwrapUp } from './helpers/bwrap.ts';
 import { type CliRun, runProbeAsync } from './helpers/cli.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
+import { referenceTolerance } from './helpers/reference-tolerance.ts';
 
 const MODELS = join(REPO_ROOT, '..', 'shared', 'models');
 const STEPS = [40, 250, 1500] as const;
@@ -46,17 +47,6 @@ const DECODE = 'shared-prefix decode graph';
 const SAMPLING_PROBES = join(REPO_ROOT, 'probes', 'demo.jsonl');
 /** The HF graph and the export round differently; each is within 1e-4 of transformers, so within 2e-4 of each other. */
 const TWIN_NATS = 2e-4;
-const REFERENCE_NATS = 1e-4;
-
-/**
- * How close an item's nats must be to transformers': 1e-4, or one fp32 unit in the last place
- * of the reference's total where that is more. An item of 234 tokens sums to ~1,500 nats, whose
- * fp32 ulp is 1.2e-4: on some CPUs onnxruntime's kernels land 1.05e-4 away, a difference fp32
- * cannot resolve, not an error in probe.
- */
-function referenceTolerance(nats: number): number {
-  return Math.max(REFERENCE_NATS, 2 ** (Math.floor(Math.log2(Math.abs(nats))) - 23));
-}
 
 interface BpbItem {
   id: string;

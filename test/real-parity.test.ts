@@ -2,7 +2,8 @@
  * Parity with Hugging Face transformers on real checkpoints: every item of
  * ../shared/models/reference-items.json scored by each of the three real Llama exports
  * agrees per item with the log-probs HF computed in fp32 (reference-logprobs.json, the
- * variant the tokenizer's BOS policy selects) within 1e-4 nats, with the same token and
+ * variant the tokenizer's BOS policy selects) within 1e-4 nats (or one fp32 ulp of a long
+ * item's total: helpers/reference-tolerance.ts), with the same token and
  * byte counts — in process (from the ONNX exports, and from the same weights as Hugging Face
  * safetensors directories, whose graph probe builds), and through `probe serve` over HTTP.
  */
@@ -14,6 +15,7 @@ import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import type { CompletionBackend } from '../src/backends/types.ts';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { close, serveCheckpoint } from './helpers/http.ts';
+import { REFERENCE_NATS, referenceTolerance } from './helpers/reference-tolerance.ts';
 
 const MODELS = join(REPO_ROOT, '..', 'shared', 'models');
 const hasModels = existsSync(join(MODELS, 'reference-logprobs.json'));
@@ -28,8 +30,6 @@ interface ReferenceItem {
 interface Reference {
   models: Record<string, { heldout_code_bpb: number; items: Record<string, ReferenceItem> }>;
 }
-
-const TOLERANCE_NATS = 1e-4;
 
 function load(): { items: Record<string, { context: string; gold: string }>; reference: Reference } {
   return {
@@ -50,6 +50,7 @@ async function compare(backend: CompletionBackend, model: string) {
     return {
       id,
       delta: Math.abs(nats - expected[id]!.nats_nobos),
+      tolerance: referenceTolerance(expected[id]!.nats_nobos),
       tokens: [got.tokens.length, expected[id]!.tokens],
       bytes: [got.bytes, expected[id]!.bytes],
       greedy: [got.greedy, expected[id]!.greedy_nobos],
@@ -60,7 +61,7 @@ async function compare(backend: CompletionBackend, model: string) {
 function assertParity(rows: Awaited<ReturnType<typeof compare>>): void {
   expect(rows.length).toBeGreaterThanOrEqual(25);
   for (const row of rows) {
-    expect(row.delta, `${row.id}: |Δ nats|`).toBeLessThan(TOLERANCE_NATS);
+    expect(row.delta, `${row.id}: |Δ nats|`).toBeLessThan(row.tolerance);
     expect(row.tokens[0], `${row.id}: tokens`).toBe(row.tokens[1]);
     expect(row.bytes[0], `${row.id}: bytes`).toBe(row.bytes[1]);
     expect(row.greedy[0], `${row.id}: greedy`).toBe(row.greedy[1]);
@@ -69,7 +70,7 @@ function assertParity(rows: Awaited<ReturnType<typeof compare>>): void {
 
 describe.skipIf(!hasModels)('real checkpoints agree with Hugging Face transformers', () => {
   for (const model of ['llama-bpe8k-s40', 'llama-bpe8k-s250', 'llama-bpe8k-s1500']) {
-    it(`${model}: every reference item within ${TOLERANCE_NATS} nats, same tokens and bytes (in process)`, async () => {
+    it(`${model}: every reference item within ${REFERENCE_NATS} nats (or an fp32 ulp of a long total), same tokens and bytes (in process)`, async () => {
       const backend = await OnnxBackend.open(join(MODELS, model));
       try {
         assertParity(await compare(backend, model));
@@ -81,7 +82,7 @@ describe.skipIf(!hasModels)('real checkpoints agree with Hugging Face transforme
 
   // The same weights as a Hugging Face directory (safetensors): probe builds the graph itself (src/backends/hf/).
   for (const model of ['llama-bpe8k-s40', 'llama-bpe8k-s250', 'llama-bpe8k-s1500']) {
-    it(`hf/${model}: every reference item within ${TOLERANCE_NATS} nats, same tokens and bytes (the graph built from model.safetensors)`, async () => {
+    it(`hf/${model}: every reference item within ${REFERENCE_NATS} nats (or an fp32 ulp of a long total), same tokens and bytes (the graph built from model.safetensors)`, async () => {
       const backend = await OnnxBackend.open(join(MODELS, 'hf', model));
       try {
         expect(backend.engine).toBe('probe in process (onnxruntime): Llama graph built from model.safetensors');

@@ -11,6 +11,7 @@ import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import { EMBEDDED_TERMINAL_TASKS } from '../src/embedded.ts';
 import { InputError } from '../src/errors.ts';
 import { client } from '../src/sandbox/docker.ts';
+import { LIMITS } from '../src/sandbox/types.ts';
 import { findTerminalAction, renderTerminalAction, type TerminalAction } from '../src/terminal/actions.ts';
 import { TerminalContainer } from '../src/terminal/container.ts';
 import {
@@ -288,6 +289,28 @@ describe.skipIf(skipWithoutDocker)('in the task container (Docker, offline)', ()
       expect(interrupted).toMatch(/sleep 300\n\^C\nagent@task:\/usr\$$/);
       const bash = await runTerminalAction(container, { kind: 'bash', command: 'pwd; exit 3' }, 10_000);
       expect(bash).toEqual({ observation: '/app\n[exit code 3]', exitCode: 3, timedOut: false });
+    } finally {
+      await container.close();
+    }
+  }, 120_000);
+
+  it('a fork bomb typed into the shell fills the process cap, and the kill before grading still ends it and puts the cap back', async () => {
+    const task = tasks[1]!;
+    const container = await TerminalContainer.start(task, await imageOf(task));
+    const inspectPids = async () => {
+      const filters = { label: [`probe.pid=${process.pid}`, `probe.task=${task.id}`] };
+      const [listed] = await client().listContainers({ filters });
+      return (await client().getContainer(listed!.Id).inspect()).HostConfig.PidsLimit;
+    };
+    try {
+      await container.startShell();
+      // Children sleep; the parent forks until the cap refuses, then sleeps too, holding the shell.
+      await container.sendKeys(`perl -e 'while (1) { my $p = fork; last unless defined $p; if (!$p) { sleep 600; exit } } sleep 600'\n`, 3);
+      const full = await container.exec('true', { timeoutMs: 10_000 });
+      expect(full.exitCode, 'the engine started a process in a full container').not.toBe(0);
+      expect(await container.killAll()).toBe(true);
+      expect(await inspectPids()).toBe(LIMITS.processes);
+      expect(await container.runCommand('echo alive', 10_000)).toEqual({ output: 'alive\n', exitCode: 0, timedOut: false });
     } finally {
       await container.close();
     }

@@ -63,6 +63,16 @@ const BACKSTOP_MS = 15_000;
 const SESSION = 'agent';
 export const SCREEN = { columns: 160, rows: 40 } as const;
 const OUTPUT_CAP = 1024 * 1024;
+/** Processes over the cap the kill loop may use when the agent's processes fill it. */
+const KILL_HEADROOM = 64;
+/**
+ * `$1` seconds of `$2` as the sandbox user, in an outer shell that then kills every other
+ * process of the user (`kill -9 -1` spares the shell itself) with a builtin, which needs no
+ * new process. Its own stderr goes to /dev/null so that a killed `timeout` is not reported
+ * into the command's output.
+ */
+const REAPED_COMMAND =
+  'exec 3>&2 2>/dev/null; timeout -k 5 "$1" bash -c "$2" 2>&3 3>&-; status=$?; kill -9 -1; exit $status';
 const USER = `${TERMINAL_UID}:${TERMINAL_UID}`;
 /**
  * Every command's environment, the tmux shell's included. No pager: a harness screen stuck
@@ -187,7 +197,8 @@ export class TerminalContainer {
    * `clean`: exactly this environment (`env -i`), none of the image's; `bare`: no `timeout`
    * process around it (the kill loop must not kill its own parent); `input`: makes its
    * standard input, once the command is there to read it (Node discards what a finished child
-   * process wrote to a pipe nobody reads yet, so a tar's output cannot be made beforehand).
+   * process wrote to a pipe nobody reads yet, so a tar's output cannot be made beforehand);
+   * `args`: the script's positional parameters ($1, $2, …).
    */
   async exec(
     command: string,
@@ -198,6 +209,7 @@ export class TerminalContainer {
       clean?: Record<string, string>;
       bare?: boolean;
       input?: () => Readable;
+      args?: string[];
     },
   ): Promise<CommandResult> {
     if (this.closed) throw new ProbeError('the terminal sandbox is closed');
@@ -206,10 +218,13 @@ export class TerminalContainer {
     const script = `exec 2>&1\n${command}`;
     const limit = options.bare ? [] : ['timeout', '-k', '5', String(seconds)];
     const pairs = (env: Record<string, string>) => Object.entries(env).map(([k, v]) => `${k}=${v}`);
+    const args = options.args ? ['bash', ...options.args] : [];
     const exec = await this.container.exec({
       // A clean command's own programs are found on the harness PATH (docker resolves the first from the
       // exec's environment), and bash by its path, before `env -i` leaves only what the caller gave.
-      Cmd: options.clean ? [...limit, 'env', '-i', ...pairs(options.clean), '/bin/bash', '-c', script] : [...limit, 'bash', '-c', script],
+      Cmd: options.clean
+        ? [...limit, 'env', '-i', ...pairs(options.clean), '/bin/bash', '-c', script, ...args]
+        : [...limit, 'bash', '-c', script, ...args],
       User: options.root ? '0:0' : USER,
       WorkingDir: this.workdir,
       Env: options.clean ? this.harnessEnv() : pairs({ ...SHELL_ENV, ...options.env }),
@@ -276,9 +291,16 @@ export class TerminalContainer {
     return fullPlaces(r.output);
   }
 
-  /** `bash` profile: one command in a fresh shell; nothing it started outlives it. */
+  /**
+   * `bash` profile: one command in a fresh shell; nothing it started outlives it. The shell
+   * around it kills what it left before this returns: a command that filled the container's
+   * process cap leaves no room for the engine to start another exec (runc's init needs
+   * several), so the kill must come from a process that already runs. The kill loop after it
+   * catches what forked as it died.
+   */
   async runCommand(command: string, timeoutMs: number): Promise<CommandResult> {
-    const result = await this.exec(command, { timeoutMs });
+    const seconds = String(Math.max(1, Math.ceil(timeoutMs / 1000)));
+    const result = await this.exec(REAPED_COMMAND, { timeoutMs, bare: true, args: [seconds, command] });
     await this.killAll();
     return result;
   }
@@ -336,6 +358,19 @@ export class TerminalContainer {
    * Whether none is left.
    */
   async killAll(): Promise<boolean> {
+    if (await this.killLoop()) return true;
+    // Processes that filled the container's cap (a fork bomb in the tmux shell) leave the
+    // engine no room to start the loop at all (runc's init needs several): it gets headroom
+    // while it runs, and the cap is put back whatever happened.
+    await this.container.update({ PidsLimit: LIMITS.processes + KILL_HEADROOM });
+    try {
+      return await this.killLoop();
+    } finally {
+      await this.container.update({ PidsLimit: LIMITS.processes });
+    }
+  }
+
+  private async killLoop(): Promise<boolean> {
     const r = await this.exec(KILL_EVERY_AGENT_PROCESS, { timeoutMs: 60_000, bare: true, clean: { PATH: HARNESS_PATH } });
     this.shellStarted = false;
     return r.exitCode === 0 && r.output.includes('none left');
