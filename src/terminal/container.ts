@@ -71,8 +71,7 @@ const KILL_HEADROOM = 64;
  * new process. Its own stderr goes to /dev/null so that a killed `timeout` is not reported
  * into the command's output.
  */
-const REAPED_COMMAND =
-  'exec 3>&2 2>/dev/null; timeout -k 5 "$1" bash -c "$2" 2>&3 3>&-; status=$?; kill -9 -1; exit $status';
+const REAPED_COMMAND = 'exec 3>&2 2>/dev/null; timeout -k 5 "$1" bash -c "$2" 2>&3 3>&-; status=$?; kill -9 -1; exit $status';
 const USER = `${TERMINAL_UID}:${TERMINAL_UID}`;
 /**
  * Every command's environment, the tmux shell's included. No pager: a harness screen stuck
