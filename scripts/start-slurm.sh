@@ -23,8 +23,8 @@ fail() {
   exit 1
 }
 
-[ "$(id -u)" = 0 ] || fail "must run as root (it writes /etc/slurm and starts the daemons)"
-for cmd in munged slurmctld slurmd sinfo sbatch scontrol; do
+[ "${EUID:-$(id -u)}" = 0 ] || fail "must run as root (it writes /etc/slurm and starts the daemons)"
+for cmd in munge munged slurmctld slurmd sinfo sbatch scontrol; do
   command -v "$cmd" >/dev/null 2>&1 || fail "$cmd not found: install Debian's slurm-wlm and munge (apt-get install slurm-wlm munge)"
 done
 
