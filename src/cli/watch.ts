@@ -5,11 +5,12 @@
  * report` draws it). Runs until stopped; `--once` scores what is complete and exits.
  */
 import { basename, join, resolve } from 'node:path';
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { EMBEDDED_SAMPLING_PROBES } from '../embedded.ts';
 import { loadProbeItems } from '../probes/load.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { checkWatched } from '../watch/discover.ts';
+import { readReadyDir } from '../watch/ready.ts';
 import { runWatch, WATCH_DEFAULTS, watchConfig, type WatchSettings } from '../watch/run.ts';
 import { nonNegativeInteger, nonNegativeNumber, positiveInteger } from './args.ts';
 import { addRungOptions, type RungFlags, rungSettings } from './rung-options.ts';
@@ -30,6 +31,7 @@ interface WatchFlags extends HttpFlags, BosFlags, CheckpointFlags, RungFlags {
   json?: boolean;
   once?: boolean;
   marker?: string;
+  readyDir?: string;
   settle: number;
   poll: number;
   every: number;
@@ -63,8 +65,8 @@ export function watchCommand(): Command {
               'Score each checkpoint a training run writes under DIR as it lands (cheap rungs on all, pass@K and ASAP on some) into one resumable run directory, and draw each probe against training step.',
             )
             .argument(
-              '<dir...>',
-              'directories a trainer writes checkpoints into: checkpoint directories, .gguf files, or .url files holding a server address',
+              '[dir...]',
+              'directories a trainer writes checkpoints into: checkpoint directories, .gguf files, or .url files holding a server address (optional with --ready-dir)',
             )
             .option('--out <dir>', 'the run directory (a rerun with the same settings resumes it); default: runs/watch-<first DIR>')
             .option('--once', 'score what is complete now and exit (for a cron job or the CI of a training run)')
@@ -72,6 +74,12 @@ export function watchCommand(): Command {
               '--marker <file>',
               'a checkpoint is complete once this file exists in it (beside a file checkpoint: <file>.<marker>)',
               markerName,
+            )
+            .addOption(
+              new Option(
+                '--ready-dir <dir>',
+                'a checkpoint is complete once the trainer announces it here: <run>/step-<n>.ready.json (OLMo-core\'s; its "path" may be anywhere) or <name>.ready',
+              ).conflicts('marker'),
             )
             .option(
               '--settle <s>',
@@ -122,12 +130,15 @@ export function watchCommand(): Command {
       '\nExamples:\n  probe watch /ckpts/run-7 --out runs/watch-run-7                 # until stopped; rerun to resume\n  probe watch /ckpts/run-7 --out runs/watch-run-7 --once --marker COMPLETE   # from cron\n  probe report runs/watch-run-7 --html trend.html                 # the trend, any time',
     )
     .action(async (dirs: string[], flags: WatchFlags) => {
+      if (dirs.length === 0 && !flags.readyDir) throw new InputError({ file: 'DIR' }, 'name a directory to watch, or --ready-dir');
       checkWatched(dirs); // before a run directory is made for a typo
+      if (flags.readyDir) readReadyDir(flags.readyDir);
       const tasks = await loadTasks(flags.tasks);
       const settings: WatchSettings = {
         ...rungSettings(flags, tasks),
         watched: dirs,
         marker: flags.marker,
+        readyDir: flags.readyDir,
         settleMs: flags.settle * 1000,
         pollMs: flags.poll * 1000,
         once: Boolean(flags.once),
@@ -138,7 +149,7 @@ export function watchCommand(): Command {
       let items = loadProbeItems(source);
       if (flags.limit !== undefined) items = items.slice(0, flags.limit);
       const http = httpOptions(flags, [], true); // its checkpoints are not known yet: any may be a server
-      const out = flags.out ?? join('runs', `watch-${basename(resolve(dirs[0]!))}`);
+      const out = flags.out ?? join('runs', `watch-${basename(resolve(dirs[0] ?? flags.readyDir!))}`);
       // A watch is continued by running it again: checkpoints are added to run.json as they land.
       const dir = openRunDir(
         out,
@@ -167,9 +178,10 @@ export function watchCommand(): Command {
       );
       // Bad input (a checkpoint that would not open) is exit 2, a failed server 1; the others' scores are kept.
       if (outcome.failures.length) process.exitCode = Math.max(...outcome.failures.map((f) => f.exit_code));
+      if (outcome.unreadable.length) process.exitCode = 2;
       if (quiet)
         process.stdout.write(
-          `${JSON.stringify({ out: dir.dir, scored: outcome.scored, trend: outcome.trend, failures: outcome.failures }, null, 2)}\n`,
+          `${JSON.stringify({ out: dir.dir, scored: outcome.scored, trend: outcome.trend, failures: outcome.failures, unreadable: outcome.unreadable }, null, 2)}\n`,
         );
       else process.stderr.write(`\nTrend: ${join(dir.dir, 'trend.svg')} · report: probe report ${dir.dir}\n`);
     });

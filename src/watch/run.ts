@@ -8,7 +8,8 @@
  * again, a half-scored one continues from its item logs. A checkpoint that fails is
  * reported and recorded, and the watch goes on.
  */
-import { basename, join } from 'node:path';
+import { realpathSync, type Stats, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import type { AsapResult } from '../swe/run.ts';
 import { type Checkpoint, checkpointKey, resolveCheckpoint } from '../backends/checkpoint.ts';
 import { ENGINE_PROBES } from '../engines/engine-target.ts';
@@ -30,15 +31,18 @@ import type { LoadedTask } from '../schema/task.ts';
 import { checkpointRecords, type RunDir } from '../store/run-dir.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { interruptedBy } from '../util/interrupt.ts';
-import { checkEntryTree, checkpointSpec, completeness, fingerprintOf, listEntries, type WatchedEntry } from './discover.ts';
+import { checkEntryTree, checkpointSpec, completeness, fingerprintOf, kindOf, listEntries, type WatchedEntry } from './discover.ts';
 import { type CheapEvent, type FailedEvent, WatchLog } from './log.ts';
 import { decideHeavy, type HeavyRule } from './plan.ts';
-import { trainingPosition } from './step.ts';
+import { type Announcement, announcementOf, type ReadyDir, readReadyDir } from './ready.ts';
+import { type TrainingPosition, trainingPosition } from './step.ts';
 
 export interface WatchSettings extends RungSettings, CodeBpbSettings {
   watched: string[];
   /** A file whose presence says a checkpoint is complete (else: the settle time). */
   marker?: string | undefined;
+  /** Where the trainer announces finished checkpoints (ready.ts): the announcement alone says complete. */
+  readyDir?: string | undefined;
   settleMs: number;
   pollMs: number;
   /** Score what is complete now and return. */
@@ -73,6 +77,8 @@ export interface WatchOutcome {
   scored: string[];
   trend: TrendPoint[];
   failures: FailedEvent[];
+  /** Ready files that announced nothing, each said once: bad input (exit 2 for `--once`). */
+  unreadable: string[];
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -98,6 +104,31 @@ interface Found {
   series: string;
 }
 
+/** Checkpoints announced by path outside the watched directories: watched where they are. */
+function announcedElsewhere(ready: ReadyDir | undefined, watched: readonly string[]): WatchedEntry[] {
+  const inside = new Set(watched.map((dir) => realpathSync(dir)));
+  const entries: WatchedEntry[] = [];
+  for (const { path } of ready?.announcements ?? []) {
+    if (!path || inside.has(dirname(path)) || entries.some((e) => e.path === path)) continue;
+    let stats: Stats;
+    try {
+      stats = statSync(path);
+    } catch {
+      continue; // announced before it is there (or removed since): looked for again at the next poll
+    }
+    const kind = kindOf(path, stats);
+    if (kind) entries.push({ path, watched: dirname(path), kind });
+  }
+  return entries;
+}
+
+/** Where an announced checkpoint sits: the run it was filed under and the step its ready file says. */
+function announcedPosition(a: Announcement, guessed: TrainingPosition | undefined): TrainingPosition | undefined {
+  if (a.run === undefined) return undefined;
+  if (a.step === undefined) return guessed && { ...guessed, series: a.run };
+  return { step: a.step, source: `its ready file ${basename(a.file)}`, series: a.run };
+}
+
 export class Watch {
   private readonly log: WatchLog;
   private readonly s: WatchSettings;
@@ -107,6 +138,7 @@ export class Watch {
   /** Entries already said to be incomplete or unplaceable, so a poll every 30 s does not repeat itself. */
   private readonly told = new Map<string, string>();
   private readonly scoredNow: string[] = [];
+  private readonly unreadable = new Map<string, string>();
 
   constructor(
     private readonly run: WatchRun,
@@ -130,7 +162,7 @@ export class Watch {
     const done = scored + partly;
     say(
       this.run,
-      `${done ? `Resuming the watch in ${this.run.dir.dir} (${before})` : `Watching into ${this.run.dir.dir}`}: ${this.s.watched.join(', ')} — complete = ${this.s.marker ? `${this.s.marker} present` : `nothing changed for ${this.s.settleMs / 1000} s`}${this.s.once ? '; once' : `; every ${this.s.pollMs / 1000} s`}`,
+      `${done ? `Resuming the watch in ${this.run.dir.dir} (${before})` : `Watching into ${this.run.dir.dir}`}: ${[...this.s.watched, ...(this.s.readyDir ? [`what ${this.s.readyDir} announces`] : [])].join(', ')} — complete = ${this.completeWhen()}${this.s.once ? '; once' : `; every ${this.s.pollMs / 1000} s`}`,
     );
     // A restart removed the last results.json (run-dir.ts): the report reads the watch as it stands from the start.
     if (done) this.writeOutputs();
@@ -146,7 +178,17 @@ export class Watch {
     } finally {
       await this.passkRun.pools.close();
     }
-    return { scored: this.scoredNow, trend: trendPoints(this.log.scores()), failures: this.log.failures() };
+    return {
+      scored: this.scoredNow,
+      trend: trendPoints(this.log.scores()),
+      failures: this.log.failures(),
+      unreadable: [...this.unreadable.values()],
+    };
+  }
+
+  private completeWhen(): string {
+    if (this.s.readyDir) return `announced in ${this.s.readyDir}`;
+    return this.s.marker ? `${this.s.marker} present` : `nothing changed for ${this.s.settleMs / 1000} s`;
   }
 
   private tell(key: string, text: string): void {
@@ -155,10 +197,24 @@ export class Watch {
     say(this.run, text);
   }
 
+  /** The trainer's announcements now, each unreadable ready file said once. */
+  private announcements(): ReadyDir | undefined {
+    if (!this.s.readyDir) return undefined;
+    const ready = readReadyDir(this.s.readyDir);
+    // Bad input, said even to --json (once per file, as a failed checkpoint is).
+    for (const problem of ready.problems) {
+      if (this.unreadable.get(problem.location.file) === problem.message) continue;
+      this.unreadable.set(problem.location.file, problem.message);
+      process.stderr.write(`probe: ${problem.message}: announces nothing\n`);
+    }
+    return ready;
+  }
+
   /** The complete entries still to score, in training order (step, then name). */
   private poll(): Found[] {
     const found: Found[] = [];
-    for (const entry of listEntries(this.s.watched, this.s.marker)) {
+    const ready = this.announcements();
+    for (const entry of [...listEntries(this.s.watched, this.s.marker), ...announcedElsewhere(ready, this.s.watched)]) {
       let spec: string;
       try {
         spec = checkpointSpec(entry);
@@ -171,9 +227,13 @@ export class Watch {
       const key = checkpointKey(spec);
       const state = this.log.state(key);
       if (state.scored) continue;
-      let ready: ReturnType<typeof completeness>;
+      // The trainer's word on where it sits in training, where it gave one, before the name's.
+      const recorded = state.cheap && { step: state.cheap.step, source: state.cheap.step_source, series: state.cheap.series };
+      const guessed = recorded ?? trainingPosition(entry.path, entry.watched);
+      const announcement = ready && announcementOf(ready, { path: entry.path, series: guessed?.series, step: guessed?.step });
+      let complete: ReturnType<typeof completeness>;
       try {
-        ready = completeness(entry, { marker: this.s.marker, settleMs: this.s.settleMs });
+        complete = completeness(entry, { marker: this.s.marker, settleMs: this.s.settleMs, announced: ready && Boolean(announcement) });
       } catch (error) {
         // Too big a tree to be a checkpoint: said once, and the other entries are still looked at.
         const failure = asFailure(error);
@@ -181,15 +241,13 @@ export class Watch {
         this.tell(key, `probe: ${failure.message}: not scored`);
         continue;
       }
-      if (!ready.complete) {
-        this.tell(key, `watch: ${basename(entry.path)}: not complete yet (${ready.why})`);
+      if (!complete.complete) {
+        this.tell(key, `watch: ${basename(entry.path)}: not complete yet (${complete.why})`);
         continue;
       }
       // A failed checkpoint is tried again when its files change, or when the watch restarts.
-      if (state.failed && !state.scored && state.failed.fingerprint === ready.fingerprint && this.told.has(`failed:${key}`)) continue;
-      const position = state.cheap
-        ? { step: state.cheap.step, source: state.cheap.step_source, series: state.cheap.series }
-        : trainingPosition(entry.path, entry.watched);
+      if (state.failed && !state.scored && state.failed.fingerprint === complete.fingerprint && this.told.has(`failed:${key}`)) continue;
+      const position = recorded ?? (announcement && announcedPosition(announcement, guessed)) ?? guessed;
       if (!position) {
         this.tell(
           key,
@@ -201,7 +259,7 @@ export class Watch {
         entry,
         spec,
         key,
-        fingerprint: ready.fingerprint,
+        fingerprint: complete.fingerprint,
         step: position.step,
         stepSource: position.source,
         series: position.series,
