@@ -4,14 +4,17 @@
  * with the trend of each probe against training step (results.json, trend.svg; `probe
  * report` draws it). Runs until stopped; `--once` scores what is complete and exits.
  */
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { EMBEDDED_SAMPLING_PROBES } from '../embedded.ts';
 import { loadProbeItems } from '../probes/load.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { checkWatched } from '../watch/discover.ts';
 import { readReadyDir } from '../watch/ready.ts';
-import { runWatch, WATCH_DEFAULTS, watchConfig, type WatchSettings } from '../watch/run.ts';
+import { parseFound } from '../watch/found.ts';
+import type { JobStage } from '../watch/job-book.ts';
+import { runWatch, runWatchJob, WATCH_DEFAULTS, watchConfig, type WatchSettings } from '../watch/run.ts';
+import { SLURM_DEFAULTS } from '../watch/slurm-dispatch.ts';
 import { nonNegativeInteger, nonNegativeNumber, positiveInteger } from './args.ts';
 import { addRungOptions, type RungFlags, rungSettings } from './rung-options.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
@@ -32,6 +35,11 @@ interface WatchFlags extends HttpFlags, BosFlags, CheckpointFlags, RungFlags {
   once?: boolean;
   marker?: string;
   readyDir?: string;
+  slurm?: boolean;
+  sbatch: string[];
+  slurmRetries: number;
+  job?: string;
+  jobStage?: JobStage;
   settle: number;
   poll: number;
   every: number;
@@ -103,7 +111,25 @@ export function watchCommand(): Command {
               '--probes <file|dir>',
               'probe items (.jsonl file or a directory of them); default: the shipped demo probes (probes/demo.jsonl)',
             )
-            .option('--limit <n>', 'use only the first N probe items', positiveInteger),
+            .option('--limit <n>', 'use only the first N probe items', positiveInteger)
+            .option(
+              '--slurm',
+              'score each checkpoint in Slurm jobs (sbatch), the engine starting inside the job; probe submits and reads back, Slurm schedules',
+            )
+            .option(
+              '--sbatch <option>',
+              'an sbatch option for every job, as sbatch takes it (repeat: --sbatch=--partition=gpu --sbatch=--gres=gpu:1)',
+              (value: string, all: string[]) => [...all, value],
+              [] as string[],
+            )
+            .option(
+              '--slurm-retries <n>',
+              'submit a stage again this many times where its job ends without a result (cancelled, pre-empted, timed out)',
+              nonNegativeInteger,
+              SLURM_DEFAULTS.retries,
+            )
+            .addOption(new Option('--job <file>', 'run as a Slurm job of a watch: the checkpoint it was given').hideHelp())
+            .addOption(new Option('--job-stage <stage>').choices(['cheap', 'heavy']).hideHelp()),
           [
             ['code', { help: 'plain held-out code for general code BPB, the baseline' }],
             'tasks',
@@ -144,12 +170,22 @@ export function watchCommand(): Command {
         once: Boolean(flags.once),
         rule: { every: flags.every, move: moveThreshold(flags.move) },
         code: flags.code,
+        // The job runs this same command (its settings, so its numbers, are the watch's), with --job added.
+        slurm: flags.slurm
+          ? {
+              sbatch: flags.sbatch,
+              retries: flags.slurmRetries,
+              command: [process.execPath, ...process.execArgv, process.argv[1]!, ...process.argv.slice(2)],
+            }
+          : undefined,
       };
       const source = flags.probes ?? EMBEDDED_SAMPLING_PROBES;
       let items = loadProbeItems(source);
       if (flags.limit !== undefined) items = items.slice(0, flags.limit);
       const http = httpOptions(flags, [], true); // its checkpoints are not known yet: any may be a server
-      const out = flags.out ?? join('runs', `watch-${basename(resolve(dirs[0] ?? flags.readyDir!))}`);
+      const found = flags.job ? parseFound(flags.job) : undefined;
+      // A job writes into a run directory of its own, beside the checkpoint it was given.
+      const out = flags.job ? dirname(flags.job) : (flags.out ?? join('runs', `watch-${basename(resolve(dirs[0] ?? flags.readyDir!))}`));
       // A watch is continued by running it again: checkpoints are added to run.json as they land.
       const dir = openRunDir(
         out,
@@ -162,20 +198,22 @@ export function watchCommand(): Command {
         },
         true,
       );
-      const quiet = Boolean(flags.json);
-      const outcome = await runWatch(
-        {
-          items,
-          http,
-          dtype: flags.dtype,
-          engine: flags.engine,
-          cache: resultCache(flags),
-          dir,
-          quiet,
-          ...(flags.bos ? { bos: flags.bos } : {}),
-        },
-        settings,
-      );
+      const quiet = Boolean(flags.json) && !found;
+      const run = {
+        items,
+        http,
+        dtype: flags.dtype,
+        engine: flags.engine,
+        cache: resultCache(flags),
+        dir,
+        quiet,
+        ...(flags.bos ? { bos: flags.bos } : {}),
+      };
+      const outcome = found ? await runWatchJob(run, settings, found, flags.jobStage ?? 'cheap') : await runWatch(run, settings);
+      if (found) {
+        if (outcome.failures.length) process.exitCode = Math.max(...outcome.failures.map((f) => f.exit_code));
+        return;
+      }
       // Bad input (a checkpoint that would not open) is exit 2, a failed server 1; the others' scores are kept.
       if (outcome.failures.length) process.exitCode = Math.max(...outcome.failures.map((f) => f.exit_code));
       if (outcome.unreadable.length) process.exitCode = 2;

@@ -10,7 +10,6 @@
  */
 import { realpathSync, type Stats, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import type { AsapResult } from '../swe/run.ts';
 import { type Checkpoint, checkpointKey, resolveCheckpoint } from '../backends/checkpoint.ts';
 import { ENGINE_PROBES } from '../engines/engine-target.ts';
 import { EndpointFailure } from '../backends/http/transport.ts';
@@ -32,8 +31,11 @@ import { checkpointRecords, type RunDir } from '../store/run-dir.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { interruptedBy } from '../util/interrupt.ts';
 import { checkEntryTree, checkpointSpec, completeness, fingerprintOf, kindOf, listEntries, type WatchedEntry } from './discover.ts';
-import { type CheapEvent, type FailedEvent, WatchLog } from './log.ts';
-import { decideHeavy, type HeavyRule } from './plan.ts';
+import type { Found } from './found.ts';
+import type { JobStage } from './job-book.ts';
+import { type CheapEvent, type FailedEvent, type ScoredEvent, WatchLog } from './log.ts';
+import { JOB_DECISION, SlurmDispatch, type SlurmSettings, type WatchSide } from './slurm-dispatch.ts';
+import { decideHeavy, type HeavyDecision, type HeavyRule } from './plan.ts';
 import { type Announcement, announcementOf, type ReadyDir, readReadyDir } from './ready.ts';
 import { type TrainingPosition, trainingPosition } from './step.ts';
 
@@ -48,6 +50,8 @@ export interface WatchSettings extends RungSettings, CodeBpbSettings {
   /** Score what is complete now and return. */
   once: boolean;
   rule: HeavyRule;
+  /** Score each checkpoint in Slurm jobs instead of in this process (slurm-dispatch.ts). */
+  slurm?: SlurmSettings | undefined;
 }
 
 /** `probe watch`'s defaults: the rungs', pass@K and ASAP on the first checkpoint of a run, every 4th after it and any whose BPB moved by 0.25 bits/byte. */
@@ -93,17 +97,6 @@ function asFailure(error: unknown): Failure | undefined {
   return error instanceof ProbeError || error instanceof EndpointFailure ? error : undefined;
 }
 
-/** A candidate found this poll: its entry, the `--ckpt` it stands for and where it sits in training. */
-interface Found {
-  entry: WatchedEntry;
-  spec: string;
-  key: string;
-  fingerprint: string;
-  step: number;
-  stepSource: string;
-  series: string;
-}
-
 /** Checkpoints announced by path outside the watched directories: watched where they are. */
 function announcedElsewhere(ready: ReadyDir | undefined, watched: readonly string[]): WatchedEntry[] {
   const inside = new Set(watched.map((dir) => realpathSync(dir)));
@@ -139,6 +132,7 @@ export class Watch {
   private readonly told = new Map<string, string>();
   private readonly scoredNow: string[] = [];
   private readonly unreadable = new Map<string, string>();
+  private readonly dispatch: SlurmDispatch | undefined;
 
   constructor(
     private readonly run: WatchRun,
@@ -154,6 +148,23 @@ export class Watch {
     this.passkRun = { items: passkRunItems(run.items, s, tasks), tasks, pools: passkSandboxes() };
     this.asapTasks = asapTasksOf(run.items, s);
     checkReferences(s, this.asapTasks);
+    this.dispatch = s.slurm && new SlurmDispatch(this.side(), s.slurm);
+  }
+
+  /** What the Slurm dispatcher does through this watch. */
+  private side(): WatchSide {
+    return {
+      runDir: this.run.dir.dir,
+      log: this.log,
+      heavyWanted: this.s.n > 0 || (this.s.asapRuns > 0 && this.asapTasks.length > 0),
+      open: (found) => this.open(found),
+      decide: (series, bpb) => this.decide(series, bpb),
+      recordScored: (found, checkpoint, heavy) => this.recordScored(found, checkpoint, heavy),
+      decided: (cheap) => this.decided(cheap),
+      finished: (cheap) => this.finished(cheap),
+      fail: (found, checkpoint, stage, error) => this.fail(found, checkpoint, stage, error),
+      tell: (key, text) => this.tell(key, text),
+    };
   }
 
   async start(): Promise<WatchOutcome> {
@@ -170,9 +181,11 @@ export class Watch {
       for (;;) {
         for (const found of this.poll()) {
           if (interruptedBy()) break;
-          await this.score(found);
+          await (this.dispatch ? this.dispatch.take(found) : this.score(found));
         }
-        if (this.s.once || interruptedBy()) break;
+        await this.dispatch?.collect();
+        // With --slurm, --once waits for the jobs it submitted.
+        if ((this.s.once && !this.dispatch?.busy()) || interruptedBy()) break;
         await sleep(this.s.pollMs);
       }
     } finally {
@@ -290,42 +303,62 @@ export class Watch {
     this.writeOutputs();
   }
 
-  private async score(found: Found): Promise<void> {
-    let ckpt: Checkpoint;
+  /** The checkpoint of a found entry, recorded in run.json; undefined where it failed (recorded) or changed meanwhile. */
+  private open(found: Found): Checkpoint | undefined {
     try {
       checkEntryTree(found.entry);
-      ckpt = resolveCheckpoint(found.spec, { http: this.run.http, dtype: this.run.dtype, engine: this.run.engine });
+      const ckpt = resolveCheckpoint(found.spec, { http: this.run.http, dtype: this.run.dtype, engine: this.run.engine });
       const [record] = checkpointRecords([ckpt]);
       // The content hash read every byte: a checkpoint that changed meanwhile is not complete after all.
-      if (fingerprintOf(found.entry) !== found.fingerprint) return;
+      if (fingerprintOf(found.entry) !== found.fingerprint) return undefined;
       this.run.dir.addCheckpoint(record!);
+      return ckpt;
     } catch (error) {
       const failure = asFailure(error);
       if (!failure) throw error;
-      return this.fail(found, found.spec, 'open', failure);
+      this.fail(found, found.spec, 'open', failure);
+      return undefined;
     }
+  }
+
+  private async score(found: Found): Promise<void> {
+    const ckpt = this.open(found);
+    if (!ckpt) return;
     const cheap = this.log.state(found.key).cheap ?? (await this.cheapRungs(found, ckpt));
     if (!cheap) return;
-    let passk: PasskResult | null = null;
-    let asap: AsapResult | null = null;
-    if (cheap.heavy.heavy) {
-      // undefined: the rung failed (recorded); the checkpoint is not scored, and is tried again.
-      const sampled = this.s.n > 0 ? await this.passk(found, ckpt) : null;
-      if (sampled === undefined) return;
-      const episodes = this.s.asapRuns > 0 && this.asapTasks.length > 0 ? await this.asap(found, ckpt) : null;
-      if (episodes === undefined) return;
-      [passk, asap] = [sampled, episodes];
-    }
-    this.log.append({
-      event: 'scored',
-      checkpoint: ckpt.name,
-      key: found.key,
-      entry: found.entry.path,
-      at: new Date().toISOString(),
-      passk,
-      asap,
-    });
+    const heavy = cheap.heavy.heavy ? await this.heavyRungs(found, ckpt) : { passk: null, asap: null };
+    if (!heavy) return;
+    this.recordScored(found, ckpt.name, heavy);
     this.finished(cheap);
+  }
+
+  /** pass@K and ASAP where asked for; undefined where a rung failed (recorded: the checkpoint is not scored, and is tried again). */
+  private async heavyRungs(found: Found, ckpt: Checkpoint): Promise<Pick<ScoredEvent, 'passk' | 'asap'> | undefined> {
+    const passk = this.s.n > 0 ? await this.passk(found, ckpt) : null;
+    if (passk === undefined) return undefined;
+    const asap = this.s.asapRuns > 0 && this.asapTasks.length > 0 ? await this.asap(found, ckpt) : null;
+    if (asap === undefined) return undefined;
+    return { passk, asap };
+  }
+
+  private recordScored(found: Found, checkpoint: string, heavy: Pick<ScoredEvent, 'passk' | 'asap'>): void {
+    this.log.append({ event: 'scored', checkpoint, key: found.key, entry: found.entry.path, at: new Date().toISOString(), ...heavy });
+  }
+
+  /**
+   * A Slurm job's work (`--job`, slurm-dispatch.ts): one checkpoint's stage into this run
+   * directory — the cheap rungs (the decision on the others is the watch's, made in training
+   * order), or pass@K and ASAP.
+   */
+  async job(found: Found, stage: JobStage): Promise<WatchOutcome> {
+    const ckpt = this.open(found);
+    if (ckpt && stage === 'cheap' && !this.log.state(found.key).cheap) await this.cheapRungs(found, ckpt, JOB_DECISION);
+    if (ckpt && stage === 'heavy' && !this.log.state(found.key).scored) {
+      const heavy = await this.heavyRungs(found, ckpt);
+      if (heavy) this.recordScored(found, ckpt.name, heavy);
+    }
+    await this.passkRun.pools.close();
+    return { scored: [], trend: [], failures: this.log.failures(), unreadable: [] };
   }
 
   private finished(cheap: CheapEvent): void {
@@ -341,7 +374,7 @@ export class Watch {
     );
   }
 
-  private async cheapRungs(found: Found, ckpt: Checkpoint): Promise<CheapEvent | undefined> {
+  private async cheapRungs(found: Found, ckpt: Checkpoint, decided?: HeavyDecision): Promise<CheapEvent | undefined> {
     const { items, dir } = this.run;
     const scores = ckpt.kind !== 'engine' || ENGINE_PROBES[ckpt.engine].scores;
     let results: { code_bpb: BpbResult; bpb: BpbResult; mcq: McqResult } | null = null;
@@ -360,9 +393,6 @@ export class Watch {
       }
       results = cheap.results[0]!;
     }
-    const before = this.log
-      .decidedIn(found.series)
-      .map((c) => ({ checkpoint: basename(c.entry), bpb: c.bpb?.bpb ?? null, heavy: c.heavy.heavy }));
     const event: CheapEvent = {
       event: 'cheap',
       checkpoint: ckpt.name,
@@ -378,14 +408,26 @@ export class Watch {
       ...(scores
         ? {}
         : { cheap_skipped: `${ENGINE_PROBES[(ckpt as { engine: keyof typeof ENGINE_PROBES }).engine].label} returns no prompt log-probs` }),
-      heavy: decideHeavy(before, { bpb: results?.bpb.bpb ?? null }, this.s.rule),
+      heavy: decided ?? this.decide(found.series, results?.bpb.bpb ?? null),
     };
+    this.decided(event);
+    return event;
+  }
+
+  /** The decision on pass@K and ASAP for the next checkpoint of a training run, from those decided before it. */
+  private decide(series: string, bpb: number | null): HeavyDecision {
+    const before = this.log
+      .decidedIn(series)
+      .map((c) => ({ checkpoint: basename(c.entry), bpb: c.bpb?.bpb ?? null, heavy: c.heavy.heavy }));
+    return decideHeavy(before, { bpb }, this.s.rule);
+  }
+
+  private decided(event: CheapEvent): void {
     this.log.append(event);
     say(
       this.run,
-      `watch: ${basename(found.entry.path)}: ${event.heavy.heavy ? 'pass@K and ASAP too' : 'cheap rungs only'} — ${event.heavy.reason}`,
+      `watch: ${basename(event.entry)}: ${event.heavy.heavy ? 'pass@K and ASAP too' : 'cheap rungs only'} — ${event.heavy.reason}`,
     );
-    return event;
   }
 
   /** pass@K on the checkpoint: its result, or undefined where it failed (recorded). */
@@ -438,6 +480,11 @@ export class Watch {
     );
     return trend;
   }
+}
+
+/** A Slurm job of a watch (`--job FILE --job-stage STAGE`): one checkpoint's stage, into the job's run directory. */
+export function runWatchJob(run: WatchRun, s: WatchSettings, found: Found, stage: JobStage): Promise<WatchOutcome> {
+  return new Watch(run, { ...s, slurm: undefined }).job(found, stage);
 }
 
 /** Runs a watch until it is stopped (or, with `once`, over what is complete now). */
