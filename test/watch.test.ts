@@ -14,6 +14,7 @@ import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { decideHeavy } from '../src/watch/plan.ts';
 import { stepInName, trainingPosition } from '../src/watch/step.ts';
 import { completeness, listEntries } from '../src/watch/discover.ts';
+import { announcementOf, readReadyDir } from '../src/watch/ready.ts';
 import { chromiumUnavailable, renderedDom } from './helpers/chromium.ts';
 import { expectOneLineError, runProbe } from './helpers/cli.ts';
 import { GGUF, LLAMA_SERVER, llamaServerPresent } from './helpers/llama-server.ts';
@@ -69,6 +70,82 @@ describe('where a checkpoint sits in training', () => {
     writeFileSync(join(watched, 'step-1', 'COMPLETE'), '');
     expect(completeness(entry!, { marker: 'COMPLETE', settleMs: 0 }).complete).toBe(true);
   });
+
+  it("is complete once the trainer announces it: OLMo-core's <run>/step-<n>.ready.json (by path, or by run and step) or <name>.ready", () => {
+    const root = tempDir();
+    const watched = join(root, 'ckpts');
+    const inbox = join(root, 'inbox');
+    for (const name of ['run-a-step-100', 'run-a-step-200', 'plain-step-5']) mkdirSync(join(watched, name), { recursive: true });
+    mkdirSync(join(root, 'elsewhere', 'step1000'), { recursive: true });
+    mkdirSync(join(inbox, 'run-a'), { recursive: true });
+    mkdirSync(join(inbox, 'run-b'));
+    writeFileSync(join(inbox, 'run-a', 'step-100.ready.json'), '{"step": 100}');
+    writeFileSync(
+      join(inbox, 'run-b', 'step-1000.ready.json'),
+      JSON.stringify({ path: '../../elsewhere/step1000', save_overwrite: false }),
+    );
+    writeFileSync(join(inbox, 'plain-step-5.ready'), '');
+    writeFileSync(join(inbox, 'run-a', '.step-200.ready.json.tmp'), '{"step": 200}'); // before the trainer's rename
+    writeFileSync(join(inbox, 'run-a', 'step-300.ready.json'), '{"step": 301}');
+    writeFileSync(join(inbox, 'run-b', 'step-400.ready.json'), '{"path": 7}');
+    const ready = readReadyDir(inbox);
+    expect(ready.problems.map((p) => p.message)).toEqual([
+      `${join(inbox, 'run-a', 'step-300.ready.json')}: field "step": says 301, but the file's name says step 300`,
+      `${join(inbox, 'run-b', 'step-400.ready.json')}: field "path": expected the checkpoint's path, a non-empty string`,
+    ]);
+    const of = (path: string, series?: string, step?: number) => announcementOf(ready, { path, series, step })?.file;
+    expect(of(join(watched, 'run-a-step-100'), 'run-a', 100)).toBe(join(inbox, 'run-a', 'step-100.ready.json'));
+    expect(of(join(watched, 'run-a-step-200'), 'run-a', 200)).toBeUndefined();
+    expect(of(join(watched, 'run-a-step-100'), 'run-c', 100)).toBeUndefined(); // another run's step 100
+    expect(of(join(root, 'elsewhere', 'step1000'))).toBe(join(inbox, 'run-b', 'step-1000.ready.json'));
+    expect(of(join(watched, 'plain-step-5'), 'plain', 5)).toBe(join(inbox, 'plain-step-5.ready'));
+    const [entry] = listEntries([watched], undefined);
+    expect(completeness(entry!, { settleMs: 60_000, announced: false })).toEqual({ complete: false, why: 'not announced yet' });
+    expect(completeness(entry!, { settleMs: 60_000, announced: true }).complete).toBe(true); // the settle time no longer decides
+    expect(() => readReadyDir(join(root, 'nope'))).toThrow(/nope: not a directory of ready files/);
+  });
+
+  it('--ready-dir: scores what the trainer announced, where it announced it, at the run and step it said; an unreadable ready file is one line and exit 2', () => {
+    const root = tempDir();
+    const watched = join(root, 'ckpts');
+    const inbox = join(root, 'inbox');
+    const run = join(root, 'watch');
+    mkdirSync(watched);
+    for (const name of ORDER.slice(0, 2)) symlinkSync(join(LADDER, name), join(watched, name));
+    mkdirSync(join(inbox, 'agentmix-mix25'), { recursive: true });
+    mkdirSync(join(inbox, 'mix0-run'));
+    writeFileSync(join(inbox, 'agentmix-mix25', 'step-100.ready.json'), '{}'); // s250 is not announced yet
+    writeFileSync(join(inbox, 'mix0-run', 'step-800.ready.json'), JSON.stringify({ path: join(LADDER, 'agentmix-mix0-s800') }));
+    writeFileSync(join(inbox, 'mix0-run', 'step-900.ready.json'), '{"path": ');
+    const args = [
+      'watch',
+      watched,
+      '--ready-dir',
+      inbox,
+      '--out',
+      run,
+      '--once',
+      ...SMALL_RUN.slice(0, -2),
+      '-n',
+      '0',
+      '--asap-runs',
+      '0',
+      '--json',
+    ];
+    const first = runProbe(args);
+    expect(first.code, first.stderr).toBe(2);
+    expect(first.stderr).toContain(`probe: ${join(inbox, 'mix0-run', 'step-900.ready.json')}: not valid JSON`);
+    const doc = JSON.parse(first.stdout) as { trend: Array<{ label: string; series: string; step: number }> };
+    expect(doc.trend.map((p) => [p.label, p.series, p.step])).toEqual([
+      ['agentmix-mix25-s100', 'agentmix-mix25', 100],
+      ['agentmix-mix0-s800', 'mix0-run', 800],
+    ]);
+    // Announced later: the next look scores it, and nothing twice.
+    writeFileSync(join(inbox, 'agentmix-mix25-s250.ready'), '');
+    const second = runProbe(args);
+    expect((JSON.parse(second.stdout) as { scored: string[] }).scored.map((c) => c.split('/').at(-1))).toEqual(['agentmix-mix25-s250']);
+    expectOneLineError(runProbe(['watch', '--out', run, '--once']), /^probe: DIR: name a directory to watch, or --ready-dir$/);
+  }, 300_000);
 
   it('a watched directory that is not one is a one-line error (exit 2), and no run directory is made for it', () => {
     const out = join(tempDir(), 'watch');

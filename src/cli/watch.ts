@@ -4,13 +4,17 @@
  * with the trend of each probe against training step (results.json, trend.svg; `probe
  * report` draws it). Runs until stopped; `--once` scores what is complete and exits.
  */
-import { basename, join, resolve } from 'node:path';
-import { Command } from 'commander';
+import { basename, dirname, join, resolve } from 'node:path';
+import { Command, Option } from 'commander';
 import { EMBEDDED_SAMPLING_PROBES } from '../embedded.ts';
 import { loadProbeItems } from '../probes/load.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { checkWatched } from '../watch/discover.ts';
-import { runWatch, WATCH_DEFAULTS, watchConfig, type WatchSettings } from '../watch/run.ts';
+import { readReadyDir } from '../watch/ready.ts';
+import { parseFound } from '../watch/found.ts';
+import type { JobStage } from '../watch/job-book.ts';
+import { runWatch, runWatchJob, WATCH_DEFAULTS, watchConfig, type WatchSettings } from '../watch/run.ts';
+import { SLURM_DEFAULTS } from '../watch/slurm-dispatch.ts';
 import { nonNegativeInteger, nonNegativeNumber, positiveInteger } from './args.ts';
 import { addRungOptions, type RungFlags, rungSettings } from './rung-options.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
@@ -30,6 +34,12 @@ interface WatchFlags extends HttpFlags, BosFlags, CheckpointFlags, RungFlags {
   json?: boolean;
   once?: boolean;
   marker?: string;
+  readyDir?: string;
+  slurm?: boolean;
+  sbatch: string[];
+  slurmRetries: number;
+  job?: string;
+  jobStage?: JobStage;
   settle: number;
   poll: number;
   every: number;
@@ -63,8 +73,8 @@ export function watchCommand(): Command {
               'Score each checkpoint a training run writes under DIR as it lands (cheap rungs on all, pass@K and ASAP on some) into one resumable run directory, and draw each probe against training step.',
             )
             .argument(
-              '<dir...>',
-              'directories a trainer writes checkpoints into: checkpoint directories, .gguf files, or .url files holding a server address',
+              '[dir...]',
+              'directories a trainer writes checkpoints into: checkpoint directories, .gguf files, or .url files holding a server address (optional with --ready-dir)',
             )
             .option('--out <dir>', 'the run directory (a rerun with the same settings resumes it); default: runs/watch-<first DIR>')
             .option('--once', 'score what is complete now and exit (for a cron job or the CI of a training run)')
@@ -72,6 +82,12 @@ export function watchCommand(): Command {
               '--marker <file>',
               'a checkpoint is complete once this file exists in it (beside a file checkpoint: <file>.<marker>)',
               markerName,
+            )
+            .addOption(
+              new Option(
+                '--ready-dir <dir>',
+                'a checkpoint is complete once the trainer announces it here: <run>/step-<n>.ready.json (OLMo-core\'s; its "path" may be anywhere) or <name>.ready',
+              ).conflicts('marker'),
             )
             .option(
               '--settle <s>',
@@ -95,7 +111,25 @@ export function watchCommand(): Command {
               '--probes <file|dir>',
               'probe items (.jsonl file or a directory of them); default: the shipped demo probes (probes/demo.jsonl)',
             )
-            .option('--limit <n>', 'use only the first N probe items', positiveInteger),
+            .option('--limit <n>', 'use only the first N probe items', positiveInteger)
+            .option(
+              '--slurm',
+              'score each checkpoint in Slurm jobs (sbatch), the engine starting inside the job; probe submits and reads back, Slurm schedules',
+            )
+            .option(
+              '--sbatch <option>',
+              'an sbatch option for every job, as sbatch takes it (repeat: --sbatch=--partition=gpu --sbatch=--gres=gpu:1)',
+              (value: string, all: string[]) => [...all, value],
+              [] as string[],
+            )
+            .option(
+              '--slurm-retries <n>',
+              'submit a stage again this many times where its job ends without a result (cancelled, pre-empted, timed out)',
+              nonNegativeInteger,
+              SLURM_DEFAULTS.retries,
+            )
+            .addOption(new Option('--job <file>', 'run as a Slurm job of a watch: the checkpoint it was given').hideHelp())
+            .addOption(new Option('--job-stage <stage>').choices(['cheap', 'heavy']).hideHelp()),
           [
             ['code', { help: 'plain held-out code for general code BPB, the baseline' }],
             'tasks',
@@ -122,23 +156,36 @@ export function watchCommand(): Command {
       '\nExamples:\n  probe watch /ckpts/run-7 --out runs/watch-run-7                 # until stopped; rerun to resume\n  probe watch /ckpts/run-7 --out runs/watch-run-7 --once --marker COMPLETE   # from cron\n  probe report runs/watch-run-7 --html trend.html                 # the trend, any time',
     )
     .action(async (dirs: string[], flags: WatchFlags) => {
+      if (dirs.length === 0 && !flags.readyDir) throw new InputError({ file: 'DIR' }, 'name a directory to watch, or --ready-dir');
       checkWatched(dirs); // before a run directory is made for a typo
+      if (flags.readyDir) readReadyDir(flags.readyDir);
       const tasks = await loadTasks(flags.tasks);
       const settings: WatchSettings = {
         ...rungSettings(flags, tasks),
         watched: dirs,
         marker: flags.marker,
+        readyDir: flags.readyDir,
         settleMs: flags.settle * 1000,
         pollMs: flags.poll * 1000,
         once: Boolean(flags.once),
         rule: { every: flags.every, move: moveThreshold(flags.move) },
         code: flags.code,
+        // The job runs this same command (its settings, so its numbers, are the watch's), with --job added.
+        slurm: flags.slurm
+          ? {
+              sbatch: flags.sbatch,
+              retries: flags.slurmRetries,
+              command: [process.execPath, ...process.execArgv, process.argv[1]!, ...process.argv.slice(2)],
+            }
+          : undefined,
       };
       const source = flags.probes ?? EMBEDDED_SAMPLING_PROBES;
       let items = loadProbeItems(source);
       if (flags.limit !== undefined) items = items.slice(0, flags.limit);
       const http = httpOptions(flags, [], true); // its checkpoints are not known yet: any may be a server
-      const out = flags.out ?? join('runs', `watch-${basename(resolve(dirs[0]!))}`);
+      const found = flags.job ? parseFound(flags.job) : undefined;
+      // A job writes into a run directory of its own, beside the checkpoint it was given.
+      const out = flags.job ? dirname(flags.job) : (flags.out ?? join('runs', `watch-${basename(resolve(dirs[0] ?? flags.readyDir!))}`));
       // A watch is continued by running it again: checkpoints are added to run.json as they land.
       const dir = openRunDir(
         out,
@@ -151,25 +198,28 @@ export function watchCommand(): Command {
         },
         true,
       );
-      const quiet = Boolean(flags.json);
-      const outcome = await runWatch(
-        {
-          items,
-          http,
-          dtype: flags.dtype,
-          engine: flags.engine,
-          cache: resultCache(flags),
-          dir,
-          quiet,
-          ...(flags.bos ? { bos: flags.bos } : {}),
-        },
-        settings,
-      );
+      const quiet = Boolean(flags.json) && !found;
+      const run = {
+        items,
+        http,
+        dtype: flags.dtype,
+        engine: flags.engine,
+        cache: resultCache(flags),
+        dir,
+        quiet,
+        ...(flags.bos ? { bos: flags.bos } : {}),
+      };
+      const outcome = found ? await runWatchJob(run, settings, found, flags.jobStage ?? 'cheap') : await runWatch(run, settings);
+      if (found) {
+        if (outcome.failures.length) process.exitCode = Math.max(...outcome.failures.map((f) => f.exit_code));
+        return;
+      }
       // Bad input (a checkpoint that would not open) is exit 2, a failed server 1; the others' scores are kept.
       if (outcome.failures.length) process.exitCode = Math.max(...outcome.failures.map((f) => f.exit_code));
+      if (outcome.unreadable.length) process.exitCode = 2;
       if (quiet)
         process.stdout.write(
-          `${JSON.stringify({ out: dir.dir, scored: outcome.scored, trend: outcome.trend, failures: outcome.failures }, null, 2)}\n`,
+          `${JSON.stringify({ out: dir.dir, scored: outcome.scored, trend: outcome.trend, failures: outcome.failures, unreadable: outcome.unreadable }, null, 2)}\n`,
         );
       else process.stderr.write(`\nTrend: ${join(dir.dir, 'trend.svg')} · report: probe report ${dir.dir}\n`);
     });

@@ -2,6 +2,7 @@
  * What a watched directory holds, and which of it is a finished checkpoint. A trainer
  * writes a checkpoint file by file, so a directory that is there is not yet a checkpoint:
  *
+ * - with a ready directory (`--ready-dir`), once the trainer announced it there (ready.ts);
  * - with a marker (`--marker NAME`), it is complete once NAME exists in it (for a file
  *   checkpoint, once `<file>.NAME` exists beside it) — what a trainer that writes a
  *   "done" file wants;
@@ -43,7 +44,8 @@ export type Completeness = { complete: true; fingerprint: string } | { complete:
 /** A checkpoint directory holds a handful of files; a tree far larger is not one (and is not walked whole). */
 const MAX_TREE_ENTRIES = 10_000;
 
-function kindOf(path: string, stats: Stats): EntryKind | undefined {
+/** What an entry at `path` is, or undefined where it is no checkpoint form. */
+export function kindOf(path: string, stats: Stats): EntryKind | undefined {
   if (stats.isDirectory()) return 'directory';
   if (!stats.isFile()) return undefined;
   if (/\.gguf$/i.test(path)) return 'gguf';
@@ -121,7 +123,13 @@ export function fingerprintOf(entry: WatchedEntry): string {
 /** Whether an entry is a finished checkpoint now (see the top of this file). */
 export function completeness(
   entry: WatchedEntry,
-  options: { marker?: string | undefined; settleMs: number; nowMs?: number },
+  options: {
+    marker?: string | undefined;
+    settleMs: number;
+    /** With `--ready-dir`: whether the trainer announced it (ready.ts), which alone decides. */
+    announced?: boolean | undefined;
+    nowMs?: number;
+  },
 ): Completeness {
   let state: TreeState;
   try {
@@ -130,6 +138,8 @@ export function completeness(
     if (error instanceof InputError) throw error;
     return { complete: false, why: 'changing while it was read' }; // a file removed between the listing and its stat
   }
+  if (options.announced !== undefined)
+    return options.announced ? { complete: true, fingerprint: state.fingerprint } : { complete: false, why: 'not announced yet' };
   if (options.marker) {
     const marker = entry.kind === 'directory' ? join(entry.path, options.marker) : `${entry.path}.${options.marker}`;
     return existsSync(marker) ? { complete: true, fingerprint: state.fingerprint } : { complete: false, why: `no ${options.marker} yet` };

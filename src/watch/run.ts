@@ -8,8 +8,8 @@
  * again, a half-scored one continues from its item logs. A checkpoint that fails is
  * reported and recorded, and the watch goes on.
  */
-import { basename, join } from 'node:path';
-import type { AsapResult } from '../swe/run.ts';
+import { realpathSync, type Stats, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { type Checkpoint, checkpointKey, resolveCheckpoint } from '../backends/checkpoint.ts';
 import { ENGINE_PROBES } from '../engines/engine-target.ts';
 import { EndpointFailure } from '../backends/http/transport.ts';
@@ -30,20 +30,28 @@ import type { LoadedTask } from '../schema/task.ts';
 import { checkpointRecords, type RunDir } from '../store/run-dir.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { interruptedBy } from '../util/interrupt.ts';
-import { checkEntryTree, checkpointSpec, completeness, fingerprintOf, listEntries, type WatchedEntry } from './discover.ts';
-import { type CheapEvent, type FailedEvent, WatchLog } from './log.ts';
-import { decideHeavy, type HeavyRule } from './plan.ts';
-import { trainingPosition } from './step.ts';
+import { checkEntryTree, checkpointSpec, completeness, fingerprintOf, kindOf, listEntries, type WatchedEntry } from './discover.ts';
+import type { Found } from './found.ts';
+import type { JobStage } from './job-book.ts';
+import { type CheapEvent, type FailedEvent, type ScoredEvent, WatchLog } from './log.ts';
+import { JOB_DECISION, SlurmDispatch, type SlurmSettings, type WatchSide } from './slurm-dispatch.ts';
+import { decideHeavy, type HeavyDecision, type HeavyRule } from './plan.ts';
+import { type Announcement, announcementOf, type ReadyDir, readReadyDir } from './ready.ts';
+import { type TrainingPosition, trainingPosition } from './step.ts';
 
 export interface WatchSettings extends RungSettings, CodeBpbSettings {
   watched: string[];
   /** A file whose presence says a checkpoint is complete (else: the settle time). */
   marker?: string | undefined;
+  /** Where the trainer announces finished checkpoints (ready.ts): the announcement alone says complete. */
+  readyDir?: string | undefined;
   settleMs: number;
   pollMs: number;
   /** Score what is complete now and return. */
   once: boolean;
   rule: HeavyRule;
+  /** Score each checkpoint in Slurm jobs instead of in this process (slurm-dispatch.ts). */
+  slurm?: SlurmSettings | undefined;
 }
 
 /** `probe watch`'s defaults: the rungs', pass@K and ASAP on the first checkpoint of a run, every 4th after it and any whose BPB moved by 0.25 bits/byte. */
@@ -73,6 +81,8 @@ export interface WatchOutcome {
   scored: string[];
   trend: TrendPoint[];
   failures: FailedEvent[];
+  /** Ready files that announced nothing, each said once: bad input (exit 2 for `--once`). */
+  unreadable: string[];
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -87,15 +97,29 @@ function asFailure(error: unknown): Failure | undefined {
   return error instanceof ProbeError || error instanceof EndpointFailure ? error : undefined;
 }
 
-/** A candidate found this poll: its entry, the `--ckpt` it stands for and where it sits in training. */
-interface Found {
-  entry: WatchedEntry;
-  spec: string;
-  key: string;
-  fingerprint: string;
-  step: number;
-  stepSource: string;
-  series: string;
+/** Checkpoints announced by path outside the watched directories: watched where they are. */
+function announcedElsewhere(ready: ReadyDir | undefined, watched: readonly string[]): WatchedEntry[] {
+  const inside = new Set(watched.map((dir) => realpathSync(dir)));
+  const entries: WatchedEntry[] = [];
+  for (const { path } of ready?.announcements ?? []) {
+    if (!path || inside.has(dirname(path)) || entries.some((e) => e.path === path)) continue;
+    let stats: Stats;
+    try {
+      stats = statSync(path);
+    } catch {
+      continue; // announced before it is there (or removed since): looked for again at the next poll
+    }
+    const kind = kindOf(path, stats);
+    if (kind) entries.push({ path, watched: dirname(path), kind });
+  }
+  return entries;
+}
+
+/** Where an announced checkpoint sits: the run it was filed under and the step its ready file says. */
+function announcedPosition(a: Announcement, guessed: TrainingPosition | undefined): TrainingPosition | undefined {
+  if (a.run === undefined) return undefined;
+  if (a.step === undefined) return guessed && { ...guessed, series: a.run };
+  return { step: a.step, source: `its ready file ${basename(a.file)}`, series: a.run };
 }
 
 export class Watch {
@@ -107,6 +131,8 @@ export class Watch {
   /** Entries already said to be incomplete or unplaceable, so a poll every 30 s does not repeat itself. */
   private readonly told = new Map<string, string>();
   private readonly scoredNow: string[] = [];
+  private readonly unreadable = new Map<string, string>();
+  private readonly dispatch: SlurmDispatch | undefined;
 
   constructor(
     private readonly run: WatchRun,
@@ -122,6 +148,23 @@ export class Watch {
     this.passkRun = { items: passkRunItems(run.items, s, tasks), tasks, pools: passkSandboxes() };
     this.asapTasks = asapTasksOf(run.items, s);
     checkReferences(s, this.asapTasks);
+    this.dispatch = s.slurm && new SlurmDispatch(this.side(), s.slurm);
+  }
+
+  /** What the Slurm dispatcher does through this watch. */
+  private side(): WatchSide {
+    return {
+      runDir: this.run.dir.dir,
+      log: this.log,
+      heavyWanted: this.s.n > 0 || (this.s.asapRuns > 0 && this.asapTasks.length > 0),
+      open: (found) => this.open(found),
+      decide: (series, bpb) => this.decide(series, bpb),
+      recordScored: (found, checkpoint, heavy) => this.recordScored(found, checkpoint, heavy),
+      decided: (cheap) => this.decided(cheap),
+      finished: (cheap) => this.finished(cheap),
+      fail: (found, checkpoint, stage, error) => this.fail(found, checkpoint, stage, error),
+      tell: (key, text) => this.tell(key, text),
+    };
   }
 
   async start(): Promise<WatchOutcome> {
@@ -130,7 +173,7 @@ export class Watch {
     const done = scored + partly;
     say(
       this.run,
-      `${done ? `Resuming the watch in ${this.run.dir.dir} (${before})` : `Watching into ${this.run.dir.dir}`}: ${this.s.watched.join(', ')} — complete = ${this.s.marker ? `${this.s.marker} present` : `nothing changed for ${this.s.settleMs / 1000} s`}${this.s.once ? '; once' : `; every ${this.s.pollMs / 1000} s`}`,
+      `${done ? `Resuming the watch in ${this.run.dir.dir} (${before})` : `Watching into ${this.run.dir.dir}`}: ${[...this.s.watched, ...(this.s.readyDir ? [`what ${this.s.readyDir} announces`] : [])].join(', ')} — complete = ${this.completeWhen()}${this.s.once ? '; once' : `; every ${this.s.pollMs / 1000} s`}`,
     );
     // A restart removed the last results.json (run-dir.ts): the report reads the watch as it stands from the start.
     if (done) this.writeOutputs();
@@ -138,15 +181,27 @@ export class Watch {
       for (;;) {
         for (const found of this.poll()) {
           if (interruptedBy()) break;
-          await this.score(found);
+          await (this.dispatch ? this.dispatch.take(found) : this.score(found));
         }
-        if (this.s.once || interruptedBy()) break;
+        await this.dispatch?.collect();
+        // With --slurm, --once waits for the jobs it submitted.
+        if ((this.s.once && !this.dispatch?.busy()) || interruptedBy()) break;
         await sleep(this.s.pollMs);
       }
     } finally {
       await this.passkRun.pools.close();
     }
-    return { scored: this.scoredNow, trend: trendPoints(this.log.scores()), failures: this.log.failures() };
+    return {
+      scored: this.scoredNow,
+      trend: trendPoints(this.log.scores()),
+      failures: this.log.failures(),
+      unreadable: [...this.unreadable.values()],
+    };
+  }
+
+  private completeWhen(): string {
+    if (this.s.readyDir) return `announced in ${this.s.readyDir}`;
+    return this.s.marker ? `${this.s.marker} present` : `nothing changed for ${this.s.settleMs / 1000} s`;
   }
 
   private tell(key: string, text: string): void {
@@ -155,10 +210,24 @@ export class Watch {
     say(this.run, text);
   }
 
+  /** The trainer's announcements now, each unreadable ready file said once. */
+  private announcements(): ReadyDir | undefined {
+    if (!this.s.readyDir) return undefined;
+    const ready = readReadyDir(this.s.readyDir);
+    // Bad input, said even to --json (once per file, as a failed checkpoint is).
+    for (const problem of ready.problems) {
+      if (this.unreadable.get(problem.location.file) === problem.message) continue;
+      this.unreadable.set(problem.location.file, problem.message);
+      process.stderr.write(`probe: ${problem.message}: announces nothing\n`);
+    }
+    return ready;
+  }
+
   /** The complete entries still to score, in training order (step, then name). */
   private poll(): Found[] {
     const found: Found[] = [];
-    for (const entry of listEntries(this.s.watched, this.s.marker)) {
+    const ready = this.announcements();
+    for (const entry of [...listEntries(this.s.watched, this.s.marker), ...announcedElsewhere(ready, this.s.watched)]) {
       let spec: string;
       try {
         spec = checkpointSpec(entry);
@@ -171,9 +240,13 @@ export class Watch {
       const key = checkpointKey(spec);
       const state = this.log.state(key);
       if (state.scored) continue;
-      let ready: ReturnType<typeof completeness>;
+      // The trainer's word on where it sits in training, where it gave one, before the name's.
+      const recorded = state.cheap && { step: state.cheap.step, source: state.cheap.step_source, series: state.cheap.series };
+      const guessed = recorded ?? trainingPosition(entry.path, entry.watched);
+      const announcement = ready && announcementOf(ready, { path: entry.path, series: guessed?.series, step: guessed?.step });
+      let complete: ReturnType<typeof completeness>;
       try {
-        ready = completeness(entry, { marker: this.s.marker, settleMs: this.s.settleMs });
+        complete = completeness(entry, { marker: this.s.marker, settleMs: this.s.settleMs, announced: ready && Boolean(announcement) });
       } catch (error) {
         // Too big a tree to be a checkpoint: said once, and the other entries are still looked at.
         const failure = asFailure(error);
@@ -181,15 +254,13 @@ export class Watch {
         this.tell(key, `probe: ${failure.message}: not scored`);
         continue;
       }
-      if (!ready.complete) {
-        this.tell(key, `watch: ${basename(entry.path)}: not complete yet (${ready.why})`);
+      if (!complete.complete) {
+        this.tell(key, `watch: ${basename(entry.path)}: not complete yet (${complete.why})`);
         continue;
       }
       // A failed checkpoint is tried again when its files change, or when the watch restarts.
-      if (state.failed && !state.scored && state.failed.fingerprint === ready.fingerprint && this.told.has(`failed:${key}`)) continue;
-      const position = state.cheap
-        ? { step: state.cheap.step, source: state.cheap.step_source, series: state.cheap.series }
-        : trainingPosition(entry.path, entry.watched);
+      if (state.failed && !state.scored && state.failed.fingerprint === complete.fingerprint && this.told.has(`failed:${key}`)) continue;
+      const position = recorded ?? (announcement && announcedPosition(announcement, guessed)) ?? guessed;
       if (!position) {
         this.tell(
           key,
@@ -201,7 +272,7 @@ export class Watch {
         entry,
         spec,
         key,
-        fingerprint: ready.fingerprint,
+        fingerprint: complete.fingerprint,
         step: position.step,
         stepSource: position.source,
         series: position.series,
@@ -232,42 +303,62 @@ export class Watch {
     this.writeOutputs();
   }
 
-  private async score(found: Found): Promise<void> {
-    let ckpt: Checkpoint;
+  /** The checkpoint of a found entry, recorded in run.json; undefined where it failed (recorded) or changed meanwhile. */
+  private open(found: Found): Checkpoint | undefined {
     try {
       checkEntryTree(found.entry);
-      ckpt = resolveCheckpoint(found.spec, { http: this.run.http, dtype: this.run.dtype, engine: this.run.engine });
+      const ckpt = resolveCheckpoint(found.spec, { http: this.run.http, dtype: this.run.dtype, engine: this.run.engine });
       const [record] = checkpointRecords([ckpt]);
       // The content hash read every byte: a checkpoint that changed meanwhile is not complete after all.
-      if (fingerprintOf(found.entry) !== found.fingerprint) return;
+      if (fingerprintOf(found.entry) !== found.fingerprint) return undefined;
       this.run.dir.addCheckpoint(record!);
+      return ckpt;
     } catch (error) {
       const failure = asFailure(error);
       if (!failure) throw error;
-      return this.fail(found, found.spec, 'open', failure);
+      this.fail(found, found.spec, 'open', failure);
+      return undefined;
     }
+  }
+
+  private async score(found: Found): Promise<void> {
+    const ckpt = this.open(found);
+    if (!ckpt) return;
     const cheap = this.log.state(found.key).cheap ?? (await this.cheapRungs(found, ckpt));
     if (!cheap) return;
-    let passk: PasskResult | null = null;
-    let asap: AsapResult | null = null;
-    if (cheap.heavy.heavy) {
-      // undefined: the rung failed (recorded); the checkpoint is not scored, and is tried again.
-      const sampled = this.s.n > 0 ? await this.passk(found, ckpt) : null;
-      if (sampled === undefined) return;
-      const episodes = this.s.asapRuns > 0 && this.asapTasks.length > 0 ? await this.asap(found, ckpt) : null;
-      if (episodes === undefined) return;
-      [passk, asap] = [sampled, episodes];
-    }
-    this.log.append({
-      event: 'scored',
-      checkpoint: ckpt.name,
-      key: found.key,
-      entry: found.entry.path,
-      at: new Date().toISOString(),
-      passk,
-      asap,
-    });
+    const heavy = cheap.heavy.heavy ? await this.heavyRungs(found, ckpt) : { passk: null, asap: null };
+    if (!heavy) return;
+    this.recordScored(found, ckpt.name, heavy);
     this.finished(cheap);
+  }
+
+  /** pass@K and ASAP where asked for; undefined where a rung failed (recorded: the checkpoint is not scored, and is tried again). */
+  private async heavyRungs(found: Found, ckpt: Checkpoint): Promise<Pick<ScoredEvent, 'passk' | 'asap'> | undefined> {
+    const passk = this.s.n > 0 ? await this.passk(found, ckpt) : null;
+    if (passk === undefined) return undefined;
+    const asap = this.s.asapRuns > 0 && this.asapTasks.length > 0 ? await this.asap(found, ckpt) : null;
+    if (asap === undefined) return undefined;
+    return { passk, asap };
+  }
+
+  private recordScored(found: Found, checkpoint: string, heavy: Pick<ScoredEvent, 'passk' | 'asap'>): void {
+    this.log.append({ event: 'scored', checkpoint, key: found.key, entry: found.entry.path, at: new Date().toISOString(), ...heavy });
+  }
+
+  /**
+   * A Slurm job's work (`--job`, slurm-dispatch.ts): one checkpoint's stage into this run
+   * directory — the cheap rungs (the decision on the others is the watch's, made in training
+   * order), or pass@K and ASAP.
+   */
+  async job(found: Found, stage: JobStage): Promise<WatchOutcome> {
+    const ckpt = this.open(found);
+    if (ckpt && stage === 'cheap' && !this.log.state(found.key).cheap) await this.cheapRungs(found, ckpt, JOB_DECISION);
+    if (ckpt && stage === 'heavy' && !this.log.state(found.key).scored) {
+      const heavy = await this.heavyRungs(found, ckpt);
+      if (heavy) this.recordScored(found, ckpt.name, heavy);
+    }
+    await this.passkRun.pools.close();
+    return { scored: [], trend: [], failures: this.log.failures(), unreadable: [] };
   }
 
   private finished(cheap: CheapEvent): void {
@@ -283,7 +374,7 @@ export class Watch {
     );
   }
 
-  private async cheapRungs(found: Found, ckpt: Checkpoint): Promise<CheapEvent | undefined> {
+  private async cheapRungs(found: Found, ckpt: Checkpoint, decided?: HeavyDecision): Promise<CheapEvent | undefined> {
     const { items, dir } = this.run;
     const scores = ckpt.kind !== 'engine' || ENGINE_PROBES[ckpt.engine].scores;
     let results: { code_bpb: BpbResult; bpb: BpbResult; mcq: McqResult } | null = null;
@@ -302,9 +393,6 @@ export class Watch {
       }
       results = cheap.results[0]!;
     }
-    const before = this.log
-      .decidedIn(found.series)
-      .map((c) => ({ checkpoint: basename(c.entry), bpb: c.bpb?.bpb ?? null, heavy: c.heavy.heavy }));
     const event: CheapEvent = {
       event: 'cheap',
       checkpoint: ckpt.name,
@@ -320,14 +408,26 @@ export class Watch {
       ...(scores
         ? {}
         : { cheap_skipped: `${ENGINE_PROBES[(ckpt as { engine: keyof typeof ENGINE_PROBES }).engine].label} returns no prompt log-probs` }),
-      heavy: decideHeavy(before, { bpb: results?.bpb.bpb ?? null }, this.s.rule),
+      heavy: decided ?? this.decide(found.series, results?.bpb.bpb ?? null),
     };
+    this.decided(event);
+    return event;
+  }
+
+  /** The decision on pass@K and ASAP for the next checkpoint of a training run, from those decided before it. */
+  private decide(series: string, bpb: number | null): HeavyDecision {
+    const before = this.log
+      .decidedIn(series)
+      .map((c) => ({ checkpoint: basename(c.entry), bpb: c.bpb?.bpb ?? null, heavy: c.heavy.heavy }));
+    return decideHeavy(before, { bpb }, this.s.rule);
+  }
+
+  private decided(event: CheapEvent): void {
     this.log.append(event);
     say(
       this.run,
-      `watch: ${basename(found.entry.path)}: ${event.heavy.heavy ? 'pass@K and ASAP too' : 'cheap rungs only'} — ${event.heavy.reason}`,
+      `watch: ${basename(event.entry)}: ${event.heavy.heavy ? 'pass@K and ASAP too' : 'cheap rungs only'} — ${event.heavy.reason}`,
     );
-    return event;
   }
 
   /** pass@K on the checkpoint: its result, or undefined where it failed (recorded). */
@@ -380,6 +480,11 @@ export class Watch {
     );
     return trend;
   }
+}
+
+/** A Slurm job of a watch (`--job FILE --job-stage STAGE`): one checkpoint's stage, into the job's run directory. */
+export function runWatchJob(run: WatchRun, s: WatchSettings, found: Found, stage: JobStage): Promise<WatchOutcome> {
+  return new Watch(run, { ...s, slurm: undefined }).job(found, stage);
 }
 
 /** Runs a watch until it is stopped (or, with `once`, over what is complete now). */
