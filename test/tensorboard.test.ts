@@ -5,17 +5,19 @@
  * already written — read back through the real TensorBoard's HTTP API: every point at its
  * step, the values results.json's trend holds, none twice.
  */
-import { appendFileSync, readdirSync, readFileSync, truncateSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REPO_ROOT } from '../src/embedded.ts';
 import { EVENTS_FILE, tensorboardRuns, writeTensorboard } from '../src/report/trend-tensorboard.ts';
-import type { TrendPoint } from '../src/report/trend.ts';
+import { TREND_PROBES, type TrendPoint } from '../src/report/trend.ts';
 import { crc32c } from '../src/tensorboard/crc32c.ts';
 import { encodeEvent } from '../src/tensorboard/event.ts';
 import { updateEventsFile } from '../src/tensorboard/events-file.ts';
 import { maskedCrc } from '../src/tensorboard/record.ts';
+import { runProbe, runProbeKilledAfter } from './helpers/cli.ts';
 import { tempDir } from './helpers/paths.ts';
-import { decodeEvents, pythonSerialized, skipWithoutTensorboard } from './helpers/tensorboard.ts';
+import { decodeEvents, pythonSerialized, type ServedTensorboard, serveTensorboard, skipWithoutTensorboard } from './helpers/tensorboard.ts';
 
 describe('the events file encoding', () => {
   it('CRC-32C has the standard check value, and the mask is TensorFlow’s', () => {
@@ -123,4 +125,130 @@ describe.skipIf(skipWithoutTensorboard)('the events file, read back by TensorBoa
     expect(updateEventsFile(file, earlier)).toBe('rewritten');
     expect(decodeEvents(file).map((e) => e.step)).toEqual([0, 0, 1, 2]);
   });
+});
+
+const LADDER = join(REPO_ROOT, '..', 'shared', 'agentic-ladder');
+
+interface Results {
+  trend: TrendPoint[];
+}
+
+type Scalars = Array<[number, number, number]>;
+type Shown = Record<string, Record<string, Array<[number, number]>>>;
+
+/** Runs and tags in name order, so two views compare as text whatever order they were gathered in. */
+const sorted = (view: Shown): Shown =>
+  Object.fromEntries(
+    Object.keys(view)
+      .sort()
+      .map((r) => [
+        r,
+        Object.fromEntries(
+          Object.keys(view[r]!)
+            .sort()
+            .map((tag) => [tag, view[r]![tag]!]),
+        ),
+      ]),
+  );
+
+describe.skipIf(skipWithoutTensorboard)('probe watch --tensorboard, read through the real TensorBoard', () => {
+  let served: ServedTensorboard | undefined;
+  afterAll(async () => {
+    await served?.stop();
+  });
+
+  it('holds every point of the trend at its step, none twice, across a kill, a resume and a checkpoint landing late', async () => {
+    const root = tempDir();
+    const [watched, run, board] = [join(root, 'ckpts'), join(root, 'watch'), join(root, 'tb')];
+    mkdirSync(watched);
+    mkdirSync(board);
+    writeFileSync(join(board, 'notes.txt'), 'not ours'); // nothing else in DIR is touched
+    const land = (name: string) => symlinkSync(join(LADDER, name), join(watched, name));
+    const args = ['watch', watched, '--out', run, '--tensorboard', board, '--once', '--settle', '0', '--no-cache'];
+    args.push(
+      '--probes',
+      join(REPO_ROOT, 'probes', 'demo.jsonl'),
+      '--limit',
+      '3',
+      '--code',
+      join(REPO_ROOT, 'verifiers', 'api__pagination-5'),
+    );
+    args.push('-n', '0', '--asap-runs', '0');
+    const file = (series: string) => join(board, series, EVENTS_FILE);
+
+    /** What TensorBoard serves of every probe tag: run → tag → [step, value]. */
+    const shown = async (tb: ServedTensorboard) => {
+      const tags = await tb.get<Record<string, Record<string, unknown>>>('data/plugin/scalars/tags');
+      const out: Shown = {};
+      for (const [r, byTag] of Object.entries(tags))
+        for (const tag of Object.keys(byTag)) {
+          const points = await tb.get<Scalars>(`data/plugin/scalars/scalars?run=${encodeURIComponent(r)}&tag=${encodeURIComponent(tag)}`);
+          (out[r] ??= {})[tag] = points.map(([, step, value]) => [step, value]);
+        }
+      return sorted(out);
+    };
+    /** The same from results.json's trend, as TensorBoard keeps a value: a 32-bit float. */
+    const expected = () => {
+      const { trend } = JSON.parse(readFileSync(join(run, 'results.json'), 'utf8')) as Results;
+      const out: Shown = {};
+      for (const p of trend)
+        for (const { key } of TREND_PROBES) {
+          const v = p.values[key];
+          if (!v) continue;
+          const add = (tag: string, x: number | null) => x !== null && ((out[p.series] ??= {})[tag] ??= []).push([p.step, Math.fround(x)]);
+          add(`probe/${key}`, v.value);
+          add(`probe/${key}/low`, v.low);
+          add(`probe/${key}/high`, v.high);
+        }
+      return sorted(out);
+    };
+    const agrees = async (tb: ServedTensorboard, timeoutMs = 60_000) => {
+      const want = expected();
+      const started = Date.now();
+      let got = await shown(tb);
+      while (JSON.stringify(got) !== JSON.stringify(want) && Date.now() - started < timeoutMs) {
+        await new Promise((r) => setTimeout(r, 500));
+        got = await shown(tb);
+      }
+      expect(got).toEqual(want);
+    };
+
+    // Killed right after the second checkpoint's cheap rungs were recorded: the first is in its file, the second not yet.
+    for (const name of ['agentmix-mix25-s250', 'agentmix-mix25-s500', 'agentmix-mix0-s800']) land(name);
+    runProbeKilledAfter(args, 'watch.jsonl:3', 120_000);
+    expect(decodeEvents(file('agentmix-mix25')).map((e) => e.step)).toEqual([0, 250, 250, 250]);
+
+    // A TensorBoard tailing the file while the watch resumes sees the rest appended, nothing twice.
+    served = await serveTensorboard(board);
+    const resumed = runProbe(args, {}, 120_000);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(resumed.stderr).not.toMatch(/rewrote/);
+    await agrees(served);
+    const got = await shown(served);
+    expect(Object.keys(got).sort()).toEqual(['agentmix-mix0', 'agentmix-mix25']);
+    expect(got['agentmix-mix25']!['probe/bpb']!.map(([step]) => step)).toEqual([250, 500]);
+    expect(got['agentmix-mix0']!['probe/code_bpb']!.map(([step]) => step)).toEqual([800]);
+    expect(Object.keys(got['agentmix-mix25']!).sort()).toEqual(Object.keys(expected()['agentmix-mix25']!).sort());
+
+    // A checkpoint at an earlier step lands late: its run's file is rewritten in step order, which a TensorBoard
+    // already reading it does not follow (it keeps its place in the replaced file) — a fresh one shows it whole.
+    land('agentmix-mix25-s100');
+    const late = runProbe(args, {}, 120_000);
+    expect(late.code, late.stderr).toBe(0);
+    expect(late.stderr).toMatch(/rewrote .*agentmix-mix25's events/);
+    await served.stop();
+    served = await serveTensorboard(board);
+    await agrees(served);
+    expect((await shown(served))['agentmix-mix25']!['probe/bpb']!.map(([step]) => step)).toEqual([100, 250, 500]);
+
+    // Written again on every start, the same bytes: a torn tail is made whole, an intact file left as it is.
+    const before = { a: readFileSync(file('agentmix-mix25')), b: readFileSync(file('agentmix-mix0')) };
+    truncateSync(file('agentmix-mix0'), before.b.length - 5);
+    const again = runProbe(args, {}, 120_000);
+    expect(again.code, again.stderr).toBe(0);
+    expect(readFileSync(file('agentmix-mix25'))).toEqual(before.a);
+    expect(readFileSync(file('agentmix-mix0'))).toEqual(before.b);
+    expect(readdirSync(board).sort()).toEqual(['agentmix-mix0', 'agentmix-mix25', 'notes.txt']);
+    for (const series of ['agentmix-mix0', 'agentmix-mix25']) expect(readdirSync(join(board, series))).toEqual([EVENTS_FILE]);
+  }, 480_000);
 });

@@ -35,6 +35,7 @@ interface WatchFlags extends HttpFlags, BosFlags, CheckpointFlags, RungFlags {
   every: number;
   move: string;
   code: string;
+  tensorboard?: string;
 }
 
 /** `--move`: bits per byte, or `off`. */
@@ -95,7 +96,11 @@ export function watchCommand(): Command {
               '--probes <file|dir>',
               'probe items (.jsonl file or a directory of them); default: the shipped demo probes (probes/demo.jsonl)',
             )
-            .option('--limit <n>', 'use only the first N probe items', positiveInteger),
+            .option('--limit <n>', 'use only the first N probe items', positiveInteger)
+            .option(
+              '--tensorboard <dir>',
+              'also write the trend as TensorBoard scalars: one run per training run under DIR, tags probe/<probe>[/low|/high] by training step',
+            ),
           [
             ['code', { help: 'plain held-out code for general code BPB, the baseline' }],
             'tasks',
@@ -133,6 +138,7 @@ export function watchCommand(): Command {
         once: Boolean(flags.once),
         rule: { every: flags.every, move: moveThreshold(flags.move) },
         code: flags.code,
+        tensorboard: flags.tensorboard,
       };
       const source = flags.probes ?? EMBEDDED_SAMPLING_PROBES;
       let items = loadProbeItems(source);
