@@ -71,7 +71,7 @@ describe('src/ imports', () => {
     expect(outside.map((i) => `${i.from} → ${i.specifier}`)).toEqual([]);
   });
 
-  it('the layers below the pipeline (backends, engines, sandbox, slurm, settings, formats, stats, util, schema) import none above it', () => {
+  it('the layers below the pipeline (backends, engines, sandbox, slurm, settings, formats, stats, util, schema, tensorboard) import none above it', () => {
     const above = new Set([
       'cli',
       'pipeline',
@@ -88,7 +88,7 @@ describe('src/ imports', () => {
       'trajectories',
       'watch',
     ]);
-    const low = new Set(['backends', 'engines', 'sandbox', 'slurm', 'settings', 'formats', 'stats', 'util', 'schema']);
+    const low = new Set(['backends', 'engines', 'sandbox', 'slurm', 'settings', 'formats', 'stats', 'util', 'schema', 'tensorboard']);
     expect(local.filter((i) => low.has(folder(i.from)) && above.has(folder(i.to))).map((i) => `${i.from} → ${i.to}`)).toEqual([]);
   });
 

@@ -45,6 +45,7 @@ interface WatchFlags extends HttpFlags, BosFlags, CheckpointFlags, RungFlags {
   every: number;
   move: string;
   code: string;
+  tensorboard?: string;
 }
 
 /** `--move`: bits per byte, or `off`. */
@@ -113,6 +114,10 @@ export function watchCommand(): Command {
             )
             .option('--limit <n>', 'use only the first N probe items', positiveInteger)
             .option(
+              '--tensorboard <dir>',
+              'also write the trend as TensorBoard scalars: one run per training run under DIR, tags probe/<probe>[/low|/high] by training step',
+            )
+            .option(
               '--slurm',
               'score each checkpoint in Slurm jobs (sbatch), the engine starting inside the job; probe submits and reads back, Slurm schedules',
             )
@@ -178,6 +183,7 @@ export function watchCommand(): Command {
               command: [process.execPath, ...process.execArgv, process.argv[1]!, ...process.argv.slice(2)],
             }
           : undefined,
+        tensorboard: flags.tensorboard,
       };
       const source = flags.probes ?? EMBEDDED_SAMPLING_PROBES;
       let items = loadProbeItems(source);

@@ -113,6 +113,11 @@ export class WatchLog {
     });
   }
 
+  /** When each checkpoint's cheap rungs finished, by checkpoint: the time its points carry (TensorBoard's wall time), the same on every rewrite. */
+  cheapTimes(): Map<string, string> {
+    return new Map(this.order.map((k) => [this.byKey.get(k)!.cheap!.checkpoint, this.byKey.get(k)!.cheap!.at]));
+  }
+
   /** Checkpoints fully scored, and those with cheap scores only so far (a watch stopped part-way through them). */
   counts(): { scored: number; partly: number } {
     const states = [...this.byKey.values()];

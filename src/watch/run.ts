@@ -26,7 +26,9 @@ import type { McqResult } from '../probes/mcq.ts';
 import type { PasskResult } from '../probes/passk.ts';
 import { formatTrendValue, trendPoints, type TrendPoint } from '../report/trend.ts';
 import { trendChart } from '../report/trend-svg.ts';
+import { writeTensorboard } from '../report/trend-tensorboard.ts';
 import type { LoadedTask } from '../schema/task.ts';
+import { ensureOutputDir } from '../store/output-path.ts';
 import { checkpointRecords, type RunDir } from '../store/run-dir.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { interruptedBy } from '../util/interrupt.ts';
@@ -52,6 +54,8 @@ export interface WatchSettings extends RungSettings, CodeBpbSettings {
   rule: HeavyRule;
   /** Score each checkpoint in Slurm jobs instead of in this process (slurm-dispatch.ts). */
   slurm?: SlurmSettings | undefined;
+  /** Where to write the trend as TensorBoard scalars (decides no number: not in watchConfig). */
+  tensorboard?: string | undefined;
 }
 
 /** `probe watch`'s defaults: the rungs', pass@K and ASAP on the first checkpoint of a run, every 4th after it and any whose BPB moved by 0.25 bits/byte. */
@@ -148,6 +152,7 @@ export class Watch {
     this.passkRun = { items: passkRunItems(run.items, s, tasks), tasks, pools: passkSandboxes() };
     this.asapTasks = asapTasksOf(run.items, s);
     checkReferences(s, this.asapTasks);
+    if (s.tensorboard) ensureOutputDir(s.tensorboard, '--tensorboard');
     this.dispatch = s.slurm && new SlurmDispatch(this.side(), s.slurm);
   }
 
@@ -478,13 +483,27 @@ export class Watch {
       join(this.run.dir.dir, 'trend.svg'),
       `${trendChart(`Agentic potential against training step (${basename(this.run.dir.dir)})`, trend)}\n`,
     );
+    if (this.s.tensorboard) this.writeTensorboard(trend);
     return trend;
+  }
+
+  /** The trend into --tensorboard's events files, one TensorBoard run per training run. */
+  private writeTensorboard(trend: TrendPoint[]): void {
+    const at = this.log.cheapTimes();
+    const updates = writeTensorboard(this.s.tensorboard!, trend, (p) => Date.parse(at.get(p.checkpoint)!) / 1000);
+    for (const [run, update] of updates)
+      if (update === 'rewritten')
+        // A TensorBoard reading the file keeps its place in the old one: it shows the rewrite once restarted.
+        say(
+          this.run,
+          `watch: rewrote ${join(this.s.tensorboard!, run)}'s events (a point landed before ones written); restart a TensorBoard showing it`,
+        );
   }
 }
 
 /** A Slurm job of a watch (`--job FILE --job-stage STAGE`): one checkpoint's stage, into the job's run directory. */
 export function runWatchJob(run: WatchRun, s: WatchSettings, found: Found, stage: JobStage): Promise<WatchOutcome> {
-  return new Watch(run, { ...s, slurm: undefined }).job(found, stage);
+  return new Watch(run, { ...s, slurm: undefined, tensorboard: undefined }).job(found, stage);
 }
 
 /** Runs a watch until it is stopped (or, with `once`, over what is complete now). */
