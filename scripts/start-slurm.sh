@@ -15,7 +15,9 @@
 #
 # This is a test cluster: no accounting database (probe reads job state with squeue and
 # scontrol, never sacct), SlurmUser=root, no cgroups (proctrack/linuxproc, task/none: they
-# work inside containers and gVisor, where cgroup plugins do not).
+# work inside containers and gVisor, where cgroup plugins do not). Three partitions on the
+# one node: debug (the default), and scavenger and urgent, where a job in urgent pre-empts
+# (cancels) one in scavenger, for the test of a pre-empted job.
 set -euo pipefail
 
 fail() {
@@ -46,7 +48,10 @@ running() {
 # The node answers and takes jobs: nothing to do. (The controller keeps a node idle for
 # SlurmdTimeout after its slurmd died, so slurmd itself is checked too.)
 # sinfo is asked only where slurmctld runs: with none, it retries for 10 s before failing.
-if running slurmctld /run/slurm/slurmctld.pid && running slurmd /run/slurm/slurmd.pid; then
+# A cluster started by an older version of this script (another slurm.conf) is configured again.
+CONF_VERSION="probe start-slurm.sh conf 2"
+if running slurmctld /run/slurm/slurmctld.pid && running slurmd /run/slurm/slurmd.pid &&
+  grep -qF "$CONF_VERSION" /etc/slurm/slurm.conf 2>/dev/null; then
   case "$(node_state)" in
     idle | mix | alloc)
       echo "slurm is already up (node $node $(node_state))"
@@ -92,7 +97,7 @@ mem_per_cpu=$((memory_mb / cpus))
 
 mkdir -p /etc/slurm /var/spool/slurmctld /var/spool/slurmd /var/log/slurm /run/slurm
 cat >/etc/slurm/slurm.conf <<EOF
-# Written by probe's scripts/start-slurm.sh: a one-node test cluster.
+# Written by probe's scripts/start-slurm.sh: a one-node test cluster ($CONF_VERSION).
 ClusterName=probe
 SlurmctldHost=$node
 SlurmUser=root
@@ -123,8 +128,15 @@ ReturnToService=2
 MinJobAge=600
 SlurmctldTimeout=30
 SlurmdTimeout=30
+# Pre-emption by partition priority, for the test of a pre-empted job (test/slurm.test.ts): a
+# job in partition urgent cancels (PREEMPTED) jobs in partition scavenger whose CPUs it
+# needs. Jobs in debug, where every other test runs, are never pre-empted.
+PreemptType=preempt/partition_prio
+PreemptMode=CANCEL
 NodeName=$node CPUs=$cpus RealMemory=$memory_mb State=UNKNOWN
-PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
+PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=OFF
+PartitionName=scavenger Nodes=$node MaxTime=INFINITE State=UP PriorityTier=1 PreemptMode=CANCEL
+PartitionName=urgent Nodes=$node MaxTime=INFINITE State=UP PriorityTier=2 PreemptMode=OFF
 EOF
 
 # --- the daemons -------------------------------------------------------------------------

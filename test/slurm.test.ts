@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { InputError } from '../src/errors.ts';
 import { runSlurm, SlurmCommandError } from '../src/slurm/command.ts';
 import { cancelJob, jobStates, SlurmSubmitError, shellQuote, submitJob } from '../src/slurm/jobs.ts';
-import { parseScontrolJob, parseSqueue } from '../src/slurm/state.ts';
+import { isFinalState, parseScontrolJob, parseSqueue } from '../src/slurm/state.ts';
 import { skipWithoutSlurm, waitForEnd, waitForJob } from './helpers/slurm.ts';
 
 describe('reading Slurm answers', () => {
@@ -95,6 +95,23 @@ describe.skipIf(skipWithoutSlurm)('a real Slurm cluster', () => {
     expect(await waitForEnd(id, 30_000)).toMatchObject({ known: true, state: 'CANCELLED' });
     await cancelJob(id);
   });
+
+  it('a job past its --time ends TIMEOUT, one of the ends a watch submits again (the controller enforces the limit, probe only reads it)', async () => {
+    const id = await submit({ name: 'overruns', argv: ['sleep', '600'], sbatchArgs: ['--time=1'] });
+    // Slurm's smallest limit is a minute; the controller sees it passed within its 30 s check, then signals the job.
+    const end = await waitForEnd(id, 240_000);
+    expect(end).toMatchObject({ known: true, state: 'TIMEOUT' });
+    expect(isFinalState((end as { state: string }).state)).toBe(true);
+  }, 250_000);
+
+  it('a job pre-empted by a higher-priority one ends PREEMPTED, not requeued under its id (--no-requeue), and its user options still reach sbatch', async () => {
+    // start-slurm.sh's partitions: urgent pre-empts scavenger (debug, where the other tests run, never).
+    const victim = await submit({ name: 'preempted', argv: ['sleep', '600'], sbatchArgs: ['--partition=scavenger'] });
+    await waitForJob(victim, (s) => s.known && s.state === 'RUNNING', 60_000);
+    const urgent = await submit({ name: 'urgent', argv: ['true'], sbatchArgs: ['--partition=urgent', '--exclusive'] });
+    expect(await waitForEnd(victim, 120_000)).toMatchObject({ known: true, state: 'PREEMPTED' });
+    expect(await waitForEnd(urgent, 120_000)).toMatchObject({ known: true, state: 'COMPLETED', exitCode: 0 });
+  }, 250_000);
 
   it.skipIf(cpus().length < 2)('1-CPU jobs run side by side', async () => {
     const ids = [await submit({ name: 'side-a', argv: ['sleep', '60'] }), await submit({ name: 'side-b', argv: ['sleep', '60'] })];
