@@ -161,7 +161,7 @@ export class Watch {
     return {
       runDir: this.run.dir.dir,
       log: this.log,
-      heavyWanted: this.s.n > 0 || (this.s.asapRuns > 0 && this.asapTasks.length > 0),
+      heavyWanted: this.heavyRungNames().length > 0,
       open: (found) => this.open(found),
       decide: (series, bpb) => this.decide(series, bpb),
       recordScored: (found, checkpoint, heavy) => this.recordScored(found, checkpoint, heavy),
@@ -427,12 +427,20 @@ export class Watch {
     return decideHeavy(before, { bpb }, this.s.rule);
   }
 
+  /** The rungs past the cheap ones that this watch runs at all (`-n 0`, `--asap-runs 0` leave them out). */
+  private heavyRungNames(): string[] {
+    return [...(this.s.n > 0 ? ['pass@K'] : []), ...(this.s.asapRuns > 0 && this.asapTasks.length > 0 ? ['ASAP'] : [])];
+  }
+
   private decided(event: CheapEvent): void {
     this.log.append(event);
-    say(
-      this.run,
-      `watch: ${basename(event.entry)}: ${event.heavy.heavy ? 'pass@K and ASAP too' : 'cheap rungs only'} — ${event.heavy.reason}`,
-    );
+    // The decision is recorded as the rule made it (later checkpoints count from it); what is said is what will run.
+    const rungs = this.heavyRungNames();
+    const said =
+      event.heavy.heavy && rungs.length
+        ? `${rungs.join(' and ')} too — ${event.heavy.reason}`
+        : `cheap rungs only — ${rungs.length ? event.heavy.reason : '-n 0 and --asap-runs 0'}`;
+    say(this.run, `watch: ${basename(event.entry)}: ${said}`);
   }
 
   /** pass@K on the checkpoint: its result, or undefined where it failed (recorded). */
