@@ -78,6 +78,6 @@ export function writeStepEvents(
     const m = OWN_FILE.exec(name);
     return m && m[2] === verb ? [Number(m[1])] : [];
   });
-  writeFileAtomic(file, stepEvents(step, scalars, wallTime));
+  writeFileAtomic(file, stepEvents(step, scalars, wallTime), { tmpStem: `.probe-${verb}-${step}` });
   return { file, replaced: steps.includes(step), later: steps.filter((s) => s > step).sort((a, b) => a - b) };
 }
