@@ -136,15 +136,21 @@ describe.skipIf(skipWithoutTensorboard)('probe bpb and mcq --tensorboard, read t
     await agrees(served);
     for (const tag of Object.keys(want)) expect(want[tag]!.map(([step]) => step)).toEqual([250, 800]);
 
+    // An eval hook's usual case: a point after those read, picked up by the running TensorBoard (--step overrides the name's 100).
+    const next = runProbe(verbArgs('bpb', ckpt(100), board, ['--step', '900']));
+    expect(next.stderr).not.toMatch(/lands before|replaced/);
+    expect_('bpb', next, 900);
+    await agrees(served);
+
     // The caveat (docs/watch.md): a point landing before steps a running TensorBoard has read is said, and a
     // restarted TensorBoard shows every point in step order.
     const late = runProbe(verbArgs('bpb', ckpt(100), board));
-    expect(late.stderr).toMatch(/step 100 lands before steps already written \(250, 800\); a TensorBoard already reading/);
+    expect(late.stderr).toMatch(/step 100 lands before steps already written \(250, 800, 900\); a TensorBoard already reading/);
     expect_('bpb', late, 100);
     await served.stop();
     served = await serveTensorboard(board);
     await agrees(served);
-    expect((await shown(served))['probe/bpb']!.map(([step]) => step)).toEqual([100, 250, 800]);
+    expect((await shown(served))['probe/bpb']!.map(([step]) => step)).toEqual([100, 250, 800, 900]);
   }, 300_000);
 });
 
