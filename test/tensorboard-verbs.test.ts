@@ -1,5 +1,5 @@
 /**
- * `probe bpb|mcq --tensorboard DIR [--step N]`, a trainer's eval hook's way to put a
+ * `probe bpb|mcq|passk --tensorboard DIR [--step N]`, a trainer's eval hook's way to put a
  * checkpoint's scores beside its loss curve: the real CLI on two checkpoints of the agentic
  * ladder filed as one training run, scored out of order (the later step first) and one of
  * them again, read back through the real TensorBoard's HTTP API — every point at its step,
@@ -13,7 +13,9 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
 import type { BpbResult } from '../src/probes/bpb.ts';
 import type { McqResult } from '../src/probes/mcq.ts';
+import type { PasskResult } from '../src/probes/passk.ts';
 import { type ScoringVerb, stepEventsFile, stepScalars } from '../src/report/step-tensorboard.ts';
+import { bwrapUp } from './helpers/bwrap.ts';
 import { type CliRun, expectOneLineError, runProbe } from './helpers/cli.ts';
 import { tempDir } from './helpers/paths.ts';
 import { type ServedTensorboard, serveTensorboard, skipWithoutTensorboard } from './helpers/tensorboard.ts';
@@ -55,9 +57,9 @@ const verbArgs = (verb: ScoringVerb, ckpt: string, board: string, extra: string[
   ...extra,
 ];
 
-function scored(run: CliRun): { results: Array<BpbResult | McqResult> } {
+function scored(run: CliRun): { results: Array<BpbResult | McqResult | PasskResult> } {
   expect(run.code, run.stderr).toBe(0);
-  return JSON.parse(run.stdout) as { results: Array<BpbResult | McqResult> };
+  return JSON.parse(run.stdout) as { results: Array<BpbResult | McqResult | PasskResult> };
 }
 
 describe.skipIf(skipWithoutTensorboard)('probe bpb and mcq --tensorboard, read through the real TensorBoard', () => {
@@ -72,7 +74,12 @@ describe.skipIf(skipWithoutTensorboard)('probe bpb and mcq --tensorboard, read t
     const want: Shown = {};
     const expect_ = (verb: ScoringVerb, run: CliRun, step: number) => {
       const [result] = scored(run).results;
-      const headline = verb === 'bpb' ? (result as BpbResult).bpb : (result as McqResult).acc_norm!;
+      const headline =
+        verb === 'bpb'
+          ? (result as BpbResult).bpb
+          : verb === 'mcq'
+            ? (result as McqResult).acc_norm!
+            : (result as PasskResult).pass_at['1']!;
       const scalars = stepScalars(verb, { checkpoint: result!.checkpoint, [verb]: result }, step);
       // The value is the verb's own headline number (bits per byte, acc_norm), to float32.
       expect(Math.fround(scalars[0]!.value)).toBe(Math.fround(headline));
@@ -88,6 +95,11 @@ describe.skipIf(skipWithoutTensorboard)('probe bpb and mcq --tensorboard, read t
       const run = runProbe(verbArgs(verb, ckpt(800), board));
       expect_(verb, run, 800);
     }
+    // pass@1 where the local jail its samples run in can be made (its own probe set: the shipped sampling one).
+    if (bwrapUp) {
+      const passk = ['passk', '--ckpt', ckpt(800), '--limit', '2', '-n', '2', '--max-tokens', '32', '--no-cache'];
+      expect_('passk', runProbe([...passk, '--tensorboard', board, '--json']), 800);
+    }
     // Then the earlier one, --step given; then bpb of it again: its file is replaced, not added to.
     const early = runProbe(verbArgs('bpb', ckpt(250), board, ['--step', '250']));
     expect(early.stderr).toMatch(/step 250 lands before steps already written \(800\)/);
@@ -101,7 +113,13 @@ describe.skipIf(skipWithoutTensorboard)('probe bpb and mcq --tensorboard, read t
     expect(readdirSync(board).sort()).toEqual(['notes.txt', 'run-7']);
     expect(readFileSync(join(board, 'notes.txt'), 'utf8')).toBe('not ours');
     expect(readdirSync(join(board, 'run-7')).sort()).toEqual(
-      [stepEventsFile(250, 'bpb'), stepEventsFile(250, 'mcq'), stepEventsFile(800, 'bpb'), stepEventsFile(800, 'mcq')].sort(),
+      [
+        stepEventsFile(250, 'bpb'),
+        stepEventsFile(250, 'mcq'),
+        stepEventsFile(800, 'bpb'),
+        stepEventsFile(800, 'mcq'),
+        ...(bwrapUp ? [stepEventsFile(800, 'passk')] : []),
+      ].sort(),
     );
 
     /** What TensorBoard serves of run-7's tags: tag → [step, value]. */
@@ -134,7 +152,8 @@ describe.skipIf(skipWithoutTensorboard)('probe bpb and mcq --tensorboard, read t
 
     served = await serveTensorboard(board);
     await agrees(served);
-    for (const tag of Object.keys(want)) expect(want[tag]!.map(([step]) => step)).toEqual([250, 800]);
+    for (const tag of Object.keys(want))
+      expect(want[tag]!.map(([step]) => step)).toEqual(tag.startsWith('probe/passk') ? [800] : [250, 800]);
 
     // An eval hook's usual case: a point after those read, picked up by the running TensorBoard (--step overrides the name's 100).
     const next = runProbe(verbArgs('bpb', ckpt(100), board, ['--step', '900']));
