@@ -50,12 +50,12 @@ export function tensorboardPlan(
 /** Writes the points (after the verb's results are out) and says where, unless quiet. */
 export function writeTensorboardPoints(board: VerbTensorboard | undefined, scores: readonly VerbScores[], quiet: boolean): void {
   if (!board) return;
-  for (const { checkpoint, step, tags, write } of writeVerbTensorboard(board, scores)) {
+  for (const { checkpoint, step, source, tags, write } of writeVerbTensorboard(board, scores)) {
     if (!write) {
       process.stderr.write(`TensorBoard: no point for ${checkpoint} at step ${step}: its score is not a finite number\n`);
       continue;
     }
-    if (!quiet) process.stderr.write(`TensorBoard: ${tags.join(', ')} at step ${step} in ${write.file}\n`);
+    if (!quiet) process.stderr.write(`TensorBoard: ${tags.join(', ')} at step ${step} (${source}) in ${write.file}\n`);
     // What a TensorBoard already reading the run makes of it (docs/watch.md, "From the scoring verbs"): said even with --json.
     if (write.replaced)
       process.stderr.write(

@@ -101,6 +101,8 @@ export function planVerbTensorboard(s: VerbTensorboardSettings, verb: ScoringVer
 export interface PointWritten {
   checkpoint: string;
   step: number;
+  /** Where the step came from (PointPlace.source): said, as the watch says it, for when it surprises. */
+  source: string;
   tags: string[];
   /** Absent where the score is no finite number (an infinite BPB): no point. */
   write?: StepWrite;
@@ -118,12 +120,12 @@ export function writeVerbTensorboard(board: VerbTensorboard, scores: readonly Ve
     if (!place) continue;
     const scalars = stepScalars(board.verb, s, place.step);
     if (scalars.length === 0) {
-      written.push({ checkpoint: s.checkpoint, step: place.step, tags: [] });
+      written.push({ checkpoint: s.checkpoint, step: place.step, source: place.source, tags: [] });
       continue;
     }
     try {
       const write = writeStepEvents(board.dir, place.run, board.verb, place.step, scalars, now / 1000);
-      written.push({ checkpoint: s.checkpoint, write, step: place.step, tags: scalars.map((x) => x.tag) });
+      written.push({ checkpoint: s.checkpoint, write, step: place.step, source: place.source, tags: scalars.map((x) => x.tag) });
     } catch (error) {
       throw new EnvironmentError(
         `--tensorboard ${board.dir}: cannot write ${s.checkpoint}'s point (run ${place.run}, step ${place.step}): ${systemReason(error)}; the results are complete without it`,
