@@ -30,6 +30,9 @@ export const timeoutSeconds = numberParser(
 
 export const nonNegativeInteger = numberParser((n) => Number.isInteger(n) && n >= 0, 'expected a whole number ≥ 0');
 
+/** A training step: a whole number ≥ 0 that an event's int64 step holds exactly (a safe integer). */
+export const trainingStep = numberParser((n) => Number.isSafeInteger(n) && n >= 0, 'expected a training step: a whole number ≥ 0');
+
 /** Seeds: any safe integer (derived seeds hash it, so sign does not matter; a fraction or NaN would). */
 export const integer = numberParser(Number.isSafeInteger, 'expected a whole number');
 

@@ -7,17 +7,21 @@ import { rankedWithTies } from '../stats/ties.ts';
 import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
 import { reportFailures } from '../pipeline/failures.ts';
+import { addTensorboardOptions, type TensorboardFlags, tensorboardPlan, writeTensorboardPoints } from './tensorboard-options.ts';
 
 export function bpbCommand(): Command {
-  return addScoringOptions(
-    new Command('bpb').description("Bits per byte of each probe's gold decisive action given its context (lower is better)."),
+  return addTensorboardOptions(
+    addScoringOptions(
+      new Command('bpb').description("Bits per byte of each probe's gold decisive action given its context (lower is better)."),
+    ),
   )
     .addHelpText(
       'after',
-      '\nExample:\n  probe bpb --ckpt checkpoints/ngram-prose checkpoints/ngram-agent --probes probes/ --out runs/bpb-ladder --json\n  probe bpb --ckpt /ckpts/llama-2-7b-onnx --bos never   # no BOS, as lm-evaluation-harness by default',
+      '\nExample:\n  probe bpb --ckpt checkpoints/ngram-prose checkpoints/ngram-agent --probes probes/ --out runs/bpb-ladder --json\n  probe bpb --ckpt /ckpts/llama-2-7b-onnx --bos never   # no BOS, as lm-evaluation-harness by default\n  probe bpb --ckpt /ckpts/run-7/step-4000 --probes probes/ --tensorboard tb/ --step 4000   # beside the loss curve',
     )
-    .action(async (flags: ScoringFlags) => {
+    .action(async (flags: ScoringFlags & TensorboardFlags) => {
       const run = prepareScoringRun(flags, 'bpb', { config: {}, scores: true });
+      const board = tensorboardPlan(flags, 'bpb', run.checkpoints);
       const { results, failures } = await scoreCheckpoints<Awaited<ReturnType<typeof scoreBpb>>, BpbItem>(
         run,
         'bpb',
@@ -59,5 +63,10 @@ export function bpbCommand(): Command {
         ranking,
         ...errors,
       });
+      writeTensorboardPoints(
+        board,
+        results.map((r) => ({ checkpoint: r.checkpoint, bpb: r })),
+        run.quiet,
+      );
     });
 }

@@ -11,26 +11,29 @@ import { integer } from './args.ts';
 import { scoreCheckpoints } from '../pipeline/checkpoint-loop.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
 import { reportFailures } from '../pipeline/failures.ts';
+import { addTensorboardOptions, type TensorboardFlags, tensorboardPlan, writeTensorboardPoints } from './tensorboard-options.ts';
 
 /** What to do about items with too few distractors: a real trajectory's own near misses are often fewer than three. */
 const FEWER_DISTRACTORS_HINT =
   'the verifier rejected too few near misses; rebuild with probe build --distractor-ckpt DIR to add candidates sampled from a checkpoint at T*';
 
-interface McqFlags extends ScoringFlags {
+interface McqFlags extends ScoringFlags, TensorboardFlags {
   style: McqStyle;
   seed: number;
 }
 
 export function mcqCommand(): Command {
-  return addScoringOptions(
-    new Command('mcq')
-      .description('Patch MCQ: does the checkpoint prefer the gold action over distractors the verifier rejects?')
-      .addOption(
-        new Option('--style <style>', 'likelihood scoring or a generated letter (APTBench style)')
-          .choices(['likelihood', 'letter'])
-          .default('likelihood'),
-      )
-      .option('--seed <n>', 'shuffles the option order of --style letter', integer, 0),
+  return addTensorboardOptions(
+    addScoringOptions(
+      new Command('mcq')
+        .description('Patch MCQ: does the checkpoint prefer the gold action over distractors the verifier rejects?')
+        .addOption(
+          new Option('--style <style>', 'likelihood scoring or a generated letter (APTBench style)')
+            .choices(['likelihood', 'letter'])
+            .default('likelihood'),
+        )
+        .option('--seed <n>', 'shuffles the option order of --style letter', integer, 0),
+    ),
   )
     .addHelpText('after', '\nExample:\n  probe mcq --ckpt checkpoints/ngram-agent checkpoints/attn-agent --probes probes/demo.jsonl --json')
     .action(async (flags: McqFlags) => {
@@ -41,6 +44,7 @@ export function mcqCommand(): Command {
           { file: flags.probes ?? EMBEDDED_PROBES },
           `none of its ${run.items.length} items has the ${MCQ_MIN_DISTRACTORS} distractors MCQ asks with (${FEWER_DISTRACTORS_HINT})`,
         );
+      const board = tensorboardPlan(flags, 'mcq', run.checkpoints);
       const { results, failures } = await scoreCheckpoints<McqResult, McqItem>(run, 'mcq', (ckpt, backend, hooks) =>
         scoreMcq(ckpt, backend, run.items, flags.style, flags.seed, hooks),
       );
@@ -88,5 +92,10 @@ export function mcqCommand(): Command {
           `${leftOut} of ${run.items.length} items left out: fewer than ${MCQ_MIN_DISTRACTORS} distractors each (${FEWER_DISTRACTORS_HINT})\n`,
         );
       emitResults(run, { results, ranking, ...errors });
+      writeTensorboardPoints(
+        board,
+        results.map((r) => ({ checkpoint: r.checkpoint, mcq: r })),
+        run.quiet,
+      );
     });
 }

@@ -11,31 +11,34 @@ import { loadTasks } from '../verify/load-task.ts';
 import { type PasskRunSettings, runPasskOverCheckpoints } from '../pipeline/passk.ts';
 import { addScoringOptions, emitResults, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
 import { reportFailures } from '../pipeline/failures.ts';
+import { addTensorboardOptions, type TensorboardFlags, tensorboardPlan, writeTensorboardPoints } from './tensorboard-options.ts';
 import { integer, nonNegativeNumber, positiveInteger, probability } from './args.ts';
 import { passAtKs } from '../protocol.ts';
 
-interface PasskFlags extends ScoringFlags, PasskRunSettings {
+interface PasskFlags extends ScoringFlags, PasskRunSettings, TensorboardFlags {
   tasks: string;
 }
 
 export function passkCommand(): Command {
-  return addScoringOptions(
-    new Command('passk')
-      .description("Prefix-conditioned pass@K: sample actions at T*, apply them in a jailed sandbox, let the task's tests decide.")
-      .option('--tasks <dir|file>', "task records of the probes' tasks", join(REPO_ROOT, 'verifiers'))
-      .option('-n, --n <n>', 'samples per item', positiveInteger, PASSK_DEFAULTS.n)
-      .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, PASSK_DEFAULTS.temperature)
-      .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, PASSK_DEFAULTS.topP)
-      .option('--max-tokens <n>', 'tokens per sampled action', positiveInteger, PASSK_DEFAULTS.maxTokens)
-      .option('--seed <n>', 'sampling seed (a whole number)', integer, PASSK_DEFAULTS.seed)
-      .option(
-        '--steps <s>',
-        'a short rollout of S actions (each output shown to the model) instead of one',
-        positiveInteger,
-        PASSK_DEFAULTS.steps,
-      )
-      .addOption(new Option('--sandbox <kind>', 'where sampled actions run (always jailed)').choices([...SANDBOX_KINDS]).default('local'))
-      .option('--concurrency <n>', 'sandboxes per task', positiveInteger, 2),
+  return addTensorboardOptions(
+    addScoringOptions(
+      new Command('passk')
+        .description("Prefix-conditioned pass@K: sample actions at T*, apply them in a jailed sandbox, let the task's tests decide.")
+        .option('--tasks <dir|file>', "task records of the probes' tasks", join(REPO_ROOT, 'verifiers'))
+        .option('-n, --n <n>', 'samples per item', positiveInteger, PASSK_DEFAULTS.n)
+        .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, PASSK_DEFAULTS.temperature)
+        .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, PASSK_DEFAULTS.topP)
+        .option('--max-tokens <n>', 'tokens per sampled action', positiveInteger, PASSK_DEFAULTS.maxTokens)
+        .option('--seed <n>', 'sampling seed (a whole number)', integer, PASSK_DEFAULTS.seed)
+        .option(
+          '--steps <s>',
+          'a short rollout of S actions (each output shown to the model) instead of one',
+          positiveInteger,
+          PASSK_DEFAULTS.steps,
+        )
+        .addOption(new Option('--sandbox <kind>', 'where sampled actions run (always jailed)').choices([...SANDBOX_KINDS]).default('local'))
+        .option('--concurrency <n>', 'sandboxes per task', positiveInteger, 2),
+    ),
   )
     .addHelpText('after', '\nExample:\n  probe passk --ckpt checkpoints/attn-agent --probes probes/demo.jsonl -n 16 --json')
     .action(async (flags: PasskFlags) => {
@@ -59,6 +62,7 @@ export function passkCommand(): Command {
           return all;
         },
       });
+      const board = tensorboardPlan(flags, 'passk', run.checkpoints);
       const { results, failures } = await runPasskOverCheckpoints(run, tasks, {
         n: flags.n,
         steps: flags.steps,
@@ -88,5 +92,10 @@ export function passkCommand(): Command {
           );
       }
       emitResults(run, { results, ...errors });
+      writeTensorboardPoints(
+        board,
+        results.map((r) => ({ checkpoint: r.checkpoint, passk: r })),
+        run.quiet,
+      );
     });
 }

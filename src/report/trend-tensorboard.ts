@@ -17,7 +17,7 @@ import { encodeEvent, FILE_VERSION, type Scalar } from '../tensorboard/event.ts'
 import { type EventsFileUpdate, updateEventsFile } from '../tensorboard/events-file.ts';
 import { tfRecord } from '../tensorboard/record.ts';
 import { idFileName } from '../util/file-name.ts';
-import { TREND_PROBES, type TrendPoint } from './trend.ts';
+import { TREND_PROBES, type TrendPoint, type TrendProbe } from './trend.ts';
 
 /**
  * Fixed, so a rewrite replaces the file rather than adding one beside it (TensorBoard reads
@@ -29,7 +29,7 @@ export const EVENTS_FILE = 'events.out.tfevents.0.probe';
 export const tensorboardTag = (key: string, part?: 'low' | 'high') => `probe/${key}${part ? `/${part}` : ''}`;
 
 /** The scalars of one probe at one point: its value, and its interval where it has one. */
-function scalarsOf(point: TrendPoint, key: (typeof TREND_PROBES)[number]['key']): Scalar[] {
+export function scalarsOf(point: TrendPoint, key: TrendProbe): Scalar[] {
   const v = point.values[key];
   if (!v) return [];
   return [

@@ -84,14 +84,27 @@ export function stepInName(name: string): { step: number; rest: string } | undef
   return { step: scale(last[1]!, last[2]), rest: stem.slice(0, last.index) + stem.slice(last.index + last[0].length) };
 }
 
+/**
+ * The training run of the checkpoint at `path` (an entry of the watched directory
+ * `watched`): its name with the step cut out, or the watched directory's name where what
+ * is left says only "a checkpoint".
+ */
+export function trainingRun(path: string, watched: string): string {
+  const name = basename(path);
+  const rest = (stepInName(name)?.rest ?? name.replace(/\.(gguf|url)$/i, '')).replace(/[-_.]+$/, '').replace(/^[-_.]+/, '');
+  return GENERIC_SERIES.has(rest.toLowerCase()) ? basename(watched) : rest;
+}
+
+/** The step a checkpoint's own files record, else its name says; undefined where neither does. */
+export function trainingStep(path: string): { step: number; source: string } | undefined {
+  const recorded = recordedStep(path);
+  if (recorded) return recorded;
+  const inName = stepInName(basename(path));
+  return inName && { step: inName.step, source: 'the name' };
+}
+
 /** The training position of the checkpoint at `path` (an entry of the watched directory `watched`); undefined where neither its files nor its name say a step. */
 export function trainingPosition(path: string, watched: string): TrainingPosition | undefined {
-  const name = basename(path);
-  const inName = stepInName(name);
-  const recorded = recordedStep(path);
-  const step = recorded?.step ?? inName?.step;
-  if (step === undefined) return undefined;
-  const rest = (inName?.rest ?? name.replace(/\.(gguf|url)$/i, '')).replace(/[-_.]+$/, '').replace(/^[-_.]+/, '');
-  const series = GENERIC_SERIES.has(rest.toLowerCase()) ? basename(watched) : rest;
-  return { step, source: recorded?.source ?? 'the name', series };
+  const at = trainingStep(path);
+  return at && { ...at, series: trainingRun(path, watched) };
 }
