@@ -20,6 +20,7 @@ export function updateEventsFile(file: string, content: Buffer): EventsFileUpdat
       return 'appended';
     }
   }
-  writeFileAtomic(file, content);
+  // The temporary file's name holds no `tfevents`: TensorBoard reads every file named so, and would take one listed mid-write for a second copy.
+  writeFileAtomic(file, content, { tmpStem: '.probe-events' });
   return size === undefined ? 'created' : 'rewritten';
 }
