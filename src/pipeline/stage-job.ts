@@ -1,0 +1,68 @@
+/**
+ * The two files between `probe screen --slurm` and one of its Slurm jobs, in the job's run
+ * directory: `job.json`, the checkpoint it is given (written by the screen before
+ * submitting), and `result.json`, what the job's stage concluded for it — its result, or
+ * the failure it recorded (written by the job when the stage ends). The job's stage is its
+ * `--job-stage` flag and the folder it runs in (`jobs/<stage>/…`).
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { InputError } from '../errors.ts';
+import { writeFileAtomic } from '../util/atomic-file.ts';
+import { readJsonFile } from '../util/safe-tree.ts';
+
+export interface StageJobInput {
+  /** The `--ckpt` argument as the screen resolved it: the job resolves the same, so results carry the same name. */
+  checkpoint: string;
+}
+
+export interface StageJobResult<R = unknown> {
+  checkpoint: string;
+  /** The stage's result for the checkpoint; null where it has none and no failure (an ASAP run with no instance left). */
+  result: R | null;
+  /** A failure the stage recorded (bad input, a server that broke): the checkpoint's failure, as in one process. */
+  failure: { message: string; exit_code: 1 | 2 } | null;
+  /** The ASAP stage: where its episodes are, and the instances they ran on. */
+  asap?: { out: string; instances: number };
+}
+
+export const JOB_INPUT_FILE = 'job.json';
+export const JOB_RESULT_FILE = 'result.json';
+
+export function writeStageJobInput(dir: string, input: StageJobInput): string {
+  const file = join(dir, JOB_INPUT_FILE);
+  writeFileAtomic(file, `${JSON.stringify(input)}\n`);
+  return file;
+}
+
+/** A job's `--job FILE`; anything else is one line naming the file and field. */
+export function readStageJobInput(file: string): StageJobInput {
+  const doc = readJsonFile(file, { what: "a Slurm job's checkpoint" }) as Record<string, unknown> | null;
+  if (typeof doc !== 'object' || doc === null || typeof doc.checkpoint !== 'string' || !doc.checkpoint)
+    throw new InputError({ file, field: 'checkpoint' }, 'expected the checkpoint the job scores, a string');
+  return { checkpoint: doc.checkpoint };
+}
+
+export function writeStageJobResult(dir: string, result: StageJobResult): void {
+  writeFileAtomic(join(dir, JOB_RESULT_FILE), `${JSON.stringify(result, null, 2)}\n`);
+}
+
+/** What the job in `dir` concluded, or undefined where it has not written it (still running, or ended without it). */
+export function readStageJobResult<R>(dir: string): StageJobResult<R> | undefined {
+  const file = join(dir, JOB_RESULT_FILE);
+  if (!existsSync(file)) return undefined;
+  const doc = readJsonFile(file, { what: "a Slurm job's result" }) as Record<string, unknown> | null;
+  const fail = (field: string, expected: string): never => {
+    throw new InputError({ file, field }, `expected ${expected}`);
+  };
+  if (typeof doc !== 'object' || doc === null) return fail('checkpoint', 'a JSON object');
+  if (typeof doc.checkpoint !== 'string') fail('checkpoint', 'a string');
+  if (!('result' in doc) || (doc.result !== null && typeof doc.result !== 'object')) fail('result', 'an object or null');
+  const failure = doc.failure as Record<string, unknown> | null;
+  if (
+    failure !== null &&
+    (typeof failure !== 'object' || typeof failure.message !== 'string' || ![1, 2].includes(failure.exit_code as number))
+  )
+    fail('failure', 'null or { message, exit_code: 1 | 2 }');
+  return doc as unknown as StageJobResult<R>;
+}
