@@ -6,14 +6,14 @@
  * submitting is resumed without submitting any job twice for finished work.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
 import { cancelJob, jobStates } from '../src/slurm/jobs.ts';
 import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { runProbe, runProbeKilledAfter } from './helpers/cli.ts';
-import { PROBE_BIN, tempDir } from './helpers/paths.ts';
+import { copyCheckpoint, PROBE_BIN, tempDir } from './helpers/paths.ts';
 import { skipWithoutSlurm, waitForEnd } from './helpers/slurm.ts';
 
 const CKPTS = ['ngram-prose', 'attn-agent', 'contaminated-agent'].map((n) => join(EMBEDDED_CHECKPOINTS, n));
@@ -64,6 +64,7 @@ const jobLines = (run: string): JobLine[] => {
 interface Screened {
   results: Array<{ checkpoint: string; bpb: number; mcq_acc: number; pass_at: Record<string, number> | null; shortlisted: boolean }>;
   shortlist: string[];
+  errors?: Array<{ file: string | null; field: string | null; message: string }>;
 }
 const screened = (run: string) => JSON.parse(readFileSync(join(run, 'results.json'), 'utf8')) as Screened;
 
@@ -109,22 +110,30 @@ describe.skipIf(skipWithoutSlurm || skipWithoutBwrap)('probe screen --slurm on a
     expect(local.shortlist).toHaveLength(1);
   }, 300_000);
 
-  it("runs each checkpoint's stage as a Slurm job with the user's sbatch options; rows and shortlist equal one process's; run.json's settings too", async () => {
+  it("runs each checkpoint's stage as a Slurm job with the user's sbatch options; rows and shortlist equal one process's; a job's recorded failure is its checkpoint's; run.json's settings equal too", async () => {
     const out = join(root, 'slurm');
-    const run = runProbe(['screen', ...SETTINGS, '--out', out, ...SLURM], {}, 300_000);
-    expect(run.code, run.stderr).toBe(0);
+    // A fourth checkpoint whose graph is cut short: it resolves, then fails to load inside its job (bad input, exit 2), as in one process.
+    const broken = copyCheckpoint(join(EMBEDDED_CHECKPOINTS, 'ngram-agent'));
+    const model = join(broken, 'onnx', 'model.onnx');
+    writeFileSync(model, readFileSync(model).subarray(0, 1000));
+    const run = runProbe(['screen', ...SETTINGS, broken, '--out', out, ...SLURM], {}, 300_000);
+    expect(run.code, run.stderr).toBe(2);
+    // The failed checkpoint has no row; the others' ranks, pass@K and shortlist are one process's without it.
     expect(screened(out).results).toEqual(local.results);
     expect(screened(out).shortlist).toEqual(local.shortlist);
+    expect(screened(out).errors).toEqual([
+      { file: model, field: null, message: expect.stringMatching(/^\S+model\.onnx: not a loadable ONNX model/) },
+    ]);
+    expect(run.stderr).toMatch(/^probe: \S+model\.onnx: not a loadable ONNX model/m);
     // One job per checkpoint for BPB + MCQ, one per checkpoint that got pass@K; each in a run directory of its own.
     const submitted = jobLines(out).filter((j) => j.event === 'submitted');
-    expect(submitted.map((j) => j.stage)).toEqual(['cheap', 'cheap', 'cheap', 'passk', 'passk', 'passk']);
-    expect(new Set(submitted.map((j) => j.dir)).size).toBe(6);
+    expect(submitted.map((j) => j.stage)).toEqual(['cheap', 'cheap', 'cheap', 'cheap', 'passk', 'passk', 'passk']);
+    expect(new Set(submitted.map((j) => j.dir)).size).toBe(7);
     for (const j of submitted) expect(j.dir!.startsWith(join(out, 'jobs', j.stage))).toBe(true);
-    expect(
-      jobLines(out)
-        .filter((j) => j.event === 'ended')
-        .map((j) => [j.state, j.outcome]),
-    ).toEqual(Array(6).fill(['COMPLETED', 'collected']));
+    const ended = new Map(jobLines(out).flatMap((j) => (j.event === 'ended' ? [[j.job, [j.state, j.outcome]]] : [])));
+    expect(submitted.map((j) => [j.checkpoint, ...ended.get(j.job)!])).toEqual(
+      submitted.map((j) => [j.checkpoint, ...(j.checkpoint === broken ? ['FAILED', 'failed'] : ['COMPLETED', 'collected'])]),
+    );
     expect(run.stderr).toMatch(/slurm: bpb \+ mcq: .* in Slurm job \d+/);
     // --slurm and --sbatch decide no number: the settings a resume must match are the local screen's.
     const config = (dir: string) => (JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as { config: unknown }).config;

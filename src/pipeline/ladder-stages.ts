@@ -18,7 +18,7 @@ import { asapTasksOf, runAsapRung } from './rungs/asap.ts';
 import { scoreBpbAndMcq } from './rungs/cheap.ts';
 import { passkRunItems, passkSandboxes, scorePasskRung } from './rungs/passk.ts';
 import { loggedScorer } from './rungs/scorer.ts';
-import { type StageJobResult, writeStageJobResult } from './stage-job.ts';
+import { failureRecord, type StageJobResult, writeStageJobResult } from './stage-job.ts';
 
 /** The ladder's per-checkpoint stages: BPB and MCQ, pass@K, ASAP (SWE) episodes. */
 export type LadderStage = 'cheap' | 'passk' | 'asap';
@@ -86,7 +86,7 @@ export async function runLadderJob(
   const result: StageJobResult = {
     checkpoint: run.checkpoints[0]!.name,
     result: outcome.results[0] ?? null,
-    failure: failure ? { message: failure.message, exit_code: failure.exitCode } : null,
+    failure: failure ? failureRecord(failure) : null,
     ...(outcome.asap ? { asap: outcome.asap } : {}),
   };
   writeStageJobResult(run.dir.dir, result);

@@ -26,7 +26,7 @@ import { type BookedEnd, type BookedSubmission, JobBook, jobDir } from '../store
 import { interruptedBy } from '../util/interrupt.ts';
 import type { Failure, ScoringRun } from './checkpoint-loop.ts';
 import { type LadderStage, STAGE_LABELS, type StageOutcome, type StageResults, type StageRunner } from './ladder-stages.ts';
-import { JOB_RESULT_FILE, readStageJobResult, type StageJobResult, writeStageJobInput } from './stage-job.ts';
+import { failureOf, JOB_RESULT_FILE, readStageJobResult, type StageJobResult, writeStageJobInput } from './stage-job.ts';
 
 export interface StageJob extends BookedSubmission {
   stage: LadderStage;
@@ -86,7 +86,7 @@ class SlurmStages implements StageRunner {
     for (const ckpt of checkpoints) {
       const got = ended.get(ckpt.name);
       if (got instanceof Error) failures.push(got);
-      else if (got?.failure) failures.push(new ProbeError(got.failure.message, { exitCode: got.failure.exit_code }));
+      else if (got?.failure) failures.push(failureOf(got.failure));
       else if (got?.result) results.push(got.result);
       asap ??= got instanceof Error ? undefined : got?.asap && { out: join(this.runDir, 'jobs', 'asap'), instances: got.asap.instances };
     }

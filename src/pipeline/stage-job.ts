@@ -7,7 +7,8 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { InputError } from '../errors.ts';
+import { InputError, type InputLocation, ProbeError } from '../errors.ts';
+import type { Failure } from './checkpoint-loop.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { readJsonFile } from '../util/safe-tree.ts';
 
@@ -21,7 +22,7 @@ export interface StageJobResult<R = unknown> {
   /** The stage's result for the checkpoint; null where it has none and no failure (an ASAP run with no instance left). */
   result: R | null;
   /** A failure the stage recorded (bad input, a server that broke): the checkpoint's failure, as in one process. */
-  failure: { message: string; exit_code: 1 | 2 } | null;
+  failure: { message: string; exit_code: 1 | 2; location?: InputLocation } | null;
   /** The ASAP stage: where its episodes are, and the instances they ran on. */
   asap?: { out: string; instances: number };
 }
@@ -64,5 +65,25 @@ export function readStageJobResult<R>(dir: string): StageJobResult<R> | undefine
     (typeof failure !== 'object' || typeof failure.message !== 'string' || ![1, 2].includes(failure.exit_code as number))
   )
     fail('failure', 'null or { message, exit_code: 1 | 2 }');
+  const location = failure?.location as Record<string, unknown> | undefined;
+  if (location !== undefined && (typeof location !== 'object' || location === null || typeof location.file !== 'string'))
+    fail('failure.location', 'an object with the file the bad input came from');
   return doc as unknown as StageJobResult<R>;
+}
+
+/** A failure as a job records it: its message and exit code, and where it was bad input, the file and field it names. */
+export function failureRecord(failure: Failure): NonNullable<StageJobResult['failure']> {
+  return {
+    message: failure.message,
+    exit_code: failure.exitCode,
+    ...(failure instanceof InputError ? { location: failure.location } : {}),
+  };
+}
+
+/** The failure a job recorded, as the screen reports it: bad input stays bad input, naming its file and field, as in one process. */
+export function failureOf(record: NonNullable<StageJobResult['failure']>): Failure {
+  if (!record.location) return new ProbeError(record.message, { exitCode: record.exit_code });
+  const error = new InputError(record.location, '');
+  error.message = record.message; // the job's own words, which already name the file and field
+  return error;
 }
