@@ -3,13 +3,15 @@
  * checkpoint's stage of the ladder is a Slurm job that runs probe itself, and the screen
  * decides the next stage from what the jobs wrote. Its results equal a screen in one
  * process; a job cancelled mid-run (scancel) is submitted again; a screen SIGKILLed after
- * submitting is resumed without submitting any job twice for finished work.
+ * submitting is resumed without submitting any job twice for finished work; the
+ * shortlist's ASAP episodes run as jobs too.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
+import { readStageJobResult, writeStageJobResult } from '../src/pipeline/stage-job.ts';
 import { cancelJob, jobStates } from '../src/slurm/jobs.ts';
 import { skipWithoutBwrap } from './helpers/bwrap.ts';
 import { runProbe, runProbeKilledAfter } from './helpers/cli.ts';
@@ -18,9 +20,7 @@ import { skipWithoutSlurm, waitForEnd } from './helpers/slurm.ts';
 
 const CKPTS = ['ngram-prose', 'attn-agent', 'contaminated-agent'].map((n) => join(EMBEDDED_CHECKPOINTS, n));
 // Small and fast, yet every stage has work: pass@K for the best candidate and the control beside it, a shortlist of one.
-const SETTINGS = [
-  '--ckpt',
-  ...CKPTS,
+const RUNGS = [
   '--probes',
   join(REPO_ROOT, 'probes', 'demo.jsonl'),
   '--limit',
@@ -37,6 +37,7 @@ const SETTINGS = [
   '0',
   '--no-cache',
 ];
+const SETTINGS = ['--ckpt', ...CKPTS, ...RUNGS];
 const SLURM = ['--slurm', '--sbatch=--comment=probe-screen-test', '--sbatch=--time=10'];
 
 interface JobLine {
@@ -62,7 +63,14 @@ const jobLines = (run: string): JobLine[] => {
 };
 
 interface Screened {
-  results: Array<{ checkpoint: string; bpb: number; mcq_acc: number; pass_at: Record<string, number> | null; shortlisted: boolean }>;
+  results: Array<{
+    checkpoint: string;
+    bpb: number;
+    mcq_acc: number;
+    pass_at: Record<string, number> | null;
+    shortlisted: boolean;
+    asap: { pass_at_1: number } | null;
+  }>;
   shortlist: string[];
   errors?: Array<{ file: string | null; field: string | null; message: string }>;
 }
@@ -83,6 +91,22 @@ async function until(what: string, ok: () => boolean | Promise<boolean>, log: ()
     await new Promise((r) => setTimeout(r, 50));
   }
 }
+
+describe("a job's result file", () => {
+  it('keeps the numbers JSON cannot hold (an MCQ accuracy over no scoreable item is NaN), so the screen ranks what the job had', () => {
+    const dir = tempDir();
+    const result = {
+      checkpoint: 'c',
+      result: { mcq: { acc: Number.NaN, acc_norm: Number.NaN, n: 3 }, bpb: Number.POSITIVE_INFINITY },
+      failure: null,
+    };
+    writeStageJobResult(dir, result);
+    expect(readStageJobResult(dir)).toEqual(result);
+    expect(readStageJobResult(tempDir())).toBeUndefined();
+    writeFileSync(join(dir, 'result.json'), '{"checkpoint": "c", "result": {}, "failure": {"message": 3}}');
+    expect(() => readStageJobResult(dir)).toThrow(/result\.json: field "failure": expected null or/);
+  });
+});
 
 describe('probe screen --slurm refuses what it cannot do, before any job', () => {
   it('without --out: one line naming --out, exit 2', () => {
@@ -116,7 +140,7 @@ describe.skipIf(skipWithoutSlurm || skipWithoutBwrap)('probe screen --slurm on a
     const broken = copyCheckpoint(join(EMBEDDED_CHECKPOINTS, 'ngram-agent'));
     const model = join(broken, 'onnx', 'model.onnx');
     writeFileSync(model, readFileSync(model).subarray(0, 1000));
-    const run = runProbe(['screen', ...SETTINGS, broken, '--out', out, ...SLURM], {}, 300_000);
+    const run = runProbe(['screen', '--ckpt', ...CKPTS, broken, ...RUNGS, '--out', out, ...SLURM], {}, 300_000);
     expect(run.code, run.stderr).toBe(2);
     // The failed checkpoint has no row; the others' ranks, pass@K and shortlist are one process's without it.
     expect(screened(out).results).toEqual(local.results);
@@ -199,5 +223,22 @@ describe.skipIf(skipWithoutSlurm || skipWithoutBwrap)('probe screen --slurm on a
       before.filter((j) => j.event === 'submitted').map((j) => j.job),
     );
     expect(after.filter((j) => j.event === 'ended').map((j) => j.outcome)).toEqual(Array(6).fill('collected'));
+  }, 300_000);
+  it("runs the shortlist's ASAP episodes as Slurm jobs too, each in its job's directory, with one process's results", () => {
+    // One checkpoint, the smallest rungs: the point is the ASAP stage's way through a job.
+    const args = ['screen', '--ckpt', CKPTS[1]!, '--probes', join(REPO_ROOT, 'probes', 'demo.jsonl'), '--limit', '2', '-n', '1'];
+    args.push('--passk-max-tokens', '32', '--shortlist', '1', '--asap-runs', '1', '--asap-max-steps', '2', '--no-cache');
+    const here = runProbe([...args, '--out', join(root, 'asap-local')], {}, 300_000);
+    expect(here.code, here.stderr).toBe(0);
+    const out = join(root, 'asap-slurm');
+    const run = runProbe([...args, '--out', out, ...SLURM], {}, 300_000);
+    expect(run.code, run.stderr).toBe(0);
+    const [mine, theirs] = [screened(out), screened(join(root, 'asap-local'))];
+    expect(mine.results).toEqual(theirs.results);
+    expect(mine.results.filter((r) => r.asap !== null)).toHaveLength(1);
+    const asapJobs = jobLines(out).filter((j) => j.event === 'submitted' && j.stage === 'asap');
+    expect(asapJobs.map((j) => j.checkpoint)).toEqual(mine.shortlist);
+    expect(existsSync(join(asapJobs[0]!.dir!, 'asap', 'episodes'))).toBe(true);
+    expect(run.stderr).toMatch(/ASAP transcripts of the shortlist: \S+\/jobs\/asap\/\*\/asap\/episodes/);
   }, 300_000);
 });

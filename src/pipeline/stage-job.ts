@@ -7,10 +7,10 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { InputError, type InputLocation, ProbeError } from '../errors.ts';
+import { describeCause, InputError, type InputLocation, ProbeError } from '../errors.ts';
 import type { Failure } from './checkpoint-loop.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
-import { readJsonFile } from '../util/safe-tree.ts';
+import { readJsonFile, readTextFile } from '../util/safe-tree.ts';
 
 export interface StageJobInput {
   /** The `--ckpt` argument as the screen resolved it: the job resolves the same, so results carry the same name. */
@@ -44,15 +44,34 @@ export function readStageJobInput(file: string): StageJobInput {
   return { checkpoint: doc.checkpoint };
 }
 
+/**
+ * A number JSON cannot hold (NaN, ±Infinity: an MCQ accuracy over no scoreable item) kept
+ * as `{ "non_finite": "NaN" }`, so the screen decides from the very values the job had —
+ * JSON's null would rank differently from NaN, and the ladder would no longer be one process's.
+ */
+const NON_FINITE = 'non_finite';
+const keepNonFinite = (_key: string, v: unknown) => (typeof v === 'number' && !Number.isFinite(v) ? { [NON_FINITE]: String(v) } : v);
+const reviveNonFinite = (_key: string, v: unknown) =>
+  typeof v === 'object' && v !== null && Object.keys(v).length === 1 && typeof (v as Record<string, unknown>)[NON_FINITE] === 'string'
+    ? Number((v as Record<string, string>)[NON_FINITE])
+    : v;
+
 export function writeStageJobResult(dir: string, result: StageJobResult): void {
-  writeFileAtomic(join(dir, JOB_RESULT_FILE), `${JSON.stringify(result, null, 2)}\n`);
+  writeFileAtomic(join(dir, JOB_RESULT_FILE), `${JSON.stringify(result, keepNonFinite, 2)}\n`);
 }
 
 /** What the job in `dir` concluded, or undefined where it has not written it (still running, or ended without it). */
 export function readStageJobResult<R>(dir: string): StageJobResult<R> | undefined {
   const file = join(dir, JOB_RESULT_FILE);
   if (!existsSync(file)) return undefined;
-  const doc = readJsonFile(file, { what: "a Slurm job's result" }) as Record<string, unknown> | null;
+  // Probe's own file, as large as a stage's results are (every item's samples): no cap below a gibibyte.
+  const text = readTextFile(file, { what: "a Slurm job's result", maxBytes: 2 ** 30 });
+  let doc: Record<string, unknown> | null;
+  try {
+    doc = JSON.parse(text, reviveNonFinite) as Record<string, unknown> | null;
+  } catch (error) {
+    throw new InputError({ file }, `not valid JSON: ${describeCause(error)}`, { cause: error });
+  }
   const fail = (field: string, expected: string): never => {
     throw new InputError({ file, field }, `expected ${expected}`);
   };
