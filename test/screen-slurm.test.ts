@@ -160,8 +160,11 @@ describe.skipIf(skipWithoutSlurm || skipWithoutBwrap)('probe screen --slurm on a
     );
     expect(run.stderr).toMatch(/slurm: bpb \+ mcq: .* in Slurm job \d+/);
     // --slurm and --sbatch decide no number: the settings a resume must match are the local screen's.
-    const config = (dir: string) => (JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as { config: unknown }).config;
-    expect(config(out)).toEqual(config(join(root, 'local')));
+    const manifest = (dir: string) =>
+      JSON.parse(readFileSync(join(dir, 'run.json'), 'utf8')) as { config: unknown; checkpoints: Array<{ name: string }> };
+    expect(manifest(out).config).toEqual(manifest(join(root, 'local')).config);
+    // How each job served its checkpoint (BOS as resolved, the engine) is in the screen's run.json, as one process records it.
+    expect(manifest(out).checkpoints.filter((c) => c.name !== broken)).toEqual(manifest(join(root, 'local')).checkpoints);
   }, 300_000);
 
   it('submits a job cancelled mid-run again, and the screen completes with the same results', async () => {

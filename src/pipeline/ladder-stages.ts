@@ -11,6 +11,7 @@ import type { Checkpoint } from '../backends/checkpoint.ts';
 import type { BpbResult } from '../probes/bpb.ts';
 import type { McqResult } from '../probes/mcq.ts';
 import type { PasskResult } from '../probes/passk.ts';
+import type { RunDir } from '../store/run-dir.ts';
 import type { AsapResult } from '../swe/run.ts';
 import { forEachCheckpoint, type Failure, runLoopOptions, type ScoringRun } from './checkpoint-loop.ts';
 import type { LadderSettings } from './ladder.ts';
@@ -76,18 +77,17 @@ export function localStages(run: ScoringRun, s: LadderSettings): StageRunner {
  * checkpoint, in this process, into the job's run directory, and what it concluded in
  * result.json (stage-job.ts), where the screen collects it.
  */
-export async function runLadderJob(
-  run: ScoringRun & { dir: { dir: string } },
-  s: LadderSettings,
-  stage: LadderStage,
-): Promise<StageJobResult> {
+export async function runLadderJob(run: ScoringRun & { dir: RunDir }, s: LadderSettings, stage: LadderStage): Promise<StageJobResult> {
   const outcome = await localStages(run, s).run(stage, run.checkpoints);
   const failure = outcome.failures[0];
+  // Recorded in the job's run.json once its backend opened (checkpoint-loop.ts).
+  const served = run.dir.manifest.checkpoints[0];
   const result: StageJobResult = {
     checkpoint: run.checkpoints[0]!.name,
     result: outcome.results[0] ?? null,
     failure: failure ? failureRecord(failure) : null,
     ...(outcome.asap ? { asap: outcome.asap } : {}),
+    serving: { ...(served?.bos ? { bos: served.bos } : {}), ...(served?.engine ? { engine: served.engine } : {}) },
   };
   writeStageJobResult(run.dir.dir, result);
   return result;

@@ -16,6 +16,7 @@
  */
 import { mkdirSync, rmSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
+import { bosUseOf } from '../backends/bos.ts';
 import type { Checkpoint } from '../backends/checkpoint.ts';
 import { ProbeError } from '../errors.ts';
 import { enterStage } from '../report/run-stages.ts';
@@ -23,6 +24,7 @@ import { jobStates, submitJob } from '../slurm/jobs.ts';
 import { SLURM_DEFAULTS, type SlurmSettings } from '../slurm/settings.ts';
 import { isFinalState } from '../slurm/state.ts';
 import { type BookedEnd, type BookedSubmission, JobBook, jobDir } from '../store/job-book.ts';
+import type { RunDir } from '../store/run-dir.ts';
 import { interruptedBy } from '../util/interrupt.ts';
 import type { Failure, ScoringRun } from './checkpoint-loop.ts';
 import { type LadderStage, STAGE_LABELS, type StageOutcome, type StageResults, type StageRunner } from './ladder-stages.ts';
@@ -41,22 +43,24 @@ export interface StageJobEnd extends BookedEnd {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** The stages as Slurm jobs, booked in the run directory (which `--slurm` requires: the jobs write under it). */
-export function slurmStages(run: Pick<ScoringRun, 'quiet'> & { dir: { dir: string } }, slurm: SlurmSettings): StageRunner {
-  return new SlurmStages(resolve(run.dir.dir), slurm, run.quiet);
+export function slurmStages(run: Pick<ScoringRun, 'quiet'> & { dir: RunDir }, slurm: SlurmSettings): StageRunner {
+  return new SlurmStages(run.dir, slurm, run.quiet);
 }
 
 class SlurmStages implements StageRunner {
   private readonly book: JobBook<StageJob, StageJobEnd>;
+  private readonly runDir: string;
   /** The last progress line said, so a poll every few seconds says only what changed. */
   private said = '';
 
   constructor(
-    private readonly runDir: string,
+    private readonly dir: RunDir,
     private readonly slurm: SlurmSettings,
     private readonly quiet: boolean,
     private readonly pollMs = SLURM_DEFAULTS.pollS * 1000,
   ) {
-    this.book = new JobBook(runDir);
+    this.runDir = resolve(dir.dir);
+    this.book = new JobBook(this.runDir);
   }
 
   async run<S extends LadderStage>(stage: S, checkpoints: readonly Checkpoint[]): Promise<StageOutcome<S>> {
@@ -85,6 +89,9 @@ class SlurmStages implements StageRunner {
     let asap: StageOutcome<S>['asap'];
     for (const ckpt of checkpoints) {
       const got = ended.get(ckpt.name);
+      // How the job served it, into this run's run.json as one process records it.
+      const served = got instanceof Error ? undefined : got?.serving;
+      if (served) this.dir.recordServing(ckpt.name, { bos: served.bos && bosUseOf(served.bos), engine: served.engine });
       if (got instanceof Error) failures.push(got);
       else if (got?.failure) failures.push(failureOf(got.failure));
       else if (got?.result) results.push(got.result);

@@ -7,6 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { BosRecord } from '../backends/bos.ts';
 import { describeCause, InputError, type InputLocation, ProbeError } from '../errors.ts';
 import type { Failure } from './checkpoint-loop.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
@@ -25,6 +26,8 @@ export interface StageJobResult<R = unknown> {
   failure: { message: string; exit_code: 1 | 2; location?: InputLocation } | null;
   /** The ASAP stage: where its episodes are, and the instances they ran on. */
   asap?: { out: string; instances: number };
+  /** How the job served the checkpoint (its run.json's record), for the screen's run.json: BOS as resolved, the engine. */
+  serving?: { bos?: BosRecord; engine?: string };
 }
 
 export const JOB_INPUT_FILE = 'job.json';
