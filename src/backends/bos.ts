@@ -37,6 +37,11 @@ export function bosRecord(use: BosUse): BosRecord {
   return { policy: use.policy, used: use.id !== null, bos_id: use.id, source: use.source };
 }
 
+/** The use a record says (a Slurm job's, read back by the run that submitted it). */
+export function bosUseOf(record: BosRecord): BosUse {
+  return { policy: record.policy, id: record.used ? record.bos_id : null, source: record.source };
+}
+
 /** The tokens a BOS use puts first. */
 export function bosHead(use: BosUse): number[] {
   return use.id === null ? [] : [use.id];

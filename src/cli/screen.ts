@@ -2,7 +2,12 @@
  * `probe screen`: the ladder in one command — BPB and MCQ for every checkpoint, pass@K for
  * the best by combined rank, a shortlist by pass@1, and ASAP episodes for the shortlist.
  */
-import { Command } from 'commander';
+import { dirname } from 'node:path';
+import { Command, Option } from 'commander';
+import { InputError } from '../errors.ts';
+import { type LadderStage, runLadderJob } from '../pipeline/ladder-stages.ts';
+import { readStageJobInput } from '../pipeline/stage-job.ts';
+import { addSlurmOptions, type SlurmFlags, slurmSettings } from './slurm-options.ts';
 import { EMBEDDED_RESEARCH_SET, EMBEDDED_SAMPLING_PROBES, EMBEDDED_TERMINAL_TASKS } from '../embedded.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { positiveInteger } from './args.ts';
@@ -15,7 +20,7 @@ import { printLadder } from '../report/ladder-table.ts';
 import type { AsapEnvironment } from '../protocol.ts';
 import { addImageSourceOptions, type ImageSourceFlags, imageSources } from './image-source-options.ts';
 
-interface ScreenFlags extends ScoringFlags, ImageSourceFlags, RungFlags {
+interface ScreenFlags extends ScoringFlags, ImageSourceFlags, RungFlags, SlurmFlags {
   shortlist: number;
   passkTop?: number;
   asapOut?: string;
@@ -23,13 +28,33 @@ interface ScreenFlags extends ScoringFlags, ImageSourceFlags, RungFlags {
   asapEnv: AsapEnvironment[];
   terminalTasks: string;
   researchSet: string;
+  job?: string;
+  jobStage?: LadderStage;
+}
+
+/** What `--slurm` needs of a screen, refused before any run directory is made. */
+function checkSlurmScreen(flags: ScreenFlags): void {
+  if (!flags.slurm) return;
+  // The jobs write under the screen's run directory, and a rerun resumes from it: it must be one the nodes share.
+  if (!flags.out)
+    throw new InputError(
+      { file: '--out' },
+      '--slurm needs --out DIR: the run directory the jobs write under (on a file system the compute nodes share)',
+    );
+  const other = flags.asapEnv.find((env) => env !== 'swe');
+  // Terminal-Bench and deep-research episodes run in this process only (their sandboxes and corpora are not set up in a job yet).
+  if (other)
+    throw new InputError(
+      { file: '--asap-env' },
+      `${other}: not with --slurm (only swe's ASAP episodes run as Slurm jobs); drop it or run without --slurm`,
+    );
 }
 
 export function screenCommand(): Command {
   return addScoringOptions(
     addRungOptions(
       addRungOptions(
-        addImageSourceOptions(new Command('screen'))
+        addSlurmOptions(addImageSourceOptions(new Command('screen')), "score each checkpoint's stages")
           .description(
             'Run the ladder: BPB and MCQ for all, pass@K for the best, a shortlist for post-training, ASAP episodes for the shortlist.',
           )
@@ -55,6 +80,8 @@ export function screenCommand(): Command {
       .option('--research-set <dir>', 'with --asap-env research: corpus.jsonl + queries.jsonl', EMBEDDED_RESEARCH_SET)
       .option('--include-controls', INCLUDE_CONTROLS_HELP),
   )
+    .addOption(new Option('--job <file>', 'run as a Slurm job of a screen: the checkpoint it was given').hideHelp())
+    .addOption(new Option('--job-stage <stage>').choices(['cheap', 'passk', 'asap']).hideHelp())
     .addHelpText('after', '\nExample:\n  probe screen --probes probes/demo.jsonl --shortlist 2 --out runs/screen-demo')
     .action(async (flags: ScreenFlags) => {
       const settings: LadderSettings = {
@@ -67,13 +94,25 @@ export function screenCommand(): Command {
         terminalTasks: flags.terminalTasks,
         imageSources: imageSources(flags),
         researchSet: flags.researchSet,
+        slurm: slurmSettings(flags),
       };
-      const run = prepareScoringRun(flags, 'screen', {
-        config: ladderConfig(settings),
-        seeds: { sampling: flags.seed },
-        scores: true,
-        defaultProbes: EMBEDDED_SAMPLING_PROBES,
-      });
+      const prepare = (f: ScreenFlags) =>
+        prepareScoringRun(f, 'screen', {
+          config: ladderConfig(settings),
+          seeds: { sampling: flags.seed },
+          scores: true,
+          defaultProbes: EMBEDDED_SAMPLING_PROBES,
+        });
+      if (flags.job) {
+        // A Slurm job of a screen: its one checkpoint's stage, into the run directory beside its job file.
+        const { checkpoint } = readStageJobInput(flags.job);
+        const run = prepare({ ...flags, ckpt: [checkpoint], out: dirname(flags.job), resume: true });
+        const job = await runLadderJob({ ...run, dir: run.dir! }, settings, flags.jobStage ?? 'cheap');
+        if (job.failure) process.exitCode = job.failure.exit_code;
+        return;
+      }
+      checkSlurmScreen(flags);
+      const run = prepare(flags);
       // One progress display for the rungs, with the ETA of the whole screen (shares as the demo's, without its build).
       const outcome = await withRunStages(SCREEN_STAGES, () => runLadder(run, settings));
       const errors = reportFailures(outcome.failures);

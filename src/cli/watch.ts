@@ -14,9 +14,9 @@ import { readReadyDir } from '../watch/ready.ts';
 import { parseFound } from '../watch/found.ts';
 import type { JobStage } from '../watch/job-book.ts';
 import { runWatch, runWatchJob, WATCH_DEFAULTS, watchConfig, type WatchSettings } from '../watch/run.ts';
-import { SLURM_DEFAULTS } from '../watch/slurm-dispatch.ts';
 import { nonNegativeInteger, nonNegativeNumber, positiveInteger } from './args.ts';
 import { addRungOptions, type RungFlags, rungSettings } from './rung-options.ts';
+import { addSlurmOptions, type SlurmFlags, slurmSettings } from './slurm-options.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
 import { addCheckpointOptions, type CheckpointFlags } from './checkpoint-options.ts';
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
@@ -26,7 +26,7 @@ import { checkpointConfig, servedAs } from '../pipeline/checkpoint-loop.ts';
 import { openRunDir } from '../pipeline/open-run.ts';
 import { InputError } from '../errors.ts';
 
-interface WatchFlags extends HttpFlags, BosFlags, CheckpointFlags, RungFlags {
+interface WatchFlags extends HttpFlags, BosFlags, CheckpointFlags, RungFlags, SlurmFlags {
   out?: string;
   cache?: string | boolean;
   probes?: string;
@@ -35,9 +35,6 @@ interface WatchFlags extends HttpFlags, BosFlags, CheckpointFlags, RungFlags {
   once?: boolean;
   marker?: string;
   readyDir?: string;
-  slurm?: boolean;
-  sbatch: string[];
-  slurmRetries: number;
   job?: string;
   jobStage?: JobStage;
   settle: number;
@@ -69,72 +66,59 @@ export function watchCommand(): Command {
     addHttpOptions(
       addCheckpointOptions(
         addRungOptions(
-          new Command('watch')
-            .description(
-              'Score each checkpoint a training run writes under DIR as it lands (cheap rungs on all, pass@K and ASAP on some) into one resumable run directory, and draw each probe against training step.',
-            )
-            .argument(
-              '[dir...]',
-              'directories a trainer writes checkpoints into: checkpoint directories, .gguf files, or .url files holding a server address (optional with --ready-dir)',
-            )
-            .option('--out <dir>', 'the run directory (a rerun with the same settings resumes it); default: runs/watch-<first DIR>')
-            .option('--once', 'score what is complete now and exit (for a cron job or the CI of a training run)')
-            .option(
-              '--marker <file>',
-              'a checkpoint is complete once this file exists in it (beside a file checkpoint: <file>.<marker>)',
-              markerName,
-            )
-            .addOption(
-              new Option(
-                '--ready-dir <dir>',
-                'a checkpoint is complete once the trainer announces it here: <run>/step-<n>.ready.json (OLMo-core\'s; its "path" may be anywhere) or <name>.ready',
-              ).conflicts('marker'),
-            )
-            .option(
-              '--settle <s>',
-              'without --marker: complete once nothing in it changed for this long',
-              nonNegativeNumber,
-              WATCH_DEFAULTS.settleS,
-            )
-            .option('--poll <s>', 'seconds between looks at the directories', nonNegativeNumber, WATCH_DEFAULTS.pollS)
-            .option(
-              '--every <k>',
-              'pass@K and ASAP on the first checkpoint of a training run and every k-th after it (0: by --move only)',
-              nonNegativeInteger,
-              WATCH_DEFAULTS.every,
-            )
-            .option(
-              '--move <bits>',
-              'and on any whose Decisive-Action BPB moved this far since the last that got them (off: by --every only)',
-              String(WATCH_DEFAULTS.move),
-            )
-            .option(
-              '--probes <file|dir>',
-              'probe items (.jsonl file or a directory of them); default: the shipped demo probes (probes/demo.jsonl)',
-            )
-            .option('--limit <n>', 'use only the first N probe items', positiveInteger)
-            .option(
-              '--tensorboard <dir>',
-              'also write the trend as TensorBoard scalars: one run per training run under DIR, tags probe/<probe>[/low|/high] by training step',
-            )
-            .option(
-              '--slurm',
-              'score each checkpoint in Slurm jobs (sbatch), the engine starting inside the job; probe submits and reads back, Slurm schedules',
-            )
-            .option(
-              '--sbatch <option>',
-              'an sbatch option for every job, as sbatch takes it (repeat: --sbatch=--partition=gpu --sbatch=--gres=gpu:1)',
-              (value: string, all: string[]) => [...all, value],
-              [] as string[],
-            )
-            .option(
-              '--slurm-retries <n>',
-              'submit a stage again this many times where its job ends without a result (cancelled, pre-empted, timed out)',
-              nonNegativeInteger,
-              SLURM_DEFAULTS.retries,
-            )
-            .addOption(new Option('--job <file>', 'run as a Slurm job of a watch: the checkpoint it was given').hideHelp())
-            .addOption(new Option('--job-stage <stage>').choices(['cheap', 'heavy']).hideHelp()),
+          addSlurmOptions(
+            new Command('watch')
+              .description(
+                'Score each checkpoint a training run writes under DIR as it lands (cheap rungs on all, pass@K and ASAP on some) into one resumable run directory, and draw each probe against training step.',
+              )
+              .argument(
+                '[dir...]',
+                'directories a trainer writes checkpoints into: checkpoint directories, .gguf files, or .url files holding a server address (optional with --ready-dir)',
+              )
+              .option('--out <dir>', 'the run directory (a rerun with the same settings resumes it); default: runs/watch-<first DIR>')
+              .option('--once', 'score what is complete now and exit (for a cron job or the CI of a training run)')
+              .option(
+                '--marker <file>',
+                'a checkpoint is complete once this file exists in it (beside a file checkpoint: <file>.<marker>)',
+                markerName,
+              )
+              .addOption(
+                new Option(
+                  '--ready-dir <dir>',
+                  'a checkpoint is complete once the trainer announces it here: <run>/step-<n>.ready.json (OLMo-core\'s; its "path" may be anywhere) or <name>.ready',
+                ).conflicts('marker'),
+              )
+              .option(
+                '--settle <s>',
+                'without --marker: complete once nothing in it changed for this long',
+                nonNegativeNumber,
+                WATCH_DEFAULTS.settleS,
+              )
+              .option('--poll <s>', 'seconds between looks at the directories', nonNegativeNumber, WATCH_DEFAULTS.pollS)
+              .option(
+                '--every <k>',
+                'pass@K and ASAP on the first checkpoint of a training run and every k-th after it (0: by --move only)',
+                nonNegativeInteger,
+                WATCH_DEFAULTS.every,
+              )
+              .option(
+                '--move <bits>',
+                'and on any whose Decisive-Action BPB moved this far since the last that got them (off: by --every only)',
+                String(WATCH_DEFAULTS.move),
+              )
+              .option(
+                '--probes <file|dir>',
+                'probe items (.jsonl file or a directory of them); default: the shipped demo probes (probes/demo.jsonl)',
+              )
+              .option('--limit <n>', 'use only the first N probe items', positiveInteger)
+              .option(
+                '--tensorboard <dir>',
+                'also write the trend as TensorBoard scalars: one run per training run under DIR, tags probe/<probe>[/low|/high] by training step',
+              )
+              .addOption(new Option('--job <file>', 'run as a Slurm job of a watch: the checkpoint it was given').hideHelp())
+              .addOption(new Option('--job-stage <stage>').choices(['cheap', 'heavy']).hideHelp()),
+            'score each checkpoint',
+          ),
           [
             ['code', { help: 'plain held-out code for general code BPB, the baseline' }],
             'tasks',
@@ -176,13 +160,7 @@ export function watchCommand(): Command {
         rule: { every: flags.every, move: moveThreshold(flags.move) },
         code: flags.code,
         // The job runs this same command (its settings, so its numbers, are the watch's), with --job added.
-        slurm: flags.slurm
-          ? {
-              sbatch: flags.sbatch,
-              retries: flags.slurmRetries,
-              command: [process.execPath, ...process.execArgv, process.argv[1]!, ...process.argv.slice(2)],
-            }
-          : undefined,
+        slurm: slurmSettings(flags),
         tensorboard: flags.tensorboard,
       };
       const source = flags.probes ?? EMBEDDED_SAMPLING_PROBES;

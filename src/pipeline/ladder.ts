@@ -2,12 +2,12 @@
  * The ladder as `probe screen` and `probe demo` run it: BPB and MCQ for every checkpoint,
  * pass@K for the best by combined rank, a shortlist by pass@1, and ASAP episodes for the
  * shortlist. Each rung writes its items to the run directory as they finish, so a killed
- * ladder resumes where it stopped.
+ * ladder resumes where it stopped. Where each checkpoint's stage runs — in this process,
+ * or in a Slurm job of its own — is ladder-stages.ts's seam; what each stage gets is
+ * decided here, the same either way.
  */
 import { join, resolve } from 'node:path';
-import type { BpbResult } from '../probes/bpb.ts';
-import { rankingAccuracy, type McqResult } from '../probes/mcq.ts';
-import type { PasskResult } from '../probes/passk.ts';
+import { rankingAccuracy } from '../probes/mcq.ts';
 import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../settings/image-sources.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import type { EnvironmentSummary, LadderRow } from '../schema/ladder-row.ts';
@@ -17,12 +17,12 @@ import { loadTerminalTasks } from '../terminal/task.ts';
 import { loadResearchSet, runResearchOverCheckpoints } from './research.ts';
 import { runTerminalOverCheckpoints } from './terminal.ts';
 import { averageRanks } from '../stats/correlation.ts';
-import { forEachCheckpoint, runLoopOptions, type Failure, type ScoringRun } from './checkpoint-loop.ts';
+import type { Failure, ScoringRun } from './checkpoint-loop.ts';
 import { ASAP_PROTOCOL, type AsapEnvironment, SAMPLING } from '../protocol.ts';
-import { scoreBpbAndMcq } from './rungs/cheap.ts';
-import { passkRunItems, passkSandboxes, scorePasskRung } from './rungs/passk.ts';
-import { asapTasksOf, checkReferences, runAsapRung } from './rungs/asap.ts';
-import { loggedScorer } from './rungs/scorer.ts';
+import { asapTasksOf, checkReferences } from './rungs/asap.ts';
+import { localStages } from './ladder-stages.ts';
+import { slurmStages } from './slurm-stages.ts';
+import type { SlurmSettings } from '../slurm/settings.ts';
 import { asapMaxTokensOf, RUNG_DEFAULTS, type RungSettings, rungRecord } from './rungs/settings.ts';
 
 export interface LadderSettings extends RungSettings {
@@ -40,6 +40,8 @@ export interface LadderSettings extends RungSettings {
   /** Where terminal task images and their builds' packages come from (default: pull what is missing, public indexes). */
   imageSources?: ImageSources | undefined;
   researchSet?: string | undefined;
+  /** Each checkpoint's stage as a Slurm job (slurm-stages.ts; needs the run directory). Decides no number: not in ladderConfig. */
+  slurm?: SlurmSettings | undefined;
 }
 
 const envsOf = (s: LadderSettings): readonly AsapEnvironment[] => s.asapEnvs ?? ['swe'];
@@ -97,10 +99,10 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   if (envs.includes('swe')) checkReferences(s, asapTasks);
   const terminalTasks = s.asapRuns > 0 && envs.includes('terminal') ? loadTerminalTasks(s.terminalTasks ?? EMBEDDED_TERMINAL_TASKS) : [];
   const researchSet = s.asapRuns > 0 && envs.includes('research') ? loadResearchSet(s.researchSet ?? EMBEDDED_RESEARCH_SET) : null;
-  const cheap = await forEachCheckpoint(run.checkpoints, runLoopOptions(run, 'bpb + mcq', 2 * items.length), (ckpt, backend, tick) =>
-    scoreBpbAndMcq(ckpt, items, s.seed, loggedScorer(dir, ckpt, backend, tick)),
-  );
-  const results = cheap.results as Array<{ bpb: BpbResult; mcq: McqResult }>;
+  // Where each checkpoint's stage runs: here, or (--slurm) in a Slurm job of its own; the decisions between stages are made here either way.
+  const stages = s.slurm && dir ? slurmStages({ ...run, dir }, s.slurm) : localStages(run, s);
+  const cheap = await stages.run('cheap', run.checkpoints);
+  const results = cheap.results;
   const bpbRank = averageRanks(results.map((r) => r.bpb.bpb));
   const mcqRank = averageRanks(results.map((r) => -rankingAccuracy(r.mcq)));
   const checkpointNamed = new Map(run.checkpoints.map((c) => [c.name, c]));
@@ -127,20 +129,13 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
 
   const failures = [...cheap.failures];
   const top = [...rows.filter(candidate).slice(0, s.passkTop ?? 2 * s.shortlist), ...rows.filter((r) => !candidate(r))];
-  const tasks = new Map(s.tasks.map((t) => [t.instance_id, t]));
-  const passkRun = { items: passkRunItems(items, s, tasks), tasks, pools: passkSandboxes() };
-  try {
-    const passk = await forEachCheckpoint(
-      top.map((r) => checkpointNamed.get(r.checkpoint)!),
-      runLoopOptions(run, 'pass@k', passkRun.items.length),
-      (ckpt, backend, tick) => scorePasskRung(ckpt, passkRun, s, loggedScorer(dir, ckpt, backend, tick)),
-    );
-    failures.push(...passk.failures);
-    for (const r of passk.results as PasskResult[]) rows.find((x) => x.checkpoint === r.checkpoint)!.pass_at = r.pass_at;
-    dir?.writeResults({ passk: passk.results }, 'passk.json');
-  } finally {
-    await passkRun.pools.close();
-  }
+  const passk = await stages.run(
+    'passk',
+    top.map((r) => checkpointNamed.get(r.checkpoint)!),
+  );
+  failures.push(...passk.failures);
+  for (const r of passk.results) rows.find((x) => x.checkpoint === r.checkpoint)!.pass_at = r.pass_at;
+  dir?.writeResults({ passk: passk.results }, 'passk.json');
   // The shortlist: pass@1 among those that got pass@K, ties broken by the cheap rank.
   const ranked = top
     .filter((r) => candidate(r) && r.pass_at !== null)
@@ -170,9 +165,9 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
     resume: true,
   };
   if (s.asapRuns > 0 && shortlist.length > 0 && envs.includes('swe')) {
-    const asap = await runAsapRung(shortlisted, asapTasks, s, run, dir ? join(dir.dir, 'asap') : s.asapOut);
-    asapOut = asap.out;
-    asapInstances = asap.instances;
+    const asap = await stages.run('asap', shortlisted);
+    asapOut = asap.asap?.out ?? null;
+    asapInstances = asap.asap?.instances ?? null;
     failures.push(...asap.failures);
     for (const r of asap.results) {
       rowOf(r.checkpoint).asap = {

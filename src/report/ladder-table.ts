@@ -1,4 +1,5 @@
 /** The screen's ladder as a reader takes it in: one table with every rung, each probe against the known order, the recommendation. */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { environmentOf } from '../environments/registry.ts';
 import { RANKING_ACCURACY_LABEL } from '../probes/mcq.ts';
@@ -71,7 +72,10 @@ export function printLadder(outcome: LadderSummary, items: number, n: number): v
   const controls = outcome.rows.filter((r) => r.control && !r.shortlisted).map((r) => r.checkpoint);
   if (controls.length) process.stderr.write(`Controls (have seen the probes; a ceiling, not candidates): ${controls.join(', ')}\n`);
   process.stderr.write(`Recommendation: post-train ${outcome.shortlist.join(', ') || 'none'}\n`);
-  if (outcome.asapOut) process.stderr.write(`ASAP transcripts of the shortlist: ${join(outcome.asapOut, 'episodes')}\n`);
+  // With --slurm, each shortlisted checkpoint's episodes are in its own job's directory under asapOut.
+  const episodes = outcome.asapOut && join(outcome.asapOut, 'episodes');
+  if (episodes)
+    process.stderr.write(`ASAP transcripts of the shortlist: ${existsSync(episodes) ? episodes : `${outcome.asapOut}/*/asap/episodes`}\n`);
   for (const env of envs)
     process.stderr.write(`${environmentOf(env).section.title} of the shortlist: asap-${env}/episodes in the run directory\n`);
 }

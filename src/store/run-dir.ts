@@ -131,12 +131,14 @@ function resumeKey(m: Pick<RunManifest, 'verb' | 'config' | 'seeds' | 'probe_set
 /** Files a run writes when a stage or the whole run is done. */
 const CONCLUSIONS = ['results.json', 'cheap.json', 'passk.json', join('asap', 'results.json')];
 
-/** Whether a run directory holds anything computed: a sample log, ASAP episodes, results. */
+/** Whether a run directory holds anything computed: a sample log, ASAP episodes, results, Slurm jobs' work. */
 function holdsWork(dir: string): boolean {
   return readdirSync(dir, { withFileTypes: true }).some(
     (e) =>
       e.name === 'results.json' ||
       e.name === 'episodes' ||
+      // Slurm jobs submitted (probe screen --slurm): their results are under jobs/, collected by a rerun with --resume.
+      e.name === 'slurm.jsonl' ||
       (e.isDirectory() && (existsSync(join(dir, e.name, 'samples.jsonl')) || existsSync(join(dir, e.name, 'episodes')))),
   );
 }

@@ -36,7 +36,8 @@ import { checkEntryTree, checkpointSpec, completeness, fingerprintOf, kindOf, li
 import type { Found } from './found.ts';
 import type { JobStage } from './job-book.ts';
 import { type CheapEvent, type FailedEvent, type ScoredEvent, WatchLog } from './log.ts';
-import { JOB_DECISION, SlurmDispatch, type SlurmSettings, type WatchSide } from './slurm-dispatch.ts';
+import type { SlurmSettings } from '../slurm/settings.ts';
+import { JOB_DECISION, SlurmDispatch, type WatchSide } from './slurm-dispatch.ts';
 import { decideHeavy, type HeavyDecision, type HeavyRule } from './plan.ts';
 import { type Announcement, announcementOf, type ReadyDir, readReadyDir } from './ready.ts';
 import { type TrainingPosition, trainingPosition } from './step.ts';

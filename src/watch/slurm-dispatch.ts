@@ -21,23 +21,13 @@ import { basename, join } from 'node:path';
 import type { Checkpoint } from '../backends/checkpoint.ts';
 import { ProbeError } from '../errors.ts';
 import { jobStates, submitJob } from '../slurm/jobs.ts';
+import type { SlurmSettings } from '../slurm/settings.ts';
 import { isFinalState, type JobState } from '../slurm/state.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { JobBook, type JobStage, jobDir, type SubmittedJob } from './job-book.ts';
 import { type CheapEvent, type FailedEvent, type ScoredEvent, WatchLog } from './log.ts';
 import type { HeavyDecision } from './plan.ts';
 import { type Found, parseFound } from './found.ts';
-
-export interface SlurmSettings {
-  /** The user's sbatch options, passed through as given (partition, GPUs, time, account…). */
-  sbatch: string[];
-  /** Submissions of a stage after the first, where a job ends without its result. */
-  retries: number;
-  /** The argv that runs this watch again (the job adds `--job FILE --job-stage STAGE`). */
-  command: string[];
-}
-
-export const SLURM_DEFAULTS = { retries: 2 } as const;
 
 /** What a job records as the decision on pass@K and ASAP: not its to make. */
 export const JOB_DECISION: HeavyDecision = { heavy: false, reason: 'decided by the watch that submitted this job' };
