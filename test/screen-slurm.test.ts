@@ -101,10 +101,14 @@ describe("a job's result file", () => {
       failure: null,
     };
     writeStageJobResult(dir, result);
-    expect(readStageJobResult(dir)).toEqual(result);
-    expect(readStageJobResult(tempDir())).toBeUndefined();
+    expect(readStageJobResult(dir, 'c')).toEqual(result);
+    expect(readStageJobResult(tempDir(), 'c')).toBeUndefined();
+    // Another checkpoint's result in this job's directory is credited to neither.
+    expect(() => readStageJobResult(dir, 'd')).toThrow(
+      /result\.json: field "checkpoint": expected "d", the checkpoint this job was given$/,
+    );
     writeFileSync(join(dir, 'result.json'), '{"checkpoint": "c", "result": {}, "failure": {"message": 3}}');
-    expect(() => readStageJobResult(dir)).toThrow(/result\.json: field "failure": expected null or/);
+    expect(() => readStageJobResult(dir, 'c')).toThrow(/result\.json: field "failure": expected null or/);
   });
 });
 

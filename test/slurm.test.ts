@@ -14,6 +14,7 @@ import { InputError } from '../src/errors.ts';
 import { runSlurm, SlurmCommandError } from '../src/slurm/command.ts';
 import { cancelJob, jobStates, SlurmSubmitError, shellQuote, submitJob } from '../src/slurm/jobs.ts';
 import { isFinalState, parseScontrolJob, parseSqueue } from '../src/slurm/state.ts';
+import { ControllerPatience } from '../src/slurm/patience.ts';
 import { skipWithoutSlurm, waitForEnd, waitForJob } from './helpers/slurm.ts';
 
 describe('reading Slurm answers', () => {
@@ -58,6 +59,35 @@ describe('reading Slurm answers', () => {
     expect(parseScontrolJob('JobId=12 JobState=SUSPENDED Reason=None ExitCode=0:0', '12')).toEqual({ known: true, state: 'SUSPENDED' });
     expect(() => parseScontrolJob('JobId=13 JobState=FAILED', '12')).toThrow(/^scontrol: no line for JobId=12/);
     expect(() => parseScontrolJob('JobId=12 JobName=x', '12')).toThrow(/^scontrol: no JobState in the line for job 12/);
+  });
+});
+
+describe('a controller that is briefly away', () => {
+  it('a Slurm command failing is asked again while failures last at most the limit, then ends the run; other errors are not swallowed', async () => {
+    const said: string[] = [];
+    const patience = new ControllerPatience(50);
+    const away = () => Promise.reject(new SlurmCommandError('squeue', 'slurm_load_jobs error: Socket timed out on send/recv operation'));
+    expect(await patience.attempt(away, (l) => said.push(l))).toBeUndefined();
+    expect(said[0]).toMatch(
+      /^slurm: squeue: slurm_load_jobs error: Socket timed out on send\/recv operation — asking again at the next look/,
+    );
+    // An answer resets the clock: a later failure is tolerated anew.
+    expect(
+      await patience.attempt(
+        async () => 7,
+        () => {},
+      ),
+    ).toBe(7);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(await patience.attempt(away, (l) => said.push(l))).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 80));
+    await expect(patience.attempt(away, () => {})).rejects.toThrow(/^slurm: no answer for 0 s, the last: squeue: slurm_load_jobs error/);
+    await expect(
+      patience.attempt(
+        () => Promise.reject(new Error('a bug')),
+        () => {},
+      ),
+    ).rejects.toThrow('a bug');
   });
 });
 
@@ -161,7 +191,7 @@ describe.skipIf(skipWithoutSlurm)('a real Slurm cluster', () => {
   });
 
   it('options that change what submitting means are refused before anything is submitted', async () => {
-    for (const option of ['--array=1-3', '--wait', '-W', '--wrap=true', '--test-only']) {
+    for (const option of ['--array=1-3', '--wait', '-W', '--wrap=true', '--test-only', '--clusters=other', '-M']) {
       await expect(submit({ name: 'refused', argv: ['true'], sbatchArgs: [option] })).rejects.toThrow(InputError);
     }
     await expect(submit({ name: 'refused', argv: ['-x'] })).rejects.toThrow(/must start with a program/);

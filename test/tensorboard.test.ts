@@ -9,7 +9,7 @@ import { appendFileSync, mkdirSync, readdirSync, readFileSync, symlinkSync, trun
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
-import { EVENTS_FILE, tensorboardRuns, writeTensorboard } from '../src/report/trend-tensorboard.ts';
+import { EVENTS_FILE, settledTrend, tensorboardRuns, writeTensorboard } from '../src/report/trend-tensorboard.ts';
 import { TREND_PROBES, type TrendPoint } from '../src/report/trend.ts';
 import { crc32c } from '../src/tensorboard/crc32c.ts';
 import { encodeEvent } from '../src/tensorboard/event.ts';
@@ -40,6 +40,37 @@ const point = (series: string, step: number, values: TrendPoint['values'], label
   step,
   values,
   disagreements: {},
+});
+
+describe('what the events files hold while pass@K and ASAP are out (watch --slurm)', () => {
+  it("holds a run's later points back until its earlier checkpoint's pass@K and ASAP are in, so they append rather than rewrite", () => {
+    const point = (checkpoint: string, series: string, step: number): TrendPoint => ({
+      checkpoint,
+      label: checkpoint,
+      series,
+      step,
+      values: { bpb: { value: step / 1000, low: null, high: null } },
+      disagreements: {},
+    });
+    const trend = [
+      point('a-100', 'a', 100),
+      point('a-200', 'a', 200),
+      point('a-300', 'a', 300),
+      point('b-100', 'b', 100),
+      point('b-200', 'b', 200),
+    ];
+    const names = (pending: string[]) => settledTrend(trend, new Set(pending)).map((p) => p.checkpoint);
+    expect(names([])).toEqual(trend.map((p) => p.checkpoint));
+    // a-200's pass@K job is out: a-200's cheap points may go (they end the file), a-300's wait; run b is not held.
+    expect(names(['a-200'])).toEqual(['a-100', 'a-200', 'b-100', 'b-200']);
+    expect(names(['a-300', 'a-100'])).toEqual(['a-100', 'b-100', 'b-200']);
+    // Each state's file is the start of the next one's: the file only grows.
+    const wall = () => 1;
+    const files = [['a-100', 'a-200'], ['a-200'], []].map(
+      (pending) => tensorboardRuns(settledTrend(trend, new Set(pending)), wall).get('a')!,
+    );
+    for (let i = 1; i < files.length; i++) expect(files[i]!.subarray(0, files[i - 1]!.length).equals(files[i - 1]!)).toBe(true);
+  });
 });
 
 describe.skipIf(skipWithoutTensorboard)('the events file, read back by TensorBoard’s own reader', () => {

@@ -6,7 +6,7 @@
  * finished work, and the scores equal a `probe watch --once` in one process.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { cpSync, existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
@@ -171,6 +171,45 @@ describe.skipIf(skipWithoutSlurm || skipWithoutBwrap)('probe watch --slurm on a 
     expect(trend(run)).toHaveLength(3);
     expect(trend(run)).toEqual(trend(local));
   }, 900_000);
+  it('rides out a controller that is briefly away: sbatch and squeue failing at first are asked again, and the watch ends as usual', () => {
+    const root = tempDir();
+    const watched = join(root, 'ckpts');
+    mkdirSync(watched);
+    cpSync(join(LADDER, ORDER[0]!), join(watched, ORDER[0]!), { recursive: true });
+    // Shims before the real commands on PATH: each fails its first two calls as a controller that does not answer.
+    const shims = join(root, 'shims');
+    mkdirSync(shims);
+    const shim = (command: string, error: string) => {
+      const real = spawnSync('sh', ['-c', `command -v ${command}`], { encoding: 'utf8' }).stdout.trim();
+      const file = join(shims, command);
+      writeFileSync(
+        file,
+        `#!/bin/sh\nn=$(cat "${file}.calls" 2>/dev/null || echo 0)\necho $((n + 1)) > "${file}.calls"\nif [ "$n" -lt 2 ]; then echo "${command}: error: ${error}" >&2; exit 1; fi\nexec ${real} "$@"\n`,
+      );
+      chmodSync(file, 0o755);
+    };
+    shim('sbatch', 'Batch job submission failed: Unable to contact slurm controller (connect failure)');
+    shim('squeue', 'slurm_load_jobs error: Socket timed out on send/recv operation');
+    const out = join(root, 'run');
+    const run = runProbe(
+      ['watch', watched, '--once', '--settle', '0', '--poll', '1', '--out', out, '-n', '0', '--asap-runs', '0', '--limit', '2', '--slurm'],
+      { PATH: `${shims}:${process.env.PATH}` },
+      240_000,
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stderr).toMatch(
+      /slurm: sbatch: Batch job submission failed: Unable to contact slurm controller \(connect failure\) — asking again at the next look/,
+    );
+    expect(run.stderr).toMatch(
+      /slurm: squeue: slurm_load_jobs error: Socket timed out on send\/recv operation — asking again at the next look/,
+    );
+    // Submitted once, when sbatch answered; collected once squeue did.
+    expect(lines<JobLine>(join(out, 'slurm.jsonl')).map((j) => [j.event, j.stage, j.outcome])).toEqual([
+      ['submitted', 'cheap', undefined],
+      ['ended', 'cheap', 'collected'],
+    ]);
+    expect(lines<{ event: string }>(join(out, 'watch.jsonl')).some((e) => e.event === 'scored')).toBe(true);
+  }, 300_000);
 });
 
 function runScontrol(job: string): string {

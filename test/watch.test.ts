@@ -88,9 +88,11 @@ describe('where a checkpoint sits in training', () => {
     writeFileSync(join(inbox, 'run-a', '.step-200.ready.json.tmp'), '{"step": 200}'); // before the trainer's rename
     writeFileSync(join(inbox, 'run-a', 'step-300.ready.json'), '{"step": 301}');
     writeFileSync(join(inbox, 'run-b', 'step-400.ready.json'), '{"path": 7}');
+    writeFileSync(join(inbox, 'run-b', 'step-100000000000000000.ready.json'), '{}');
     const ready = readReadyDir(inbox);
     expect(ready.problems.map((p) => p.message)).toEqual([
       `${join(inbox, 'run-a', 'step-300.ready.json')}: field "step": says 301, but the file's name says step 300`,
+      `${join(inbox, 'run-b', 'step-100000000000000000.ready.json')}: the step in its name is past 2^53, more than a step can be`,
       `${join(inbox, 'run-b', 'step-400.ready.json')}: field "path": expected the checkpoint's path, a non-empty string`,
     ]);
     const of = (path: string, series?: string, step?: number) => announcementOf(ready, { path, series, step })?.file;

@@ -21,6 +21,7 @@ import type { Checkpoint } from '../backends/checkpoint.ts';
 import { ProbeError } from '../errors.ts';
 import { enterStage } from '../report/run-stages.ts';
 import { jobStates, submitJob } from '../slurm/jobs.ts';
+import { ControllerPatience } from '../slurm/patience.ts';
 import { SLURM_DEFAULTS, type SlurmSettings } from '../slurm/settings.ts';
 import { isFinalState } from '../slurm/state.ts';
 import { type BookedEnd, type BookedSubmission, JobBook, jobDir } from '../store/job-book.ts';
@@ -52,6 +53,10 @@ class SlurmStages implements StageRunner {
   private readonly runDir: string;
   /** The last progress line said, so a poll every few seconds says only what changed. */
   private said = '';
+  /** squeue, scontrol and sbatch failing while the controller is away: asked again at the next poll. */
+  private readonly patience = new ControllerPatience(SLURM_DEFAULTS.unreachableS * 1000);
+  /** Work whose submission the controller did not answer: submitted at the next poll. */
+  private unsubmitted: Array<{ stage: LadderStage; checkpoint: string; attempt: number }> = [];
 
   constructor(
     private readonly dir: RunDir,
@@ -71,18 +76,21 @@ class SlurmStages implements StageRunner {
       const dir = this.dirOf(stage, ckpt.name);
       // Out there from a screen before this one (killed): waited for, not submitted again.
       if (this.book.outstandingFor(key)) continue;
-      const written = readStageJobResult<StageResults[S]>(dir);
+      const written = readStageJobResult<StageResults[S]>(dir, ckpt.name);
       // Written before and seen (or not) by a screen before this one: collected, never computed again.
       if (written && !written.failure) ended.set(ckpt.name, written);
       // A recorded failure is tried again, as a rerun in one process tries a failed checkpoint again.
       else await this.submit(stage, ckpt.name, 1);
     }
     const mine = () => this.book.outstanding().filter((j) => j.stage === stage && checkpoints.some((c) => c.name === j.checkpoint));
-    while (mine().length > 0) {
+    while (mine().length > 0 || this.unsubmitted.length > 0) {
       if (interruptedBy())
         throw new ProbeError(`interrupted while waiting for Slurm jobs (${this.runDir}/slurm.jsonl: a rerun with --resume waits for them)`);
       await sleep(this.pollMs);
-      await this.poll(stage, mine(), ended);
+      const again = this.unsubmitted;
+      this.unsubmitted = [];
+      for (const work of again) await this.submit(work.stage, work.checkpoint, work.attempt);
+      if (mine().length > 0) await this.poll(stage, mine(), ended);
     }
     const results: StageResults[S][] = [];
     const failures: Failure[] = [];
@@ -110,7 +118,11 @@ class SlurmStages implements StageRunner {
     out: StageJob[],
     ended: Map<string, StageJobResult<StageResults[S]> | Failure>,
   ): Promise<void> {
-    const states = await jobStates(out.map((j) => j.job));
+    const states = await this.patience.attempt(
+      () => jobStates(out.map((j) => j.job)),
+      (line) => this.say(line),
+    );
+    if (!states) return; // the controller did not answer: every job is as it was
     const running: string[] = [];
     for (const job of out) {
       const state = states.get(job.job);
@@ -120,7 +132,7 @@ class SlurmStages implements StageRunner {
         continue;
       }
       const end = state?.known ? state.state : 'gone';
-      const written = readStageJobResult<StageResults[S]>(job.dir);
+      const written = readStageJobResult<StageResults[S]>(job.dir, job.checkpoint);
       const outcome = written ? (written.failure ? 'failed' : 'collected') : job.attempt <= this.slurm.retries ? 'retried' : 'gave up';
       this.book.append({ event: 'ended', key: job.key, stage, job: job.job, state: end, outcome, at: new Date().toISOString() });
       if (written) ended.set(job.checkpoint, written);
@@ -133,7 +145,7 @@ class SlurmStages implements StageRunner {
         ended.set(
           job.checkpoint,
           new ProbeError(
-            `${job.checkpoint}: ${STAGE_LABELS[stage]}: Slurm job ${job.job} ended ${end} without its result (try ${job.attempt} of ${this.slurm.retries + 1}); its output: ${join(job.dir, 'slurm.out')}`,
+            `${job.checkpoint}: ${STAGE_LABELS[stage]}: Slurm job ${job.job} ended ${end} without its result (try ${job.attempt} of ${this.slurm.retries + 1}); its output: ${join(job.dir, outputName(job.attempt))}`,
           ),
         );
     }
@@ -146,13 +158,21 @@ class SlurmStages implements StageRunner {
     // A failure an earlier job recorded is not this job's: only what this one writes is collected.
     rmSync(join(dir, JOB_RESULT_FILE), { force: true });
     const input = writeStageJobInput(dir, { checkpoint });
-    const job = await submitJob({
-      argv: [...this.slurm.command, '--job', input, '--job-stage', stage],
-      name: `probe-${stage}-${basename(checkpoint)}`,
-      outputFile: join(dir, 'slurm.out'),
-      cwd: process.cwd(),
-      sbatchArgs: this.slurm.sbatch,
-    });
+    const job = await this.patience.attempt(
+      () =>
+        submitJob({
+          argv: [...this.slurm.command, '--job', input, '--job-stage', stage],
+          name: `probe-${stage}-${basename(checkpoint)}`,
+          outputFile: join(dir, outputName(attempt)),
+          cwd: process.cwd(),
+          sbatchArgs: this.slurm.sbatch,
+        }),
+      (line) => this.say(line),
+    );
+    if (job === undefined) {
+      this.unsubmitted.push({ stage, checkpoint, attempt });
+      return;
+    }
     this.book.append({
       event: 'submitted',
       key: jobKey(stage, checkpoint),
@@ -171,6 +191,11 @@ class SlurmStages implements StageRunner {
     this.said = text;
     process.stderr.write(`${text}\n`);
   }
+}
+
+/** A job's Slurm output, one file per try: a retry's output does not overwrite the log of the try that was pre-empted. */
+function outputName(attempt: number): string {
+  return `slurm-try${attempt}.out`;
 }
 
 /** A checkpoint's stage in the job book. */

@@ -63,8 +63,8 @@ export function writeStageJobResult(dir: string, result: StageJobResult): void {
   writeFileAtomic(join(dir, JOB_RESULT_FILE), `${JSON.stringify(result, keepNonFinite, 2)}\n`);
 }
 
-/** What the job in `dir` concluded, or undefined where it has not written it (still running, or ended without it). */
-export function readStageJobResult<R>(dir: string): StageJobResult<R> | undefined {
+/** What the job in `dir`, given `checkpoint`, concluded, or undefined where it has not written it (still running, or ended without it). */
+export function readStageJobResult<R>(dir: string, checkpoint: string): StageJobResult<R> | undefined {
   const file = join(dir, JOB_RESULT_FILE);
   if (!existsSync(file)) return undefined;
   // Probe's own file, as large as a stage's results are (every item's samples): no cap below a gibibyte.
@@ -79,7 +79,8 @@ export function readStageJobResult<R>(dir: string): StageJobResult<R> | undefine
     throw new InputError({ file, field }, `expected ${expected}`);
   };
   if (typeof doc !== 'object' || doc === null) return fail('checkpoint', 'a JSON object');
-  if (typeof doc.checkpoint !== 'string') fail('checkpoint', 'a string');
+  // A result is credited to the checkpoint whose job directory it is in, and to no other.
+  if (doc.checkpoint !== checkpoint) fail('checkpoint', `${JSON.stringify(checkpoint)}, the checkpoint this job was given`);
   if (!('result' in doc) || (doc.result !== null && typeof doc.result !== 'object')) fail('result', 'an object or null');
   const failure = doc.failure as Record<string, unknown> | null;
   if (

@@ -61,6 +61,22 @@ export function tensorboardRuns(trend: readonly TrendPoint[], wallTime: (p: Tren
   return runs;
 }
 
+/**
+ * The points an events file may hold now: in each training run, in step order, those up to
+ * and including the first checkpoint whose pass@K and ASAP are still to come (`pending`).
+ * Its later points wait for it, so that its pass@K and ASAP land at the end of the file, as
+ * an append a running TensorBoard reads, and not in its middle, which would rewrite the file
+ * (with `--slurm`, a later checkpoint's cheap scores often come before an earlier one's
+ * pass@K and ASAP). A watch in one process finishes each checkpoint before the next, so it
+ * holds nothing back.
+ */
+export function settledTrend(trend: readonly TrendPoint[], pending: ReadonlySet<string>): TrendPoint[] {
+  const firstPending = new Map<string, number>();
+  for (const p of trend)
+    if (pending.has(p.checkpoint)) firstPending.set(p.series, Math.min(firstPending.get(p.series) ?? Number.POSITIVE_INFINITY, p.step));
+  return trend.filter((p) => p.step <= (firstPending.get(p.series) ?? Number.POSITIVE_INFINITY));
+}
+
 /** Brings DIR's events files up to date with the trend; what happened to each run's file. */
 export function writeTensorboard(
   dir: string,

@@ -49,8 +49,11 @@ export class SlurmSubmitError extends InputError {
   }
 }
 
-/** User options refused: each changes what submitting means (a job array, a blocking submit, no job at all). */
-const REFUSED_OPTION = /^(?:--(?:array|wait|wrap|test-only|help|usage|version)(?:=|$)|-[aWhV])/;
+/**
+ * User options refused: each changes what submitting means (a job array, a blocking submit,
+ * no job at all), or where its state is read (another cluster's jobs are not in this one's squeue).
+ */
+const REFUSED_OPTION = /^(?:--(?:array|wait|wrap|test-only|help|usage|version|clusters)(?:=|$)|-[aWhVM])/;
 
 /** A word for a POSIX shell: as is where it holds only characters no shell treats specially, else single-quoted. */
 export function shellQuote(word: string): string {
@@ -97,7 +100,11 @@ export async function submitJob(request: SubmitRequest): Promise<string> {
     `exec ${argv.map(shellQuote).join(' ')}`,
   ];
   const out = await runSlurm('sbatch', args, { cwd, env: { ...process.env, ...request.env } });
-  if (out.code !== 0) throw new SlurmSubmitError(sbatchArgs, out.stderr);
+  if (out.code !== 0) {
+    // The controller away is not a refusal of the user's options: the caller asks again later.
+    if (CONTROLLER_AWAY.test(out.stderr)) throw new SlurmCommandError('sbatch', slurmErrorLine('sbatch', out.stderr));
+    throw new SlurmSubmitError(sbatchArgs, out.stderr);
+  }
   // --parsable prints "id" or "id;cluster".
   const last = out.stdout.trim().split('\n').pop() ?? '';
   const id = /^(\d+)(?:;\S+)?$/.exec(last.trim())?.[1];
@@ -105,6 +112,13 @@ export async function submitJob(request: SubmitRequest): Promise<string> {
     throw new SlurmCommandError('sbatch', `printed no job id (wanted "id" from --parsable, got ${JSON.stringify(last.slice(0, 200))})`);
   return id;
 }
+
+/**
+ * sbatch's words for a controller it could not reach or that did not answer in time (a
+ * restart, a failover, an overloaded slurmctld), as opposed to one that refused the job.
+ */
+const CONTROLLER_AWAY =
+  /Unable to contact slurm controller|Socket timed out on send\/recv|Slurm controller not responding|Zero Bytes were transmitted or received|Connection refused|Transport endpoint is not connected/i;
 
 /** Whether Slurm's answer was "no such job": squeue and scontrol say so for an id the controller has forgotten. */
 const NO_SUCH_JOB = /Invalid job id specified/i;

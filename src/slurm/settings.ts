@@ -15,8 +15,9 @@ export interface SlurmSettings {
 
 /**
  * The defaults, written once: two more tries for a job that ends without its result (a
- * pre-emption or a lost node is common, a third in a row says something is wrong), and a
+ * pre-emption or a lost node is common, a third in a row says something is wrong); a
  * look at squeue every 3 s while a verb waits for its jobs (often enough for a stage of
- * minutes, rarely enough not to load the controller).
+ * minutes, rarely enough not to load the controller); and 15 minutes of a controller that
+ * does not answer before a verb gives up (a restart or failover takes seconds to minutes).
  */
-export const SLURM_DEFAULTS = { retries: 2, pollS: 3 } as const;
+export const SLURM_DEFAULTS = { retries: 2, pollS: 3, unreachableS: 900 } as const;

@@ -118,6 +118,14 @@ export class WatchLog {
     return new Map(this.order.map((k) => [this.byKey.get(k)!.cheap!.checkpoint, this.byKey.get(k)!.cheap!.at]));
   }
 
+  /** Checkpoints with cheap scores whose pass@K and ASAP are still to come: not scored, and not failed since. */
+  heavyPending(): Set<string> {
+    const failed = new Set(this.failures().map((f) => f.checkpoint));
+    return new Set(
+      [...this.byKey.values()].flatMap((s) => (s.cheap && !s.scored && !failed.has(s.cheap.checkpoint) ? [s.cheap.checkpoint] : [])),
+    );
+  }
+
   /** Checkpoints fully scored, and those with cheap scores only so far (a watch stopped part-way through them). */
   counts(): { scored: number; partly: number } {
     const states = [...this.byKey.values()];

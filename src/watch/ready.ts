@@ -55,6 +55,7 @@ function resolvedPath(path: string): string {
 }
 
 function readStepFile(root: string, file: string, run: string, step: number): Announcement {
+  if (!Number.isSafeInteger(step)) throw new InputError({ file }, 'the step in its name is past 2^53, more than a step can be');
   const doc = readJsonFile(file, { root, what: 'a ready file', maxBytes: READY_JSON_BYTES });
   if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new InputError({ file }, 'a ready file holds a JSON object');
   const { path, step: said } = doc as Record<string, unknown>;

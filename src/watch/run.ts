@@ -26,7 +26,7 @@ import type { McqResult } from '../probes/mcq.ts';
 import type { PasskResult } from '../probes/passk.ts';
 import { formatTrendValue, trendPoints, type TrendPoint } from '../report/trend.ts';
 import { trendChart } from '../report/trend-svg.ts';
-import { writeTensorboard } from '../report/trend-tensorboard.ts';
+import { settledTrend, writeTensorboard } from '../report/trend-tensorboard.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import { checkpointRecords, type RunDir } from '../store/run-dir.ts';
@@ -499,7 +499,8 @@ export class Watch {
   /** The trend into --tensorboard's events files, one TensorBoard run per training run. */
   private writeTensorboard(trend: TrendPoint[]): void {
     const at = this.log.cheapTimes();
-    const updates = writeTensorboard(this.s.tensorboard!, trend, (p) => Date.parse(at.get(p.checkpoint)!) / 1000);
+    const settled = settledTrend(trend, this.log.heavyPending());
+    const updates = writeTensorboard(this.s.tensorboard!, settled, (p) => Date.parse(at.get(p.checkpoint)!) / 1000);
     for (const [run, update] of updates)
       if (update === 'rewritten')
         // A TensorBoard reading the file keeps its place in the old one: it shows the rewrite once restarted.

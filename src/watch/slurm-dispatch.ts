@@ -21,7 +21,8 @@ import { basename, join } from 'node:path';
 import type { Checkpoint } from '../backends/checkpoint.ts';
 import { ProbeError } from '../errors.ts';
 import { jobStates, submitJob } from '../slurm/jobs.ts';
-import type { SlurmSettings } from '../slurm/settings.ts';
+import { ControllerPatience } from '../slurm/patience.ts';
+import { SLURM_DEFAULTS, type SlurmSettings } from '../slurm/settings.ts';
 import { isFinalState, type JobState } from '../slurm/state.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
 import { JobBook, type JobStage, jobDir, type SubmittedJob } from './job-book.ts';
@@ -52,6 +53,9 @@ export class SlurmDispatch {
   private readonly book: JobBook;
   /** Cheap results collected and not yet decided (an earlier checkpoint of the run is still out). */
   private readonly waiting = new Map<string, { found: Found; cheap: CheapEvent }>();
+
+  /** squeue, scontrol and sbatch failing while the controller is away: asked again at the next poll. */
+  private readonly patience = new ControllerPatience(SLURM_DEFAULTS.unreachableS * 1000);
 
   constructor(
     private readonly side: WatchSide,
@@ -84,7 +88,13 @@ export class SlurmDispatch {
   /** Reads back the jobs out there; collects, retries or fails those that ended; decides what can be decided. */
   async collect(): Promise<void> {
     const out = this.book.outstanding();
-    const states = out.length ? await jobStates(out.map((j) => j.job)) : new Map<string, JobState>();
+    const states = out.length
+      ? await this.patience.attempt(
+          () => jobStates(out.map((j) => j.job)),
+          (line) => this.side.tell('slurm', line),
+        )
+      : new Map<string, JobState>();
+    if (!states) return; // the controller did not answer: every job is as it was
     const running: string[] = [];
     for (const job of out) {
       const state = states.get(job.job);
@@ -104,13 +114,19 @@ export class SlurmDispatch {
     mkdirSync(dir, { recursive: true });
     const foundFile = join(dir, 'found.json');
     writeFileAtomic(foundFile, `${JSON.stringify(found)}\n`);
-    const job = await submitJob({
-      argv: [...this.s.command, '--job', foundFile, '--job-stage', stage],
-      name: `probe-${stage}-${basename(found.entry.path)}`,
-      outputFile: join(dir, `slurm-%j.out`),
-      cwd: process.cwd(),
-      sbatchArgs: this.s.sbatch,
-    });
+    const job = await this.patience.attempt(
+      () =>
+        submitJob({
+          argv: [...this.s.command, '--job', foundFile, '--job-stage', stage],
+          name: `probe-${stage}-${basename(found.entry.path)}`,
+          // One file per try: a retry's output does not overwrite the log of the try that was pre-empted.
+          outputFile: join(dir, `slurm-${stage}-try${attempt}.out`),
+          cwd: process.cwd(),
+          sbatchArgs: this.s.sbatch,
+        }),
+      (line) => this.side.tell('slurm', line),
+    );
+    if (job === undefined) return; // not submitted: the checkpoint is taken up again at the next poll
     this.book.append({
       event: 'submitted',
       key: found.key,
@@ -167,7 +183,7 @@ export class SlurmDispatch {
         found.spec,
         job.stage === 'cheap' ? 'cheap' : 'pass@k',
         new ProbeError(
-          `${job.entry}: ${job.stage} rungs: Slurm job ${job.job} ended ${state} without its result (try ${job.attempt} of ${this.s.retries + 1})`,
+          `${job.entry}: ${job.stage} rungs: Slurm job ${job.job} ended ${state} without its result (try ${job.attempt} of ${this.s.retries + 1}); its output: ${join(job.dir, `slurm-${job.stage}-try${job.attempt}.out`)}`,
         ),
       );
     }

@@ -100,7 +100,8 @@ export function trainingStep(path: string): { step: number; source: string } | u
   const recorded = recordedStep(path);
   if (recorded) return recorded;
   const inName = stepInName(basename(path));
-  return inName && { step: inName.step, source: 'the name' };
+  // A number past 2^53 (a hash, a date-time in a name) is no step: one it cannot hold exactly would mislabel the point.
+  return inName && Number.isSafeInteger(inName.step) ? { step: inName.step, source: 'the name' } : undefined;
 }
 
 /** The training position of the checkpoint at `path` (an entry of the watched directory `watched`); undefined where neither its files nor its name say a step. */
