@@ -64,9 +64,12 @@ export class SlurmDispatch {
     this.book = new JobBook(side.runDir);
   }
 
-  /** Jobs out, or results waiting for a decision: a `--once` watch is not done. */
+  /** Checkpoints whose submission the controller did not answer: taken up again at the next poll. */
+  private readonly unanswered = new Set<string>();
+
+  /** Jobs out, results waiting for a decision, or submissions to make again: a `--once` watch is not done. */
   busy(): boolean {
-    return this.book.outstanding().length > 0 || this.waiting.size > 0;
+    return this.book.outstanding().length > 0 || this.waiting.size > 0 || this.unanswered.size > 0;
   }
 
   /** A complete checkpoint not yet scored: its next stage, submitted (or collected, where a job already wrote it). */
@@ -126,7 +129,11 @@ export class SlurmDispatch {
         }),
       (line) => this.side.tell('slurm', line),
     );
-    if (job === undefined) return; // not submitted: the checkpoint is taken up again at the next poll
+    if (job === undefined) {
+      this.unanswered.add(found.key); // not submitted: the checkpoint is taken up again at the next poll
+      return;
+    }
+    this.unanswered.delete(found.key);
     this.book.append({
       event: 'submitted',
       key: found.key,
