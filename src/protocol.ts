@@ -21,10 +21,6 @@ export function passAtKs(n: number): number[] {
   return PASS_AT_K.filter((k) => k <= n);
 }
 
-/** The environment kinds ASAP runs in (`probe asap --env`): repository tasks, Terminal-Bench tasks, deep research. */
-export const ASAP_ENVIRONMENTS = ['swe', 'terminal', 'research'] as const;
-export type AsapEnvironment = (typeof ASAP_ENVIRONMENTS)[number];
-
 /**
  * An ASAP episode (mission.md "Protocol"): the md+xml transcript, a 3-step reference
  * prefix, ≤ 30 model steps of ≤ 2048 new tokens, 8 runs per instance, 120 s per action.

@@ -21,6 +21,7 @@ import { loadProbeItems } from '../src/probes/load.ts';
 import { collectRuns } from '../src/report/collect.ts';
 import { TrajectoryBuildSchema } from '../src/schema/build-progress.ts';
 import { RunDir } from '../src/store/run-dir.ts';
+import * as EpisodeRecords from '../src/schema/episode-records.ts';
 import { UnitLog } from '../src/store/unit-log.ts';
 import { readTerminalPrefix } from '../src/terminal/prefix.ts';
 import { type CliRun, expectOneLineError, runProbe } from './helpers/cli.ts';
@@ -313,15 +314,24 @@ describe('sample lines of the episode environments', () => {
     ],
     ['research', researchEpisode, (r: Record<string, unknown>) => ({ ...r, termination: 'gave_up' }), 'result.termination'],
   ] as const)('%s: a line of another shape names the file, line and field; good lines read back', (probe, episode, spoil, field) => {
-    const run = emptyRun();
+    // As the environment's run declares its records (RunDir.declareSamples) before it reads any.
+    const declared = (dir?: string) => {
+      const opened = emptyRun(dir);
+      opened.declareSamples(
+        probe,
+        probe === 'terminal' ? EpisodeRecords.TerminalEpisodeRecordSchema : EpisodeRecords.ResearchEpisodeRecordSchema,
+      );
+      return opened;
+    };
+    const run = declared();
     run.memo(probe, CKPT.agent).put('a', episode);
     run.memo(probe, CKPT.agent).put('b', episode);
     const log = run.samplesFile(probe);
-    expect(emptyRun(run.dir).memo(probe, CKPT.agent).get('b')).toEqual(episode);
+    expect(declared(run.dir).memo(probe, CKPT.agent).get('b')).toEqual(episode);
     editLine(log, 2, (line) => ({ ...line, result: spoil(line.result as Record<string, unknown>) }));
     const bad = readFileSync(log, 'utf8');
-    oneLineError(() => emptyRun(run.dir).memo(probe, CKPT.agent), `${log}:2: field "${field}": `);
-    oneLineError(() => emptyRun(run.dir).samples(probe), `${log}:2: field "${field}": `);
+    oneLineError(() => declared(run.dir).memo(probe, CKPT.agent), `${log}:2: field "${field}": `);
+    oneLineError(() => declared(run.dir).samples(probe), `${log}:2: field "${field}": `);
     expect(readFileSync(log, 'utf8')).toBe(bad);
   });
 });

@@ -6,6 +6,9 @@
  * the other half of its contract: how its results are shown. The registered environments
  * are in src/environments/registry.ts, one line each.
  */
+import type { z } from 'zod';
+import type { EnvironmentEpisodes } from './episode-plan.ts';
+
 /** What every environment's result for one checkpoint carries. */
 export interface EnvironmentResult {
   checkpoint: string;
@@ -14,6 +17,7 @@ export interface EnvironmentResult {
   /** Share of instances solved in all n runs (Intersection@n). */
   intersection: number;
   terminations: Record<string, number>;
+  behaviour: object;
 }
 
 /** One column of an environment's results: a header, and a value shown as a share, a mean, a count or text. */
@@ -24,10 +28,18 @@ export interface Column<R> {
 }
 
 export interface EnvironmentDeclaration<R extends EnvironmentResult> {
-  /** `probe asap --env NAME` (protocol.ts's ASAP_ENVIRONMENTS). */
+  /** `probe asap --env NAME`, `--asap-env NAME`; its key in the report's data and in `probe report --json`. */
   name: string;
-  /** Where its results sit in the report's data (report/collect.ts's ReportData). */
-  reportKey: string;
+  /** What it is, in a few words, for `--env`'s help: `repository tasks, tests decide`. */
+  summary: string;
+  /**
+   * How its episodes run over checkpoints (asap/episode-plan.ts). SWE has none here: its
+   * episodes are the protocol's own rung (pipeline/asap.ts: reference prefixes, the ladder's
+   * Slurm stages, results under `asap`).
+   */
+  episodes?: EnvironmentEpisodes;
+  /** The fields of one checkpoint's result that the report reads, checked before anything is ranked (report/results-schema.ts). */
+  resultSchema: z.ZodType<unknown>;
   /** Its HTML report section, and its table's title in `probe report`'s rankings. */
   section: { id: string; title: string; ranking: string; whenEmpty?: string };
   /** How its episodes can end: results count every one (0 where none did). */

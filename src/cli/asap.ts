@@ -1,6 +1,7 @@
 /** `probe asap`: frozen base models drive whole episodes; Pass@k, Intersection@n and behaviour. */
 import { join } from 'node:path';
 import { Command, Option } from 'commander';
+import { addSamplingOptions } from './sampling-options.ts';
 import { ASAP_FORMATS } from '../formats/asap-transcripts.ts';
 import { TOOL_PROFILES } from '../swe/profiles.ts';
 import { SWE_ENVIRONMENT } from '../swe/environment.ts';
@@ -13,7 +14,7 @@ import { tableName } from '../report/checkpoint-name.ts';
 import { SANDBOX_KINDS } from '../settings/sandbox-kinds.ts';
 import { addImageSourceOptions, type ImageSourceFlags, imageSources } from './image-source-options.ts';
 import { loadTasks } from '../verify/load-task.ts';
-import { integer, nonNegativeInteger, nonNegativeNumber, positiveInteger, probability, timeoutSeconds } from './args.ts';
+import { integer, nonNegativeInteger, positiveInteger, timeoutSeconds } from './args.ts';
 import { ASAP_RUN_DEFAULTS, type AsapRunSettings, runAsapOverCheckpoints } from '../pipeline/asap.ts';
 import { reportFailures } from '../pipeline/failures.ts';
 import { resolveCheckpoints } from '../pipeline/checkpoints.ts';
@@ -21,10 +22,8 @@ import { addCheckpointOptions, type CheckpointFlags } from './checkpoint-options
 import { addHttpOptions, httpOptions, type HttpFlags } from './http-options.ts';
 import { addRunOptions, resultCache, type RunFlags } from './run-options.ts';
 import { addBosOption, type BosFlags } from './bos-option.ts';
-import { addEnvironmentOptions, type ResearchFlags, runResearchVerb } from './asap-research.ts';
-import type { AsapEnvironment } from '../protocol.ts';
-import { addTerminalOptions, runTerminalVerb, type TerminalFlags } from './asap-terminal.ts';
-import { TERMINAL_PROFILES } from '../terminal/actions.ts';
+import { addEnvironmentOptions, type EnvironmentVerbFlags, runEnvironmentVerb } from './asap-environment.ts';
+import { ENVIRONMENTS, environmentOf } from '../environments/registry.ts';
 
 /** The settings a flag sets under the setting's own name. */
 const SETTING_FLAGS = [
@@ -50,58 +49,57 @@ interface AsapFlags
     ImageSourceFlags,
     CheckpointFlags,
     AsapSettingFlags,
-    Omit<ResearchFlags, keyof AsapSettingFlags>,
-    Pick<TerminalFlags, 'terminalTasks'> {
-  env: AsapEnvironment;
-  ckpt?: string[];
+    Omit<EnvironmentVerbFlags, keyof AsapSettingFlags> {
+  env: string;
   tasks: string;
-  instances?: string[];
-  limit?: number;
-  /** `--action-timeout`, in seconds (`actionTimeoutS`). */
-  actionTimeout: number;
-  json?: boolean;
 }
 
 const DEFAULTS = ASAP_RUN_DEFAULTS;
+
+/** The environments with profiles of their own, beside SWE's. */
+const OTHER_PROFILES = ENVIRONMENTS.flatMap((e) => (e.episodes?.profiles ? [{ name: e.name, profiles: e.episodes.profiles }] : []));
+const profilesHelp = ({ name, profiles: [first, ...rest] }: { name: string; profiles: readonly string[] }) =>
+  `--env ${name}: ${first}, the default there${rest.length ? `, or ${rest.join(' or ')}` : ''}`;
 
 export function asapCommand(): Command {
   return addRunOptions(
     addBosOption(
       addHttpOptions(
         addCheckpointOptions(
-          addImageSourceOptions(addTerminalOptions(addEnvironmentOptions(new Command('asap'))))
-            .description(
-              'ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics. --env terminal: Terminal-Bench tasks (keystrokes to a tmux shell, or bash commands, in the task container). --env research: deep-research episodes over a document corpus (search, open, answer).',
-            )
-            .option(
-              '--ckpt <path|url...>',
-              'checkpoint directories (Hugging Face safetensors, run in process or by vLLM: --engine; or ONNX), GGUF files (served by llama-server) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder',
-            )
-            .option('--tasks <dir|file>', 'task records', join(REPO_ROOT, 'verifiers'))
-            .option(
-              '--reference <dir>',
-              'reference trajectories, one per instance, named <instance_id>.<anything>',
-              join(REPO_ROOT, 'trajectories'),
-            )
-            .option('--instances <id...>', 'only these instances')
-            .option('--limit <n>', 'only the first N instances', positiveInteger)
-            .option('--runs <n>', 'episodes per instance (distinct seeds)', positiveInteger, DEFAULTS.runs)
-            .option('--concurrency <n>', 'episodes at once (one shared backend, one sandbox each)', positiveInteger, DEFAULTS.concurrency)
-            .addOption(
-              new Option('--profile <profile>', 'tools the model may use (--env terminal: terminus, the default there, or bash)')
-                .choices([...new Set([...TOOL_PROFILES, ...TERMINAL_PROFILES])])
-                .default(DEFAULTS.profile),
-            )
-            .addOption(
-              new Option('--format <format>', 'transcript format (md+xml is the protocol; the others are for the ablation)')
-                .choices([...ASAP_FORMATS])
-                .default(DEFAULTS.format),
-            )
-            .option('--prefix-steps <k>', 'reference steps before the model starts', nonNegativeInteger, DEFAULTS.prefixSteps)
-            .option('--max-steps <n>', 'model steps per episode', positiveInteger, DEFAULTS.maxSteps)
-            .option('--max-tokens <n>', 'new tokens per step', positiveInteger, DEFAULTS.maxTokens)
-            .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, DEFAULTS.temperature)
-            .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, DEFAULTS.topP)
+          addSamplingOptions(
+            addImageSourceOptions(addEnvironmentOptions(new Command('asap')))
+              .description(
+                'ASAP: the base model drives whole agent episodes through its completion interface (md+xml, 3-step reference prefix, minimal recovery); Pass@k, Intersection@n and behaviour metrics. --env terminal: Terminal-Bench tasks (keystrokes to a tmux shell, or bash commands, in the task container). --env research: deep-research episodes over a document corpus (search, open, answer).',
+              )
+              .option(
+                '--ckpt <path|url...>',
+                'checkpoint directories (Hugging Face safetensors, run in process or by vLLM: --engine; or ONNX), GGUF files (served by llama-server) or server URLs (http://host:8000/v1; replicas comma-separated); default: the embedded ladder',
+              )
+              .option('--tasks <dir|file>', 'task records', join(REPO_ROOT, 'verifiers'))
+              .option(
+                '--reference <dir>',
+                'reference trajectories, one per instance, named <instance_id>.<anything>',
+                join(REPO_ROOT, 'trajectories'),
+              )
+              .option('--instances <id...>', 'only these instances')
+              .option('--limit <n>', 'only the first N instances', positiveInteger)
+              .option('--runs <n>', 'episodes per instance (distinct seeds)', positiveInteger, DEFAULTS.runs)
+              .option('--concurrency <n>', 'episodes at once (one shared backend, one sandbox each)', positiveInteger, DEFAULTS.concurrency)
+              .addOption(
+                new Option('--profile <profile>', `tools the model may use (${OTHER_PROFILES.map(profilesHelp).join('; ')})`)
+                  .choices([...new Set([...TOOL_PROFILES, ...OTHER_PROFILES.flatMap((e) => e.profiles)])])
+                  .default(DEFAULTS.profile),
+              )
+              .addOption(
+                new Option('--format <format>', 'transcript format (md+xml is the protocol; the others are for the ablation)')
+                  .choices([...ASAP_FORMATS])
+                  .default(DEFAULTS.format),
+              )
+              .option('--prefix-steps <k>', 'reference steps before the model starts', nonNegativeInteger, DEFAULTS.prefixSteps)
+              .option('--max-steps <n>', 'model steps per episode', positiveInteger, DEFAULTS.maxSteps)
+              .option('--max-tokens <n>', 'new tokens per step', positiveInteger, DEFAULTS.maxTokens),
+            DEFAULTS,
+          )
             .option('--seed <n>', 'seed of the run (episode seeds derive from it, the same for every checkpoint)', integer, DEFAULTS.seed)
             .option('--action-timeout <s>', 'seconds one action may run', timeoutSeconds, DEFAULTS.actionTimeoutS)
             .addOption(
@@ -120,9 +118,9 @@ export function asapCommand(): Command {
       '\nExamples:\n  probe asap --ckpt checkpoints/attn-agent checkpoints/ngram-agent --runs 8 --concurrency 4 --out runs/asap-demo\n  probe asap --env terminal --ckpt checkpoints/attn-agent --runs 2 --out runs/terminal-demo\n  probe asap --env research --ckpt checkpoints/attn-agent --runs 2 --limit 4 --out runs/research-demo',
     )
     .action(async (flags: AsapFlags, command: Command) => {
-      if (flags.env === 'research') return runResearchVerb(flags);
-      const profileGiven = command.getOptionValueSource('profile') !== 'default';
-      if (flags.env === 'terminal') return runTerminalVerb(flags, profileGiven);
+      // An environment with episodes of its own runs them; the rest of this verb is SWE's, the protocol's own rung.
+      const env = environmentOf(flags.env);
+      if (env.episodes) return runEnvironmentVerb(env, flags, command.getOptionValueSource('profile') !== 'default');
       if (!(TOOL_PROFILES as readonly string[]).includes(flags.profile))
         throw new InputError(
           { file: '--profile' },

@@ -11,7 +11,6 @@ import { LADDER_DEFAULTS } from '../pipeline/ladder.ts';
 import { type DemoOutcome, runDemo } from '../pipeline/demo.ts';
 import { printLadder } from '../report/ladder-table.ts';
 import { formatDuration } from '../report/progress.ts';
-import type { AsapEnvironment } from '../protocol.ts';
 import { addRunOptions, checkResume, resultCache, type RunFlags } from './run-options.ts';
 import { httpOptions } from './http-options.ts';
 
@@ -22,7 +21,7 @@ interface DemoFlags extends RunFlags, Omit<RungFlags, 'tasks' | 'reference' | 's
   asapInstances: number;
   shortlist: number;
   includeControls?: boolean;
-  asapEnv: AsapEnvironment[];
+  asapEnv: string[];
   passkRenderings: 'one' | 'all';
 }
 

@@ -1,6 +1,7 @@
 /** `probe passk`: sample continuations at T*, run them in a jailed sandbox, verify. */
 import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
+import { addSamplingOptions } from './sampling-options.ts';
 import { EMBEDDED_SAMPLING_PROBES, REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
 import { PASSK_DEFAULTS } from '../probes/passk.ts';
@@ -12,7 +13,7 @@ import { type PasskRunSettings, runPasskOverCheckpoints } from '../pipeline/pass
 import { addScoringOptions, emitResults, prepareScoringRun, type ScoringFlags } from './scoring-options.ts';
 import { reportFailures } from '../pipeline/failures.ts';
 import { addTensorboardOptions, type TensorboardFlags, tensorboardPlan, writeTensorboardPoints } from './tensorboard-options.ts';
-import { integer, nonNegativeNumber, positiveInteger, probability } from './args.ts';
+import { integer, positiveInteger } from './args.ts';
 import { passAtKs } from '../protocol.ts';
 
 interface PasskFlags extends ScoringFlags, PasskRunSettings, TensorboardFlags {
@@ -22,12 +23,13 @@ interface PasskFlags extends ScoringFlags, PasskRunSettings, TensorboardFlags {
 export function passkCommand(): Command {
   return addTensorboardOptions(
     addScoringOptions(
-      new Command('passk')
-        .description("Prefix-conditioned pass@K: sample actions at T*, apply them in a jailed sandbox, let the task's tests decide.")
-        .option('--tasks <dir|file>', "task records of the probes' tasks", join(REPO_ROOT, 'verifiers'))
-        .option('-n, --n <n>', 'samples per item', positiveInteger, PASSK_DEFAULTS.n)
-        .option('--temperature <t>', 'sampling temperature (≥ 0; 0 is greedy)', nonNegativeNumber, PASSK_DEFAULTS.temperature)
-        .option('--top-p <p>', 'nucleus mass, 0 to 1', probability, PASSK_DEFAULTS.topP)
+      addSamplingOptions(
+        new Command('passk')
+          .description("Prefix-conditioned pass@K: sample actions at T*, apply them in a jailed sandbox, let the task's tests decide.")
+          .option('--tasks <dir|file>', "task records of the probes' tasks", join(REPO_ROOT, 'verifiers'))
+          .option('-n, --n <n>', 'samples per item', positiveInteger, PASSK_DEFAULTS.n),
+        PASSK_DEFAULTS,
+      )
         .option('--max-tokens <n>', 'tokens per sampled action', positiveInteger, PASSK_DEFAULTS.maxTokens)
         .option('--seed <n>', 'sampling seed (a whole number)', integer, PASSK_DEFAULTS.seed)
         .option(

@@ -56,20 +56,20 @@ function summary(data: ReportData, html: string | null) {
     mcq: data.mcq.map((r) => ({ checkpoint: r.checkpoint, acc: r.acc, acc_norm: r.acc_norm, acc_pmi: r.acc_pmi })),
     passk: data.passk.map((r) => ({ checkpoint: r.checkpoint, pass_at: r.pass_at })),
     asap: data.asap.map((r) => ({ checkpoint: r.checkpoint, pass_at: r.pass_at, intersection: r.intersection, behaviour: r.behaviour })),
-    terminal: data.terminal.map((r) => ({
-      checkpoint: r.checkpoint,
-      profile: r.profile,
-      pass_at: r.pass_at,
-      intersection: r.intersection,
-      behaviour: r.behaviour,
-      transcripts: r.transcripts,
-    })),
-    research: data.research.map((r) => ({
-      checkpoint: r.checkpoint,
-      pass_at: r.pass_at,
-      intersection: r.intersection,
-      behaviour: r.behaviour,
-    })),
+    // The other environments' episodes by name: their leading columns (Terminal-Bench's profile) by header, and transcripts where linked.
+    ...Object.fromEntries(
+      ENVIRONMENTS.filter((env) => env.episodes).map((env) => [
+        env.name,
+        environmentResults(data, env).map((r) => ({
+          checkpoint: r.checkpoint,
+          ...Object.fromEntries(env.columns.leading.map((c) => [c.header, c.value(r)])),
+          pass_at: r.pass_at,
+          intersection: r.intersection,
+          behaviour: r.behaviour,
+          ...(r.transcripts ? { transcripts: r.transcripts } : {}),
+        })),
+      ]),
+    ),
     shortlist: data.ladder?.shortlist ?? null,
     controls: [...new Set(data.runs.flatMap((r) => (r.manifest?.checkpoints ?? []).filter((c) => c.control).map((c) => c.name)))],
     html,
@@ -118,7 +118,7 @@ function printRankings(data: ReportData): void {
     );
   // Every registered environment's ranking, in its declared columns.
   for (const env of ENVIRONMENTS) {
-    const results = environmentResults(data, env.reportKey);
+    const results = environmentResults(data, env);
     if (!results.length) continue;
     const { leading, ranking } = env.columns;
     const show = <R>(c: Column<R>, r: R) => showValue(c.value(r), c.as, TABLE_VALUES);

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { type Command, Option } from 'commander';
 import { REPO_ROOT } from '../embedded.ts';
 import { RUNG_DEFAULTS, type RungSettings } from '../pipeline/rungs/settings.ts';
-import { ASAP_ENVIRONMENTS } from '../protocol.ts';
+import { ENVIRONMENT_NAMES } from '../environments/registry.ts';
 import type { LoadedTask } from '../schema/task.ts';
 import { TOOL_PROFILES, type ToolProfile } from '../swe/profiles.ts';
 import { integer, nonNegativeInteger, positiveInteger } from './args.ts';
@@ -66,8 +66,8 @@ const RUNG_FLAGS = {
   concurrency: { flags: '--concurrency <n>', help: 'ASAP episodes at once', parse: positiveInteger, default: RUNG_DEFAULTS.concurrency },
   asapEnv: {
     flags: '--asap-env <kind...>',
-    help: "environment kinds of the shortlist's ASAP episodes, side by side: swe, terminal (Docker), research",
-    choices: ASAP_ENVIRONMENTS,
+    help: `environment kinds of the shortlist's ASAP episodes, side by side: ${ENVIRONMENT_NAMES.join(', ')}`,
+    choices: ENVIRONMENT_NAMES,
     default: ['swe'],
   },
 } as const satisfies Record<string, FlagSpec>;

@@ -8,7 +8,8 @@ import { InputError } from '../errors.ts';
 import { type LadderStage, runLadderJob } from '../pipeline/ladder-stages.ts';
 import { readStageJobInput } from '../pipeline/stage-job.ts';
 import { addSlurmOptions, type SlurmFlags, slurmSettings } from './slurm-options.ts';
-import { EMBEDDED_RESEARCH_SET, EMBEDDED_SAMPLING_PROBES, EMBEDDED_TERMINAL_TASKS } from '../embedded.ts';
+import { EMBEDDED_SAMPLING_PROBES } from '../embedded.ts';
+import { addLadderEnvironmentOptions, environmentOptionValues } from './asap-environment.ts';
 import { loadTasks } from '../verify/load-task.ts';
 import { positiveInteger } from './args.ts';
 import { addRungOptions, type RungFlags, rungSettings } from './rung-options.ts';
@@ -17,7 +18,6 @@ import { reportFailures } from '../pipeline/failures.ts';
 import { LADDER_DEFAULTS, ladderConfig, runLadder, SCREEN_STAGES, type LadderSettings } from '../pipeline/ladder.ts';
 import { withRunStages } from '../report/run-stages.ts';
 import { printLadder } from '../report/ladder-table.ts';
-import type { AsapEnvironment } from '../protocol.ts';
 import { addImageSourceOptions, type ImageSourceFlags, imageSources } from './image-source-options.ts';
 
 interface ScreenFlags extends ScoringFlags, ImageSourceFlags, RungFlags, SlurmFlags {
@@ -25,9 +25,7 @@ interface ScreenFlags extends ScoringFlags, ImageSourceFlags, RungFlags, SlurmFl
   passkTop?: number;
   asapOut?: string;
   includeControls?: boolean;
-  asapEnv: AsapEnvironment[];
-  terminalTasks: string;
-  researchSet: string;
+  asapEnv: string[];
   job?: string;
   jobStage?: LadderStage;
 }
@@ -52,33 +50,32 @@ function checkSlurmScreen(flags: ScreenFlags): void {
 
 export function screenCommand(): Command {
   return addScoringOptions(
-    addRungOptions(
+    addLadderEnvironmentOptions(
       addRungOptions(
-        addSlurmOptions(addImageSourceOptions(new Command('screen')), "score each checkpoint's stages")
-          .description(
-            'Run the ladder: BPB and MCQ for all, pass@K for the best, a shortlist for post-training, ASAP episodes for the shortlist.',
-          )
-          .option('--shortlist <n>', 'checkpoints to recommend', positiveInteger, LADDER_DEFAULTS.shortlist)
-          .option('--passk-top <n>', 'checkpoints that get pass@K (default: twice the shortlist)', positiveInteger),
-        [
-          'n',
-          'seed',
-          'tasks',
-          ['asapRuns', { help: 'ASAP episodes per instance for each shortlisted checkpoint (0: none)' }],
-          'asapMaxSteps',
-          'passkMaxTokens',
-          'asapMaxTokens',
-          'reference',
-        ],
-      ).option(
-        '--asap-out <dir>',
-        'ASAP run directory without --out (a rerun resumes it); default: runs/asap-<settings hash>, or <out>/asap',
+        addRungOptions(
+          addSlurmOptions(addImageSourceOptions(new Command('screen')), "score each checkpoint's stages")
+            .description(
+              'Run the ladder: BPB and MCQ for all, pass@K for the best, a shortlist for post-training, ASAP episodes for the shortlist.',
+            )
+            .option('--shortlist <n>', 'checkpoints to recommend', positiveInteger, LADDER_DEFAULTS.shortlist)
+            .option('--passk-top <n>', 'checkpoints that get pass@K (default: twice the shortlist)', positiveInteger),
+          [
+            'n',
+            'seed',
+            'tasks',
+            ['asapRuns', { help: 'ASAP episodes per instance for each shortlisted checkpoint (0: none)' }],
+            'asapMaxSteps',
+            'passkMaxTokens',
+            'asapMaxTokens',
+            'reference',
+          ],
+        ).option(
+          '--asap-out <dir>',
+          'ASAP run directory without --out (a rerun resumes it); default: runs/asap-<settings hash>, or <out>/asap',
+        ),
+        ['concurrency', 'asapEnv'],
       ),
-      ['concurrency', 'asapEnv'],
-    )
-      .option('--terminal-tasks <dir>', 'with --asap-env terminal: Terminal-Bench task directories', EMBEDDED_TERMINAL_TASKS)
-      .option('--research-set <dir>', 'with --asap-env research: corpus.jsonl + queries.jsonl', EMBEDDED_RESEARCH_SET)
-      .option('--include-controls', INCLUDE_CONTROLS_HELP),
+    ).option('--include-controls', INCLUDE_CONTROLS_HELP),
   )
     .addOption(new Option('--job <file>', 'run as a Slurm job of a screen: the checkpoint it was given').hideHelp())
     .addOption(new Option('--job-stage <stage>').choices(['cheap', 'passk', 'asap']).hideHelp())
@@ -91,9 +88,8 @@ export function screenCommand(): Command {
         asapOut: flags.asapOut,
         includeControls: flags.includeControls,
         asapEnvs: flags.asapEnv,
-        terminalTasks: flags.terminalTasks,
+        environmentOptions: environmentOptionValues(flags),
         imageSources: imageSources(flags),
-        researchSet: flags.researchSet,
         slurm: slurmSettings(flags),
       };
       const prepare = (f: ScreenFlags) =>

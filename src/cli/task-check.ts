@@ -6,7 +6,7 @@
 import { relative } from 'node:path';
 import { Command } from 'commander';
 import { createProgress } from '../report/progress.ts';
-import { imageOriginLines } from '../report/image-origins.ts';
+import { imageOriginLines } from '../terminal/image-origins.ts';
 import { formatTable } from '../report/table.ts';
 import { type OracleRow, oracleRun, oracleTaskDirs } from '../terminal/oracle.ts';
 import { positiveInteger } from './args.ts';

@@ -1,10 +1,11 @@
 /**
  * The ASAP environments, one line each: adding an environment is its folder (the episode
- * environment of asap/loop.ts, its run, and its declaration of asap/environment.ts) and one
- * line here. The CLI's tables, `probe report` and the HTML report iterate this list.
+ * environment of asap/loop.ts, its plan of asap/episode-plan.ts, and its declaration of
+ * asap/environment.ts) and one line here. `probe asap --env`, the ladder's `--asap-env`,
+ * their flags, the CLI's tables, `probe report` and the HTML report iterate this list.
  */
 import type { EnvironmentDeclaration, EnvironmentResult } from '../asap/environment.ts';
-import type { AsapEnvironment } from '../protocol.ts';
+import { InputError } from '../errors.ts';
 import { RESEARCH_ENVIRONMENT } from '../research/environment.ts';
 import { SWE_ENVIRONMENT } from '../swe/environment.ts';
 import { TERMINAL_ENVIRONMENT } from '../terminal/environment.ts';
@@ -20,6 +21,11 @@ export const ENVIRONMENTS: readonly EnvironmentDeclaration<EnvironmentResult>[] 
   registered(RESEARCH_ENVIRONMENT),
 ];
 
-export function environmentOf(name: AsapEnvironment): EnvironmentDeclaration<EnvironmentResult> {
-  return ENVIRONMENTS.find((e) => e.name === name)!;
+/** The names `--env` and `--asap-env` take; the first is the default. */
+export const ENVIRONMENT_NAMES: readonly string[] = ENVIRONMENTS.map((e) => e.name);
+
+export function environmentOf(name: string): EnvironmentDeclaration<EnvironmentResult> {
+  const found = ENVIRONMENTS.find((e) => e.name === name);
+  if (!found) throw new InputError({ file: '--env' }, `no environment ${JSON.stringify(name)}: ${ENVIRONMENT_NAMES.join(', ')}`);
+  return found;
 }

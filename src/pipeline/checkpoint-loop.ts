@@ -87,10 +87,14 @@ export function settingsRunDir(kind: string, config: Record<string, unknown>): s
   return join('runs', `${kind}-${createHash('sha256').update(JSON.stringify(config)).digest('hex').slice(0, 12)}`);
 }
 
-/** Progress and the run directory's memo for one probe × checkpoint (its finished items checked against the probe's schema as they are read back). */
+/**
+ * Progress and the run directory's memo for one probe × checkpoint (its finished items
+ * checked against the probe's schema as they are read back: a SampleProbe's, or the one an
+ * environment's run declared, RunDir.declareSamples).
+ */
 export function itemHooks<T>(
   dir: RunDir | undefined,
-  probe: SampleProbe,
+  probe: SampleProbe | (string & {}),
   checkpoint: string,
   tick: (reused: boolean) => void,
 ): ItemHooks<T> {

@@ -10,7 +10,6 @@ import type { ResultCache } from '../backends/cache.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import { REPO_ROOT } from '../embedded.ts';
 import { InputError } from '../errors.ts';
-import type { AsapEnvironment } from '../protocol.ts';
 import type { ContextFormat } from '../replay/render-context.ts';
 import { collectRuns } from '../report/collect.ts';
 import { renderReport } from '../report/html.ts';
@@ -60,7 +59,7 @@ export interface DemoSettings {
   asapInstances: number;
   concurrency: number;
   includeControls?: boolean | undefined;
-  asapEnvs: AsapEnvironment[];
+  asapEnvs: string[];
   /** pass@K on one rendering of each trajectory, or on all. */
   passkRenderings: 'one' | 'all';
 }

@@ -1,20 +1,19 @@
 /**
- * An environment's episodes over checkpoints, as `probe asap --env terminal|research` and
- * the screening ladder's environment stages run them: the run directory opened (a rerun
- * with --resume continues it episode by episode), whatever the environment prepares before
- * any model work, every checkpoint's episodes with one backend open at a time, and every
- * finished episode's transcript written beside its record. The caller writes results.json
- * with what its environment adds.
+ * A registered environment's episodes over checkpoints, as `probe asap --env NAME` and the
+ * screening ladder's `--asap-env NAME` run them (the environment's plan:
+ * asap/episode-plan.ts): the run directory opened (a rerun with --resume continues it
+ * episode by episode), whatever the environment prepares before any model work, every
+ * checkpoint's episodes with one backend open at a time, every finished episode's
+ * transcript written beside its record, and results.json.
  */
 import { join, resolve } from 'node:path';
 import type { BosPolicy } from '../backends/bos.ts';
 import type { ResultCache } from '../backends/cache.ts';
 import type { Checkpoint } from '../backends/checkpoint.ts';
-import type { CompletionBackend } from '../backends/types.ts';
 import type { HttpBackendOptions } from '../backends/http/backend.ts';
 import type { Dtype } from '../backends/onnx/dtype.ts';
 import type { EngineChoice } from '../engines/engine-target.ts';
-import type { ItemHooks } from '../probes/memo.ts';
+import type { EnvironmentPlan, EpisodeRunPlan } from '../asap/episode-plan.ts';
 import { checkpointRecords, probeSetRecord, RunDir } from '../store/run-dir.ts';
 import { checkpointKey } from '../swe/store.ts';
 import { writeFileAtomic } from '../util/atomic-file.ts';
@@ -35,28 +34,29 @@ export interface EpisodeRunServing {
   seed: number;
 }
 
-/** What an environment gives the run: its settings, its instances, and how one checkpoint's episodes run. */
-export interface EpisodeRunPlan<Rec, Res> {
-  /** The environment's kind: its samples log, progress label and default run directory. */
-  kind: 'terminal' | 'research';
-  /** What defines the episodes (a rerun must match it to resume; checkpoints may be added), before the serving settings. */
-  config: Record<string, unknown>;
-  /** Where the instances came from, and the instances (ids, or ids with their files' hash). */
-  probeSet: { path: string; instances: Parameters<typeof probeSetRecord>[1] };
-  /** Episodes per checkpoint (progress units). */
-  episodes: number;
-  /** The run's first line, after "Writing"/"Resuming": `the terminal run in DIR (…)`. */
-  describe: (out: string) => string;
-  /** What must hold before the run says anything (an engine that answers). */
-  check?: () => Promise<void>;
-  /** Work before any model work (images, prefixes), with the run directory open. */
-  prepare?: (dir: RunDir) => Promise<void>;
-  run: (checkpoint: string, backend: CompletionBackend, hooks: ItemHooks<Rec>) => Promise<Res>;
-  /** A finished episode's transcript: its instance, run and text (undefined where the record's instance is not in this run). */
-  transcript: (record: Rec) => { instance: string; run: number; text: string } | undefined;
+/** What a finished environment run gives its caller. */
+export interface EnvironmentRunOutcome<Res> {
+  out: string;
+  resultsFile: string;
+  results: Res[];
+  failures: Failure[];
+  /** What the run learned besides the results (the plan's facts: per-task image facts). */
+  facts: Record<string, unknown>;
 }
 
-export interface EpisodeRun<Res> {
+/** The plan's episodes over `checkpoints`, then results.json: the environment, the settings, what it records and learned, the results. */
+export async function runEnvironmentEpisodes<Res>(
+  checkpoints: readonly Checkpoint[],
+  plan: EnvironmentPlan<unknown, Res>,
+  s: EpisodeRunServing,
+): Promise<EnvironmentRunOutcome<Res>> {
+  const run = await runEpisodesOverCheckpoints(checkpoints, plan, s);
+  const facts = plan.facts?.() ?? {};
+  const resultsFile = run.dir.writeResults({ env: plan.kind, settings: run.config, ...plan.recorded?.(), ...facts, results: run.results });
+  return { out: run.out, resultsFile, results: run.results, failures: run.failures, facts };
+}
+
+interface EpisodeRun<Res> {
   /** The run directory as given (`--out`) or chosen from the settings. */
   out: string;
   dir: RunDir;
@@ -66,7 +66,7 @@ export interface EpisodeRun<Res> {
   failures: Failure[];
 }
 
-export async function runEpisodesOverCheckpoints<Rec, Res>(
+async function runEpisodesOverCheckpoints<Rec, Res>(
   checkpoints: readonly Checkpoint[],
   plan: EpisodeRunPlan<Rec, Res>,
   s: EpisodeRunServing,
@@ -84,6 +84,7 @@ export async function runEpisodesOverCheckpoints<Rec, Res>(
     },
     { resume: s.resume },
   );
+  dir.declareSamples(plan.kind, plan.recordSchema);
   await plan.check?.();
   if (!s.quiet) process.stderr.write(`${dir.status === 'resumed' ? 'Resuming' : 'Writing'} ${plan.describe(out)}\n`);
   await plan.prepare?.(dir);

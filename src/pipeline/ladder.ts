@@ -11,14 +11,13 @@ import { rankingAccuracy } from '../probes/mcq.ts';
 import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../settings/image-sources.ts';
 import { ensureOutputDir } from '../store/output-path.ts';
 import type { EnvironmentSummary, LadderRow } from '../schema/ladder-row.ts';
-import { EMBEDDED_RESEARCH_SET, EMBEDDED_TERMINAL_TASKS } from '../embedded.ts';
-import { SEARCH_K } from '../research/search-index.ts';
-import { loadTerminalTasks } from '../terminal/task.ts';
-import { loadResearchSet, runResearchOverCheckpoints } from './research.ts';
-import { runTerminalOverCheckpoints } from './terminal.ts';
+import type { EnvironmentDeclaration, EnvironmentResult } from '../asap/environment.ts';
+import { attributeName, type EnvironmentPlan } from '../asap/episode-plan.ts';
+import { ENVIRONMENTS } from '../environments/registry.ts';
+import { runEnvironmentEpisodes } from './episode-run.ts';
 import { averageRanks } from '../stats/correlation.ts';
 import type { Failure, ScoringRun } from './checkpoint-loop.ts';
-import { ASAP_PROTOCOL, type AsapEnvironment, SAMPLING } from '../protocol.ts';
+import { ASAP_PROTOCOL, SAMPLING } from '../protocol.ts';
 import { asapTasksOf, checkReferences } from './rungs/asap.ts';
 import { localStages } from './ladder-stages.ts';
 import { slurmStages } from './slurm-stages.ts';
@@ -34,17 +33,20 @@ export interface LadderSettings extends RungSettings {
   /** Treat controls (checkpoints that have seen the probes) as candidates: shortlisted and recommended like any other. */
   includeControls?: boolean | undefined;
   /** The environment kinds the shortlist's ASAP episodes run in (default: swe only). */
-  asapEnvs?: readonly AsapEnvironment[] | undefined;
-  /** Terminal-Bench task directories and the deep-research set, for those kinds (default: the shipped ones). */
-  terminalTasks?: string | undefined;
-  /** Where terminal task images and their builds' packages come from (default: pull what is missing, public indexes). */
+  asapEnvs?: readonly string[] | undefined;
+  /** Those environments' own options by name (`terminalTasks`, `researchSet`; default: each option's own). */
+  environmentOptions?: Readonly<Record<string, unknown>> | undefined;
+  /** Where environment images and their builds' packages come from (default: pull what is missing, public indexes). */
   imageSources?: ImageSources | undefined;
-  researchSet?: string | undefined;
   /** Each checkpoint's stage as a Slurm job (slurm-stages.ts; needs the run directory). Decides no number: not in ladderConfig. */
   slurm?: SlurmSettings | undefined;
 }
 
-const envsOf = (s: LadderSettings): readonly AsapEnvironment[] => s.asapEnvs ?? ['swe'];
+const envsOf = (s: LadderSettings): readonly string[] => s.asapEnvs ?? ['swe'];
+
+/** The registered environments with episodes of their own that the ladder runs beside SWE's, in the registry's order. */
+const otherEnvironmentsOf = (s: LadderSettings): EnvironmentDeclaration<EnvironmentResult>[] =>
+  ENVIRONMENTS.filter((e) => e.episodes && envsOf(s).includes(e.name));
 
 /** `probe screen`'s defaults: the rungs' (a shortlist of 2, pass@K on twice the shortlist). */
 export const LADDER_DEFAULTS = { ...RUNG_DEFAULTS, shortlist: 2 } as const satisfies Partial<LadderSettings>;
@@ -62,8 +64,8 @@ export interface LadderOutcome {
   asapOut: string | null;
   /** The instances ASAP episodes ran on (less any the leak check excluded); null where none ran. */
   asapInstances: number | null;
-  /** The run directories of the other environment kinds, where the ladder ran them. */
-  envOuts: Partial<Record<'terminal' | 'research', string>>;
+  /** The run directories of the other environment kinds, where the ladder ran them, by name. */
+  envOuts: Record<string, string>;
   failures: Failure[];
 }
 
@@ -83,8 +85,16 @@ export function ladderConfig(s: LadderSettings): Record<string, unknown> {
       ? {}
       : {
           asap_envs: [...envs],
-          ...(envs.includes('terminal') ? { terminal_tasks: resolve(s.terminalTasks ?? EMBEDDED_TERMINAL_TASKS) } : {}),
-          ...(envs.includes('research') ? { research_set: resolve(s.researchSet ?? EMBEDDED_RESEARCH_SET) } : {}),
+          // Each environment's inputs it declares worth recording (its task directories), as absolute paths.
+          ...Object.fromEntries(
+            otherEnvironmentsOf(s).flatMap((e) =>
+              e.episodes!.options.flatMap((option) =>
+                option.ladderRecord
+                  ? [[option.ladderRecord, resolve(String(s.environmentOptions?.[attributeName(option)] ?? option.default))]]
+                  : [],
+              ),
+            ),
+          ),
         }),
   };
 }
@@ -97,8 +107,7 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
   const envs = envsOf(s);
   const asapTasks = asapTasksOf(items, s);
   if (envs.includes('swe')) checkReferences(s, asapTasks);
-  const terminalTasks = s.asapRuns > 0 && envs.includes('terminal') ? loadTerminalTasks(s.terminalTasks ?? EMBEDDED_TERMINAL_TASKS) : [];
-  const researchSet = s.asapRuns > 0 && envs.includes('research') ? loadResearchSet(s.researchSet ?? EMBEDDED_RESEARCH_SET) : null;
+  const envPlans = s.asapRuns > 0 ? otherEnvironmentsOf(s).map((env) => ({ env, plan: environmentPlan(env, s, run) })) : [];
   // Where each checkpoint's stage runs: here, or (--slurm) in a Slurm job of its own; the decisions between stages are made here either way.
   const stages = s.slurm && dir ? slurmStages({ ...run, dir }, s.slurm) : localStages(run, s);
   const cheap = await stages.run('cheap', run.checkpoints);
@@ -180,34 +189,46 @@ export async function runLadder(run: ScoringRun, s: LadderSettings): Promise<Lad
     }
   }
   // The same shortlist in the other environment kinds, side by side in the row.
-  if (shortlist.length > 0 && terminalTasks.length > 0) {
-    const terminal = await runTerminalOverCheckpoints(shortlisted, terminalTasks, {
+  for (const { env, plan } of shortlist.length > 0 ? envPlans : []) {
+    const ran = await runEnvironmentEpisodes<EnvironmentResult>(shortlisted, plan, {
       ...episodes,
-      tasksPath: s.terminalTasks ?? EMBEDDED_TERMINAL_TASKS,
-      profile: 'terminus',
-      prefixSteps: ASAP_PROTOCOL.prefixSteps,
-      actionTimeoutMs: ASAP_PROTOCOL.actionTimeoutS * 1000,
-      sources: s.imageSources ?? DEFAULT_IMAGE_SOURCES,
-      out: dir ? join(dir.dir, 'asap-terminal') : undefined,
+      out: dir ? join(dir.dir, `asap-${env.name}`) : undefined,
     });
-    failures.push(...terminal.failures);
-    envOuts.terminal = terminal.out;
-    for (const r of terminal.results) rowOf(r.checkpoint).asap_envs = { ...rowOf(r.checkpoint).asap_envs, terminal: headline(r) };
-  }
-  if (shortlist.length > 0 && researchSet) {
-    const research = await runResearchOverCheckpoints(shortlisted, researchSet, {
-      ...episodes,
-      set: s.researchSet ?? EMBEDDED_RESEARCH_SET,
-      searchK: SEARCH_K,
-      out: dir ? join(dir.dir, 'asap-research') : undefined,
-    });
-    failures.push(...research.failures);
-    envOuts.research = research.out;
-    for (const r of research.results) rowOf(r.checkpoint).asap_envs = { ...rowOf(r.checkpoint).asap_envs, research: headline(r) };
+    failures.push(...ran.failures);
+    envOuts[env.name] = ran.out;
+    for (const r of ran.results) rowOf(r.checkpoint).asap_envs = { ...rowOf(r.checkpoint).asap_envs, [env.name]: headline(r) };
   }
   return { rows, shortlist, asapOut, asapInstances, envOuts, failures };
 }
 
-function headline(r: { pass_at: Record<string, number>; intersection: number; behaviour: { parsable_turns: number } }): EnvironmentSummary {
-  return { pass_at_1: r.pass_at['1'] ?? 0, intersection: r.intersection, parsable_turns: r.behaviour.parsable_turns };
+/**
+ * An environment's plan for the shortlist: its inputs read and checked now, before the first
+ * rung's work (a missing task directory must not cost hours), with the ASAP protocol's prefix
+ * and action limit and its own default profile.
+ */
+function environmentPlan(
+  env: EnvironmentDeclaration<EnvironmentResult>,
+  s: LadderSettings,
+  run: ScoringRun,
+): EnvironmentPlan<unknown, EnvironmentResult> {
+  return env.episodes!.plan({
+    runs: s.asapRuns,
+    concurrency: s.concurrency,
+    seed: s.seed,
+    maxSteps: s.asapMaxSteps,
+    maxTokens: asapMaxTokensOf(s),
+    temperature: SAMPLING.temperature,
+    topP: SAMPLING.topP,
+    prefixSteps: ASAP_PROTOCOL.prefixSteps,
+    actionTimeoutS: ASAP_PROTOCOL.actionTimeoutS,
+    profile: undefined,
+    sources: s.imageSources ?? DEFAULT_IMAGE_SOURCES,
+    quiet: run.quiet,
+    options: s.environmentOptions ?? {},
+  });
+}
+
+function headline(r: EnvironmentResult): EnvironmentSummary {
+  const { parsable_turns } = r.behaviour as { parsable_turns: number };
+  return { pass_at_1: r.pass_at['1'] ?? 0, intersection: r.intersection, parsable_turns };
 }

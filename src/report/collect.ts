@@ -6,9 +6,8 @@ import { existsSync } from 'node:fs';
 import type { z } from 'zod';
 import { basename, isAbsolute, join, resolve } from 'node:path';
 import type { AsapResult } from '../swe/run.ts';
-import type { EnvironmentResult } from '../asap/environment.ts';
-import type { ResearchResult } from '../research/run.ts';
-import type { TerminalResult } from '../terminal/run.ts';
+import type { EnvironmentDeclaration, EnvironmentResult } from '../asap/environment.ts';
+import { ENVIRONMENTS } from '../environments/registry.ts';
 import { AsapStore, checkpointKey } from '../swe/store.ts';
 import { InputError } from '../errors.ts';
 import type { AptResult } from '../probes/aptbench.ts';
@@ -46,10 +45,12 @@ export interface ReportData {
   mcq: McqResult[];
   passk: PasskResult[];
   asap: AsapResult[];
-  /** Deep-research episodes (`probe asap --env research`). */
-  research: ResearchResult[];
-  /** Terminal-Bench episodes (`probe asap --env terminal`), with their transcripts' files. */
-  terminal: TerminalReport[];
+  /**
+   * The episodes of the other registered environments (`probe asap --env NAME`, the ladder's
+   * `--asap-env NAME`), by name; with their transcripts' files where the environment has the
+   * report link them (`transcriptsOf`).
+   */
+  episodes: Record<string, EnvironmentReport[]>;
   aptbench: AptResult[];
   /** Each probe against training step (`probe watch` runs). */
   trend: TrendPoint[];
@@ -120,24 +121,43 @@ function probeItemsOf(dir: string, manifest: ReportedManifest | null): ProbeItem
   return [];
 }
 
-export interface TerminalReport extends TerminalResult {
-  /** Per task, its runs' transcripts (episodes/<checkpoint>/<task>/run-N.md) that exist. */
-  transcripts: Record<string, string[]>;
+export interface EnvironmentReport extends EnvironmentResult {
+  /** Per instance, its runs' transcripts (episodes/<checkpoint>/<instance>/run-N.md) that exist, where the environment links them. */
+  transcripts?: Record<string, string[]>;
 }
 
-/** Terminal results with the transcripts the run wrote for them (a transcript left out is kept by its path, for its reason). */
-function terminalTranscripts(dir: string, results: TerminalResult[], leftOut: Map<string, string>): TerminalReport[] {
+/**
+ * An environment's results as the report has them: with the transcripts the run wrote for
+ * them, where the environment has the report link them (a transcript left out is kept by
+ * its path, for its reason).
+ */
+function environmentReports(
+  env: EnvironmentDeclaration<EnvironmentResult>,
+  dir: string,
+  results: EnvironmentResult[],
+  leftOut: Map<string, string>,
+): EnvironmentReport[] {
+  const transcriptsOf = env.episodes?.transcriptsOf;
+  if (!transcriptsOf) return results;
   return results.map((r) => ({
     ...r,
     transcripts: Object.fromEntries(
-      r.items.map((item) => [
-        item.task_id,
-        Array.from({ length: item.n }, (_, run) =>
-          join(dir, 'episodes', checkpointKey(r.checkpoint), idFileName(item.task_id), `run-${run}.md`),
-        ).flatMap((f) => runFile(dir, f, leftOut) ?? (leftOut.has(f) ? [f] : [])),
-      ]),
+      ((r as unknown as { items: Record<string, unknown>[] }).items ?? [])
+        .map(transcriptsOf)
+        .map(({ instance, runs }) => [
+          instance,
+          Array.from({ length: runs }, (_, run) =>
+            join(dir, 'episodes', checkpointKey(r.checkpoint), idFileName(instance), `run-${run}.md`),
+          ).flatMap((f) => runFile(dir, f, leftOut) ?? (leftOut.has(f) ? [f] : [])),
+        ]),
     ),
   }));
+}
+
+/** The registered environment whose `probe asap --env NAME` wrote `results` (none: SWE's, whose results name no environment). */
+function otherEnvironmentOf(results: unknown): EnvironmentDeclaration<EnvironmentResult> | undefined {
+  const env = (results as { env?: unknown } | null)?.env;
+  return ENVIRONMENTS.find((e) => e.episodes && e.name === env);
 }
 
 /**
@@ -167,8 +187,7 @@ export function collectRuns(dirs: string[]): ReportData {
     mcq: [],
     passk: [],
     asap: [],
-    research: [],
-    terminal: [],
+    episodes: {},
     aptbench: [],
     trend: [],
     ladder: null,
@@ -199,13 +218,12 @@ export function collectRuns(dirs: string[]): ReportData {
       case 'passk':
         data.passk.push(...readResults.passk(results, resultsFile).results);
         break;
-      case 'asap':
-        if ((results as { env?: unknown } | null)?.env === 'research')
-          data.research.push(...readResults.research(results, resultsFile).results);
-        else if ((results as { env?: unknown } | null)?.env === 'terminal')
-          data.terminal.push(...terminalTranscripts(dir, readResults.terminal(results, resultsFile).results, leftOut));
+      case 'asap': {
+        const env = otherEnvironmentOf(results);
+        if (env) addEpisodes(data, env, environmentReports(env, dir, readResults.environment(env)(results, resultsFile).results, leftOut));
         else data.asap.push(...withTranscriptsIn(dir, readResults.asap(results, resultsFile).results, leftOut));
         break;
+      }
       case 'screen':
       case 'demo': {
         const ladder = readResults.ladder(results, resultsFile);
@@ -221,11 +239,11 @@ export function collectRuns(dirs: string[]): ReportData {
           ...withTranscriptsIn(join(dir, 'asap'), stage(readResults.asapStage, join(dir, 'asap', 'results.json'))?.results ?? [], leftOut),
         );
         // The other environment kinds of the shortlist's ASAP (--asap-env), in their own run directories.
-        const terminalDir = join(dir, 'asap-terminal');
-        data.terminal.push(
-          ...terminalTranscripts(terminalDir, stage(readResults.terminal, join(terminalDir, 'results.json'))?.results ?? [], leftOut),
-        );
-        data.research.push(...(stage(readResults.research, join(dir, 'asap-research', 'results.json'))?.results ?? []));
+        for (const env of ENVIRONMENTS.filter((e) => e.episodes)) {
+          const envDir = join(dir, `asap-${env.name}`);
+          const ran = stage(readResults.environment(env), join(envDir, 'results.json'))?.results ?? [];
+          addEpisodes(data, env, environmentReports(env, envDir, ran, leftOut));
+        }
         data.ladder = { rows: ladder.results, shortlist: ladder.shortlist };
         break;
       }
@@ -264,8 +282,11 @@ export function collectRuns(dirs: string[]): ReportData {
   return data;
 }
 
-/** An environment's results in the report's data, by the key its declaration names (none where the runs hold none). */
-export function environmentResults(data: ReportData, reportKey: string): readonly EnvironmentResult[] {
-  const results = (data as unknown as Record<string, unknown>)[reportKey];
-  return Array.isArray(results) ? (results as EnvironmentResult[]) : [];
+function addEpisodes(data: ReportData, env: EnvironmentDeclaration<EnvironmentResult>, results: EnvironmentReport[]): void {
+  if (results.length) (data.episodes[env.name] ??= []).push(...results);
+}
+
+/** An environment's results in the report's data (none where the runs hold none): SWE's under `asap`, the others' by name. */
+export function environmentResults(data: ReportData, env: EnvironmentDeclaration<EnvironmentResult>): readonly EnvironmentReport[] {
+  return env.episodes ? (data.episodes[env.name] ?? []) : (data.asap as unknown as EnvironmentReport[]);
 }

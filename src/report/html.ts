@@ -14,7 +14,8 @@ import type { BpbResult } from '../probes/bpb.ts';
 import { RANKING_ACCURACY_LABEL, rankingAccuracy } from '../probes/mcq.ts';
 import { spearman } from '../stats/correlation.ts';
 import { rankedWithTies, tiedChain, tiedGroups } from '../stats/ties.ts';
-import { environmentResults, ladderMcqAccuracy, type ReportData } from './collect.ts';
+import { type EnvironmentReport, environmentResults, ladderMcqAccuracy, type ReportData } from './collect.ts';
+import type { EnvironmentEpisodes } from '../asap/episode-plan.ts';
 import { downstreamScore, formatPercent, shortCheckpointName } from './table.ts';
 import { CONTROL_LABEL } from './checkpoint-name.ts';
 import { MCQ_MIN_DISTRACTORS } from '../schema/probe-item.ts';
@@ -325,23 +326,26 @@ function endingBars(env: EnvironmentDeclaration<EnvironmentResult>, results: rea
   );
 }
 
-/** What one environment's section adds below its table and endings: SWE's kinds of turn, Terminal-Bench's transcripts. */
-const SECTION_EXTRAS: Record<string, (data: ReportData, maxChars: number) => string> = {
-  asap: (data) => turnKinds(data.asap),
-  terminal: (data, maxChars) => `<h3>Transcripts</h3>${terminalTranscripts(data, maxChars)}`,
-};
+/**
+ * What one environment's section adds below its table and endings: SWE's kinds of turn (its
+ * transcripts are in the drill-down), another environment's transcripts where it has the
+ * report show them.
+ */
+function sectionExtra(env: EnvironmentDeclaration<EnvironmentResult>, data: ReportData, maxChars: number): string {
+  if (!env.episodes) return turnKinds(data.asap);
+  const transcriptsOf = env.episodes.transcriptsOf;
+  return transcriptsOf
+    ? `<h3>Transcripts</h3>${environmentTranscripts(environmentResults(data, env), transcriptsOf, data.leftOut, maxChars)}`
+    : '';
+}
 
 /** One section per registered environment, in the registry's order; one with no results is left out unless it says what to show. */
 function environmentSections(data: ReportData, maxChars: number): string[] {
   return ENVIRONMENTS.map((env) => {
-    const results = environmentResults(data, env.reportKey);
+    const results = environmentResults(data, env);
     const { id, title, whenEmpty } = env.section;
     if (!results.length) return whenEmpty ? section(id, title, empty(whenEmpty)) : '';
-    return section(
-      id,
-      title,
-      episodesTable(env, results) + endingBars(env, results) + (SECTION_EXTRAS[env.reportKey]?.(data, maxChars) ?? ''),
-    );
+    return section(id, title, episodesTable(env, results) + endingBars(env, results) + sectionExtra(env, data, maxChars));
   });
 }
 
@@ -404,19 +408,25 @@ function shownTranscript(file: string, maxChars: number, leftOut: ReadonlyMap<st
     : text;
 }
 
-function terminalTranscripts(data: ReportData, maxChars: number): string {
-  return data.terminal
+function environmentTranscripts(
+  results: readonly EnvironmentReport[],
+  transcriptsOf: NonNullable<EnvironmentEpisodes['transcriptsOf']>,
+  leftOut: ReadonlyMap<string, string> | undefined,
+  maxChars: number,
+): string {
+  return results
     .map(
       (r) =>
-        `<h4>${esc(r.checkpoint)}</h4>${r.items
+        `<h4>${esc(r.checkpoint)}</h4>${((r as unknown as { items?: Record<string, unknown>[] }).items ?? [])
           .map((item) => {
-            const files = r.transcripts[item.task_id] ?? [];
+            const { instance, summary, runLabel } = transcriptsOf(item);
+            const files = r.transcripts?.[instance] ?? [];
             return (
-              `<details class="instance"><summary>${esc(item.task_id)}: ${esc(`${item.c}/${item.n}`)} resolved</summary>` +
+              `<details class="instance"><summary>${esc(instance)}: ${esc(summary)}</summary>` +
               files
-                .map((file) => {
+                .map((file: string) => {
                   const run = Number(/run-(\d+)\.md$/.exec(file)?.[1]);
-                  return `<details class="transcript"><summary>run ${run}: reward ${esc(String(item.rewards?.[run] ?? '–'))}</summary><pre>${esc(shownTranscript(file, maxChars, data.leftOut))}</pre></details>`;
+                  return `<details class="transcript"><summary>run ${run}: ${esc(runLabel(run))}</summary><pre>${esc(shownTranscript(file, maxChars, leftOut))}</pre></details>`;
                 })
                 .join('') +
               '</details>'

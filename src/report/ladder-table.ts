@@ -1,7 +1,7 @@
 /** The screen's ladder as a reader takes it in: one table with every rung, each probe against the known order, the recommendation. */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { environmentOf } from '../environments/registry.ts';
+import { ENVIRONMENTS } from '../environments/registry.ts';
 import { RANKING_ACCURACY_LABEL } from '../probes/mcq.ts';
 import { CONTROL_LABEL } from './checkpoint-name.ts';
 import type { LadderRow } from '../schema/ladder-row.ts';
@@ -16,7 +16,7 @@ export interface LadderSummary {
   /** Where the shortlist's ASAP transcripts are, if ASAP ran. */
   asapOut: string | null;
   /** Where the other environment kinds' transcripts are, where the ladder ran them. */
-  envOuts?: Partial<Record<'terminal' | 'research', string>>;
+  envOuts?: Record<string, string>;
 }
 
 /** The ladder's table and recommendation, on stderr. */
@@ -24,7 +24,7 @@ export function printLadder(outcome: LadderSummary, items: number, n: number): v
   process.stderr.write(`\nScreening ${outcome.rows.length} checkpoints on ${items} probe items\n\n`);
   const known = outcome.rows.some((r) => typeof r.heldout_code_bpb === 'number');
   // ASAP in the other environment kinds, where the ladder ran them: one column each, beside SWE's.
-  const envs = (['terminal', 'research'] as const).filter((env) => outcome.rows.some((r) => r.asap_envs?.[env]));
+  const envs = ENVIRONMENTS.filter((e) => e.episodes && outcome.rows.some((r) => r.asap_envs?.[e.name])).map((e) => e.name);
   process.stderr.write(
     `${formatTable(
       [
@@ -76,6 +76,6 @@ export function printLadder(outcome: LadderSummary, items: number, n: number): v
   const episodes = outcome.asapOut && join(outcome.asapOut, 'episodes');
   if (episodes)
     process.stderr.write(`ASAP transcripts of the shortlist: ${existsSync(episodes) ? episodes : `${outcome.asapOut}/*/asap/episodes`}\n`);
-  for (const env of envs)
-    process.stderr.write(`${environmentOf(env).section.title} of the shortlist: asap-${env}/episodes in the run directory\n`);
+  for (const env of ENVIRONMENTS.filter((e) => envs.includes(e.name)))
+    process.stderr.write(`${env.section.title} of the shortlist: asap-${env.name}/episodes in the run directory\n`);
 }

@@ -7,8 +7,9 @@
  */
 import { z } from 'zod';
 import type { AsapResult } from '../swe/run.ts';
-import type { ResearchResult } from '../research/run.ts';
-import type { TerminalResult } from '../terminal/run.ts';
+import type { EnvironmentDeclaration, EnvironmentResult } from '../asap/environment.ts';
+import { SWE_ENVIRONMENT } from '../swe/environment.ts';
+import { finite, maybeRate, rates } from '../schema/record-fields.ts';
 import { InputError } from '../errors.ts';
 import type { AptResult } from '../probes/aptbench.ts';
 import type { BpbResult } from '../probes/bpb.ts';
@@ -17,11 +18,6 @@ import type { PasskResult } from '../probes/passk.ts';
 import type { LadderRow } from '../schema/ladder-row.ts';
 import { TREND_PROBES, type TrendPoint } from './trend.ts';
 
-/** JSON has no NaN: an undefined rate (nothing to average) is written as null. */
-const rate = z.number().min(0).max(1);
-const maybeRate = rate.nullable();
-const finite = z.number().refine(Number.isFinite, 'expected a finite number');
-const rates = z.record(z.string(), maybeRate);
 const items = z.array(z.looseObject({}));
 
 const bpb = z.looseObject({
@@ -36,39 +32,7 @@ const passk = z.looseObject({
   pass_at: rates,
   items: z.array(z.looseObject({ id: z.string(), n: z.number(), c: z.number() })),
 });
-const asap = z.looseObject({
-  checkpoint: z.string(),
-  pass_at: rates,
-  intersection: maybeRate,
-  behaviour: z.looseObject({ parsable_turns: z.number().nullable(), autonomous_edits: z.number().nullable() }),
-  items: z.array(z.looseObject({ instance: z.string(), runs: z.array(z.looseObject({ run: z.number() })) })),
-});
-const research = z.looseObject({
-  checkpoint: z.string(),
-  env: z.literal('research'),
-  pass_at: rates,
-  intersection: maybeRate,
-  behaviour: z.looseObject({
-    searches: finite,
-    documents_opened: finite,
-    gold_opened: maybeRate,
-    answered: maybeRate,
-    parsable_turns: maybeRate,
-    mean_turns: finite,
-  }),
-  items: z.array(z.looseObject({ query_id: z.string(), n: z.number(), c: z.number() })),
-});
-const terminal = z.looseObject({
-  checkpoint: z.string(),
-  env: z.literal('terminal'),
-  profile: z.string(),
-  runs: z.number().int().positive(),
-  pass_at: rates,
-  intersection: maybeRate,
-  behaviour: z.looseObject({ actions: finite, parsable_turns: maybeRate, submitted: maybeRate, mean_turns: finite }),
-  terminations: z.record(z.string(), z.number()),
-  items: z.array(z.looseObject({ task_id: z.string(), n: z.number(), c: z.number() })),
-});
+const asap = SWE_ENVIRONMENT.resultSchema;
 const aptbench = z.looseObject({
   checkpoint: z.string(),
   letter_acc: maybeRate,
@@ -110,10 +74,9 @@ export const readResults = {
   passk: reader<{ results: PasskResult[] }>(z.looseObject({ results: z.array(passk) })),
   asap: reader<{ results: AsapResult[] }>(z.looseObject({ results: z.array(asap) })),
   aptbench: reader<{ results: AptResult[] }>(z.looseObject({ results: z.array(aptbench) })),
-  /** results.json of `probe asap --env research`. */
-  research: reader<{ results: ResearchResult[] }>(z.looseObject({ env: z.literal('research'), results: z.array(research) })),
-  /** results.json of `probe asap --env terminal`. */
-  terminal: reader<{ results: TerminalResult[] }>(z.looseObject({ env: z.literal('terminal'), results: z.array(terminal) })),
+  /** results.json of `probe asap --env NAME` for a registered environment other than SWE: its declared result schema. */
+  environment: (env: EnvironmentDeclaration<EnvironmentResult>) =>
+    reader<{ results: EnvironmentResult[] }>(z.looseObject({ env: z.literal(env.name), results: z.array(env.resultSchema) })),
   /** results.json of `probe screen` and `probe demo`, and the stage files beside it. */
   ladder: reader<{ results: LadderRow[]; shortlist: string[] }>(
     z.looseObject({ results: z.array(ladderRow), shortlist: z.array(z.string()) }),

@@ -6,8 +6,8 @@
  * add `answer_aliases`, other spellings of the answer that count as correct.
  */
 import { z } from 'zod';
-import { describeCause, InputError } from '../errors.ts';
-import { MAX_STRING_BYTES, readTextFile } from '../util/safe-tree.ts';
+import { InputError } from '../errors.ts';
+import { readJsonlRows } from '../util/jsonl-rows.ts';
 import { UniqueIds } from '../util/unique-ids.ts';
 
 export interface ResearchDoc {
@@ -47,40 +47,9 @@ const QueryRow = z.looseObject({
   evidence_docs: z.array(DocRef).optional(),
 });
 
-/** The JSON rows of a JSONL file, each checked with `schema`, naming file, line and field on bad input. */
-function readRows<T>(file: string, schema: z.ZodType<T>): Array<{ row: T; line: number }> {
-  let text: string;
-  try {
-    // A regular file only (a FIFO would block, a device never end), at most one string's worth.
-    text = readTextFile(file, { maxBytes: MAX_STRING_BYTES, what: 'a research set' });
-  } catch (error) {
-    if (error instanceof InputError) throw error;
-    throw new InputError({ file }, `cannot read: ${describeCause(error)}`, { cause: error });
-  }
-  const rows: Array<{ row: T; line: number }> = [];
-  text.split('\n').forEach((raw, index) => {
-    if (raw.trim() === '') return;
-    const line = index + 1;
-    let value: unknown;
-    try {
-      value = JSON.parse(raw);
-    } catch (error) {
-      throw new InputError({ file, line }, `not valid JSON: ${describeCause(error)}`, { cause: error });
-    }
-    const parsed = schema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new InputError({ file, line, field: issue.path.join('.') || undefined }, issue.message);
-    }
-    rows.push({ row: parsed.data, line });
-  });
-  if (rows.length === 0) throw new InputError({ file }, 'holds no rows');
-  return rows;
-}
-
 export function loadCorpus(file: string): ResearchDoc[] {
   const seen = new Set<string>();
-  return readRows(file, DocRow).map(({ row: { docid, text, title, url }, line }) => {
+  return readJsonlRows(file, DocRow, 'a research set').map(({ row: { docid, text, title, url }, line }) => {
     if (seen.has(docid)) throw new InputError({ file, line, field: 'docid' }, `"${docid}" appears twice`);
     seen.add(docid);
     return { docid, text, ...(title ? { title } : {}), ...(url ? { url } : {}) };
@@ -92,7 +61,7 @@ export function loadQueries(file: string, corpus: readonly ResearchDoc[]): Resea
   const known = new Set(corpus.map((d) => d.docid));
   // Episodes are memoised by query id: a repeated one would be run once and counted twice.
   const queryIds = new UniqueIds('query_id');
-  return readRows(file, QueryRow).map(({ row, line }) => {
+  return readJsonlRows(file, QueryRow, 'a research set').map(({ row, line }) => {
     queryIds.add(row.query_id, { file, line });
     const gold = (row.gold_docs ?? []).map((d) => d.docid);
     const evidence = (row.evidence_docs ?? row.gold_docs ?? []).map((d) => d.docid);

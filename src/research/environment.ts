@@ -1,11 +1,30 @@
-/** The deep-research environment's declaration: how its results are shown (asap/environment.ts). */
+/** The deep-research environment's declaration (asap/environment.ts): how its episodes run and its results are shown and read back. */
+import { z } from 'zod';
 import type { EnvironmentDeclaration } from '../asap/environment.ts';
+import { finite, maybeRate, rates } from '../schema/record-fields.ts';
+import { RESEARCH_EPISODES } from './episodes.ts';
 import { RESEARCH_TERMINATIONS } from './episode.ts';
 import type { ResearchResult } from './run.ts';
 
 export const RESEARCH_ENVIRONMENT: EnvironmentDeclaration<ResearchResult> = {
   name: 'research',
-  reportKey: 'research',
+  summary: 'a document corpus, the answer decides',
+  episodes: RESEARCH_EPISODES,
+  resultSchema: z.looseObject({
+    checkpoint: z.string(),
+    env: z.literal('research'),
+    pass_at: rates,
+    intersection: maybeRate,
+    behaviour: z.looseObject({
+      searches: finite,
+      documents_opened: finite,
+      gold_opened: maybeRate,
+      answered: maybeRate,
+      parsable_turns: maybeRate,
+      mean_turns: finite,
+    }),
+    items: z.array(z.looseObject({ query_id: z.string(), n: z.number(), c: z.number() })),
+  }),
   section: { id: 'research', title: 'Deep-research episodes', ranking: 'Deep research' },
   terminations: RESEARCH_TERMINATIONS,
   size: (r) => `${r.queries} × ${r.runs}`,

@@ -14,9 +14,9 @@ export interface LadderRow {
   asap: { pass_at_1: number; intersection: number; parsable_turns: number; valid_tool_calls: number; autonomous_edits: number } | null;
   /**
    * ASAP on the shortlist in the other environment kinds, where the ladder ran them
-   * (`--asap-env terminal research`): Pass@1, Intersection@n, parsable turns. Absent otherwise.
+   * (`--asap-env terminal research`), by name: Pass@1, Intersection@n, parsable turns. Absent otherwise.
    */
-  asap_envs?: Partial<Record<'terminal' | 'research', EnvironmentSummary>>;
+  asap_envs?: Record<string, EnvironmentSummary>;
   /** Has seen the probes: a ceiling shown beside the ladder, never shortlisted (checkpointFacts, backends/checkpoint.ts). Absent in runs from before. */
   control?: boolean;
   /** Held-out code BPB measured when the checkpoint was trained, where known: the order the probes are checked against. */

@@ -13,3 +13,10 @@ export const TamperingSchema = z.object({ path: z.string(), reason: z.string() }
 
 /** How a step's completion ended (`action`: a complete action was found; otherwise the backend's finish reason). */
 export const StepFinishSchema = z.enum(['action', 'stop', 'length', 'eos', 'error']);
+
+/** A share, 0 to 1 (JSON has no NaN: an undefined share — nothing to average — is written as null). */
+export const rate = z.number().min(0).max(1);
+export const maybeRate = rate.nullable();
+export const finite = z.number().refine(Number.isFinite, 'expected a finite number');
+/** pass@k by k. */
+export const rates = z.record(z.string(), maybeRate);

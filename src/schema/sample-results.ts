@@ -10,7 +10,6 @@
  */
 import { z } from 'zod';
 import { anyNumber, TamperingSchema } from './record-fields.ts';
-import { ResearchEpisodeRecordSchema, TerminalEpisodeRecordSchema } from './episode-records.ts';
 
 /** probes/bpb.ts `BpbItem`. */
 export const BpbItemSchema = z.object({
@@ -88,8 +87,6 @@ export const SAMPLE_RESULTS = {
   mcq: McqItemSchema,
   passk: PasskItemSchema,
   aptbench: AptItemResultSchema,
-  terminal: TerminalEpisodeRecordSchema,
-  research: ResearchEpisodeRecordSchema,
   /** `probe validate`: each rung's cost per checkpoint, by rung. */
   costs: RungCostSchema,
 } as const satisfies Record<string, z.ZodType>;

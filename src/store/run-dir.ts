@@ -80,12 +80,12 @@ function readManifest(file: string, root: string): RunManifest {
 }
 
 /**
- * The schema of a probe's sample lines: its result's, found by its name. The stages score
- * only probes that have one (`itemHooks` takes a `SampleProbe`); of any other name only
+ * The schema of a probe's sample lines: its result's, found by its name, or as the run
+ * declared it (`declareSamples`: an environment's episode records). Of any other name only
  * the line around the result is checked.
  */
-function sampleRecords(probe: string): LogRecords<SampleLine<unknown>> {
-  const result = Object.hasOwn(SAMPLE_RESULTS, probe) ? SAMPLE_RESULTS[probe as SampleProbe] : z.unknown();
+function sampleRecords(probe: string, declared?: z.ZodType): LogRecords<SampleLine<unknown>> {
+  const result = declared ?? (Object.hasOwn(SAMPLE_RESULTS, probe) ? SAMPLE_RESULTS[probe as SampleProbe] : z.unknown());
   return { schema: sampleLineSchema(result), what: `a ${probe} sample line` };
 }
 
@@ -147,6 +147,7 @@ export class RunDir {
   readonly manifest: RunManifest;
   readonly status: 'new' | 'resumed';
   private readonly logs = new Map<string, { log: JsonlLog<SampleLine<unknown>>; done: Map<string, unknown> }>();
+  private readonly declared = new Map<string, z.ZodType>();
 
   private constructor(
     readonly dir: string,
@@ -246,6 +247,11 @@ export class RunDir {
     writeFileAtomic(RunDir.manifestFile(this.dir), `${JSON.stringify(this.manifest, null, 2)}\n`);
   }
 
+  /** The schema every result of `probe`'s samples is read back through (an environment's episode record), before any is read. */
+  declareSamples(probe: string, result: z.ZodType): void {
+    this.declared.set(probe, result);
+  }
+
   samplesFile(probe: string): string {
     return join(this.dir, probe, 'samples.jsonl');
   }
@@ -253,7 +259,7 @@ export class RunDir {
   private logOf(probe: string) {
     let entry = this.logs.get(probe);
     if (!entry) {
-      const log = new JsonlLog<SampleLine<unknown>>(this.samplesFile(probe), this.dir, sampleRecords(probe));
+      const log = new JsonlLog<SampleLine<unknown>>(this.samplesFile(probe), this.dir, sampleRecords(probe, this.declared.get(probe)));
       const done = new Map<string, unknown>();
       for (const line of log.read()) done.set(JSON.stringify([checkpointKey(line.checkpoint), line.item]), line.result);
       entry = { log, done };
@@ -264,7 +270,7 @@ export class RunDir {
 
   /** Every finished item of one probe (a line per item × checkpoint), each checked against the probe's schema. */
   samples<T>(probe: string): SampleLine<T>[] {
-    return readJsonl(this.samplesFile(probe), this.dir, sampleRecords(probe)) as SampleLine<T>[];
+    return readJsonl(this.samplesFile(probe), this.dir, sampleRecords(probe, this.declared.get(probe))) as SampleLine<T>[];
   }
 
   /** The finished items of one probe × checkpoint, and where new ones are saved. */

@@ -1,11 +1,20 @@
-/** The SWE environment's declaration: how its results are shown (asap/environment.ts). */
+/** The SWE environment's declaration (asap/environment.ts): how its results are shown and read back (its episodes are the protocol's own rung: pipeline/asap.ts). */
+import { z } from 'zod';
 import type { EnvironmentDeclaration } from '../asap/environment.ts';
+import { maybeRate, rates } from '../schema/record-fields.ts';
 import { TERMINATIONS } from './episode.ts';
 import type { AsapResult } from './run.ts';
 
 export const SWE_ENVIRONMENT: EnvironmentDeclaration<AsapResult> = {
   name: 'swe',
-  reportKey: 'asap',
+  summary: 'repository tasks, tests decide',
+  resultSchema: z.looseObject({
+    checkpoint: z.string(),
+    pass_at: rates,
+    intersection: maybeRate,
+    behaviour: z.looseObject({ parsable_turns: z.number().nullable(), autonomous_edits: z.number().nullable() }),
+    items: z.array(z.looseObject({ instance: z.string(), runs: z.array(z.looseObject({ run: z.number() })) })),
+  }),
   section: { id: 'asap', title: 'ASAP episodes', ranking: 'ASAP', whenEmpty: 'No ASAP results in these runs.' },
   terminations: TERMINATIONS,
   size: (r) => `${r.instances} × ${r.runs}`,
