@@ -53,6 +53,8 @@ export interface Sample {
   truncated: boolean;
   /** Per sampled token, where the backend reports them. */
   tokenLogprobs?: number[];
+  /** Per sampled token, the most likely token there and its log-prob, where asked (`SampleWatch.argmax`: probe serve's top_logprobs). */
+  argmax?: Array<{ token: number; logprob: number }>;
 }
 
 export interface CompletionBackend {

@@ -22,7 +22,7 @@ import { OnnxGraph, type KvCache } from './graph.ts';
 import { LogSoftmaxSession, type RowScores } from './log-softmax.ts';
 import { CheckpointTokenizer } from './tokenizer.ts';
 import { BatchSampler } from './batch-sampler.ts';
-import { SampleDraws } from './sample-draws.ts';
+import { SampleDraws, type SampleWatch } from './sample-draws.ts';
 import { PromptCaches, type FedPrompt } from './prompt-caches.ts';
 import { PrefixDecoder } from './prefix-decoder.ts';
 import { onceUntilFailure } from '../../util/once-until-failure.ts';
@@ -159,6 +159,15 @@ export class OnnxBackend implements CompletionBackend {
 
   decode(ids: number[]): string {
     return this.tokenizer.decode(ids);
+  }
+
+  /** The checkpoint's chat template, where its tokenizer has one (a base model's has none). */
+  get chatTemplate(): string | undefined {
+    return this.tokenizer.chatTemplate;
+  }
+
+  renderChat(messages: Array<{ role: string; content: string }>): string {
+    return this.tokenizer.renderChat(messages);
   }
 
   /**
@@ -376,21 +385,28 @@ export class OnnxBackend implements CompletionBackend {
   }
 
   /** Samples continuations of `head` (the BOS, or nothing) and a token-id prompt (`request.prompt` is ignored). */
-  async sampleIds(promptIds: number[], request: SampleRequest, head: number[] = []): Promise<Sample[]> {
+  async sampleIds(promptIds: number[], request: SampleRequest, head: number[] = [], watch?: SampleWatch): Promise<Sample[]> {
     const room = this.window - request.maxTokens;
     if (room < 1)
       throw new ProbeError(`maxTokens ${request.maxTokens} leaves no room for a prompt in the ${this.window}-token window of ${this.dir}`);
     const { ids: prompt, truncated } = fitContext(promptIds, head, [this.tokenizer.prefixId], room);
-    if (this.sampler) return this.sampler.sample({ prompt, request, truncated });
+    if (this.sampler) return this.sampler.sample({ prompt, request, truncated, ...(watch ? { watch } : {}) });
     const samples: Sample[] = [];
-    for (let index = 0; index < request.n; index++) samples.push(await this.generateWithoutCache(prompt, request, index, truncated));
+    for (let index = 0; index < request.n; index++) samples.push(await this.generateWithoutCache(prompt, request, index, truncated, watch));
     return samples;
   }
 
   /** A graph without a cache recomputes every position per token: one sample at a time (test and n-gram graphs). */
-  private async generateWithoutCache(prompt: number[], request: SampleRequest, index: number, truncated: boolean): Promise<Sample> {
-    const draws = new SampleDraws(request, index, truncated, this.tokenizer);
+  private async generateWithoutCache(
+    prompt: number[],
+    request: SampleRequest,
+    index: number,
+    truncated: boolean,
+    watch?: SampleWatch,
+  ): Promise<Sample> {
+    const draws = new SampleDraws(request, index, truncated, this.tokenizer, watch);
     for (let row = await this.lastRowWithoutCache(prompt); ; row = await this.lastRowWithoutCache([...prompt, ...draws.tokens])) {
+      watch?.signal?.throwIfAborted();
       const done = draws.draw(row);
       if (done) return done;
     }

@@ -25,7 +25,7 @@ import type { Sample, SampleRequest } from '../types.ts';
 import type { KvCache, OnnxGraph } from './graph.ts';
 import { bytesPerCachedToken, stackRows, type RowSource } from './kv-rows.ts';
 import type { DecodeCohort, PrefixDecoder } from './prefix-decoder.ts';
-import { SampleDraws, type NextToken } from './sample-draws.ts';
+import { SampleDraws, type NextToken, type SampleWatch } from './sample-draws.ts';
 import type { CheckpointTokenizer } from './tokenizer.ts';
 
 /** One prompt to continue `request.n` times: already fitted to the window (BOS included). */
@@ -33,6 +33,8 @@ export interface SampleJob {
   prompt: number[];
   request: SampleRequest;
   truncated: boolean;
+  /** Who watches its samples as they are drawn, and may stop them (probe serve's stream). */
+  watch?: SampleWatch;
 }
 
 /** The prompt's cache and the logits row that predicts its first new token. */
@@ -64,7 +66,7 @@ class Sequence {
     prefix: Prefix,
     tokenizer: CheckpointTokenizer,
   ) {
-    this.draws = new SampleDraws(job.request, index, job.truncated, tokenizer);
+    this.draws = new SampleDraws(job.request, index, job.truncated, tokenizer, job.watch);
     this.next = prefix.lastRow;
     this.source = { cache: prefix.cache, row: 0 };
   }
@@ -131,6 +133,11 @@ export class BatchSampler {
         // Admit prompts while the live sequences' caches fit (one prompt always runs).
         while (this.pending.length > 0) {
           const job = this.pending[0]!;
+          if (job.watch?.signal?.aborted) {
+            this.pending.shift();
+            job.reject(job.watch.signal.reason);
+            continue;
+          }
           if (live.length > 0 && live.length + job.request.n > (this.liveRows ?? Infinity)) break;
           const prefix = await this.feed(job.prompt);
           this.pending.shift();
@@ -141,11 +148,16 @@ export class BatchSampler {
         }
         if (live.length === 0) break;
 
-        // Every sequence draws its next token; those that end leave.
+        // Every sequence draws its next token; those that end leave, and so do those whose watcher stopped them.
         live = live.filter((sequence) => {
+          const job = sequence.job;
+          if (job.watch?.signal?.aborted) {
+            if (job.left > 0) job.reject(job.watch.signal.reason);
+            job.left = 0;
+            return false;
+          }
           const done = sequence.draws.draw(sequence.next);
           if (!done) return true;
-          const job = sequence.job;
           job.samples[sequence.index] = done;
           if (--job.left === 0) job.resolve(job.samples);
           return false;

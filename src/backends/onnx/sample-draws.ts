@@ -14,23 +14,51 @@ import type { CheckpointTokenizer } from './tokenizer.ts';
 /** What predicts a sequence's next token: a logits row, or a decode-graph row's distributions. */
 export type NextToken = Float32Array | DecodedRows;
 
-export class SampleDraws {
+/**
+ * What a caller that watches samples as they are drawn gives (probe serve's stream): told of
+ * every token drawn, and a signal that stops drawing (a client that went away frees its
+ * rows). Not part of the request: the same samples are drawn, watched or not.
+ */
+export interface SampleWatch {
+  /** After every token: the sample so far, and the finished sample when this token ended it. */
+  onDraw?: (index: number, draft: SampleDraft, done: Sample | undefined) => void;
+  signal?: AbortSignal;
+  /** Record each token's most likely alternative too (`Sample.argmax`). */
+  argmax?: boolean;
+}
+
+/** A sample being drawn, as a watcher sees it. */
+export interface SampleDraft {
+  readonly tokens: readonly number[];
+  readonly tokenLogprobs: readonly number[];
+  readonly argmax: ReadonlyArray<{ token: number; logprob: number }>;
+  /** The decoded text so far (cut before a stop string once one occurs; a character's unfinished bytes not yet in it). */
+  readonly text: string;
+}
+
+export class SampleDraws implements SampleDraft {
   readonly tokens: number[] = [];
-  private readonly tokenLogprobs: number[] = [];
+  readonly tokenLogprobs: number[] = [];
+  readonly argmax: Array<{ token: number; logprob: number }> = [];
   private logprob = 0;
   private readonly rng: Rng;
   private readonly params: SamplingParams;
-  private readonly text: IncrementalText;
+  private readonly decodedText: IncrementalText;
 
   constructor(
     private readonly request: SampleRequest,
-    index: number,
+    private readonly index: number,
     private readonly truncated: boolean,
     private readonly tokenizer: CheckpointTokenizer,
+    private readonly watch: SampleWatch = {},
   ) {
     this.rng = createRng('sample', request.seed, index);
     this.params = { temperature: request.temperature, topP: request.topP, topK: request.topK };
-    this.text = new IncrementalText(tokenizer, request.stop);
+    this.decodedText = new IncrementalText(tokenizer, request.stop);
+  }
+
+  get text(): string {
+    return this.decodedText.value;
   }
 
   /**
@@ -39,24 +67,45 @@ export class SampleDraws {
    * returns the finished sample when it ends the sequence.
    */
   draw(row: NextToken): Sample | undefined {
-    let token: number;
-    let lp: number;
-    if (row instanceof Float32Array) {
-      token = chooseToken(row, this.params, this.rng);
-      lp = logSoftmaxAt(row, 0, row.length, token).logprob;
-    } else {
-      // The step returned what this temperature reads (prefix-decoder.ts DecodedRows).
-      token = this.params.temperature > 0 ? chooseTokenFromProbs(row.probs!, this.params, this.rng) : firstMaximum(row.logprobs!);
-      lp = row.logprobs ? row.logprobs[token]! : Math.log(row.probs![token]!);
+    // A token's log-prob as the row gives it: the logits' log-softmax, else the decode graph's log-probs, else its probabilities.
+    const logprobOf = (t: number) =>
+      row instanceof Float32Array
+        ? logSoftmaxAt(row, 0, row.length, t).logprob
+        : row.logprobs
+          ? row.logprobs[t]!
+          : Math.log(row.probs![t]!);
+    const token =
+      row instanceof Float32Array
+        ? chooseToken(row, this.params, this.rng)
+        : // The step returned what this temperature reads (prefix-decoder.ts DecodedRows).
+          this.params.temperature > 0
+          ? chooseTokenFromProbs(row.probs!, this.params, this.rng)
+          : firstMaximum(row.logprobs!);
+    const lp = logprobOf(token);
+    if (this.watch.argmax) {
+      const best = firstMaximum(row instanceof Float32Array ? row : (row.logprobs ?? row.probs!));
+      this.argmax.push({ token: best, logprob: logprobOf(best) });
     }
     this.logprob += lp;
     this.tokenLogprobs.push(lp);
     this.tokens.push(token);
-    const base = { tokens: this.tokens, logprob: this.logprob, truncated: this.truncated, tokenLogprobs: this.tokenLogprobs };
-    if (this.tokenizer.eosIds.has(token)) return { text: this.text.value, ...base, finishReason: 'eos' };
-    const stop = this.text.push(token, this.tokens);
-    if (stop !== undefined) return { text: this.text.value, ...base, finishReason: 'stop', stop };
-    if (this.tokens.length >= this.request.maxTokens) return { text: this.text.value, ...base, finishReason: 'length' };
+    const done = this.finished(token);
+    this.watch.onDraw?.(this.index, this, done);
+    return done;
+  }
+
+  private finished(token: number): Sample | undefined {
+    const base = {
+      tokens: this.tokens,
+      logprob: this.logprob,
+      truncated: this.truncated,
+      tokenLogprobs: this.tokenLogprobs,
+      ...(this.watch.argmax ? { argmax: this.argmax } : {}),
+    };
+    if (this.tokenizer.eosIds.has(token)) return { text: this.text, ...base, finishReason: 'eos' };
+    const stop = this.decodedText.push(token, this.tokens);
+    if (stop !== undefined) return { text: this.text, ...base, finishReason: 'stop', stop };
+    if (this.tokens.length >= this.request.maxTokens) return { text: this.text, ...base, finishReason: 'length' };
     return undefined;
   }
 

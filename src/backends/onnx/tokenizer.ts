@@ -111,6 +111,23 @@ export class CheckpointTokenizer {
     return this.inner.decode(ids, { skip_special_tokens: false, clean_up_tokenization_spaces: false });
   }
 
+  /** tokenizer_config.json's `chat_template` (a string, or the one named `default` of a list), where the checkpoint has one. */
+  get chatTemplate(): string | undefined {
+    const template = this.files.tokenizerConfig.chat_template;
+    if (typeof template === 'string') return template;
+    if (Array.isArray(template))
+      return (template as Array<{ name?: unknown; template?: unknown }>).find((t) => t.name === 'default' && typeof t.template === 'string')
+        ?.template as string | undefined;
+    return undefined;
+  }
+
+  /** A conversation as the chat template renders it, ready for the assistant's turn (the text a chat model continues). */
+  renderChat(messages: Array<{ role: string; content: string }>): string {
+    const template = this.chatTemplate;
+    if (template === undefined) throw new Error(`${this.files.dir}: the tokenizer has no chat template`);
+    return this.inner.apply_chat_template(messages, { chat_template: template, tokenize: false, add_generation_prompt: true }) as string;
+  }
+
   /** The exact bytes of a token, where the tokenizer's decoder makes that well defined. */
   bytesOf(id: number): Uint8Array | undefined {
     return this.bytesById[id];
