@@ -175,11 +175,11 @@ describe.skipIf(!openaiClient)('probe serve and the official openai client', () 
       req.end(body);
     });
     let after = await health(url);
-    for (let tries = 0; after.cancelled_streams === before.cancelled_streams && tries < 600; tries++) {
+    for (let tries = 0; after.cancelled_requests === before.cancelled_requests && tries < 600; tries++) {
       await new Promise((r) => setTimeout(r, 100));
       after = await health(url);
     }
-    expect(after.cancelled_streams).toBe(before.cancelled_streams! + 1);
+    expect(after.cancelled_requests).toBe(before.cancelled_requests! + 1);
     expect(after.drawn_tokens! - before.drawn_tokens!).toBeLessThan(2 * 400);
     // The server goes on answering.
     const next = await fetch(`${url}/completions`, {

@@ -4,9 +4,10 @@
  * the text encoded without further special tokens), then continued as a completion. A
  * base model has no template: a 400 says so, never an empty answer.
  */
+import type { SampleDraft } from '../backends/onnx/sample-draws.ts';
 import type { Sample } from '../backends/types.ts';
 import type { EventStream } from './event-stream.ts';
-import { answerPrompts, checkPrompts, finishReason, type Generation, sendableLength, type ServedModel } from './generate.ts';
+import { answerId, answerPrompts, ChoiceProgress, checkPrompts, finishReason, type Generation, type ServedModel } from './generate.ts';
 import { BadRequest, type ChatRequest, stopsOf } from './requests.ts';
 
 export interface ChatPlan {
@@ -26,8 +27,15 @@ export function planChat(model: ServedModel, body: ChatRequest): ChatPlan {
     role: m.role,
     content: typeof m.content === 'string' ? m.content : m.content.map((part) => part.text).join(''),
   }));
+  let rendered: string;
+  try {
+    rendered = model.backend.renderChat(messages);
+  } catch (error) {
+    // The template's own refusals (raise_exception: "roles must alternate") are about the request.
+    throw new BadRequest(`the chat template refused the messages: ${error instanceof Error ? error.message : String(error)}`);
+  }
   // The template writes its own special tokens (a BOS among them, where it has one): none are added.
-  const prompt = model.backend.encode(model.backend.renderChat(messages));
+  const prompt = model.backend.encode(rendered);
   const generation: Generation = {
     n: body.n ?? 1,
     maxTokens: body.max_completion_tokens ?? body.max_tokens ?? Math.max(1, model.backend.window - prompt.length),
@@ -49,29 +57,24 @@ export function planChat(model: ServedModel, body: ChatRequest): ChatPlan {
 }
 
 const header = (model: ServedModel, object: string) => ({
-  id: `chatcmpl-${Date.now().toString(36)}`,
+  id: answerId('chatcmpl'),
   object,
   created: Math.floor(Date.now() / 1000),
   model: model.name,
 });
 
-/** Chat's log-probs: one entry per token, with its bytes and its alternatives. */
-function contentLogprobs(
-  model: ServedModel,
-  tokens: readonly number[],
-  logprobs: readonly number[],
-  argmax: ReadonlyArray<{ token: number; logprob: number }>,
-  k: number,
-) {
-  const entry = (token: number, logprob: number) => {
-    const text = model.piece(token);
-    return { token: text, logprob, bytes: [...new TextEncoder().encode(text)] };
-  };
+/** Chat's log-probs: one entry per token, with its exact bytes and its alternatives. */
+function contentLogprobs(model: ServedModel, draft: SampleDraft, from: number, to: number, k: number) {
+  const entry = (token: number, logprob: number) => ({
+    token: model.piece(token),
+    logprob,
+    bytes: [...(model.backend.bytesOf(token) ?? new TextEncoder().encode(model.piece(token)))],
+  });
   return {
-    content: tokens.map((token, i) => ({
-      ...entry(token, logprobs[i]!),
-      top_logprobs: k >= 1 && argmax[i] ? [entry(argmax[i]!.token, argmax[i]!.logprob)] : [],
-    })),
+    content: draft.tokens.slice(from, to).map((token, i) => {
+      const best = draft.argmax[from + i];
+      return { ...entry(token, draft.tokenLogprobs[from + i]!), top_logprobs: k >= 1 && best ? [entry(best.token, best.logprob)] : [] };
+    }),
   };
 }
 
@@ -80,18 +83,18 @@ const usageOf = (prompt: number[], samples: Array<Sample | null>) => {
   return { prompt_tokens: prompt.length, completion_tokens, total_tokens: prompt.length + completion_tokens };
 };
 
-export async function chat(model: ServedModel, plan: ChatPlan) {
-  const [answer] = await answerPrompts(model, [plan.prompt], plan.generation);
-  const choices = answer!.samples.map((sample, index) => ({
-    index,
-    message: { role: 'assistant', content: sample?.text ?? '' },
-    logprobs:
-      plan.logprobs === undefined
-        ? null
-        : contentLogprobs(model, sample?.tokens ?? [], sample?.tokenLogprobs ?? [], sample?.argmax ?? [], plan.logprobs),
-    finish_reason: finishReason(sample),
-    stop_reason: sample?.stop ?? null,
-  }));
+export async function chat(model: ServedModel, plan: ChatPlan, signal: AbortSignal) {
+  const [answer] = await answerPrompts(model, [plan.prompt], plan.generation, signal);
+  const choices = answer!.samples.map((sample, index) => {
+    const draft = { tokens: sample?.tokens ?? [], tokenLogprobs: sample?.tokenLogprobs ?? [], argmax: sample?.argmax ?? [], text: '' };
+    return {
+      index,
+      message: { role: 'assistant', content: sample?.text ?? '' },
+      logprobs: plan.logprobs === undefined ? null : contentLogprobs(model, draft, 0, draft.tokens.length, plan.logprobs),
+      finish_reason: finishReason(sample),
+      stop_reason: sample?.stop ?? null,
+    };
+  });
   return { ...header(model, 'chat.completion'), choices, usage: usageOf(plan.prompt, answer!.samples) };
 }
 
@@ -99,32 +102,26 @@ export async function chat(model: ServedModel, plan: ChatPlan) {
 export async function streamChat(model: ServedModel, plan: ChatPlan, stream: EventStream): Promise<void> {
   const g = plan.generation;
   const head = header(model, 'chat.completion.chunk');
-  const sent = Array.from({ length: g.n }, () => ({ text: 0, tokens: 0 }));
+  const sent = Array.from({ length: g.n }, () => new ChoiceProgress(g.stop));
   for (let index = 0; index < g.n; index++)
     stream.send({ ...head, choices: [{ index, delta: { role: 'assistant', content: '' }, logprobs: null, finish_reason: null }] });
-  const [answer] = await answerPrompts(model, [plan.prompt], g, () => ({
-    signal: stream.signal,
+  const [answer] = await answerPrompts(model, [plan.prompt], g, stream.signal, () => ({
     onDraw: (index, draft, done) => {
-      const at = sent[index]!;
-      const text = done ? done.text : draft.text;
-      const upTo = done ? text.length : sendableLength(text, g.stop);
-      if (upTo <= at.text && !done) return;
-      const logprobs =
-        plan.logprobs === undefined
-          ? null
-          : contentLogprobs(
-              model,
-              draft.tokens.slice(at.tokens),
-              draft.tokenLogprobs.slice(at.tokens),
-              draft.argmax.slice(at.tokens),
-              plan.logprobs,
-            );
+      const delta = sent[index]!.next(draft.text, draft.tokens.length, done !== undefined);
+      if (!delta) return;
+      const logprobs = plan.logprobs === undefined ? null : contentLogprobs(model, draft, delta.from, delta.to, plan.logprobs);
       stream.send({
         ...head,
-        choices: [{ index, delta: { content: text.slice(at.text, upTo) }, logprobs, finish_reason: done ? finishReason(done) : null }],
+        choices: [
+          {
+            index,
+            delta: { content: delta.text },
+            logprobs,
+            finish_reason: done ? finishReason(done) : null,
+            stop_reason: done ? (done.stop ?? null) : null,
+          },
+        ],
       });
-      at.text = Math.max(at.text, upTo);
-      at.tokens = draft.tokens.length;
     },
   }));
   if (plan.includeUsage) stream.send({ ...head, choices: [], usage: usageOf(plan.prompt, answer!.samples) });

@@ -5,19 +5,21 @@
  * the token, and with 1 the most likely one); and `stream`, one event per token group as
  * the model draws it, text held back only while it could be the start of a stop string.
  */
+import type { SampleDraft } from '../backends/onnx/sample-draws.ts';
 import type { Sample, ScoreResult } from '../backends/types.ts';
 import type { EventStream } from './event-stream.ts';
 import {
+  answerId,
   answerPrompts,
+  ChoiceProgress,
   checkPrompts,
   finishReason,
   type Generation,
   type PromptAnswer,
   scoresOnly,
-  sendableLength,
   type ServedModel,
 } from './generate.ts';
-import { BadRequest, type CompletionRequest, stopsOf } from './requests.ts';
+import { BadRequest, type CompletionRequest, promptsOf, stopsOf } from './requests.ts';
 
 interface Logprobs {
   tokens: string[];
@@ -36,10 +38,8 @@ export interface CompletionPlan {
 }
 
 export function planCompletion(model: ServedModel, body: CompletionRequest): CompletionPlan {
-  const prompt = body.prompt;
-  const prompts = (
-    typeof prompt === 'string' || typeof prompt[0] === 'number' ? [prompt as string | number[]] : (prompt as Array<string | number[]>)
-  ).map((p) => model.idsOf(p));
+  const { window, vocabSize } = model.backend;
+  const prompts = promptsOf(body.prompt, window, vocabSize).map((p) => model.idsOf(p));
   const echo = Boolean(body.echo);
   const maxTokens = body.max_tokens ?? 16;
   if (maxTokens === 0 && !echo) throw new BadRequest('"max_tokens" must be at least 1 (0 only with echo)');
@@ -60,7 +60,7 @@ export function planCompletion(model: ServedModel, body: CompletionRequest): Com
 }
 
 const header = (model: ServedModel) => ({
-  id: `cmpl-${Date.now().toString(36)}`,
+  id: answerId('cmpl'),
   object: 'text_completion' as const,
   created: Math.floor(Date.now() / 1000),
   model: model.name,
@@ -72,23 +72,17 @@ function usage(answers: PromptAnswer[]) {
   return { prompt_tokens, completion_tokens, total_tokens: prompt_tokens + completion_tokens };
 }
 
-/** The log-probs of `tokens` (their text offsets from `offset`): a prompt's, the first null, or a sample's. */
+/** The log-probs of `tokens`, their text offsets counted by `offsetOf`: a prompt's (the first null) or a sample's. */
 function logprobsOf(
   model: ServedModel,
   tokens: readonly number[],
   logprobs: ReadonlyArray<number | null>,
   argmax: ReadonlyArray<{ token: number; logprob: number } | undefined>,
   k: number,
-  offset: number,
+  offsetOf: (id: number) => number,
 ): Logprobs {
-  const strings = tokens.map((t) => model.piece(t));
-  const text_offset: number[] = [];
-  strings.reduce((at, s) => {
-    text_offset.push(at);
-    return at + s.length;
-  }, offset);
   return {
-    tokens: strings,
+    tokens: tokens.map((t) => model.piece(t)),
     token_logprobs: [...logprobs],
     top_logprobs: tokens.map((token, i) => {
       const lp = logprobs[i];
@@ -99,16 +93,29 @@ function logprobsOf(
       entry[model.piece(token)] = lp;
       return entry;
     }),
-    text_offset,
+    text_offset: tokens.map(offsetOf),
   };
 }
 
-/** Where an echoed prompt's token texts end: the first generated token's text offset. */
-const echoEnd = (model: ServedModel, ids: readonly number[]) => ids.reduce((at, id) => at + model.piece(id).length, 0);
-
 /** The prompt's tokens as echo shows them: the first has no log-prob. */
 const echoedLogprobs = (model: ServedModel, ids: number[], echoed: ScoreResult, k: number) =>
-  logprobsOf(model, ids, [null, ...echoed.tokenLogprobs], [undefined, ...(echoed.argmax ?? [])], k, 0);
+  logprobsOf(model, ids, [null, ...echoed.tokenLogprobs], [undefined, ...(echoed.argmax ?? [])], k, model.offsetCounter());
+
+const draftOf = (s: Sample): SampleDraft => ({
+  tokens: s.tokens,
+  tokenLogprobs: s.tokenLogprobs ?? [],
+  argmax: s.argmax ?? [],
+  text: s.text,
+});
+
+/** A choice that drew nothing (max_tokens 0). */
+const NOTHING: SampleDraft = { tokens: [], tokenLogprobs: [], argmax: [], text: '' };
+
+/** Where the echoed prompt's text ends: the first generated token's offset. */
+const echoEnd = (model: ServedModel, ids: number[]) => model.backend.decode(ids).length;
+
+const sampleLogprobs = (model: ServedModel, sample: Sample | null, k: number, offset: number): Logprobs =>
+  logprobsOf(model, sample?.tokens ?? [], sample?.tokenLogprobs ?? [], sample?.argmax ?? [], k, model.offsetCounter(offset));
 
 function concat(a: Logprobs, b: Logprobs): Logprobs {
   return {
@@ -119,16 +126,16 @@ function concat(a: Logprobs, b: Logprobs): Logprobs {
   };
 }
 
-export async function completion(model: ServedModel, plan: CompletionPlan) {
+export async function completion(model: ServedModel, plan: CompletionPlan, signal: AbortSignal) {
   const { generation: g, logprobs: k } = plan;
-  const answers = await answerPrompts(model, plan.prompts, g);
+  const answers = await answerPrompts(model, plan.prompts, g, signal);
   const choices = answers.flatMap(({ ids, echoed, samples }, p) => {
     const promptText = g.echo ? model.backend.decode(ids) : '';
     return samples.map((sample, j) => {
       let logprobs: Logprobs | null = null;
       if (k !== undefined) {
-        const generated = sampleLogprobs(model, sample, k, g.echo ? echoEnd(model, ids) : 0);
-        logprobs = echoed && g.echo ? concat(echoedLogprobs(model, ids, echoed, k), generated) : generated;
+        const generated = sampleLogprobs(model, sample, k, promptText.length);
+        logprobs = echoed ? concat(echoedLogprobs(model, ids, echoed, k), generated) : generated;
       }
       return {
         index: p * g.n + j,
@@ -142,19 +149,15 @@ export async function completion(model: ServedModel, plan: CompletionPlan) {
   return { ...header(model), choices, usage: usage(answers) };
 }
 
-function sampleLogprobs(model: ServedModel, sample: Sample | null, k: number, offset: number): Logprobs {
-  return logprobsOf(model, sample?.tokens ?? [], sample?.tokenLogprobs ?? [], sample?.argmax ?? [], k, offset);
-}
-
 /**
  * The same answer as a stream: per choice, the echoed prompt first, then the text as it is
  * drawn (one event per token group that adds text), its last event carrying finish_reason;
  * the usage at the end where asked.
  */
 export async function streamCompletion(model: ServedModel, plan: CompletionPlan, stream: EventStream): Promise<void> {
-  const { generation: g, logprobs: k } = plan;
+  const { generation: g, logprobs: k, prompts } = plan;
   const head = header(model);
-  const chunk = (index: number, text: string, logprobs: Logprobs | null, sample?: Sample | null) =>
+  const event = (index: number, text: string, logprobs: Logprobs | null, done: Sample | null | undefined) =>
     stream.send({
       ...head,
       choices: [
@@ -162,53 +165,54 @@ export async function streamCompletion(model: ServedModel, plan: CompletionPlan,
           index,
           text,
           logprobs,
-          finish_reason: sample === undefined ? null : finishReason(sample),
-          stop_reason: sample === undefined ? null : (sample?.stop ?? null),
+          finish_reason: done === undefined ? null : finishReason(done),
+          stop_reason: done === undefined ? null : (done?.stop ?? null),
         },
       ],
     });
-  // Per choice: text and tokens sent so far, where its next offset starts, whether it has finished.
-  const sent = plan.prompts.map((ids) =>
-    Array.from({ length: g.n }, () => ({ text: 0, tokens: 0, offset: g.echo ? echoEnd(model, ids) : 0, done: false })),
+  // Per choice: what it has sent, its text offsets counted on from the echoed prompt, whether it has finished.
+  const progress = prompts.map((ids) =>
+    Array.from({ length: g.n }, () => ({
+      sent: new ChoiceProgress(g.stop),
+      offsetOf: model.offsetCounter(g.echo ? echoEnd(model, ids) : 0),
+      done: false,
+    })),
   );
-  const send = (
-    p: number,
-    j: number,
-    tokens: readonly number[],
-    lps: readonly number[],
-    argmax: ReadonlyArray<{ token: number; logprob: number }>,
-    text: string,
-    done: Sample | null | undefined,
-  ) => {
-    const at = sent[p]![j]!;
-    const upTo = done === undefined ? sendableLength(text, g.stop) : text.length;
-    if (upTo <= at.text && done === undefined) return; // nothing new to say yet: the tokens go with the next event
+  const send = (p: number, j: number, draft: SampleDraft, done: Sample | null | undefined) => {
+    const choice = progress[p]![j]!;
+    const delta = choice.sent.next(draft.text, draft.tokens.length, done !== undefined);
+    if (!delta) return;
+    const { from, to } = delta;
     const logprobs =
-      k === undefined ? null : logprobsOf(model, tokens.slice(at.tokens), lps.slice(at.tokens), argmax.slice(at.tokens), k, at.offset);
-    chunk(p * g.n + j, text.slice(at.text, upTo), logprobs, done);
-    at.offset += logprobs ? logprobs.tokens.join('').length : 0;
-    at.text = Math.max(at.text, upTo);
-    at.tokens = tokens.length;
-    at.done = done !== undefined;
+      k === undefined
+        ? null
+        : logprobsOf(
+            model,
+            draft.tokens.slice(from, to),
+            draft.tokenLogprobs.slice(from, to),
+            draft.argmax.slice(from, to),
+            k,
+            choice.offsetOf,
+          );
+    event(p * g.n + j, delta.text, logprobs, done);
+    choice.done = done !== undefined;
   };
   const echo = (echoed: Array<ScoreResult | undefined>) =>
-    plan.prompts.forEach((ids, p) => {
+    prompts.forEach((ids, p) => {
       for (let j = 0; j < g.n; j++)
-        chunk(p * g.n + j, model.backend.decode(ids), k === undefined ? null : echoedLogprobs(model, ids, echoed[p]!, k));
+        event(p * g.n + j, model.backend.decode(ids), k === undefined ? null : echoedLogprobs(model, ids, echoed[p]!, k), undefined);
     });
   // One pass scores the prompt and finds the greedy token: its echo comes with its answer. Otherwise the echo comes before the samples.
   const onePass = scoresOnly(g);
-  if (g.echo && !onePass) echo(await Promise.all(plan.prompts.map((ids) => model.worker.score(ids))));
-  const answers = await answerPrompts(model, plan.prompts, onePass ? g : { ...g, echo: false }, (p) => ({
-    signal: stream.signal,
-    onDraw: (j, draft, done) => send(p, j, draft.tokens, draft.tokenLogprobs, draft.argmax, done ? done.text : draft.text, done),
+  if (g.echo && !onePass) echo(await Promise.all(prompts.map((ids) => model.echoScores(ids))));
+  const answers = await answerPrompts(model, prompts, onePass ? g : { ...g, echo: false }, stream.signal, (p) => ({
+    onDraw: (j, draft, done) => send(p, j, draft, done),
   }));
-  if (onePass) echo(answers.map((a) => a.echoed));
+  if (onePass && g.echo) echo(answers.map((a) => a.echoed));
   // Choices no draw reported (max_tokens 0, the one-pass greedy token): their whole answer now.
   answers.forEach(({ samples }, p) => {
     samples.forEach((sample, j) => {
-      if (!sent[p]![j]!.done)
-        send(p, j, sample?.tokens ?? [], sample?.tokenLogprobs ?? [], sample?.argmax ?? [], sample?.text ?? '', sample);
+      if (!progress[p]![j]!.done) send(p, j, sample ? draftOf(sample) : NOTHING, sample);
     });
   });
   if (plan.includeUsage) stream.send({ ...head, choices: [], usage: usage(answers) });

@@ -13,8 +13,8 @@ export class ModelWorker {
     | { kind: 'other'; job: () => Promise<void> }
   > = [];
   private busy = false;
-  /** What /health reports: batching, and streams whose client went away (their rows stopped) with the tokens drawn in all. */
-  readonly stats = { batches: 0, batched_requests: 0, largest_batch: 0, drawn_tokens: 0, cancelled_streams: 0 };
+  /** What /health reports: batching, the tokens drawn in all, and requests whose client went away before the answer (their rows stopped). */
+  readonly stats = { batches: 0, batched_requests: 0, largest_batch: 0, drawn_tokens: 0, cancelled_requests: 0 };
 
   constructor(
     private readonly backend: OnnxBackend,

@@ -16,6 +16,7 @@ import { completion, planCompletion, streamCompletion } from './completions.ts';
 import { EventStream } from './event-stream.ts';
 import { ServedModel } from './generate.ts';
 import { ModelWorker } from './model-worker.ts';
+import { nestsDeeperThan } from '../util/json-depth.ts';
 import { BadRequest, ChatRequest, CompletionRequest, checkRequest } from './requests.ts';
 
 export interface ServeOptions {
@@ -30,7 +31,7 @@ export interface ServeOptions {
 /** A request body larger than this is refused before it is parsed: a batch of prompts is large, a body without end is not. */
 const MAX_BODY_BYTES = 64 * 2 ** 20;
 
-async function readBody(req: IncomingMessage): Promise<unknown> {
+async function readBody(req: IncomingMessage): Promise<Record<string, unknown>> {
   const chunks: Buffer[] = [];
   let bytes = 0;
   for await (const chunk of req) {
@@ -43,11 +44,16 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (!text) return {};
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch {
     throw new BadRequest('the request body is not JSON');
   }
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new BadRequest('the request body is not a JSON object');
+  // What reads it next (zod, JSON.stringify) recurses: a body nested past any request's depth is refused here.
+  if (nestsDeeperThan(body, 16)) throw new BadRequest('the request body nests deeper than any request does');
+  return body as Record<string, unknown>;
 }
 
 function send(res: ServerResponse, status: number, value: unknown): void {
@@ -72,21 +78,36 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
   const model = new ServedModel(backend, worker, options.model);
   const window = backend.window;
 
-  /** A completion or chat answer: one JSON body, or (`stream`) events; input is checked before the stream opens. */
+  /**
+   * A completion or chat answer: one JSON body, or (`stream`) events; its input was checked
+   * before. A client that goes away before the answer stops its rows, streamed or not.
+   */
   async function answer<P>(
     res: ServerResponse,
     stream: boolean,
     plan: P,
-    whole: (p: P) => Promise<unknown>,
+    whole: (p: P, signal: AbortSignal) => Promise<unknown>,
     streamed: (p: P, s: EventStream) => Promise<void>,
   ) {
-    if (!stream) return send(res, 200, await whole(plan));
+    if (!stream) {
+      const gone = new AbortController();
+      res.on('close', () => {
+        if (!res.writableFinished) gone.abort(new Error('the client went away'));
+      });
+      try {
+        return send(res, 200, await whole(plan, gone.signal));
+      } catch (error) {
+        if (!gone.signal.aborted) throw error;
+        worker.stats.cancelled_requests++;
+        return;
+      }
+    }
     const events = new EventStream(res);
     try {
       await streamed(plan, events);
     } catch (error) {
       // A client that went away needs no answer (its rows were stopped); anything else ends the stream with the error.
-      if (events.signal.aborted) worker.stats.cancelled_streams++;
+      if (events.signal.aborted) worker.stats.cancelled_requests++;
       else events.end(errorBody(error));
     }
   }
@@ -104,7 +125,7 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
         }
         if (req.method !== 'POST')
           return send(res, 404, { error: { message: `no route ${req.method} ${path}`, type: 'NotFoundError', code: 404 } });
-        const body = (await readBody(req)) as Record<string, unknown>;
+        const body = await readBody(req);
         if (body.model !== undefined && body.model !== null && body.model !== options.model)
           throw new BadRequest(`the model "${String(body.model)}" does not exist; this server serves "${options.model}"`);
         if (path === '/tokenize') {
@@ -125,7 +146,7 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
             res,
             Boolean(request.stream),
             plan,
-            (p) => completion(model, p),
+            (p, signal) => completion(model, p, signal),
             (p, s) => streamCompletion(model, p, s),
           );
         }
@@ -136,7 +157,7 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
             res,
             Boolean(request.stream),
             plan,
-            (p) => chat(model, p),
+            (p, signal) => chat(model, p, signal),
             (p, s) => streamChat(model, p, s),
           );
         }

@@ -161,6 +161,20 @@ export class OnnxBackend implements CompletionBackend {
     return this.tokenizer.decode(ids);
   }
 
+  /** Token ids run from 0 to this (exclusive): the width of the graph's logits. */
+  get vocabSize(): number {
+    return this.graph.vocab;
+  }
+
+  isEos(id: number): boolean {
+    return this.tokenizer.eosIds.has(id);
+  }
+
+  /** A token's exact bytes, where the tokenizer's decoder defines them (tokenizer.ts `bytesOf`). */
+  bytesOf(id: number): Uint8Array | undefined {
+    return this.tokenizer.bytesOf(id);
+  }
+
   /** The checkpoint's chat template, where its tokenizer has one (a base model's has none). */
   get chatTemplate(): string | undefined {
     return this.tokenizer.chatTemplate;

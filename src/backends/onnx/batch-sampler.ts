@@ -142,7 +142,14 @@ export class BatchSampler {
           const prefix = await this.feed(job.prompt);
           this.pending.shift();
           this.liveRows ??= Math.max(1, Math.floor(LIVE_BUDGET_BYTES / (this.window * bytesPerCachedToken(prefix.cache))));
-          const admitted = Array.from({ length: job.request.n }, (_, i) => new Sequence(job, i, prefix, this.tokenizer));
+          let admitted: Sequence[];
+          try {
+            admitted = Array.from({ length: job.request.n }, (_, i) => new Sequence(job, i, prefix, this.tokenizer));
+          } catch (error) {
+            // A request its sequences cannot be made for fails alone; it is neither pending nor live any more.
+            job.reject(error);
+            continue;
+          }
           if (decoder) this.formCohorts(decoder, admitted, prefix, job.request.maxTokens);
           live.push(...admitted);
         }

@@ -10,7 +10,8 @@ export class IncrementalText {
     private readonly tokenizer: CheckpointTokenizer,
     private readonly stops: string[],
   ) {
-    this.longestStop = Math.max(0, ...stops.map((s) => s.length));
+    // A reduce, not Math.max(...): a spread of very many stops would exceed the arguments a call may take.
+    this.longestStop = stops.reduce((longest, s) => Math.max(longest, s.length), 0);
   }
 
   /** Appends a token; returns the stop string if one now occurs (the text is cut before it). */
