@@ -9,7 +9,7 @@
  *     answers a well-formed echo instantly (tokenising, JSON, HTTP, checking — no model).
  * Usage: npx tsx bench/http.ts [--ckpt NAME]
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -17,6 +17,7 @@ import { HttpBackend } from '../src/backends/http/backend.ts';
 import { OnnxBackend } from '../src/backends/onnx/backend.ts';
 import type { CompletionBackend, ScoreRequest } from '../src/backends/types.ts';
 import { EMBEDDED_CHECKPOINTS, REPO_ROOT } from '../src/embedded.ts';
+import { startProbeServe, stopProbeServe } from '../test/helpers/probe-serve.ts';
 import { scoreBpb } from '../src/probes/bpb.ts';
 import { loadProbeItems } from '../src/probes/load.ts';
 import { mapLimit } from '../src/util/pool.ts';
@@ -34,15 +35,7 @@ async function throughput(backend: CompletionBackend, concurrency: number): Prom
 }
 
 // probe serve in its own process, as a team would run it.
-const serve = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'probe.js'), 'serve', '--ckpt', ckpt, '--port', '0'], {
-  stdio: ['ignore', 'ignore', 'pipe'],
-});
-let said = '';
-serve.stderr!.on('data', (d) => {
-  said += String(d);
-});
-while (!/at (http:\/\/\S+)/.test(said)) await new Promise((r) => setTimeout(r, 50));
-const url = /at (http:\/\/\S+)/.exec(said)![1]!;
+const { url, server: serve } = await startProbeServe(ckpt);
 
 const local = await OnnxBackend.open(ckpt);
 const remote = await HttpBackend.open(url, { tokenizerDir: ckpt, endpoint: { concurrency: 16 } });
@@ -101,7 +94,7 @@ console.log(
   `\n(b) probe bpb over HTTP, ${requests.length} items: --http-concurrency 1 ${one.seconds.toFixed(1)} s, 8 ${eight.seconds.toFixed(1)} s (${(one.seconds / eight.seconds).toFixed(2)}× faster; bpb ${one.bpb.toFixed(4)} and ${eight.bpb.toFixed(4)});` +
     `\n    its scoring alone (scoreBpb through the HTTP backend): ${scoreOne.toFixed(2)} s and ${scoreEight.toFixed(2)} s (${(scoreOne / scoreEight).toFixed(2)}×)`,
 );
-serve.kill('SIGINT');
+await stopProbeServe(serve);
 
 // A stub that answers any echo request at once, so only the client's own work is timed.
 const stub = createServer((req, res) => {

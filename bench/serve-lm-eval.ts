@@ -9,11 +9,12 @@
  * Needs python3 with lm-eval 0.4.13 and torch (the local index's CPU wheel). Usage:
  *   npx tsx bench/serve-lm-eval.ts [--ckpt DIR] [--rounds 3] [--batch 8]
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../src/embedded.ts';
+import { startProbeServe, stopProbeServe } from '../test/helpers/probe-serve.ts';
 
 const arg = (name: string, fallback: string) => (process.argv.includes(name) ? process.argv[process.argv.indexOf(name) + 1]! : fallback);
 const ckpt = arg('--ckpt', join(REPO_ROOT, '..', 'shared', 'models', 'hf', 'llama-bpe8k-s1500'));
@@ -30,18 +31,8 @@ const rows = readFileSync(join(REPO_ROOT, 'probes', 'demo.jsonl'), 'utf8')
   .filter((r) => r.context.length + r.gold.length < 3200);
 writeFileSync(items, rows.map(({ id, context, gold }) => JSON.stringify({ id, context, gold })).join('\n'));
 
-const serve = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'probe.js'), 'serve', '--ckpt', ckpt, '--port', '0'], {
-  stdio: ['ignore', 'ignore', 'pipe'],
-});
-let said = '';
-serve.stderr!.on('data', (d) => {
-  said += String(d);
-});
-while (!/at (http:\/\/\S+)/.test(said)) {
-  if (serve.exitCode !== null) throw new Error(`probe serve exited: ${said}`);
-  await new Promise((r) => setTimeout(r, 50));
-}
-const url = `${/at (http:\/\/\S+)/.exec(said)![1]!}/completions`;
+const { url: serveUrl, server: serve } = await startProbeServe(ckpt);
+const url = `${serveUrl}/completions`;
 
 interface Run {
   wall_s: number;
@@ -72,7 +63,7 @@ try {
     last = got;
   }
 } finally {
-  serve.kill('SIGINT');
+  await stopProbeServe(serve);
 }
 const served = median(walls.served);
 const hf = median(walls.hf);

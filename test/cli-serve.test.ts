@@ -3,7 +3,7 @@
  * loopback; the BPB through HTTP equals the in-process BPB within 1e-4; a server that
  * cannot score prompts is refused with exit 2 and the other checkpoints' results kept.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { once } from 'node:events';
@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { CKPT, DEMO_PROBES, PROBE_BIN, tempDir } from './helpers/paths.ts';
 import { checkpointKey } from '../src/swe/store.ts';
 import { skipWithoutDocker } from './helpers/docker.ts';
+import { startProbeServe, stopProbeServe } from './helpers/probe-serve.ts';
 
 function probe(args: string[]) {
   const run = spawnSync(process.execPath, [PROBE_BIN, ...args], { cwd: REPO_ROOT, encoding: 'utf8', timeout: 180_000 });
@@ -21,29 +22,14 @@ function probe(args: string[]) {
 }
 
 describe('probe serve', () => {
-  let server: ReturnType<typeof spawn>;
+  let server: ChildProcess;
   let url = '';
 
   beforeAll(async () => {
-    server = spawn(process.execPath, [PROBE_BIN, 'serve', '--ckpt', CKPT.attention, '--port', '0'], {
-      cwd: REPO_ROOT,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let said = '';
-    server.stderr!.on('data', (d) => {
-      said += String(d);
-    });
-    while (!/at (http:\/\/\S+)/.test(said)) {
-      if (server.exitCode !== null) throw new Error(`probe serve exited: ${said}`);
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    url = /at (http:\/\/\S+)/.exec(said)![1]!;
+    ({ url, server } = await startProbeServe(CKPT.attention));
   }, 60_000);
 
-  afterAll(async () => {
-    server.kill('SIGINT');
-    await once(server, 'exit');
-  });
+  afterAll(() => stopProbeServe(server));
 
   it('drives deep-research episodes through it (probe asap --env research), with transcripts and the documented JSON', () => {
     const out = join(tempDir(), 'research');

@@ -6,14 +6,14 @@
  * implemented. Skipped where python3 cannot import `openai`, unless PROBE_REQUIRE_PY_CLIENTS
  * is set (CI installs it).
  */
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
+import { type ChildProcess, spawnSync } from 'node:child_process';
 import { mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REPO_ROOT } from '../src/embedded.ts';
 import { PROBE_BIN, tempDir } from './helpers/paths.ts';
+import { startProbeServe, stopProbeServe } from './helpers/probe-serve.ts';
 
 const REAL = join(REPO_ROOT, '..', 'shared', 'models', 'hf', 'llama-bpe8k-s1500');
 const REFERENCE = join(REPO_ROOT, '..', 'shared', 'models');
@@ -35,28 +35,6 @@ const LM_EVAL_ITEMS = [
   'config__loader-6@mini2:asap',
 ];
 
-/** `probe serve` on `ckpt`, its URL once it listens. */
-async function serve(ckpt: string, model: string): Promise<{ url: string; server: ChildProcess }> {
-  const server = spawn(process.execPath, [PROBE_BIN, 'serve', '--ckpt', ckpt, '--port', '0', '--model', model], {
-    cwd: REPO_ROOT,
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let said = '';
-  server.stderr!.on('data', (d) => {
-    said += String(d);
-  });
-  while (!/at (http:\/\/\S+)/.test(said)) {
-    if (server.exitCode !== null) throw new Error(`probe serve exited: ${said}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return { url: /at (http:\/\/\S+)/.exec(said)![1]!, server };
-}
-
-async function stop(server: ChildProcess): Promise<void> {
-  server.kill('SIGINT');
-  await once(server, 'exit');
-}
-
 function python(script: string, args: string[]): any {
   const run = spawnSync('python3', [join(CLIENTS, script), ...args], { encoding: 'utf8', timeout: 600_000 });
   expect(run.status, run.stderr).toBe(0);
@@ -71,9 +49,9 @@ describe.skipIf(!openaiClient)('probe serve and the official openai client', () 
   let url = '';
   let server: ChildProcess;
   beforeAll(async () => {
-    ({ url, server } = await serve(REAL, 'llama-bpe8k-s1500'));
+    ({ url, server } = await startProbeServe(REAL, ['--model', 'llama-bpe8k-s1500']));
   }, 120_000);
-  afterAll(() => stop(server));
+  afterAll(() => stopProbeServe(server));
 
   it('scores as lm-evaluation-harness asks (a batch of echoed prompts) to the HF reference; samples, stops, streams; refuses what it does not implement', () => {
     const reference = JSON.parse(readFileSync(join(REFERENCE, 'reference-logprobs.json'), 'utf8')).models['llama-bpe8k-s1500'].items;
@@ -203,9 +181,9 @@ describe.skipIf(!openaiClient)('probe serve on a checkpoint with a chat template
     for (const file of readdirSync(REAL)) if (file !== 'tokenizer_config.json') symlinkSync(join(REAL, file), join(dir, file));
     const config = JSON.parse(readFileSync(join(REAL, 'tokenizer_config.json'), 'utf8'));
     writeFileSync(join(dir, 'tokenizer_config.json'), JSON.stringify({ ...config, chat_template: TEMPLATE }));
-    ({ url, server } = await serve(dir, 'chat-model'));
+    ({ url, server } = await startProbeServe(dir, ['--model', 'chat-model']));
   }, 120_000);
-  afterAll(() => stop(server));
+  afterAll(() => stopProbeServe(server));
 
   it('answers through the template: the completion of the rendered conversation, whole or streamed, with log-probs', () => {
     const rendered = '<|system|>\nYou write Python.\n<|user|>\nAdd two numbers.\n<|assistant|>\n';

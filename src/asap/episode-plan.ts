@@ -109,9 +109,9 @@ export function episodeProtocolOf(s: EnvironmentRunSettings): EpisodeProtocol {
   return { runs, concurrency, seed, maxSteps, maxTokens, temperature, topP };
 }
 
-/** An option's value in `settings`, or its default. */
-export function optionValue<T>(settings: EnvironmentRunSettings, option: EnvironmentOption): T {
-  return (settings.options[attributeName(option)] ?? option.default) as T;
+/** An option's value among `options` (by commander's name for it), or its default. */
+export function optionValue<T>(options: Readonly<Record<string, unknown>>, option: EnvironmentOption): T {
+  return (options[attributeName(option)] ?? option.default) as T;
 }
 
 /** commander's attribute name for a flag: `--research-set <dir>` → `researchSet`. */

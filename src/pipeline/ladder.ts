@@ -12,7 +12,7 @@ import { DEFAULT_IMAGE_SOURCES, type ImageSources } from '../settings/image-sour
 import { ensureOutputDir } from '../store/output-path.ts';
 import type { EnvironmentSummary, LadderRow } from '../schema/ladder-row.ts';
 import type { EnvironmentDeclaration, EnvironmentResult } from '../asap/environment.ts';
-import { attributeName, type EnvironmentPlan } from '../asap/episode-plan.ts';
+import { type EnvironmentPlan, optionValue } from '../asap/episode-plan.ts';
 import { ENVIRONMENTS } from '../environments/registry.ts';
 import { runEnvironmentEpisodes } from './episode-run.ts';
 import { averageRanks } from '../stats/correlation.ts';
@@ -89,9 +89,7 @@ export function ladderConfig(s: LadderSettings): Record<string, unknown> {
           ...Object.fromEntries(
             otherEnvironmentsOf(s).flatMap((e) =>
               e.episodes!.options.flatMap((option) =>
-                option.ladderRecord
-                  ? [[option.ladderRecord, resolve(String(s.environmentOptions?.[attributeName(option)] ?? option.default))]]
-                  : [],
+                option.ladderRecord ? [[option.ladderRecord, resolve(String(optionValue(s.environmentOptions ?? {}, option)))]] : [],
               ),
             ),
           ),

@@ -6,9 +6,10 @@
  */
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { describeCause, InputError } from '../errors.ts';
+import { InputError } from '../errors.ts';
 import { formatOf, UnknownFormat } from '../formats/registry.ts';
 import { ProbeItem } from '../schema/probe-item.ts';
+import { parseJsonlRow } from '../util/jsonl-rows.ts';
 import { readLines, regularFile } from '../util/safe-tree.ts';
 
 const WHAT = 'a probe set';
@@ -32,29 +33,19 @@ export function loadProbeItems(pathArg: string): ProbeItem[] {
   for (const file of probeFiles(pathArg)) {
     for (const { text, line } of readLines(file, { what: WHAT })) {
       if (text.trim() === '') continue;
-      let value: unknown;
-      try {
-        value = JSON.parse(text);
-      } catch (error) {
-        throw new InputError({ file, line }, `not valid JSON: ${describeCause(error)}`, { cause: error });
-      }
-      const parsed = ProbeItem.safeParse(value);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0]!;
-        throw new InputError({ file, line, field: issue.path.join('.') || undefined }, issue.message);
-      }
+      const item = parseJsonlRow(text, ProbeItem, file, line);
       // A format probe does not know would be sampled with a guessed stop and parsed by nothing: refused here.
       try {
-        formatOf(parsed.data.format);
+        formatOf(item.format);
       } catch (error) {
         if (!(error instanceof UnknownFormat)) throw error;
         throw new InputError({ file, line, field: 'format' }, error.message, { cause: error });
       }
       const where = `${file}:${line}`;
-      const earlier = seen.get(parsed.data.id);
-      if (earlier) throw new InputError({ file, line, field: 'id' }, `"${parsed.data.id}" already used at ${earlier}`);
-      seen.set(parsed.data.id, where);
-      items.push(parsed.data);
+      const earlier = seen.get(item.id);
+      if (earlier) throw new InputError({ file, line, field: 'id' }, `"${item.id}" already used at ${earlier}`);
+      seen.set(item.id, where);
+      items.push(item);
     }
   }
   if (items.length === 0) throw new InputError({ file: pathArg }, 'no probe items');

@@ -51,9 +51,9 @@ function loadResearchSet(dir: string, limit?: number) {
 export const RESEARCH_EPISODES: EnvironmentEpisodes = {
   options: [SET, SEARCH_HITS],
   plan(s): EnvironmentPlan<ResearchEpisodeRecord, ResearchResult> {
-    const setDir = optionValue<string>(s, SET);
+    const setDir = optionValue<string>(s.options, SET);
     const set = loadResearchSet(setDir, s.limit);
-    const options: ResearchRunOptions = { ...episodeProtocolOf(s), searchK: optionValue<number>(s, SEARCH_HITS) };
+    const options: ResearchRunOptions = { ...episodeProtocolOf(s), searchK: optionValue<number>(s.options, SEARCH_HITS) };
     const byId = new Map(set.queries.map((q) => [q.query_id, q]));
     return {
       kind: 'research',

@@ -7,8 +7,17 @@
 import type { SampleDraft } from '../backends/onnx/sample-draws.ts';
 import type { Sample } from '../backends/types.ts';
 import type { EventStream } from './event-stream.ts';
-import { answerId, answerPrompts, ChoiceProgress, checkPrompts, finishReason, type Generation, type ServedModel } from './generate.ts';
-import { BadRequest, type ChatRequest, stopsOf } from './requests.ts';
+import {
+  answerId,
+  answerPrompts,
+  ChoiceProgress,
+  checkPrompts,
+  finishReason,
+  generationOf,
+  type Generation,
+  type ServedModel,
+} from './generate.ts';
+import { BadRequest, type ChatRequest } from './requests.ts';
 
 export interface ChatPlan {
   prompt: number[];
@@ -36,17 +45,11 @@ export function planChat(model: ServedModel, body: ChatRequest): ChatPlan {
   }
   // The template writes its own special tokens (a BOS among them, where it has one): none are added.
   const prompt = model.backend.encode(rendered);
-  const generation: Generation = {
-    n: body.n ?? 1,
+  const generation = generationOf(body, {
     maxTokens: body.max_completion_tokens ?? body.max_tokens ?? Math.max(1, model.backend.window - prompt.length),
-    temperature: body.temperature ?? 1,
-    topP: body.top_p ?? 1,
-    topK: body.top_k && body.top_k > 0 ? body.top_k : undefined,
-    stop: stopsOf(body.stop),
-    seed: body.seed ?? 0,
     echo: false,
     argmax: Boolean(body.logprobs) && (body.top_logprobs ?? 0) >= 1,
-  };
+  });
   checkPrompts(model, [prompt], generation);
   return {
     prompt,

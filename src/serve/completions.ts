@@ -14,12 +14,13 @@ import {
   ChoiceProgress,
   checkPrompts,
   finishReason,
+  generationOf,
   type Generation,
   type PromptAnswer,
   scoresOnly,
   type ServedModel,
 } from './generate.ts';
-import { BadRequest, type CompletionRequest, promptsOf, stopsOf } from './requests.ts';
+import { BadRequest, type CompletionRequest, promptsOf } from './requests.ts';
 
 interface Logprobs {
   tokens: string[];
@@ -44,17 +45,7 @@ export function planCompletion(model: ServedModel, body: CompletionRequest): Com
   const maxTokens = body.max_tokens ?? 16;
   if (maxTokens === 0 && !echo) throw new BadRequest('"max_tokens" must be at least 1 (0 only with echo)');
   const logprobs = body.logprobs ?? undefined;
-  const generation: Generation = {
-    n: body.n ?? 1,
-    maxTokens,
-    temperature: body.temperature ?? 1,
-    topP: body.top_p ?? 1,
-    topK: body.top_k && body.top_k > 0 ? body.top_k : undefined,
-    stop: stopsOf(body.stop),
-    seed: body.seed ?? 0,
-    echo,
-    argmax: logprobs !== undefined && logprobs >= 1,
-  };
+  const generation = generationOf(body, { maxTokens, echo, argmax: logprobs !== undefined && logprobs >= 1 });
   checkPrompts(model, prompts, generation);
   return { prompts, generation, logprobs, includeUsage: Boolean(body.stream_options?.include_usage) };
 }
@@ -110,9 +101,6 @@ const draftOf = (s: Sample): SampleDraft => ({
 
 /** A choice that drew nothing (max_tokens 0). */
 const NOTHING: SampleDraft = { tokens: [], tokenLogprobs: [], argmax: [], text: '' };
-
-/** Where the echoed prompt's text ends: the first generated token's offset. */
-const echoEnd = (model: ServedModel, ids: number[]) => model.backend.decode(ids).length;
 
 const sampleLogprobs = (model: ServedModel, sample: Sample | null, k: number, offset: number): Logprobs =>
   logprobsOf(model, sample?.tokens ?? [], sample?.tokenLogprobs ?? [], sample?.argmax ?? [], k, model.offsetCounter(offset));
@@ -170,11 +158,13 @@ export async function streamCompletion(model: ServedModel, plan: CompletionPlan,
         },
       ],
     });
+  // Each prompt's text as echo shows it, decoded once.
+  const promptTexts = prompts.map((ids) => (g.echo ? model.backend.decode(ids) : ''));
   // Per choice: what it has sent, its text offsets counted on from the echoed prompt, whether it has finished.
-  const progress = prompts.map((ids) =>
+  const progress = promptTexts.map((promptText) =>
     Array.from({ length: g.n }, () => ({
       sent: new ChoiceProgress(g.stop),
-      offsetOf: model.offsetCounter(g.echo ? echoEnd(model, ids) : 0),
+      offsetOf: model.offsetCounter(promptText.length),
       done: false,
     })),
   );
@@ -199,8 +189,8 @@ export async function streamCompletion(model: ServedModel, plan: CompletionPlan,
   };
   const echo = (echoed: Array<ScoreResult | undefined>) =>
     prompts.forEach((ids, p) => {
-      for (let j = 0; j < g.n; j++)
-        event(p * g.n + j, model.backend.decode(ids), k === undefined ? null : echoedLogprobs(model, ids, echoed[p]!, k), undefined);
+      const logprobs = k === undefined ? null : echoedLogprobs(model, ids, echoed[p]!, k);
+      for (let j = 0; j < g.n; j++) event(p * g.n + j, promptTexts[p]!, logprobs, undefined);
     });
   // One pass scores the prompt and finds the greedy token: its echo comes with its answer. Otherwise the echo comes before the samples.
   const onePass = scoresOnly(g);

@@ -5,30 +5,33 @@
  */
 import type { ServerResponse } from 'node:http';
 
+/** Aborted when the client goes away before its answer is written: what stops the model's rows for it, streamed or not. */
+export function clientGone(res: ServerResponse): AbortSignal {
+  const gone = new AbortController();
+  res.on('close', () => {
+    if (!res.writableFinished) gone.abort(new Error('the client went away before its answer'));
+  });
+  return gone.signal;
+}
+
 export class EventStream {
-  private readonly controller = new AbortController();
+  /** Aborted when the client is gone. */
+  readonly signal: AbortSignal;
   private started = false;
 
   constructor(private readonly res: ServerResponse) {
-    res.on('close', () => {
-      if (!res.writableFinished) this.controller.abort(new Error('the client closed the stream'));
-    });
-  }
-
-  /** Aborted when the client is gone. */
-  get signal(): AbortSignal {
-    return this.controller.signal;
+    this.signal = clientGone(res);
   }
 
   send(value: unknown): void {
-    if (this.controller.signal.aborted) return;
+    if (this.signal.aborted) return;
     this.open();
     this.res.write(`data: ${JSON.stringify(value)}\n\n`);
   }
 
   /** Ends the stream: `[DONE]`, after a failure mid-stream the error first, as vLLM sends it. */
   end(error?: { message: string; type: string; code: number }): void {
-    if (this.controller.signal.aborted) return;
+    if (this.signal.aborted) return;
     if (error) this.send({ error });
     this.open();
     this.res.end('data: [DONE]\n\n');

@@ -10,7 +10,7 @@ import type { OnnxBackend } from '../backends/onnx/backend.ts';
 import type { SampleWatch } from '../backends/onnx/sample-draws.ts';
 import type { Sample, ScoreResult } from '../backends/types.ts';
 import type { ModelWorker } from './model-worker.ts';
-import { BadRequest } from './requests.ts';
+import { BadRequest, type SamplingFields, stopsOf } from './requests.ts';
 
 /** The model behind the server, and what every answer needs of it. */
 export class ServedModel {
@@ -119,6 +119,19 @@ export interface Generation {
   echo: boolean;
   /** Record each generated token's most likely alternative (top_logprobs). */
   argmax: boolean;
+}
+
+/** A request's sampling fields as a Generation, with OpenAI's defaults (n 1, temperature 1, top_p 1; a top_k of -1 or 0 is none). */
+export function generationOf(body: SamplingFields, rest: Pick<Generation, 'maxTokens' | 'echo' | 'argmax'>): Generation {
+  return {
+    n: body.n ?? 1,
+    temperature: body.temperature ?? 1,
+    topP: body.top_p ?? 1,
+    topK: body.top_k && body.top_k > 0 ? body.top_k : undefined,
+    stop: stopsOf(body.stop),
+    seed: body.seed ?? 0,
+    ...rest,
+  };
 }
 
 /** One prompt's answer: its ids, its scores where echoed, and its n samples (null: max_tokens 0). */

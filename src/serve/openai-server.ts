@@ -13,7 +13,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { OnnxBackend } from '../backends/onnx/backend.ts';
 import { chat, planChat, streamChat } from './chat.ts';
 import { completion, planCompletion, streamCompletion } from './completions.ts';
-import { EventStream } from './event-stream.ts';
+import { clientGone, EventStream } from './event-stream.ts';
 import { ServedModel } from './generate.ts';
 import { ModelWorker } from './model-worker.ts';
 import { nestsDeeperThan } from '../util/json-depth.ts';
@@ -82,29 +82,25 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
    * A completion or chat answer: one JSON body, or (`stream`) events; its input was checked
    * before. A client that goes away before the answer stops its rows, streamed or not.
    */
-  async function answer<P>(
+  async function answer(
     res: ServerResponse,
-    stream: boolean,
-    plan: P,
-    whole: (p: P, signal: AbortSignal) => Promise<unknown>,
-    streamed: (p: P, s: EventStream) => Promise<void>,
+    stream: boolean | null | undefined,
+    whole: (signal: AbortSignal) => Promise<unknown>,
+    streamed: (events: EventStream) => Promise<void>,
   ) {
     if (!stream) {
-      const gone = new AbortController();
-      res.on('close', () => {
-        if (!res.writableFinished) gone.abort(new Error('the client went away'));
-      });
+      const gone = clientGone(res);
       try {
-        return send(res, 200, await whole(plan, gone.signal));
+        return send(res, 200, await whole(gone));
       } catch (error) {
-        if (!gone.signal.aborted) throw error;
+        if (!gone.aborted) throw error;
         worker.stats.cancelled_requests++;
         return;
       }
     }
     const events = new EventStream(res);
     try {
-      await streamed(plan, events);
+      await streamed(events);
     } catch (error) {
       // A client that went away needs no answer (its rows were stopped); anything else ends the stream with the error.
       if (events.signal.aborted) worker.stats.cancelled_requests++;
@@ -144,10 +140,9 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
           const plan = planCompletion(model, request);
           return await answer(
             res,
-            Boolean(request.stream),
-            plan,
-            (p, signal) => completion(model, p, signal),
-            (p, s) => streamCompletion(model, p, s),
+            request.stream,
+            (signal) => completion(model, plan, signal),
+            (events) => streamCompletion(model, plan, events),
           );
         }
         if (path === '/v1/chat/completions') {
@@ -155,10 +150,9 @@ export function createOpenAiServer(backend: OnnxBackend, options: ServeOptions):
           const plan = planChat(model, request);
           return await answer(
             res,
-            Boolean(request.stream),
-            plan,
-            (p, signal) => chat(model, p, signal),
-            (p, s) => streamChat(model, p, s),
+            request.stream,
+            (signal) => chat(model, plan, signal),
+            (events) => streamChat(model, plan, events),
           );
         }
         return send(res, 404, { error: { message: `no route POST ${path}`, type: 'NotFoundError', code: 404 } });

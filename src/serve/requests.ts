@@ -47,6 +47,9 @@ const NEUTRAL: Record<string, { ok: (value: unknown, body: Record<string, unknow
   suffix: { ok: (v) => v === '', says: 'suffixes (insertion) are not implemented' },
 };
 
+/** The sampling fields as a request gives them. */
+export type SamplingFields = z.infer<z.ZodObject<typeof sampling>>;
+
 export const CompletionRequest = z.object({
   ...sampling,
   // Checked by `promptsOf` before zod sees the request: a token-id prompt can be millions of numbers.

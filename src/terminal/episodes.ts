@@ -66,7 +66,7 @@ export const TERMINAL_EPISODES: EnvironmentEpisodes = {
   plan(s): EnvironmentPlan<TerminalEpisodeRecord, TerminalResult> {
     // All input is checked before any work.
     const profile = terminalProfile(s.profile);
-    const tasksPath = optionValue<string>(s, TASKS);
+    const tasksPath = optionValue<string>(s.options, TASKS);
     let tasks = loadTerminalTasks(tasksPath);
     if (s.instances) {
       const known = new Set(tasks.map((t) => t.id));

@@ -17,19 +17,24 @@ export function readJsonlRows<T>(file: string, schema: z.ZodType<T>, what: strin
   text.split('\n').forEach((raw, index) => {
     if (raw.trim() === '') return;
     const line = index + 1;
-    let value: unknown;
-    try {
-      value = JSON.parse(raw);
-    } catch (error) {
-      throw new InputError({ file, line }, `not valid JSON: ${describeCause(error)}`, { cause: error });
-    }
-    const parsed = schema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0]!;
-      throw new InputError({ file, line, field: issue.path.join('.') || undefined }, issue.message);
-    }
-    rows.push({ row: parsed.data, line });
+    rows.push({ row: parseJsonlRow(raw, schema, file, line), line });
   });
   if (rows.length === 0) throw new InputError({ file }, 'holds no rows');
   return rows;
+}
+
+/** One line of a JSONL file as `schema` reads it, or an InputError naming the file, line and first bad field. */
+export function parseJsonlRow<T>(raw: string, schema: z.ZodType<T>, file: string, line: number): T {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch (error) {
+    throw new InputError({ file, line }, `not valid JSON: ${describeCause(error)}`, { cause: error });
+  }
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new InputError({ file, line, field: issue.path.join('.') || undefined }, issue.message);
+  }
+  return parsed.data;
 }

@@ -67,25 +67,26 @@ export class SampleDraws implements SampleDraft {
    * returns the finished sample when it ends the sequence.
    */
   draw(row: NextToken): Sample | undefined {
-    // A token's log-prob as the row gives it: the logits' log-softmax, else the decode graph's log-probs, else its probabilities.
-    const logprobOf = (t: number) =>
-      row instanceof Float32Array
-        ? logSoftmaxAt(row, 0, row.length, t).logprob
-        : row.logprobs
-          ? row.logprobs[t]!
-          : Math.log(row.probs![t]!);
-    const token =
-      row instanceof Float32Array
-        ? chooseToken(row, this.params, this.rng)
-        : // The step returned what this temperature reads (prefix-decoder.ts DecodedRows).
-          this.params.temperature > 0
-          ? chooseTokenFromProbs(row.probs!, this.params, this.rng)
-          : firstMaximum(row.logprobs!);
-    const lp = logprobOf(token);
-    if (this.watch.argmax) {
-      const best = firstMaximum(row instanceof Float32Array ? row : (row.logprobs ?? row.probs!));
-      this.argmax.push({ token: best, logprob: logprobOf(best) });
+    let token: number;
+    let lp: number;
+    let best: { token: number; logprob: number } | undefined;
+    if (row instanceof Float32Array) {
+      token = chooseToken(row, this.params, this.rng);
+      // One pass over the row gives the token's log-prob and the most likely token's.
+      const scored = logSoftmaxAt(row, 0, row.length, token);
+      lp = scored.logprob;
+      best = { token: scored.argmax, logprob: scored.argmaxLogprob };
+    } else {
+      // The step returned what this temperature reads (prefix-decoder.ts DecodedRows): its log-probs, else its probabilities.
+      const logprobOf = (t: number) => (row.logprobs ? row.logprobs[t]! : Math.log(row.probs![t]!));
+      token = this.params.temperature > 0 ? chooseTokenFromProbs(row.probs!, this.params, this.rng) : firstMaximum(row.logprobs!);
+      lp = logprobOf(token);
+      if (this.watch.argmax) {
+        const top = firstMaximum(row.logprobs ?? row.probs!);
+        best = { token: top, logprob: logprobOf(top) };
+      }
     }
+    if (this.watch.argmax) this.argmax.push(best!);
     this.logprob += lp;
     this.tokenLogprobs.push(lp);
     this.tokens.push(token);
